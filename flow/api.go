@@ -1,0 +1,150 @@
+package flow
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+)
+
+// SourceContext describes the source subtask being opened.
+type SourceContext struct {
+	Job         string
+	UID         string
+	Subtask     int
+	Parallelism int
+	// RestoredCheckpoint is the id of the checkpoint the job restores from,
+	// 0 on a fresh start.
+	RestoredCheckpoint int64
+	Logger             *slog.Logger
+}
+
+// Source produces the records of a stream. It is opened once per subtask
+// per (re)start of the job.
+type Source[T any] interface {
+	// Open returns the reader for one subtask. restored holds every split
+	// position of this source (by its uid) in the checkpoint being restored,
+	// from all subtasks of the previous run, whatever its parallelism was:
+	// the reader takes the splits it owns now. restored is nil on a fresh
+	// start; the source then applies its startup mode.
+	Open(ctx context.Context, sc SourceContext, restored map[string][]byte) (SourceReader[T], error)
+}
+
+// SourceReader reads the splits of one subtask. Its methods are called from
+// one goroutine.
+type SourceReader[T any] interface {
+	// Poll hands the next records to emit and returns. It should return
+	// within about 100ms when nothing is available, because barriers are
+	// injected between polls. io.EOF means this subtask has no more input
+	// (bounded sources); Poll is not called again.
+	Poll(ctx context.Context, emit func(T)) error
+	// Snapshot returns the position of every split the reader owns, such
+	// that resuming from it replays nothing that was emitted before the
+	// call and skips nothing after it.
+	Snapshot(checkpointID int64) (map[string][]byte, error)
+	// CheckpointCommitted tells the reader that the checkpoint is durable
+	// (for example to commit offsets for monitoring). Failures are logged;
+	// they never fail the job.
+	CheckpointCommitted(ctx context.Context, checkpointID int64) error
+	// Close releases the reader.
+	Close() error
+}
+
+// ParallelismHinter is implemented by sources whose natural parallelism is
+// known before the job starts (a Kafka source: its partition count).
+type ParallelismHinter interface {
+	ParallelismHint(ctx context.Context) (int, error)
+}
+
+// Positioner is implemented by source readers that can describe the record
+// last emitted (for example "orders/3@1042"), so failures name it.
+type Positioner interface {
+	Position() string
+}
+
+// SinkContext describes the sink subtask being opened.
+type SinkContext struct {
+	Job         string
+	UID         string
+	Subtask     int
+	Parallelism int
+	// RestoredCheckpoint is the id of the checkpoint the job restores from,
+	// 0 on a fresh start. Before Open the runtime has already committed the
+	// handles that checkpoint holds; anything this sink prepared for a
+	// later checkpoint never reached the commit point and must be aborted by
+	// Open (for example prepared transactions with a higher id).
+	RestoredCheckpoint int64
+	Logger             *slog.Logger
+}
+
+// Sink writes the records of a stream out of the job. The two-phase-commit
+// contract of a sink subtask, driven by the runtime:
+//
+//   - Write is called for each record of the current epoch.
+//   - Prepare(n) is called when barrier n reaches the sink: everything written
+//     since the previous barrier is pre-committed (durable but invisible) and
+//     the returned handle names it. The handle is stored in checkpoint n.
+//   - Commit(n, handle) is called after checkpoint n reached its commit point,
+//     for every prepared epoch up to n in order (an epoch whose checkpoint
+//     failed without failing the job is committed with the next one). After
+//     a crash it is called again on recovery with the handles stored in the
+//     restored checkpoint, so it must be idempotent: committing something
+//     already committed is a success.
+//   - Prepared epochs are never aborted by the runtime while it runs: one
+//     may belong to a checkpoint reaching its commit point at that moment.
+//     On recovery the runtime commits the handles in the restored checkpoint
+//     and Open aborts everything prepared with a higher id. Close aborts
+//     what is written but not prepared.
+//
+// A sink that does not need transactions (at-least-once) flushes in Prepare
+// and does nothing in Commit.
+type Sink[T any] interface {
+	Open(ctx context.Context, sc SinkContext) (SinkWriter[T], error)
+	// Committer returns an object that can commit handles without an open
+	// writer; used on recovery before the writers are opened.
+	Committer(ctx context.Context, job, uid string) (SinkCommitter, error)
+}
+
+// SinkCommitter commits prepared handles; see Sink.
+type SinkCommitter interface {
+	Commit(ctx context.Context, checkpointID int64, handle []byte) error
+	Close() error
+}
+
+// SinkWriter is one subtask's writer; its methods are called from one
+// goroutine. See Sink for the contract.
+type SinkWriter[T any] interface {
+	Write(ctx context.Context, rec T) error
+	Prepare(ctx context.Context, checkpointID int64) (handle []byte, err error)
+	Commit(ctx context.Context, checkpointID int64, handle []byte) error
+	Close() error
+}
+
+// CommitPoint is the single atomic action that makes a checkpoint durable
+// (architecture §3.1). The default writes the checkpoint manifest atomically;
+// the Kafka connector replaces it with a transaction carrying the outputs,
+// the source offsets and a progress marker.
+type CommitPoint interface {
+	// LastCommitted returns the id of the newest committed checkpoint, or 0
+	// when the job has never committed one. The runtime loads that
+	// checkpoint's manifest from the state directory.
+	LastCommitted(ctx context.Context) (int64, error)
+	// Commit makes checkpoint m durable. m's state files are already on
+	// disk; if the commit point is not the manifest itself it must write the
+	// manifest (storage.WriteManifest) before committing.
+	Commit(ctx context.Context, store *storage.Store, m *storage.Manifest) error
+}
+
+// CommitPointProvider is implemented by sinks that own the job's commit
+// point.
+type CommitPointProvider interface {
+	CommitPoint() CommitPoint
+}
+
+// Collector receives the records an operator emits.
+type Collector[T any] struct {
+	out input[T]
+}
+
+// Emit sends rec downstream.
+func (c Collector[T]) Emit(rec T) { c.out.push(rec) }

@@ -1,0 +1,926 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/internal/runtime"
+	"github.com/onceflow/onceflow/state"
+)
+
+// ErrRestoreRefused is wrapped by errors that stop a job before it starts
+// because restoring its state would be wrong (damaged checkpoint, state for
+// operators that no longer exist, changed max parallelism). Restarting does
+// not help; the error says what does.
+var ErrRestoreRefused = errors.New("restore refused")
+
+// Stats is a snapshot of a running job's counters.
+type Stats struct {
+	RecordsIn              int64 // records read by sources and exchanges' receivers
+	RecordsOut             int64 // records written to sinks
+	CheckpointsCompleted   int64
+	CheckpointsFailed      int64
+	LastCheckpoint         int64         // id of the newest committed checkpoint
+	LastCheckpointDuration time.Duration // trigger to commit
+	Restarts               int64
+	Running                bool
+}
+
+// Job is a running job.
+type Job struct {
+	env  *Env
+	cfg  config
+	log  *slog.Logger
+	reqs chan request
+	done chan struct{}
+	err  error
+
+	stopOnce sync.Once
+	stop     chan struct{}
+
+	mu       sync.Mutex
+	cur      *attempt
+	restarts atomic.Int64
+	cpDone   atomic.Int64
+	cpFailed atomic.Int64
+	lastCP   atomic.Int64
+	lastDur  atomic.Int64
+	inBase   atomic.Int64 // records counted by finished attempts
+	outBase  atomic.Int64
+	// committedThisRun is true once the job committed a checkpoint of its
+	// own; from then on it restores from its own checkpoints, not from
+	// FromSavepoint.
+	committedThisRun atomic.Bool
+}
+
+type request struct {
+	dir   string
+	stop  bool
+	reply chan savepointResult
+}
+
+type savepointResult struct {
+	path string
+	err  error
+}
+
+// Run runs the job until its input ends (bounded sources), ctx is canceled
+// (then it stops gracefully: a final checkpoint commits what was processed),
+// or it fails beyond what its restart strategy allows.
+func (e *Env) Run(ctx context.Context) error {
+	j, err := e.Start(ctx)
+	if err != nil {
+		return err
+	}
+	return j.Wait()
+}
+
+// Start validates the job and runs it in the background.
+func (e *Env) Start(ctx context.Context) (*Job, error) {
+	cfg := e.cfg
+	cfg.checkpoint = cfg.checkpoint.WithDefaults()
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	if err := e.validate(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	j := &Job{env: e, cfg: cfg, log: cfg.logger.With("job", cfg.job), reqs: make(chan request), done: make(chan struct{}), stop: make(chan struct{})}
+	go func() {
+		defer close(j.done)
+		j.err = j.run(ctx)
+	}()
+	return j, nil
+}
+
+func (e *Env) validate(ctx context.Context, cfg *config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	var errs []error
+	var sources, sinks int
+	var cps []*node
+	for _, n := range e.nodes {
+		switch n.kind {
+		case kindSource:
+			sources++
+		case kindSink:
+			sinks++
+			if n.commitPoint != nil {
+				cps = append(cps, n)
+			}
+		}
+	}
+	if sources == 0 {
+		errs = append(errs, errors.New("the job has no source: add one with flow.From"))
+	}
+	if sinks == 0 {
+		errs = append(errs, errors.New("the job has no sink: nothing it computes would leave it; add one with flow.To"))
+	}
+	if len(cps) > 1 {
+		errs = append(errs, fmt.Errorf("sinks %q and %q both want to own the job's commit point; a job can have one transactional Kafka sink", cps[0].uid, cps[1].uid))
+	}
+	if len(cps) == 1 {
+		if cfg.commitPoint != nil {
+			errs = append(errs, fmt.Errorf("sink %q owns the commit point and WithCommitPoint sets another: use one", cps[0].uid))
+		}
+		cfg.commitPoint = cps[0].commitPoint
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
+	}
+	if _, err := e.plan(ctx, cfg); err != nil {
+		return err
+	}
+	return nil
+}
+
+// plan computes every node's parallelism.
+func (e *Env) plan(ctx context.Context, cfg *config) (map[*node]int, error) {
+	par := map[*node]int{}
+	var errs []error
+	for _, n := range e.nodes { // nodes are in topological order: inputs come first
+		switch {
+		case n.par > 0:
+			par[n] = n.par
+		case n.kind == kindSource && n.hint != nil:
+			h, err := n.hint(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("source %q: %w", n.uid, err)
+			}
+			par[n] = max(h, 1)
+		case n.kind == kindSource:
+			par[n] = cfg.parallelism
+		default:
+			par[n] = par[n.input]
+		}
+		if n.kind == kindKeyed && par[n] > cfg.maxParallelism {
+			errs = append(errs, fmt.Errorf("keyed operator %q has parallelism %d above the max parallelism %d: lower it or raise flow.MaxParallelism (before the first checkpoint; it cannot change later)", n.uid, par[n], cfg.maxParallelism))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
+	}
+	return par, nil
+}
+
+// Wait blocks until the job ends and returns why it failed, or nil.
+func (j *Job) Wait() error {
+	<-j.done
+	return j.err
+}
+
+// Done is closed when the job has ended.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Stop asks the job to stop gracefully: a final checkpoint commits what was
+// processed, then the sources end. Wait returns when it has stopped.
+func (j *Job) Stop() { j.stopOnce.Do(func() { close(j.stop) }) }
+
+// TriggerSavepoint takes a savepoint of the running job into dir (a new or
+// empty directory) and returns its path.
+func (j *Job) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, false)
+}
+
+// StopWithSavepoint takes a savepoint into dir and stops the job right after
+// it, so nothing is processed after the savepoint. Resume with FromSavepoint.
+func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, true)
+}
+
+func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
+	if dir == "" {
+		return "", errors.New("savepoint directory is empty: name a directory to write the savepoint into")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	r := request{dir: abs, stop: stop, reply: make(chan savepointResult, 1)}
+	select {
+	case j.reqs <- r:
+	case <-j.done:
+		return "", errors.New("the job is not running")
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	select {
+	case res := <-r.reply:
+		return res.path, res.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Stats returns the job's counters.
+func (j *Job) Stats() Stats {
+	s := Stats{
+		RecordsIn:              j.inBase.Load(),
+		RecordsOut:             j.outBase.Load(),
+		CheckpointsCompleted:   j.cpDone.Load(),
+		CheckpointsFailed:      j.cpFailed.Load(),
+		LastCheckpoint:         j.lastCP.Load(),
+		LastCheckpointDuration: time.Duration(j.lastDur.Load()),
+		Restarts:               j.restarts.Load(),
+	}
+	j.mu.Lock()
+	att := j.cur
+	j.mu.Unlock()
+	if att != nil {
+		s.Running = true
+		for _, st := range att.subtasks {
+			s.RecordsIn += st.in.Load()
+			s.RecordsOut += st.out.Load()
+		}
+	}
+	return s
+}
+
+func (j *Job) run(ctx context.Context) error {
+	rc := j.cfg.restart
+	if !j.cfg.restartSet {
+		if j.cfg.checkpoint.Enabled() {
+			rc = restart.Config{Strategy: restart.ExponentialDelay}
+		} else {
+			rc = restart.Config{Strategy: restart.None}
+		}
+	}
+	strategy, err := restart.New(rc.WithDefaults(), nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	}
+	var stopStatus func()
+	if j.cfg.statusInterval > 0 {
+		stopStatus = j.statusLoop()
+		defer stopStatus()
+	}
+	for {
+		err := j.runAttempt(ctx)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrRestoreRefused) || errors.Is(err, ErrInvalidJob) {
+			return err
+		}
+		d := strategy.OnFailure(j.cfg.clock())
+		if !d.Restart {
+			j.log.Error("job failed", "err", err, "restart", d.Reason)
+			return fmt.Errorf("job %q failed and will not restart (%s): %w", j.cfg.job, d.Reason, err)
+		}
+		j.restarts.Add(1)
+		var te *TaskError
+		if errors.As(err, &te) && te.Stack != nil {
+			j.log.Error("task failed; restoring the last committed checkpoint", "err", err, "attempt", d.Attempt, "delay", d.Delay, "stack", string(te.Stack))
+		} else {
+			j.log.Error("task failed; restoring the last committed checkpoint", "err", err, "attempt", d.Attempt, "delay", d.Delay)
+		}
+		select {
+		case <-time.After(d.Delay):
+		case <-ctx.Done():
+			return nil
+		case <-j.stop:
+			return nil
+		}
+	}
+}
+
+func (j *Job) statusLoop() func() {
+	t := time.NewTicker(j.cfg.statusInterval)
+	quit := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s := j.Stats()
+				j.log.Info("status", "records_in", s.RecordsIn, "records_out", s.RecordsOut, "checkpoints", s.CheckpointsCompleted, "failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "restarts", s.Restarts)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit) }
+}
+
+// ackMsg is a participant's answer to a barrier.
+type ackMsg struct {
+	cp    int64
+	part  int
+	uid   string
+	keyed *storage.KeyedFile
+	blobs map[string][]byte
+	err   error
+}
+
+// pendingCP collects the acks of one checkpoint into its manifest.
+type pendingCP struct {
+	id        int64
+	savepoint bool
+	started   time.Time
+	ops       map[string]*storage.OperatorState
+	req       *request // savepoint requester
+	final     bool     // the job stops once it commits
+}
+
+// attempt is one run of the job's graph, from restore to failure or end.
+type attempt struct {
+	job      *Job
+	cfg      *config
+	log      *slog.Logger
+	ctx      context.Context
+	cancel   context.CancelFunc
+	store    *storage.Store
+	restored *storage.Manifest
+	par      map[*node]int
+	partBase map[*node]int
+	parts    int
+
+	acks      chan ackMsg
+	failures  chan error
+	finished  chan struct{}
+	subtasks  []*subtask
+	sources   []*subtask
+	exchanges map[*node]exchangeImpl
+	writers   sync.WaitGroup
+}
+
+func (att *attempt) exactlyOnce() bool { return att.cfg.checkpoint.Mode == checkpoint.ExactlyOnce }
+
+func (att *attempt) restoredID() int64 {
+	if att.restored == nil {
+		return 0
+	}
+	return att.restored.CheckpointID
+}
+
+func (att *attempt) partOf(n *node, subtask int) int { return att.partBase[n] + subtask }
+
+func (att *attempt) ack(a ackMsg) {
+	select {
+	case att.acks <- a:
+	case <-att.ctx.Done():
+	}
+}
+
+func (att *attempt) sourceFinished() {
+	select {
+	case att.finished <- struct{}{}:
+	case <-att.ctx.Done():
+	}
+}
+
+func (att *attempt) sourceRestore(uid string) map[string][]byte {
+	if att.restored == nil {
+		return nil
+	}
+	if op := att.restored.Operators[uid]; op != nil {
+		return op.Blobs
+	}
+	return map[string][]byte{}
+}
+
+func (att *attempt) restoreKeyed(uid string, s *state.Store) error {
+	if att.restored == nil {
+		return nil
+	}
+	op := att.restored.Operators[uid]
+	if op == nil {
+		return nil
+	}
+	first, last := s.KeyGroups()
+	for _, f := range op.Keyed {
+		if f.LastKeyGroup < first || f.FirstKeyGroup > last {
+			continue
+		}
+		groups, err := storage.ReadKeyedFile(att.restored.Dir, f, first, last)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+		}
+		if err := s.Restore(groups); err != nil {
+			return fmt.Errorf("%w: operator %q: %w", ErrRestoreRefused, uid, err)
+		}
+	}
+	return nil
+}
+
+// writeKeyed writes a keyed snapshot in the background and acks when done,
+// so the operator goes on processing while the file is written and synced.
+func (att *attempt) writeKeyed(cp int64, n *node, subtask, part int, s *state.Store, groups map[int][]byte) {
+	if att.store == nil {
+		att.ack(ackMsg{cp: cp, part: part, uid: n.uid})
+		return
+	}
+	first, last := s.KeyGroups()
+	name := fmt.Sprintf("%s-%d.state", sanitize(n.uid), subtask)
+	att.writers.Add(1)
+	go func() {
+		defer att.writers.Done()
+		kf, err := att.store.WriteKeyedFile(cp, name, first, last, groups)
+		if err != nil {
+			att.ack(ackMsg{cp: cp, part: part, err: fmt.Errorf("write state of %q subtask %d: %w", n.uid, subtask, err)})
+			return
+		}
+		att.ack(ackMsg{cp: cp, part: part, uid: n.uid, keyed: &kf})
+	}()
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// resolveRestore finds the checkpoint or savepoint to restore.
+func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (*storage.Manifest, error) {
+	if j.cfg.fromSavepoint != "" && !j.committedThisRun.Load() {
+		m, err := storage.LoadManifest(j.cfg.fromSavepoint)
+		if err != nil {
+			return nil, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, j.cfg.fromSavepoint, err)
+		}
+		if err := storage.Verify(m); err != nil {
+			return nil, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, j.cfg.fromSavepoint, err)
+		}
+		return m, nil
+	}
+	if store == nil {
+		return nil, nil
+	}
+	if cp := j.cfg.commitPoint; cp != nil {
+		id, err := cp.LastCommitted(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the last committed checkpoint: %w", err)
+		}
+		if id == 0 {
+			return nil, nil
+		}
+		m, err := store.Load(id)
+		if err != nil {
+			return nil, fmt.Errorf("%w: checkpoint %d is committed but its manifest cannot be read from %s (was the state directory lost or moved?): %w", ErrRestoreRefused, id, store.Dir(id), err)
+		}
+		if err := storage.Verify(m); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+		}
+		return m, nil
+	}
+	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.allowFallback})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+	}
+	if report != nil {
+		for _, c := range report.Skipped {
+			j.log.Warn("skipped a damaged checkpoint because fallback is allowed; records after the older checkpoint are processed again and non-idempotent sinks may see them twice", "damaged", c.Error())
+		}
+	}
+	return m, nil
+}
+
+func (j *Job) checkRestore(m *storage.Manifest) error {
+	if m == nil {
+		return nil
+	}
+	if m.MaxParallelism != 0 && m.MaxParallelism != j.cfg.maxParallelism {
+		return fmt.Errorf("%w: checkpoint %d was taken with max parallelism %d and the job now has %d; keyed state is sharded by it, set flow.MaxParallelism(%d)", ErrRestoreRefused, m.CheckpointID, m.MaxParallelism, j.cfg.maxParallelism, m.MaxParallelism)
+	}
+	var missing []string
+	for uid := range m.Operators {
+		if _, ok := j.env.uids[uid]; !ok {
+			missing = append(missing, uid)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		if !j.cfg.allowNonRestored {
+			return fmt.Errorf("%w: checkpoint %d in %s holds state for operators this job does not have: %s; give the operators their old uids, or allow dropping that state (flow.AllowNonRestoredState / --allow-non-restored-state)", ErrRestoreRefused, m.CheckpointID, m.Dir, strings.Join(missing, ", "))
+		}
+		j.log.Warn("dropping state of operators the job no longer has", "operators", missing)
+	}
+	return nil
+}
+
+// recoverSinks commits the sink handles of the restored checkpoint: its
+// commit point passed, so whatever it prepared must become visible.
+func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
+	if m == nil {
+		return nil
+	}
+	for _, n := range j.env.nodes {
+		if n.kind != kindSink {
+			continue
+		}
+		op := m.Operators[n.uid]
+		if op == nil {
+			continue
+		}
+		ps, err := restoredPending(op.Blobs)
+		if err != nil {
+			return fmt.Errorf("%w: checkpoint %d sink %q: %w", ErrRestoreRefused, m.CheckpointID, n.uid, err)
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		c, err := n.committer(ctx, j.cfg.job, n.uid)
+		if err != nil {
+			return fmt.Errorf("sink %q: open committer for recovery: %w", n.uid, err)
+		}
+		for _, p := range ps {
+			if err := c.Commit(ctx, p.id, p.handle); err != nil {
+				c.Close()
+				return fmt.Errorf("sink %q: commit checkpoint %d on recovery: %w", n.uid, p.id, err)
+			}
+		}
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("sink %q: close recovery committer: %w", n.uid, err)
+		}
+	}
+	return nil
+}
+
+func (j *Job) runAttempt(ctx context.Context) (err error) {
+	cfg := &j.cfg
+	var store *storage.Store
+	if cfg.stateDir != "" {
+		store, err = storage.Open(filepath.Join(cfg.stateDir, cfg.job))
+		if err != nil {
+			return fmt.Errorf("%w: open state directory: %w", ErrInvalidJob, err)
+		}
+	}
+	restored, err := j.resolveRestore(ctx, store)
+	if err != nil {
+		return err
+	}
+	if err := j.checkRestore(restored); err != nil {
+		return err
+	}
+	if restored != nil {
+		j.log.Info("restoring", "checkpoint", restored.CheckpointID, "dir", restored.Dir, "savepoint", restored.Savepoint)
+	}
+	if err := j.recoverSinks(ctx, restored); err != nil {
+		return err
+	}
+	par, err := j.env.plan(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	att := &attempt{
+		job: j, cfg: cfg, log: j.log, ctx: actx, cancel: cancel, store: store, restored: restored,
+		par: par, partBase: map[*node]int{}, exchanges: map[*node]exchangeImpl{},
+		failures: make(chan error, 1), finished: make(chan struct{}),
+	}
+	for _, n := range j.env.nodes {
+		att.partBase[n] = att.parts
+		att.parts += par[n]
+	}
+	att.acks = make(chan ackMsg, att.parts*4)
+	lastID := att.restoredID()
+	if store != nil {
+		ids, err := store.List()
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 && ids[len(ids)-1] > lastID {
+			lastID = ids[len(ids)-1]
+		}
+	}
+	coord := checkpoint.NewCoordinator(cfg.checkpoint, lastID, att.parts, cfg.clock())
+
+	// Build tasks: a task starts at a source or at a node fed by an exchange.
+	chained := func(n *node) bool {
+		return n.kind != kindSource && n.edge == edgeForward && par[n] == par[n.input]
+	}
+	for _, n := range j.env.nodes {
+		if n.kind != kindSource && !chained(n) {
+			att.exchanges[n] = n.exchange(att, par[n.input], par[n])
+		}
+	}
+	var build func(st *subtask, n *node) any
+	build = func(st *subtask, n *node) any {
+		outs := make([]any, 0, len(n.consumers))
+		for _, c := range n.consumers {
+			if chained(c) {
+				var down any
+				if c.kind != kindSink {
+					down = build(st, c)
+				}
+				outs = append(outs, c.chain(st, c, down))
+			} else {
+				outs = append(outs, att.exchanges[c].writer(st))
+			}
+		}
+		if len(outs) == 1 {
+			return outs[0]
+		}
+		return n.fanout(outs)
+	}
+	for _, n := range j.env.nodes {
+		if n.kind != kindSource && chained(n) {
+			continue
+		}
+		for i := 0; i < par[n]; i++ {
+			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail]()}
+			att.subtasks = append(att.subtasks, st)
+			if n.kind == kindSource {
+				att.sources = append(att.sources, st)
+			}
+		}
+	}
+	j.mu.Lock()
+	j.cur = att
+	j.mu.Unlock()
+	defer func() {
+		j.mu.Lock()
+		j.cur = nil
+		j.mu.Unlock()
+		for _, st := range att.subtasks {
+			j.inBase.Add(st.in.Load())
+			j.outBase.Add(st.out.Load())
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for _, st := range att.subtasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := st.head
+			err := st.run(func() {
+				if n.kind == kindSource {
+					n.runSource(st, build(st, n))
+					return
+				}
+				var in any
+				if n.kind == kindSink {
+					in = n.chain(st, n, nil)
+				} else {
+					in = n.chain(st, n, build(st, n))
+				}
+				att.exchanges[n].receive(st, in)
+			})
+			if err != nil {
+				select {
+				case att.failures <- err:
+				default:
+				}
+				cancel()
+			}
+		}()
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); att.writers.Wait(); close(allDone) }()
+
+	result := att.loop(ctx, coord, allDone)
+	if result != nil {
+		cancel()
+	}
+	<-allDone
+	select {
+	case e := <-att.failures:
+		if result == nil || errors.Is(result, errAttemptCanceled) {
+			result = e
+		}
+	default:
+	}
+	if errors.Is(result, errAttemptCanceled) {
+		result = nil
+	}
+	return result
+}
+
+// loop is the coordinator's run loop: it owns the Coordinator, timers, acks
+// and requests, and performs the commit point. It returns nil when the job
+// ended (input exhausted, stop requested) and the reason otherwise.
+func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, allDone <-chan struct{}) error {
+	j := att.job
+	cfg := att.cfg
+	pending := map[int64]*pendingCP{}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	sourcesLeft := len(att.sources)
+	stopping := false // a final checkpoint is in flight
+	ctxDone := ctx.Done()
+	stopCh := j.stop
+	var stopDeadline <-chan time.Time
+
+	endSources := func() {
+		for _, st := range att.sources {
+			st.mail.Post(mail{kind: mailStop})
+		}
+	}
+	beginStop := func(final *request) {
+		if stopping {
+			return
+		}
+		stopping = true
+		id := coord.TriggerSavepoint(cfg.clock())
+		p := &pendingCP{id: id, final: true, req: final}
+		if final != nil {
+			p.savepoint = true
+		}
+		pending[id] = p
+		stopDeadline = time.After(att.cfg.stopTimeout)
+		att.log.Info("stopping: taking a final checkpoint", "checkpoint", id)
+	}
+	for {
+		now := cfg.clock()
+		coord.Tick(now)
+		for _, a := range coord.Ready() {
+			switch a.Kind {
+			case checkpoint.Trigger:
+				p := pending[a.ID]
+				if p == nil {
+					p = &pendingCP{id: a.ID}
+					pending[a.ID] = p
+				}
+				p.started = now
+				p.ops = map[string]*storage.OperatorState{}
+				for _, st := range att.sources {
+					st.mail.Post(mail{kind: mailTrigger, b: runtime.Barrier{ID: a.ID, Savepoint: a.Savepoint}})
+				}
+			case checkpoint.Commit:
+				p := pending[a.ID]
+				delete(pending, a.ID)
+				err := att.commit(ctx, p)
+				coord.CommitDone(a.ID, err, cfg.clock())
+				if err != nil {
+					// The commit point failed: the epoch's output is gone
+					// (or unknown). Replay from the last committed checkpoint.
+					j.cpFailed.Add(1)
+					att.replySavepoint(p, "", err)
+					return fmt.Errorf("checkpoint %d could not commit: %w", a.ID, err)
+				}
+				for _, st := range att.subtasks {
+					st.mail.Post(mail{kind: mailCommitted, b: runtime.Barrier{ID: a.ID}})
+				}
+				if p.final {
+					endSources()
+				}
+			case checkpoint.Abort:
+				p := pending[a.ID]
+				delete(pending, a.ID)
+				j.cpFailed.Add(1)
+				att.log.Warn("checkpoint aborted", "checkpoint", a.ID, "reason", a.Err)
+				if p != nil {
+					att.replySavepoint(p, "", a.Err)
+					if p.final {
+						return fmt.Errorf("final checkpoint %d failed: %w", a.ID, a.Err)
+					}
+				}
+			case checkpoint.FailJob:
+				return a.Err
+			}
+		}
+		if d, ok := coord.NextDeadline(); ok {
+			wait := d.Sub(cfg.clock())
+			if wait < time.Millisecond {
+				wait = time.Millisecond
+			}
+			timer.Reset(wait)
+		} else {
+			timer.Reset(time.Hour)
+		}
+		// Accept savepoint requests only when none is in flight.
+		reqs := j.reqs
+		if stopping {
+			reqs = nil
+		}
+		select {
+		case <-timer.C:
+		case a := <-att.acks:
+			p := pending[a.cp]
+			if a.err != nil {
+				coord.Decline(a.cp, a.part, a.err)
+				continue
+			}
+			if p != nil && p.ops != nil && a.uid != "" {
+				op := p.ops[a.uid]
+				if op == nil {
+					op = &storage.OperatorState{}
+					p.ops[a.uid] = op
+				}
+				if a.keyed != nil {
+					op.Keyed = append(op.Keyed, *a.keyed)
+				}
+				for k, v := range a.blobs {
+					if op.Blobs == nil {
+						op.Blobs = map[string][]byte{}
+					}
+					op.Blobs[k] = v
+				}
+			}
+			coord.Ack(a.cp, a.part)
+		case err := <-att.failures:
+			return err
+		case <-att.finished:
+			sourcesLeft--
+			if sourcesLeft == 0 {
+				beginStop(nil)
+			}
+		case r := <-reqs:
+			if r.stop {
+				beginStop(&r)
+				continue
+			}
+			id := coord.TriggerSavepoint(cfg.clock())
+			pending[id] = &pendingCP{id: id, savepoint: true, req: &r}
+		case <-ctxDone:
+			ctxDone = nil
+			beginStop(nil)
+		case <-stopCh:
+			stopCh = nil
+			beginStop(nil)
+		case <-stopDeadline:
+			return fmt.Errorf("the final checkpoint did not complete within %v; stopped without it (the next start resumes from the last committed checkpoint)", att.cfg.stopTimeout)
+		case <-allDone:
+			if stopping {
+				return nil
+			}
+			return errors.New("every task ended without a final checkpoint")
+		case <-att.ctx.Done():
+			return errAttemptCanceled
+		}
+	}
+}
+
+// commit performs the commit point of checkpoint p.
+func (att *attempt) commit(ctx context.Context, p *pendingCP) error {
+	j := att.job
+	cfg := att.cfg
+	m := &storage.Manifest{
+		Version:        storage.ManifestVersion,
+		Job:            cfg.job,
+		CheckpointID:   p.id,
+		CreatedAt:      cfg.clock(),
+		MaxParallelism: cfg.maxParallelism,
+		Operators:      p.ops,
+	}
+	for uid, op := range m.Operators {
+		if n := j.env.uids[uid]; n != nil {
+			op.Parallelism = att.par[n]
+		}
+	}
+	switch {
+	case att.store == nil && cfg.commitPoint != nil:
+		return errors.New("the commit point needs a state directory for the checkpoint manifest: set flow.StateDir")
+	case att.store == nil:
+		// No state directory: nothing can be recovered, but sinks still
+		// commit (bounded jobs without checkpointing).
+	case cfg.commitPoint != nil:
+		if err := cfg.commitPoint.Commit(ctx, att.store, m); err != nil {
+			return err
+		}
+	default:
+		if err := att.store.Commit(m); err != nil {
+			return err
+		}
+	}
+	dur := cfg.clock().Sub(p.started)
+	j.cpDone.Add(1)
+	j.lastCP.Store(p.id)
+	j.lastDur.Store(int64(dur))
+	j.committedThisRun.Store(true)
+	att.log.Debug("checkpoint committed", "checkpoint", p.id, "duration", dur)
+	if p.savepoint && p.req != nil {
+		if att.store == nil {
+			att.replySavepoint(p, "", errors.New("savepoints need a state directory: set flow.StateDir"))
+		} else if sp, err := storage.CopyTo(m, p.req.dir); err != nil {
+			att.replySavepoint(p, "", fmt.Errorf("checkpoint %d committed but copying it into savepoint %s failed: %w", p.id, p.req.dir, err))
+		} else {
+			att.log.Info("savepoint written", "checkpoint", p.id, "dir", sp.Dir)
+			att.replySavepoint(p, sp.Dir, nil)
+		}
+	}
+	if att.store != nil {
+		if _, err := att.store.GC(cfg.checkpoint.NumRetained); err != nil {
+			att.log.Warn("removing old checkpoints failed; they are retried after the next checkpoint", "err", err)
+		}
+	}
+	return nil
+}
+
+func (att *attempt) replySavepoint(p *pendingCP, path string, err error) {
+	if p == nil || p.req == nil {
+		return
+	}
+	select {
+	case p.req.reply <- savepointResult{path: path, err: err}:
+	default:
+	}
+	p.req = nil
+}

@@ -1,0 +1,198 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/state"
+)
+
+// ErrInvalidJob is wrapped by every error that rejects a job definition
+// before it runs.
+var ErrInvalidJob = errors.New("invalid job")
+
+// Option configures an Env.
+type Option func(*config)
+
+type config struct {
+	job              string
+	parallelism      int
+	maxParallelism   int
+	checkpoint       checkpoint.Config
+	stateDir         string
+	restart          restart.Config
+	restartSet       bool
+	fromSavepoint    string
+	allowNonRestored bool
+	allowFallback    bool
+	logger           *slog.Logger
+	batchSize        int
+	channelCapacity  int
+	clock            func() time.Time
+	statusInterval   time.Duration
+	stopTimeout      time.Duration
+	commitPoint      CommitPoint
+	errs             []error
+}
+
+func defaultConfig() config {
+	return config{
+		job:             "job",
+		parallelism:     1,
+		maxParallelism:  state.DefaultMaxParallelism,
+		batchSize:       512,
+		channelCapacity: 8,
+		clock:           time.Now,
+		stopTimeout:     time.Minute,
+	}
+}
+
+// Job names the job. The name scopes its checkpoints under the state
+// directory (and, for Kafka, its transactional ids). Default "job".
+func JobName(name string) Option { return func(c *config) { c.job = name } }
+
+// Parallelism sets the default parallelism of sources that do not suggest
+// one; other operators inherit their input's. Default 1.
+func Parallelism(n int) Option { return func(c *config) { c.parallelism = n } }
+
+// MaxParallelism sets the number of key groups keyed state is sharded into:
+// the upper bound for any keyed operator's parallelism. It cannot change once
+// the job has checkpoints. Default 128.
+func MaxParallelism(n int) Option { return func(c *config) { c.maxParallelism = n } }
+
+// Checkpointing turns on periodic checkpoints every interval. Default: off
+// (bounded jobs still commit their sinks once at the end of input).
+func Checkpointing(interval time.Duration) Option {
+	return func(c *config) { c.checkpoint.Interval = interval }
+}
+
+// CheckpointMode selects exactly-once (aligned barriers, the default) or
+// at-least-once (no alignment: lower latency, records may be replayed after
+// a failure).
+func CheckpointMode(m checkpoint.Mode) Option { return func(c *config) { c.checkpoint.Mode = m } }
+
+// CheckpointTimeout aborts a checkpoint that has not completed after d.
+// Default 10 minutes.
+func CheckpointTimeout(d time.Duration) Option { return func(c *config) { c.checkpoint.Timeout = d } }
+
+// MinPauseBetweenCheckpoints is the least time from the end of one checkpoint
+// to the start of the next. Default 0.
+func MinPauseBetweenCheckpoints(d time.Duration) Option {
+	return func(c *config) { c.checkpoint.MinPause = d }
+}
+
+// MaxConcurrentCheckpoints bounds checkpoints in flight. Default 1.
+func MaxConcurrentCheckpoints(n int) Option {
+	return func(c *config) { c.checkpoint.MaxConcurrent = n }
+}
+
+// TolerableCheckpointFailures is how many consecutive checkpoints may fail
+// (time out or be declined) before the job fails over. Default 0.
+func TolerableCheckpointFailures(n int) Option {
+	return func(c *config) { c.checkpoint.TolerableFailures = n }
+}
+
+// RetainedCheckpoints is how many committed checkpoints are kept on disk.
+// Default 1.
+func RetainedCheckpoints(n int) Option { return func(c *config) { c.checkpoint.NumRetained = n } }
+
+// CheckpointConfig sets all checkpoint options at once (the YAML layer uses it).
+func CheckpointConfig(cc checkpoint.Config) Option { return func(c *config) { c.checkpoint = cc } }
+
+// StateDir is where checkpoints are stored (under DIR/<job>). Required when
+// checkpointing is on. Default: none.
+func StateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
+
+// Restart sets the restart strategy. Default: exponential-delay when
+// checkpointing is on, none when it is off (as in Flink).
+func Restart(rc restart.Config) Option {
+	return func(c *config) { c.restart = rc; c.restartSet = true }
+}
+
+// FromSavepoint starts the job from the savepoint (or retained checkpoint)
+// in dir instead of the job's own latest checkpoint. Default: none.
+func FromSavepoint(dir string) Option { return func(c *config) { c.fromSavepoint = dir } }
+
+// AllowNonRestoredState lets a job start from a savepoint that holds state
+// for operators the job no longer has; that state is dropped. Default: off,
+// such a start fails naming the operators.
+func AllowNonRestoredState() Option { return func(c *config) { c.allowNonRestored = true } }
+
+// AllowCheckpointFallback lets recovery skip a damaged committed checkpoint
+// and use an older one. The cost: records between the two are processed
+// again, and sinks that already committed their output (anything not
+// idempotent) will see it twice. Default: off, recovery stops with an error
+// naming the damaged file.
+func AllowCheckpointFallback() Option { return func(c *config) { c.allowFallback = true } }
+
+// Logger sets the logger. Default slog.Default().
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// BatchSize is how many records travel between subtasks in one message.
+// Default 512.
+func BatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+
+// ChannelCapacity is how many batches may wait between two subtasks before
+// the sender blocks (backpressure). Default 8.
+func ChannelCapacity(n int) Option { return func(c *config) { c.channelCapacity = n } }
+
+// Clock replaces the processing-time clock (state TTL, checkpoint timing);
+// for tests. Default time.Now.
+func Clock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
+// StatusInterval logs a status line (records, checkpoints) this often.
+// Default 0: no status lines.
+func StatusInterval(d time.Duration) Option { return func(c *config) { c.statusInterval = d } }
+
+// StopTimeout bounds a graceful stop: if the final checkpoint has not
+// committed after d, the job stops without it (nothing is lost: the next
+// start resumes from the last committed checkpoint). Default 1 minute.
+func StopTimeout(d time.Duration) Option { return func(c *config) { c.stopTimeout = d } }
+
+// WithCommitPoint replaces the commit point (the atomic write of the
+// checkpoint manifest) with another single atomic action, such as a Kafka
+// transaction. Connectors that own the commit point set it for you.
+func WithCommitPoint(cp CommitPoint) Option { return func(c *config) { c.commitPoint = cp } }
+
+func (c *config) validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.job == "" {
+		add("job name is empty: pass flow.JobName(\"name\")")
+	}
+	if c.parallelism < 1 {
+		add("parallelism %d is below 1: use 1 or more", c.parallelism)
+	}
+	if c.maxParallelism < 1 || c.maxParallelism > 32768 {
+		add("max parallelism %d is out of range: use 1..32768 (default 128)", c.maxParallelism)
+	}
+	if err := c.checkpoint.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.checkpoint.Interval > 0 && c.stateDir == "" {
+		add("checkpointing is on but no state directory is set: pass flow.StateDir(dir) so checkpoints survive a restart")
+	}
+	if c.fromSavepoint != "" && c.stateDir == "" {
+		add("starting from a savepoint needs a state directory for the job's own checkpoints: pass flow.StateDir(dir)")
+	}
+	if c.restartSet {
+		if err := c.restart.WithDefaults().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.batchSize < 1 {
+		add("batch size %d is below 1", c.batchSize)
+	}
+	if c.channelCapacity < 1 {
+		add("channel capacity %d is below 1", c.channelCapacity)
+	}
+	errs = append(errs, c.errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
+}

@@ -1,0 +1,309 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/onceflow/onceflow/internal/runtime"
+)
+
+var errAttemptCanceled = errors.New("attempt canceled")
+
+type mailKind uint8
+
+const (
+	mailTrigger   mailKind = iota // inject barrier (sources)
+	mailCommitted                 // checkpoint committed: commit sinks, notify sources
+	mailStop                      // end the stream (sources)
+	mailWakeup                    // nothing; re-arms the wake-up channel
+)
+
+type mail struct {
+	kind mailKind
+	b    runtime.Barrier
+}
+
+// subtask is one parallel instance of a task (a chain of operators) running
+// in its own goroutine.
+type subtask struct {
+	att        *attempt
+	head       *node
+	index, par int
+	mail       *runtime.Mailbox[mail]
+	onCommit   []func(ctx context.Context, id int64)
+	onClose    []func(failed bool)
+	in         atomic.Int64 // records taken in by the head
+	out        atomic.Int64 // records written by sinks in this chain
+	// describe and describeRecord name the record being processed when
+	// user code fails (set by the head of the chain).
+	describe       func() string
+	describeRecord func() any
+	// source subtasks only
+	onTrigger func(b runtime.Barrier)
+	onStop    func()
+}
+
+func (st *subtask) addIn(n int) { st.in.Add(int64(n)) }
+
+// handleMail runs what the coordinator posted.
+func (st *subtask) handleMail() {
+	select {
+	case <-st.mail.Wake():
+	default:
+	}
+	for _, m := range st.mail.Drain() {
+		switch m.kind {
+		case mailTrigger:
+			if st.onTrigger != nil {
+				st.onTrigger(m.b)
+			}
+		case mailCommitted:
+			for _, f := range st.onCommit {
+				f(st.att.ctx, m.b.ID)
+			}
+		case mailStop:
+			if st.onStop != nil {
+				st.onStop()
+			}
+		}
+	}
+}
+
+// TaskError is a failure of user code or a connector inside a subtask.
+type TaskError struct {
+	Operator string // uid of the task's head operator
+	Subtask  int
+	Position string // the record or source position being processed, if known
+	Panic    any    // the panic value, when user code panicked
+	Stack    []byte
+	Err      error
+}
+
+func (e *TaskError) Error() string {
+	s := fmt.Sprintf("task %s[%d]", e.Operator, e.Subtask)
+	if e.Position != "" {
+		s += " at " + e.Position
+	}
+	if e.Panic != nil {
+		return fmt.Sprintf("%s: panic: %v", s, e.Panic)
+	}
+	return fmt.Sprintf("%s: %v", s, e.Err)
+}
+
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// run executes the subtask and turns panics into a TaskError. The returned
+// error is nil when the stream ended or the attempt was canceled.
+func (st *subtask) run(body func()) (err error) {
+	failed := true
+	defer func() {
+		for i := len(st.onClose) - 1; i >= 0; i-- {
+			st.onClose[i](failed)
+		}
+	}()
+	defer func() {
+		r := recover()
+		if r == nil {
+			failed = false
+			return
+		}
+		if e, ok := r.(error); ok && errors.Is(e, errAttemptCanceled) {
+			err = nil
+			return
+		}
+		te := &TaskError{Operator: st.head.uid, Subtask: st.index, Position: st.position()}
+		switch v := r.(type) {
+		case userError:
+			te.Err = v.err
+		default:
+			te.Panic = v
+			te.Stack = debug.Stack()
+			te.Err = fmt.Errorf("panic: %v", v)
+		}
+		err = te
+	}()
+	body()
+	return nil
+}
+
+func (st *subtask) position() string {
+	var s string
+	if st.describe != nil {
+		s = st.describe()
+	}
+	if st.describeRecord != nil {
+		if r := st.describeRecord(); r != nil {
+			rs := fmt.Sprintf("%+v", r)
+			if len(rs) > 200 {
+				rs = rs[:200] + "…"
+			}
+			if s != "" {
+				s += ", "
+			}
+			s += "record " + rs
+		}
+	}
+	return s
+}
+
+// runSource is the loop of a source subtask: poll, and between polls inject
+// barriers and handle the coordinator's mail.
+func runSource[T any](st *subtask, src Source[T], out input[T]) {
+	att := st.att
+	n := st.head
+	sc := SourceContext{Job: att.cfg.job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Logger: att.log.With("operator", n.uid, "subtask", st.index)}
+	reader, err := src.Open(att.ctx, sc, att.sourceRestore(n.uid))
+	if err != nil {
+		fail(fmt.Errorf("open source %q subtask %d: %w", n.uid, st.index, err))
+	}
+	st.onClose = append(st.onClose, func(bool) {
+		if err := reader.Close(); err != nil {
+			att.log.Warn("closing source failed", "operator", n.uid, "subtask", st.index, "err", err)
+		}
+	})
+	part := att.partOf(n, st.index)
+	var last T
+	var have bool
+	if p, ok := reader.(Positioner); ok {
+		st.describe = p.Position
+	}
+	st.describeRecord = func() any {
+		if have {
+			return last
+		}
+		return nil
+	}
+	var count int64
+	emit := func(x T) {
+		last, have = x, true
+		count++
+		out.push(x)
+	}
+	stopped := false
+	st.onTrigger = func(b runtime.Barrier) {
+		pos, err := reader.Snapshot(b.ID)
+		if err != nil {
+			att.ack(ackMsg{cp: b.ID, part: part, err: fmt.Errorf("source %q subtask %d snapshot: %w", n.uid, st.index, err)})
+		} else {
+			att.ack(ackMsg{cp: b.ID, part: part, uid: n.uid, blobs: pos})
+		}
+		out.control(ctl{kind: ctlBarrier, b: b})
+	}
+	st.onCommit = append(st.onCommit, func(ctx context.Context, id int64) {
+		if err := reader.CheckpointCommitted(ctx, id); err != nil {
+			att.log.Warn("source could not act on a committed checkpoint", "operator", n.uid, "subtask", st.index, "checkpoint", id, "err", err)
+		}
+	})
+	st.onStop = func() { stopped = true }
+	finished := false
+	for {
+		st.handleMail()
+		if stopped {
+			out.control(ctl{kind: ctlEOS})
+			return
+		}
+		if finished {
+			select {
+			case <-st.mail.Wake():
+				st.mail.Post(mail{kind: mailWakeup}) // the wake-up was taken; let handleMail see there is mail
+			case <-att.ctx.Done():
+				panic(errAttemptCanceled)
+			}
+			continue
+		}
+		count = 0
+		err := reader.Poll(att.ctx, emit)
+		st.in.Add(count)
+		have = false
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				finished = true
+				out.control(ctl{kind: ctlFlush})
+				att.sourceFinished()
+				continue
+			}
+			if att.ctx.Err() != nil {
+				panic(errAttemptCanceled)
+			}
+			fail(fmt.Errorf("source %q subtask %d: %w", n.uid, st.index, err))
+		}
+		out.control(ctl{kind: ctlFlush})
+	}
+}
+
+// sinkOp drives a SinkWriter through the two-phase-commit contract.
+type sinkOp[T any] struct {
+	st      *subtask
+	n       *node
+	part    int
+	w       SinkWriter[T]
+	pending []pendingHandle
+	count   int64
+}
+
+func newSinkOp[T any](st *subtask, n *node, sink Sink[T]) *sinkOp[T] {
+	att := st.att
+	sc := SinkContext{Job: att.cfg.job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Logger: att.log.With("operator", n.uid, "subtask", st.index)}
+	w, err := sink.Open(att.ctx, sc)
+	if err != nil {
+		fail(fmt.Errorf("open sink %q subtask %d: %w", n.uid, st.index, err))
+	}
+	op := &sinkOp[T]{st: st, n: n, part: att.partOf(n, st.index), w: w}
+	st.onCommit = append(st.onCommit, op.committed)
+	st.onClose = append(st.onClose, op.close)
+	return op
+}
+
+func (s *sinkOp[T]) push(x T) {
+	if err := s.w.Write(s.st.att.ctx, x); err != nil {
+		fail(fmt.Errorf("sink %q write: %w", s.n.uid, err))
+	}
+	s.count++
+	if s.count&255 == 0 {
+		s.st.out.Add(256)
+	}
+}
+
+func (s *sinkOp[T]) control(c ctl) {
+	switch c.kind {
+	case ctlFlush:
+		s.st.out.Add(s.count & 255)
+		s.count &^= 255
+	case ctlBarrier:
+		h, err := s.w.Prepare(s.st.att.ctx, c.b.ID)
+		if err != nil {
+			s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, err: fmt.Errorf("sink %q subtask %d prepare: %w", s.n.uid, s.st.index, err)})
+			return
+		}
+		s.pending = append(s.pending, pendingHandle{id: c.b.ID, handle: h})
+		s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, uid: s.n.uid, blobs: map[string][]byte{pendingBlobKey(s.st.index): encodePending(s.pending)}})
+	}
+}
+
+// committed commits every prepared epoch up to id, in order.
+func (s *sinkOp[T]) committed(ctx context.Context, id int64) {
+	i := 0
+	for ; i < len(s.pending) && s.pending[i].id <= id; i++ {
+		p := s.pending[i]
+		if err := s.w.Commit(ctx, p.id, p.handle); err != nil {
+			// The checkpoint is committed; failing over makes recovery
+			// commit the handle again from the checkpoint.
+			fail(fmt.Errorf("sink %q subtask %d: commit of checkpoint %d failed after its commit point (recovery will retry it): %w", s.n.uid, s.st.index, p.id, err))
+		}
+	}
+	s.pending = s.pending[i:]
+}
+
+func (s *sinkOp[T]) close(failed bool) {
+	s.st.out.Add(s.count & 255)
+	// Prepared epochs are left as they are: one of them may belong to a
+	// checkpoint that is reaching its commit point right now. Recovery
+	// commits those in the restored checkpoint and Open aborts the rest.
+	if err := s.w.Close(); err != nil {
+		s.st.att.log.Warn("closing sink failed", "operator", s.n.uid, "subtask", s.st.index, "err", err)
+	}
+}

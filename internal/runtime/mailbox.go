@@ -1,0 +1,38 @@
+package runtime
+
+import "sync"
+
+// Mailbox is an unbounded queue with a wake-up channel. The coordinator posts
+// into subtasks' mailboxes; posting never blocks, so the coordinator can never
+// deadlock against a subtask that is blocked on backpressure.
+type Mailbox[M any] struct {
+	mu    sync.Mutex
+	items []M
+	wake  chan struct{}
+}
+
+// NewMailbox returns an empty mailbox.
+func NewMailbox[M any]() *Mailbox[M] { return &Mailbox[M]{wake: make(chan struct{}, 1)} }
+
+// Post appends m and wakes the reader.
+func (b *Mailbox[M]) Post(m M) {
+	b.mu.Lock()
+	b.items = append(b.items, m)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Wake returns the channel that receives a value after Post.
+func (b *Mailbox[M]) Wake() <-chan struct{} { return b.wake }
+
+// Drain returns every posted message in order and empties the mailbox.
+func (b *Mailbox[M]) Drain() []M {
+	b.mu.Lock()
+	items := b.items
+	b.items = nil
+	b.mu.Unlock()
+	return items
+}
