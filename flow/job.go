@@ -34,6 +34,7 @@ type Stats struct {
 	LastCheckpoint         int64         // id of the newest committed checkpoint
 	LastCheckpointDuration time.Duration // trigger to commit
 	Restarts               int64
+	RestoredCheckpoint     int64 // id of the checkpoint or savepoint the current (or last) attempt restored, 0 for none
 	Running                bool
 }
 
@@ -56,6 +57,7 @@ type Job struct {
 	cpFailed atomic.Int64
 	lastCP   atomic.Int64
 	lastDur  atomic.Int64
+	restored atomic.Int64
 	inBase   atomic.Int64 // records counted by finished attempts
 	outBase  atomic.Int64
 	// committedThisRun is true once the job committed a checkpoint of its
@@ -234,6 +236,7 @@ func (j *Job) Stats() Stats {
 		LastCheckpoint:         j.lastCP.Load(),
 		LastCheckpointDuration: time.Duration(j.lastDur.Load()),
 		Restarts:               j.restarts.Load(),
+		RestoredCheckpoint:     j.restored.Load(),
 	}
 	j.mu.Lock()
 	att := j.cur
@@ -567,7 +570,9 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	if err := j.checkRestore(restored); err != nil {
 		return err
 	}
+	j.restored.Store(0)
 	if restored != nil {
+		j.restored.Store(restored.CheckpointID)
 		j.log.Info("restoring", "checkpoint", restored.CheckpointID, "dir", restored.Dir, "savepoint", restored.Savepoint)
 	}
 	if err := j.recoverSinks(ctx, restored); err != nil {

@@ -168,6 +168,7 @@ type Sink[T any] struct {
 	done      map[string]bool
 	errs      []error
 	commits   int
+	opens     int
 }
 
 // NewSink returns an empty transactional sink.
@@ -207,7 +208,11 @@ func (s *Sink[T]) Err() error {
 	return errors.Join(s.errs...)
 }
 
-func handleOf(subtask int, id int64) string { return fmt.Sprintf("%d/%d", subtask, id) }
+// handleOf names a prepared epoch. The incarnation number makes handles of
+// two runs restored from the same savepoint (a fork) distinct.
+func handleOf(subtask int, id int64, incarnation int) string {
+	return fmt.Sprintf("%d/%d/%d", subtask, id, incarnation)
+}
 
 // Open implements flow.Sink: it aborts what this subtask prepared after
 // the restored checkpoint (it never reached a commit point).
@@ -222,7 +227,8 @@ func (s *Sink[T]) Open(_ context.Context, sc flow.SinkContext) (flow.SinkWriter[
 			delete(s.ids, h)
 		}
 	}
-	return &writer[T]{s: s, subtask: sc.Subtask}, nil
+	s.opens++
+	return &writer[T]{s: s, subtask: sc.Subtask, incarnation: s.opens}, nil
 }
 
 // Committer implements flow.Sink.
@@ -257,9 +263,10 @@ func (c committer[T]) Commit(_ context.Context, id int64, h []byte) error { retu
 func (c committer[T]) Close() error                                       { return nil }
 
 type writer[T any] struct {
-	s       *Sink[T]
-	subtask int
-	buf     []T
+	s           *Sink[T]
+	subtask     int
+	incarnation int
+	buf         []T
 }
 
 func (w *writer[T]) Write(_ context.Context, rec T) error {
@@ -268,7 +275,7 @@ func (w *writer[T]) Write(_ context.Context, rec T) error {
 }
 
 func (w *writer[T]) Prepare(_ context.Context, id int64) ([]byte, error) {
-	h := handleOf(w.subtask, id)
+	h := handleOf(w.subtask, id, w.incarnation)
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if _, dup := w.s.prepared[h]; dup || w.s.done[h] {

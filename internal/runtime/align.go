@@ -65,7 +65,7 @@ func (a *Aligner) OnBarrier(ch int, b Barrier) []Barrier {
 		panic(fmt.Sprintf("runtime: barrier %d on channel %d after barrier %d: barriers must arrive in order", b.ID, ch, a.seen[ch]))
 	}
 	a.seen[ch] = b.ID
-	if b.ID > a.released {
+	if _, seen := a.pending[b.ID]; !seen && b.ID > a.released {
 		a.pending[b.ID] = b
 	}
 	if a.exactlyOnce {

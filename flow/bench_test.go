@@ -1,0 +1,126 @@
+package flow_test
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/state"
+)
+
+// genSource emits n generated records without holding them in memory.
+type genSource[T any] struct {
+	n   int
+	gen func(i int) T
+}
+
+func (g genSource[T]) Open(_ context.Context, sc flow.SourceContext, restored map[string][]byte) (flow.SourceReader[T], error) {
+	return &genReader[T]{g: g, i: sc.Subtask, step: sc.Parallelism}, nil
+}
+
+type genReader[T any] struct {
+	g       genSource[T]
+	i, step int
+}
+
+func (r *genReader[T]) Poll(_ context.Context, emit func(T)) error {
+	if r.i >= r.g.n {
+		return io.EOF
+	}
+	for k := 0; k < 1024 && r.i < r.g.n; k++ {
+		emit(r.g.gen(r.i))
+		r.i += r.step
+	}
+	return nil
+}
+
+func (r *genReader[T]) Snapshot(int64) (map[string][]byte, error) {
+	return map[string][]byte{"gen": []byte(strconv.Itoa(r.i))}, nil
+}
+func (r *genReader[T]) CheckpointCommitted(context.Context, int64) error { return nil }
+func (r *genReader[T]) Close() error                                     { return nil }
+
+// discardSink counts records and prepares nothing.
+type discardSink[T any] struct{}
+
+func (discardSink[T]) Open(context.Context, flow.SinkContext) (flow.SinkWriter[T], error) {
+	return &discardWriter[T]{}, nil
+}
+func (discardSink[T]) Committer(context.Context, string, string) (flow.SinkCommitter, error) {
+	return nopCommitter{}, nil
+}
+
+type nopCommitter struct{}
+
+func (nopCommitter) Commit(context.Context, int64, []byte) error { return nil }
+func (nopCommitter) Close() error                                { return nil }
+
+type discardWriter[T any] struct{ n int }
+
+func (w *discardWriter[T]) Write(context.Context, T) error                 { w.n++; return nil }
+func (w *discardWriter[T]) Prepare(context.Context, int64) ([]byte, error) { return nil, nil }
+func (w *discardWriter[T]) Commit(context.Context, int64, []byte) error    { return nil }
+func (w *discardWriter[T]) Close() error                                   { return nil }
+
+func runBench(b *testing.B, env *flow.Env) {
+	b.Helper()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := env.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkStatelessChain: source -> map -> filter -> map -> sink, chained
+// in one goroutine. One op is one record.
+func BenchmarkStatelessChain(b *testing.B) {
+	env := flow.New(quiet())
+	s := flow.From(env, genSource[int64]{n: b.N, gen: func(i int) int64 { return int64(i) }})
+	s = flow.Map(s, func(x int64) int64 { return x * 3 })
+	s = flow.Filter(s, func(x int64) bool { return x >= 0 })
+	s = flow.Map(s, func(x int64) int64 { return x + 1 })
+	flow.To(s, discardSink[int64]{})
+	runBench(b, env)
+}
+
+var benchKeys = func() []string {
+	ks := make([]string, 10000)
+	for i := range ks {
+		ks[i] = "user-" + strconv.Itoa(i)
+	}
+	return ks
+}()
+
+func keyedCountEnv(b *testing.B, opts ...flow.Option) *flow.Env {
+	env := flow.New(append([]flow.Option{quiet()}, opts...)...)
+	src := flow.From(env, genSource[event]{n: b.N, gen: func(i int) event { return event{Key: benchKeys[i%len(benchKeys)], Seq: i} }})
+	keyed := flow.KeyBy(src, func(e event) string { return e.Key })
+	counts := flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[event, count] {
+		n := state.NewValue[int64](s, "n")
+		return func(ctx flow.Context, e event, out flow.Collector[count]) error {
+			c, _ := n.Get()
+			c++
+			n.Set(c)
+			out.Emit(count{Key: e.Key, N: c})
+			return nil
+		}
+	})
+	flow.To(counts, discardSink[count]{})
+	return env
+}
+
+// BenchmarkKeyedCount: source -> keyBy (exchange) -> count with keyed state
+// -> sink, 10k keys, with and without 1 s checkpoints.
+func BenchmarkKeyedCount(b *testing.B) {
+	b.Run("checkpointing=off", func(b *testing.B) {
+		runBench(b, keyedCountEnv(b))
+	})
+	b.Run("checkpointing=1s", func(b *testing.B) {
+		runBench(b, keyedCountEnv(b, flow.Checkpointing(time.Second), flow.StateDir(b.TempDir())))
+	})
+}

@@ -1,0 +1,137 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/flow/flowtest"
+)
+
+func quiet() flow.Option { return flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))) }
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// countJob builds source -> keyBy -> count(uid "count") -> sink.
+func countJob(src flow.Source[event], sink flow.Sink[count], par int, opts ...flow.Option) *flow.Env {
+	env := flow.New(append([]flow.Option{flow.JobName("sp"), quiet()}, opts...)...)
+	keyed := flow.KeyBy(flow.From(env, src, flow.UID("src")), func(e event) string { return e.Key })
+	flow.To(flow.Process(keyed, "count", countFn, flow.WithParallelism(par)), sink, flow.UID("sink"))
+	return env
+}
+
+// lastCounts returns each key's highest committed count.
+func lastCounts(cs []count) map[string]int64 {
+	m := map[string]int64{}
+	for _, c := range cs {
+		m[c.Key] = max(m[c.Key], c.N)
+	}
+	return m
+}
+
+// Run with parallelism 4, stop with a savepoint, resume with 2 and with 8:
+// every key's state is found again (counts continue from where they were).
+func TestRescaleFromSavepoint(t *testing.T) {
+	const keys, perKey = 200, 20
+	stateDir := t.TempDir()
+	spDir := filepath.Join(t.TempDir(), "sp1")
+	sink := flowtest.NewSink[count]()
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 4), flowtest.Unbounded())
+	env := countJob(src, sink, 4, flow.Checkpointing(10*time.Millisecond), flow.StateDir(stateDir))
+	job, err := env.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all records committed", func() bool { return len(sink.Committed()) == keys*perKey })
+	path, err := job.StopWithSavepoint(context.Background(), spDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	before := lastCounts(sink.Committed())
+	// The same sink object stands for the same external system: restoring
+	// re-commits the savepoint's handles, which must be idempotent.
+
+	for _, par := range []int{2, 8} {
+		t.Run("parallelism-"+string(rune('0'+par)), func(t *testing.T) {
+			n0 := len(sink.Committed())
+			// The input grew by one event per key (as a topic does): the
+			// restored source positions skip what was read, and every
+			// count must continue at perKey+1.
+			src2 := flowtest.NewSource(flowtest.Split(events(keys, perKey+1), 4))
+			env2 := countJob(src2, sink, par, flow.StateDir(t.TempDir()), flow.FromSavepoint(path))
+			if err := env2.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			after := sink.Committed()[n0:]
+			if len(after) != keys {
+				t.Fatalf("got %d outputs, want %d", len(after), keys)
+			}
+			for _, c := range after {
+				if c.N != before[c.Key]+1 {
+					t.Fatalf("key %s: count %d after restore with parallelism %d, want %d", c.Key, c.N, par, before[c.Key]+1)
+				}
+			}
+		})
+	}
+}
+
+func TestSavepointWhileRunningAndUIDMapping(t *testing.T) {
+	const keys, perKey = 10, 10
+	sink := flowtest.NewSink[count]()
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
+	env := countJob(src, sink, 2, flow.StateDir(t.TempDir()))
+	job, err := env.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Checkpointing is off: the savepoint alone commits the sink.
+	waitFor(t, "source opened", func() bool { return src.Opened() == 2 })
+	var path string
+	waitFor(t, "a savepoint covering all input", func() bool {
+		p, err := job.TriggerSavepoint(context.Background(), filepath.Join(t.TempDir(), "sp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = p
+		return len(sink.Committed()) == keys*perKey
+	})
+	job.Stop()
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A job without the keyed operator "count" must refuse the savepoint...
+	other := func(opts ...flow.Option) *flow.Env {
+		env := flow.New(append([]flow.Option{flow.JobName("sp"), quiet(), flow.StateDir(t.TempDir()), flow.FromSavepoint(path)}, opts...)...)
+		keyed := flow.KeyBy(flow.From(env, flowtest.NewSource(flowtest.Split(events(1, 1), 1)), flow.UID("other-src")), func(e event) string { return e.Key })
+		flow.To(flow.Process(keyed, "renamed", countFn), sink, flow.UID("sink"))
+		return env
+	}
+	err = other().Run(context.Background())
+	if !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), "count") || !strings.Contains(err.Error(), "allow-non-restored-state") {
+		t.Fatalf("want a refusal naming operator count and the flag, got %v", err)
+	}
+	// ...unless dropping it is allowed.
+	if err := other(flow.AllowNonRestoredState()).Run(context.Background()); err != nil {
+		t.Fatalf("with AllowNonRestoredState: %v", err)
+	}
+}

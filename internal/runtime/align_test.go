@@ -1,0 +1,125 @@
+package runtime
+
+import (
+	"reflect"
+	"testing"
+)
+
+func ids(bs []Barrier) []int64 {
+	out := []int64{}
+	for _, b := range bs {
+		out = append(out, b.ID)
+	}
+	return out
+}
+
+// Two inputs; barrier 1 arrives on input 0 first. In exactly-once mode input
+// 0 is held back until input 1 delivers barrier 1 too.
+func TestAlignerExactlyOnceStepByStep(t *testing.T) {
+	a := NewAligner(2, true)
+	if a.Blocked(0) || a.Blocked(1) {
+		t.Fatal("fresh aligner blocks a channel")
+	}
+	if got := a.OnBarrier(0, Barrier{ID: 1}); len(got) != 0 {
+		t.Fatalf("released %v after one of two inputs", ids(got))
+	}
+	if !a.Blocked(0) {
+		t.Fatal("input 0 delivered barrier 1 and must be held back")
+	}
+	if a.Blocked(1) {
+		t.Fatal("input 1 has not delivered barrier 1 and must keep flowing")
+	}
+	got := a.OnBarrier(1, Barrier{ID: 1})
+	if !reflect.DeepEqual(ids(got), []int64{1}) {
+		t.Fatalf("released %v, want [1]", ids(got))
+	}
+	if a.Blocked(0) || a.Blocked(1) {
+		t.Fatal("channels still blocked after alignment")
+	}
+	// Next checkpoint, other order, savepoint flag travels.
+	a.OnBarrier(1, Barrier{ID: 2, Savepoint: true})
+	if !a.Blocked(1) || a.Blocked(0) {
+		t.Fatal("want input 1 blocked, input 0 open")
+	}
+	got = a.OnBarrier(0, Barrier{ID: 2})
+	if len(got) != 1 || got[0].ID != 2 || !got[0].Savepoint {
+		t.Fatalf("released %+v, want savepoint barrier 2", got)
+	}
+}
+
+func TestAlignerAtLeastOnceNeverBlocks(t *testing.T) {
+	a := NewAligner(2, false)
+	a.OnBarrier(0, Barrier{ID: 1})
+	if a.Blocked(0) {
+		t.Fatal("at-least-once must not block")
+	}
+	// Input 0 runs ahead to barrier 2 before input 1 delivers 1.
+	if got := a.OnBarrier(0, Barrier{ID: 2}); len(got) != 0 {
+		t.Fatalf("released %v early", ids(got))
+	}
+	if got := a.OnBarrier(1, Barrier{ID: 1}); !reflect.DeepEqual(ids(got), []int64{1}) {
+		t.Fatalf("released %v, want [1]", ids(got))
+	}
+	if got := a.OnBarrier(1, Barrier{ID: 2}); !reflect.DeepEqual(ids(got), []int64{2}) {
+		t.Fatalf("released %v, want [2]", ids(got))
+	}
+}
+
+func TestAlignerEndOfStreamCountsAsDelivered(t *testing.T) {
+	a := NewAligner(3, true)
+	a.OnBarrier(0, Barrier{ID: 5})
+	a.OnBarrier(1, Barrier{ID: 5})
+	got, all := a.OnEOS(2)
+	if all {
+		t.Fatal("all ended after one EOS of three")
+	}
+	if !reflect.DeepEqual(ids(got), []int64{5}) {
+		t.Fatalf("released %v, want [5] once the lagging channel ended", ids(got))
+	}
+	if a.Blocked(0) || a.Blocked(1) {
+		t.Fatal("channels blocked after release")
+	}
+	if a.Open() != 2 {
+		t.Fatalf("open %d, want 2", a.Open())
+	}
+	_, all = a.OnEOS(0)
+	if all {
+		t.Fatal("all ended too early")
+	}
+	if !a.Blocked(0) {
+		t.Fatal("an ended channel must not be read")
+	}
+	_, all = a.OnEOS(1)
+	if !all {
+		t.Fatal("want all ended")
+	}
+}
+
+func TestAlignerRejectsOutOfOrderBarriers(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("barrier 1 after barrier 2 on one channel must panic")
+		}
+	}()
+	a := NewAligner(2, false)
+	a.OnBarrier(0, Barrier{ID: 2})
+	a.OnBarrier(0, Barrier{ID: 1})
+}
+
+func TestMailboxKeepsOrder(t *testing.T) {
+	m := NewMailbox[int]()
+	for i := 0; i < 5; i++ {
+		m.Post(i)
+	}
+	select {
+	case <-m.Wake():
+	default:
+		t.Fatal("no wake-up after Post")
+	}
+	if got := m.Drain(); !reflect.DeepEqual(got, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("drained %v", got)
+	}
+	if got := m.Drain(); len(got) != 0 {
+		t.Fatalf("second drain %v", got)
+	}
+}
