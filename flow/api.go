@@ -90,6 +90,9 @@ type SinkContext struct {
 //     a crash it is called again on recovery with the handles stored in the
 //     restored checkpoint, so it must be idempotent: committing something
 //     already committed is a success.
+//   - If checkpoint n is aborted (timeout, decline) and the job goes on, its
+//     prepared epoch stays prepared and is committed with the next
+//     successful checkpoint; writers implementing AbortNotifier are told.
 //   - Prepared epochs are never aborted by the runtime while it runs: one
 //     may belong to a checkpoint reaching its commit point at that moment.
 //     On recovery the runtime commits the handles in the restored checkpoint
@@ -133,6 +136,14 @@ type CommitPoint interface {
 	// disk; if the commit point is not the manifest itself it must write the
 	// manifest (storage.WriteManifest) before committing.
 	Commit(ctx context.Context, store *storage.Store, m *storage.Manifest) error
+}
+
+// AbortNotifier is implemented by sink writers and commit points that want
+// to know that checkpoint id was aborted (timed out or declined) while the
+// job keeps running. Nothing prepared for it may be thrown away: the job does
+// not rewind, so those records are committed with the next checkpoint.
+type AbortNotifier interface {
+	CheckpointAborted(ctx context.Context, checkpointID int64)
 }
 
 // CommitPointProvider is implemented by sinks that own the job's commit

@@ -781,6 +781,12 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				delete(pending, a.ID)
 				j.cpFailed.Add(1)
 				att.log.Warn("checkpoint aborted", "checkpoint", a.ID, "reason", a.Err)
+				if an, ok := cfg.commitPoint.(AbortNotifier); ok {
+					an.CheckpointAborted(ctx, a.ID)
+				}
+				for _, st := range att.subtasks {
+					st.mail.Post(mail{kind: mailAborted, b: runtime.Barrier{ID: a.ID}})
+				}
 				if p != nil {
 					att.replySavepoint(p, "", a.Err)
 					if p.final {

@@ -19,6 +19,7 @@ const (
 	mailTrigger   mailKind = iota // inject barrier (sources)
 	mailCommitted                 // checkpoint committed: commit sinks, notify sources
 	mailStop                      // end the stream (sources)
+	mailAborted                   // checkpoint aborted while the job goes on
 	mailWakeup                    // nothing; re-arms the wake-up channel
 )
 
@@ -35,6 +36,7 @@ type subtask struct {
 	index, par int
 	mail       *runtime.Mailbox[mail]
 	onCommit   []func(ctx context.Context, id int64)
+	onAbort    []func(ctx context.Context, id int64)
 	onClose    []func(failed bool)
 	in         atomic.Int64 // records taken in by the head
 	out        atomic.Int64 // records written by sinks in this chain
@@ -63,6 +65,10 @@ func (st *subtask) handleMail() {
 			}
 		case mailCommitted:
 			for _, f := range st.onCommit {
+				f(st.att.ctx, m.b.ID)
+			}
+		case mailAborted:
+			for _, f := range st.onAbort {
 				f(st.att.ctx, m.b.ID)
 			}
 		case mailStop:
@@ -254,6 +260,9 @@ func newSinkOp[T any](st *subtask, n *node, sink Sink[T]) *sinkOp[T] {
 	}
 	op := &sinkOp[T]{st: st, n: n, part: att.partOf(n, st.index), w: w}
 	st.onCommit = append(st.onCommit, op.committed)
+	if an, ok := w.(AbortNotifier); ok {
+		st.onAbort = append(st.onAbort, an.CheckpointAborted)
+	}
 	st.onClose = append(st.onClose, op.close)
 	return op
 }
