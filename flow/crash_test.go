@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
 	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 )
 
@@ -66,61 +68,88 @@ func crashChild(dir string) int {
 	return 0
 }
 
-func runCrashTest(t *testing.T, mode string, kills int) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("ONCEFLOW_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (replay with ONCEFLOW_SEED=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-	dir := t.TempDir()
+// crashRun drives child processes sharing one state and output directory.
+type crashRun struct {
+	t    *testing.T
+	dir  string
+	mode string
+	exe  string
+}
+
+func newCrashRun(t *testing.T, mode string) *crashRun {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func() *exec.Cmd {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+dir, "ONCEFLOW_CRASH_MODE="+mode)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+	return &crashRun{t: t, dir: t.TempDir(), mode: mode, exe: exe}
+}
+
+func (r *crashRun) start(env ...string) (*exec.Cmd, chan error) {
+	cmd := exec.Command(r.exe, "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), childEnv+"="+r.dir, "ONCEFLOW_CRASH_MODE="+r.mode), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
 	}
-	killed := 0
-	for killed < kills {
-		cmd := start()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("child failed on its own: %v", err)
-			}
-			t.Fatalf("the child finished its input before kill #%d of %d: make the job longer", killed+1, kills)
-		case <-time.After(time.Duration(20+rng.IntN(150)) * time.Millisecond):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			killed++
-		}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return cmd, done
+}
+
+// killAfter runs a child and SIGKILLs it after d; it fails the test if the
+// child ended on its own first.
+func (r *crashRun) killAfter(d time.Duration) {
+	cmd, done := r.start()
+	select {
+	case err := <-done:
+		r.t.Fatalf("the child ended before it was killed (err %v): make the job longer", err)
+	case <-time.After(d):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
 	}
-	// A final undisturbed run to the end of input.
-	cmd := start()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("final run: %v", err)
+}
+
+// finish runs a child to the end of its input.
+func (r *crashRun) finish() {
+	_, done := r.start()
+	if err := <-done; err != nil {
+		r.t.Fatalf("final run: %v", err)
 	}
-	lines, err := flowtest.ReadCommitted(filepath.Join(dir, "out"))
+}
+
+func (r *crashRun) output() []count {
+	lines, err := flowtest.ReadCommitted(filepath.Join(r.dir, "out"))
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
 	var got []count
 	for _, l := range lines {
 		var c count
 		if err := json.Unmarshal(l, &c); err != nil {
-			t.Fatalf("bad output line %q: %v", l, err)
+			r.t.Fatalf("bad output line %q: %v", l, err)
 		}
 		got = append(got, c)
 	}
+	return got
+}
+
+func crashSeed(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("ONCEFLOW_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (replay with ONCEFLOW_SEED=%d)", seed, seed)
+	return rand.New(rand.NewPCG(seed, 0))
+}
+
+func runCrashTest(t *testing.T, mode string, kills int) {
+	rng := crashSeed(t)
+	r := newCrashRun(t, mode)
+	for i := 0; i < kills; i++ {
+		r.killAfter(time.Duration(20+rng.IntN(150)) * time.Millisecond)
+	}
+	r.finish()
+	got := r.output()
 	if mode == "exactly-once" {
 		checkCounts(t, got, crashKeys, crashPerKey)
 		return
@@ -144,6 +173,35 @@ func runCrashTest(t *testing.T, mode string, kills int) {
 	t.Logf("at-least-once: %d outputs for %d inputs", len(got), crashKeys*crashPerKey)
 }
 
+// Every failpoint of the engine's commit protocol, as a crash of the whole
+// process: the restarted job's output is still exactly once.
+func TestFailpointCrashes(t *testing.T) {
+	rng := crashSeed(t)
+	for _, fp := range []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
+		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore} {
+		hit := 1 + rng.IntN(5)
+		t.Run(fp, func(t *testing.T) {
+			t.Parallel() // the children mostly sleep (throttled)
+			r := newCrashRun(t, "exactly-once")
+			if fp == failpoint.DuringRestore {
+				r.killAfter(300 * time.Millisecond) // something to restore
+			}
+			_, done := r.start(failpoint.EnvVar + "=" + fp + "=crash@" + strconv.Itoa(hit))
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("child with failpoint %s=crash@%d ended with %v, want killed by its failpoint", fp, hit, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("failpoint %s@%d never fired", fp, hit)
+			}
+			r.finish()
+			checkCounts(t, r.output(), crashKeys, crashPerKey)
+		})
+	}
+}
+
 func crashKills() int {
 	if os.Getenv("ONCEFLOW_LONG") != "" {
 		return 100
@@ -154,3 +212,49 @@ func crashKills() int {
 func TestSIGKILLExactlyOnce(t *testing.T) { runCrashTest(t, "exactly-once", crashKills()) }
 
 func TestSIGKILLAtLeastOnce(t *testing.T) { runCrashTest(t, "at-least-once", crashKills()/2) }
+
+// The same failpoints returning errors inside one process: the failure goes
+// through the restart strategy (or declines the checkpoint) and the output
+// is still exactly once.
+func TestFailpointErrors(t *testing.T) {
+	for _, fp := range []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
+		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore} {
+		t.Run(fp, func(t *testing.T) {
+			spec := fp + "=error@2"
+			if fp == failpoint.DuringRestore {
+				// A restore needs a failure first; the restore then fails once too.
+				spec = failpoint.AfterSinkPrepare + "=error@3;" + fp + "=error@1"
+			}
+			if err := failpoint.Enable(spec); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = failpoint.Enable("") })
+			sink := flowtest.NewSink[count]()
+			src := flowtest.NewSource(flowtest.Split(events(8, 300), 3), flowtest.PerPoll(10))
+			env := flow.New(quiet(), flow.JobName("fp"), flow.Checkpointing(time.Millisecond), flow.StateDir(t.TempDir()),
+				flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 3, Delay: time.Millisecond}))
+			slow := flow.Map(flow.From(env, src), func(e event) event {
+				if e.Seq%10 == 0 {
+					time.Sleep(100 * time.Microsecond)
+				}
+				return e
+			})
+			keyed := flow.KeyBy(slow, func(e event) string { return e.Key })
+			flow.To(flow.Process(keyed, "count", countFn, flow.WithParallelism(2)), sink)
+			job, err := env.Start(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if failpoint.Fired()[fp] != 1 {
+				t.Fatalf("failpoint fired %d times, want 1 (stats %+v)", failpoint.Fired()[fp], job.Stats())
+			}
+			if err := sink.Err(); err != nil {
+				t.Fatal(err)
+			}
+			checkCounts(t, sink.Committed(), 8, 300)
+		})
+	}
+}

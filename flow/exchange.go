@@ -3,6 +3,7 @@ package flow
 import (
 	"reflect"
 
+	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/state"
 )
@@ -174,6 +175,9 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 			switch m.c.kind {
 			case ctlBarrier:
 				for _, b := range al.OnBarrier(m.sender, m.c.b) {
+					if err := failpoint.Inject(failpoint.AfterAlignment); err != nil {
+						fail(err)
+					}
 					plain.control(ctl{kind: ctlBarrier, b: b})
 				}
 			case ctlEOS:

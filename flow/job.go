@@ -14,6 +14,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/state"
@@ -377,6 +378,14 @@ func (att *attempt) ack(a ackMsg) {
 	}
 }
 
+// failTask fails the attempt from the run loop's side.
+func (att *attempt) failTask(err error) {
+	select {
+	case att.failures <- err:
+	default:
+	}
+}
+
 func (att *attempt) sourceFinished() {
 	select {
 	case att.finished <- struct{}{}:
@@ -431,6 +440,9 @@ func (att *attempt) writeKeyed(cp int64, n *node, subtask, part int, s *state.St
 	go func() {
 		defer att.writers.Done()
 		kf, err := att.store.WriteKeyedFile(cp, name, first, last, groups)
+		if err == nil {
+			err = failpoint.Inject(failpoint.AfterSnapshotWritten)
+		}
 		if err != nil {
 			att.ack(ackMsg{cp: cp, part: part, err: fmt.Errorf("write state of %q subtask %d: %w", n.uid, subtask, err)})
 			return
@@ -569,6 +581,11 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	}
 	if err := j.checkRestore(restored); err != nil {
 		return err
+	}
+	if restored != nil {
+		if err := failpoint.Inject(failpoint.DuringRestore); err != nil {
+			return err
+		}
 	}
 	j.restored.Store(0)
 	if restored != nil {
@@ -900,6 +917,14 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP) error {
 		if err := att.store.Commit(m); err != nil {
 			return err
 		}
+	}
+	if err := failpoint.Inject(failpoint.AfterCommitPoint); err != nil {
+		// Past the commit point nothing may undo the checkpoint: an
+		// injected error here fails the job over, and recovery redoes the
+		// post-commit steps.
+		j.committedThisRun.Store(true)
+		att.failTask(fmt.Errorf("after the commit point of checkpoint %d: %w", p.id, err))
+		return nil
 	}
 	dur := cfg.clock().Sub(p.started)
 	j.cpDone.Add(1)

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/runtime"
 )
 
@@ -289,6 +290,10 @@ func (s *sinkOp[T]) control(c ctl) {
 			return
 		}
 		s.pending = append(s.pending, pendingHandle{id: c.b.ID, handle: h})
+		if err := failpoint.Inject(failpoint.AfterSinkPrepare); err != nil {
+			s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, err: err})
+			return
+		}
 		s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, uid: s.n.uid, blobs: map[string][]byte{pendingBlobKey(s.st.index): encodePending(s.pending)}})
 	}
 }

@@ -45,10 +45,10 @@ type Config struct {
 
 	// DataDir is the directory the broker keeps its log, group offsets and
 	// transaction state in, default "" (in memory only: everything is gone
-	// after Close). A non-empty DataDir survives Close and process crashes;
-	// see the package doc for what survives and how. The directory is
-	// created if needed and locked while the broker runs, so two brokers
-	// can never write the same directory.
+	// after Close). Its content survives Close and process crashes; see
+	// fact 4 in the package doc. It must be new, empty, or written by this
+	// broker before; it is created if needed and locked while the broker
+	// runs, so two brokers never write the same directory.
 	DataDir string
 
 	// SyncWrites fsyncs every produced batch and every offset and
@@ -191,25 +191,33 @@ func splitAdvertised(addr string) (host string, port int, err error) {
 // Its methods are safe for concurrent use.
 type Broker struct {
 	cluster *kfake.Cluster
-	addr    string // bound host:port
-	unlock  func() // releases the DataDir lock; nil without DataDir
+	addr    string      // bound host:port
+	dataDir string      // "" when in memory
+	logs    *slogBridge // counts errors, so Close can tell a clean stop
+	unlock  func()      // releases the DataDir lock; nil without DataDir
 
 	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start listens on cfg.Addr and starts serving the Kafka protocol. Addresses
 // already in use fail with an error matching [ErrAddrInUse], a DataDir
-// another broker holds with [ErrDataDirInUse].
+// another broker holds with [ErrDataDirInUse]. After an unclean stop (a
+// crash, or a Close that could not save), Start repairs the data dir before
+// it lets clients in; see the package doc.
 func Start(cfg Config) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 
-	var unlock func()
+	var (
+		unlock  func()
+		unclean bool
+	)
 	if cfg.DataDir != "" {
 		var err error
-		if unlock, err = prepareDataDir(cfg.DataDir); err != nil {
+		if unlock, unclean, err = prepareDataDir(cfg.DataDir); err != nil {
 			return nil, err
 		}
 	}
@@ -220,34 +228,37 @@ func Start(cfg Config) (*Broker, error) {
 		}
 	}()
 
-	ln, err := listen(cfg.Addr)
+	raw, err := listen(cfg.Addr)
 	if err != nil {
+		return nil, err
+	}
+	adv, err := advertised(raw, cfg.AdvertisedAddr)
+	if err != nil {
+		raw.Close()
 		return nil, err
 	}
 	// kfake always asks for 127.0.0.1:<port>; handing it our own listener
 	// lets us bind any host, report a clear "in use" error before kfake
-	// starts, and advertise a different address.
-	adv, err := advertise(ln, cfg.AdvertisedAddr)
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if !isLoopback(ln.Addr()) {
+	// starts, advertise another address, and hold clients back until the
+	// data dir is repaired.
+	ln := newGatedListener(raw, adv)
+	if !isLoopback(raw.Addr()) {
 		cfg.Logger.Warn("broker listens beyond this machine and has no authentication: anyone who can reach it can read and write every topic",
-			"addr", ln.Addr().String())
+			"addr", raw.Addr().String())
 	}
 
+	logs := &slogBridge{l: cfg.Logger}
 	handed := false
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.ListenFn(func(string, string) (net.Listener, error) {
-			if handed { // kfake only asks again for AddNode, which we do not support
+			if handed { // kfake only asks again for AddNode
 				return nil, errors.New("broker: a single-node broker cannot add nodes")
 			}
 			handed = true
-			return adv, nil
+			return ln, nil
 		}),
-		kfake.WithLogger(slogBridge{cfg.Logger}),
+		kfake.WithLogger(logs),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(cfg.Partitions),
 		kfake.ClusterID("onceflow"),
@@ -268,19 +279,42 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		ln.Close()
 		if cfg.DataDir != "" {
-			return nil, fmt.Errorf("broker: data dir %s holds state the broker cannot load (not a broker data dir, or damaged): %w", cfg.DataDir, err)
+			return nil, fmt.Errorf("broker: data dir %s holds state the broker cannot load (damaged, or written by an incompatible version): %w", cfg.DataDir, err)
 		}
 		return nil, fmt.Errorf("broker: starting: %w", err)
 	}
 
-	b := &Broker{cluster: c, addr: ln.Addr().String(), unlock: unlock}
-	if err := b.createTopics(cfg); err != nil {
-		b.Close()
-		ok = true // Close released the lock
+	b := &Broker{cluster: c, addr: raw.Addr().String(), dataDir: cfg.DataDir, logs: logs, unlock: unlock}
+	ok = true // b owns the lock now: setUp failures and b.Close release it
+	if err := b.setUp(cfg, ln, unclean); err != nil {
+		b.cluster.Close()
+		if b.unlock != nil {
+			b.unlock()
+		}
 		return nil, err
 	}
-	ok = true
+	ln.open()
 	return b, nil
+}
+
+// setUp readies a started cluster before clients are let in.
+func (b *Broker) setUp(cfg Config, ln *gatedListener, unclean bool) error {
+	if cfg.DataDir != "" {
+		// From here on clients may write, so a crash must find no mark.
+		if err := os.Remove(filepath.Join(cfg.DataDir, cleanStopFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("broker: data dir %s is not writable: %w", cfg.DataDir, err)
+		}
+		if err := removeSnapshots(cfg.DataDir); err != nil {
+			return fmt.Errorf("broker: data dir %s: removing loaded snapshots: %w", cfg.DataDir, err)
+		}
+	}
+	if unclean {
+		cfg.Logger.Warn("the broker did not stop cleanly last time; checking every partition for transactions left open", "data_dir", cfg.DataDir)
+		if err := repairAbortMarkers(ln, cfg.Logger); err != nil {
+			return fmt.Errorf("broker: data dir %s: repairing after an unclean stop: %w", cfg.DataDir, err)
+		}
+	}
+	return b.createTopics(cfg)
 }
 
 // createTopics creates the configured topics that do not exist yet. Topics
@@ -315,18 +349,27 @@ func (b *Broker) Addr() string { return b.addr }
 // doc), or inspect partitions with PartitionInfo.
 func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
 
-// Close stops the broker and, with a DataDir, writes its state so the next
-// Start resumes it. Open transactions are kept, not aborted (see the package
-// doc). Close is idempotent and always returns nil; kfake reports failures
-// to persist state through Config.Logger at error level.
+// Close stops the broker and, with a DataDir, saves its state so the next
+// Start resumes it without repair. Open transactions are kept, not aborted
+// (see the package doc). Close returns an error if saving failed (the
+// details went to Config.Logger); the next Start then repairs the data dir
+// as after a crash. Close is idempotent.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		before := b.logs.errors.Load()
 		b.cluster.Close()
+		if b.dataDir != "" {
+			if b.logs.errors.Load() != before {
+				b.closeErr = fmt.Errorf("broker: saving state to %s failed (see the log); the next start repairs it", b.dataDir)
+			} else if err := os.WriteFile(filepath.Join(b.dataDir, cleanStopFile), nil, 0o644); err != nil {
+				b.closeErr = fmt.Errorf("broker: marking %s as cleanly stopped: %w; the next start repairs it", b.dataDir, err)
+			}
+		}
 		if b.unlock != nil {
 			b.unlock()
 		}
 	})
-	return nil
+	return b.closeErr
 }
 
 // listen binds addr, reading an empty host as loopback.
@@ -352,24 +395,18 @@ func isLoopback(a net.Addr) bool {
 	return ok && ta.IP.IsLoopback()
 }
 
-// advertisedListener is ln reporting adv as its address. kfake puts a
-// listener's Addr into metadata and coordinator answers, so this is how a
-// client learns where to reconnect.
-type advertisedListener struct {
-	net.Listener
-	adv net.Addr
-}
-
-func (l advertisedListener) Addr() net.Addr { return l.adv }
-
+// hostPortAddr is an advertised address. kfake puts a listener's Addr into
+// metadata and coordinator answers, which is how a client learns where to
+// reconnect.
 type hostPortAddr string
 
 func (hostPortAddr) Network() string  { return "tcp" }
 func (a hostPortAddr) String() string { return string(a) }
 
-func advertise(ln net.Listener, adv string) (net.Listener, error) {
+// advertised returns the address to advertise for ln, nil for its own.
+func advertised(ln net.Listener, adv string) (net.Addr, error) {
 	if adv == "" {
-		return ln, nil
+		return nil, nil
 	}
 	host, port, err := splitAdvertised(adv)
 	if err != nil {
@@ -378,26 +415,47 @@ func advertise(ln net.Listener, adv string) (net.Listener, error) {
 	if port == 0 {
 		port = ln.Addr().(*net.TCPAddr).Port
 	}
-	return advertisedListener{ln, hostPortAddr(net.JoinHostPort(host, strconv.Itoa(port)))}, nil
+	return hostPortAddr(net.JoinHostPort(host, strconv.Itoa(port))), nil
 }
 
-// prepareDataDir creates dir if needed and locks it for this process. The
-// returned func releases the lock.
-func prepareDataDir(dir string) (func(), error) {
+// prepareDataDir creates dir if needed and locks it for this process. It
+// reports whether the directory holds state from a broker that did not stop
+// cleanly. The returned func releases the lock.
+func prepareDataDir(dir string) (unlock func(), unclean bool, err error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("broker: data dir %s is a file, not a directory", dir)
+		return nil, false, fmt.Errorf("broker: data dir %s is a file, not a directory", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("broker: creating data dir: %w", err)
+		return nil, false, fmt.Errorf("broker: creating data dir: %w", err)
 	}
-	unlock, err := lockDir(filepath.Join(dir, lockFileName))
+	unlock, err = lockDir(filepath.Join(dir, lockFileName))
 	if err != nil {
 		if errors.Is(err, ErrDataDirInUse) {
-			return nil, fmt.Errorf("broker: data dir %s: %w", dir, err)
+			return nil, false, fmt.Errorf("broker: data dir %s: %w", dir, err)
 		}
-		return nil, fmt.Errorf("broker: data dir %s is not writable: %w", dir, err)
+		return nil, false, fmt.Errorf("broker: data dir %s is not writable: %w", dir, err)
 	}
-	return unlock, nil
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		unlock()
+		return nil, false, fmt.Errorf("broker: reading data dir: %w", err)
+	}
+	var hasState, hasOther bool
+	for _, e := range ents {
+		switch e.Name() {
+		case "meta.json": // kfake writes it first, on the first start
+			hasState = true
+		case lockFileName, cleanStopFile:
+		default:
+			hasOther = true
+		}
+	}
+	if hasOther && !hasState {
+		unlock()
+		return nil, false, fmt.Errorf("broker: data dir %s holds files but no broker state; use an empty or new directory, so the broker never writes among unrelated files", dir)
+	}
+	_, err = os.Stat(filepath.Join(dir, cleanStopFile))
+	return unlock, hasState && err != nil, nil
 }
 
 // lockFileName is the file in DataDir that holds the lock and the pid of the

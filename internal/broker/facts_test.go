@@ -88,8 +88,9 @@ func TestFactTxnOffsetCommitVisibleOnlyAfterCommit(t *testing.T) {
 	if err := commitOffsetsInTxn(ctx, p, "job-0", "job", txnOffset{"in", 0, 10, "ckpt-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if o, ok := fetchOffset(t, ctx, b.Addr(), "job", "in"); ok {
-		t.Errorf("before commit: group offset %+v visible, want none", o)
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	if _, err := adm.FetchOffsets(ctx, "job"); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Errorf("before the first commit: fetch offsets = %v, want GROUP_ID_NOT_FOUND", err)
 	}
 	if err := endTxn(ctx, p, true); err != nil {
 		t.Fatalf("commit: %v", err)
@@ -108,7 +109,6 @@ func TestFactTxnOffsetCommitVisibleOnlyAfterCommit(t *testing.T) {
 	if o, _ := fetchOffset(t, ctx, b.Addr(), "job", "in"); o.At != 10 || o.Metadata != "ckpt-1" {
 		t.Errorf("while ckpt-2 is open: offset %d %q, want 10 ckpt-1", o.At, o.Metadata)
 	}
-	adm := kadm.NewClient(newClient(t, b.Addr()))
 	stable, err := adm.FetchOffsets(kadm.RequireStable(ctx), "job")
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +123,34 @@ func TestFactTxnOffsetCommitVisibleOnlyAfterCommit(t *testing.T) {
 	}
 	if o, _ := fetchOffset(t, ctx, b.Addr(), "job", "in"); o.At != 10 || o.Metadata != "ckpt-1" {
 		t.Errorf("after abort of ckpt-2: offset %d %q, want 10 ckpt-1", o.At, o.Metadata)
+	}
+}
+
+// Fact 2, the trap: kgo ends a transaction in which nothing was produced
+// without sending EndTxn, so offsets committed alone are never applied.
+func TestFactOffsetsOnlyTxnNeverCommits(t *testing.T) {
+	b := StartForTest(t, Config{Topics: map[string]int32{"in": 1}})
+	ctx := testCtx(t)
+	p := txnProducer(t, b.Addr(), "job-0")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := commitOffsetsInTxn(ctx, p, "job-0", "job", txnOffset{"in", 0, 10, "ckpt-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := endTxn(ctx, p, true); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o, ok := fetchOffset(t, ctx, b.Addr(), "job", "in"); ok {
+		t.Errorf("offsets of a transaction without records were applied: %+v", o)
+	}
+	// Still open broker side, until the transaction timeout.
+	txns, err := kadm.NewClient(newClient(t, b.Addr())).DescribeTransactions(ctx, "job-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := txns["job-0"].State; st != "Ongoing" {
+		t.Errorf("transaction state = %q, want Ongoing", st)
 	}
 }
 
@@ -204,6 +232,26 @@ func TestFactFencing(t *testing.T) {
 				t.Errorf("read_committed = %q, want the newer producer's records only", got)
 			}
 		})
+	}
+}
+
+// Fact 3, producing: a zombie's next produce fails fenced, and kgo then
+// refuses its commit without asking the broker.
+func TestFactFencedProduce(t *testing.T) {
+	b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}})
+	ctx := testCtx(t)
+
+	old := txnProducer(t, b.Addr(), "job-0")
+	produceInTxn(t, ctx, old, "out", "old")
+	if _, _, err := txnProducer(t, b.Addr(), "job-0").ProducerID(ctx); err != nil {
+		t.Fatalf("init newer: %v", err)
+	}
+	err := old.ProduceSync(ctx, &kgo.Record{Topic: "out", Value: []byte("old-2")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidProducerEpoch) || !IsFenced(err) {
+		t.Errorf("zombie produce: %v, want INVALID_PRODUCER_EPOCH and IsFenced", err)
+	}
+	if err := endTxn(ctx, old, true); !errors.Is(err, kerr.OperationNotAttempted) {
+		t.Errorf("zombie commit after a fenced produce: %v, want OPERATION_NOT_ATTEMPTED", err)
 	}
 }
 

@@ -30,6 +30,9 @@ func newClient(tb testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 		kgo.SeedBrokers(addr),
 		// Fail fast: every test expects the broker to be up.
 		kgo.RetryTimeout(5 * time.Second),
+		// Close waits up to a second for a final metrics push, which
+		// a test that stopped the broker first would always pay.
+		kgo.DisableClientMetrics(),
 	}, opts...)...)
 	if err != nil {
 		tb.Fatalf("new client: %v", err)

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"github.com/onceflow/onceflow/internal/failpoint"
+
 	"bufio"
 	"errors"
 	"fmt"
@@ -51,6 +53,11 @@ func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", tmp, err)
+	}
+	if name == manifestName {
+		if err := failpoint.Inject(failpoint.MidManifestWrite); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return fmt.Errorf("storage: rename %s to %s: %w", tmp, final, err)
