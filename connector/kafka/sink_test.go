@@ -1,0 +1,306 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/restart"
+)
+
+func newSink(tb testing.TB, cfg SinkConfig) *Sink {
+	tb.Helper()
+	s, err := NewSink(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func openWriter(tb testing.TB, s *Sink, subtask, par int) flow.SinkWriter[Record] {
+	tb.Helper()
+	w, err := s.Open(testCtx(tb), flow.SinkContext{Job: s.cfg.Job, UID: "sink", Subtask: subtask, Parallelism: par, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatalf("open writer: %v", err)
+	}
+	return w
+}
+
+func write(tb testing.TB, w flow.SinkWriter[Record], vals ...string) {
+	tb.Helper()
+	for _, v := range vals {
+		if err := w.Write(testCtx(tb), Record{Key: []byte(v), Value: []byte(v)}); err != nil {
+			tb.Fatalf("write %s: %v", v, err)
+		}
+	}
+}
+
+func prepare(tb testing.TB, w flow.SinkWriter[Record], id int64) {
+	tb.Helper()
+	if _, err := w.Prepare(testCtx(tb), id); err != nil {
+		tb.Fatalf("prepare %d: %v", id, err)
+	}
+}
+
+func manifest(id int64) *storage.Manifest {
+	return &storage.Manifest{Job: "j", CheckpointID: id, MaxParallelism: 128, Operators: map[string]*storage.OperatorState{}}
+}
+
+func TestSinkCommitPoint(t *testing.T) {
+	c := startBroker(t, map[string]int32{"out": 2})
+	ctx := testCtx(t)
+	store, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
+	cp := sink.CommitPoint()
+	if id, err := cp.LastCommitted(ctx); err != nil || id != 0 {
+		t.Fatalf("LastCommitted on a fresh job = %d, %v; want 0", id, err)
+	}
+	w0, w1 := openWriter(t, sink, 0, 2), openWriter(t, sink, 1, 2)
+
+	// Epoch 1; w0 reaches barrier 1 first and goes on writing epoch 2.
+	write(t, w0, "e1-a")
+	write(t, w1, "e1-b")
+	prepare(t, w0, 1)
+	write(t, w0, "e2-a")
+	prepare(t, w1, 1)
+	if err := cp.Commit(ctx, store, manifest(1)); err != nil {
+		t.Fatalf("commit 1: %v", err)
+	}
+	got := c.readCommitted(t, "out")
+	slices.Sort(got)
+	if want := []string{"e1-a", "e1-b"}; !slices.Equal(got, want) {
+		t.Errorf("after checkpoint 1: %q, want %q (epoch 2's record held back)", got, want)
+	}
+	if _, err := store.Load(1); err != nil {
+		t.Errorf("manifest of checkpoint 1: %v", err)
+	}
+
+	// Checkpoint 2 is aborted by the engine (never committed): its epoch
+	// is committed with checkpoint 3.
+	write(t, w1, "e2-b")
+	prepare(t, w0, 2)
+	prepare(t, w1, 2)
+	write(t, w0, "e3-a")
+	write(t, w1, "e3-b")
+	prepare(t, w0, 3)
+	write(t, w0, "e4-a") // after barrier 3: not in checkpoint 3
+	prepare(t, w1, 3)
+	if err := cp.Commit(ctx, store, manifest(3)); err != nil {
+		t.Fatalf("commit 3: %v", err)
+	}
+	got = c.readCommitted(t, "out")
+	slices.Sort(got)
+	if want := []string{"e1-a", "e1-b", "e2-a", "e2-b", "e3-a", "e3-b"}; !slices.Equal(got, want) {
+		t.Errorf("after checkpoint 3: %q, want %q", got, want)
+	}
+	if id, err := readLastMarker(ctx, c.client(), DefaultProgressTopic, "j"); err != nil || id != 3 {
+		t.Errorf("last marker = %d, %v; want 3", id, err)
+	}
+	// Closing the writers aborts the open transaction with e4-a.
+	w0.Close()
+	w1.Close()
+	if id, err := newSink(t, SinkConfig{Client: c.client(), Job: "j"}).CommitPoint().LastCommitted(ctx); err != nil || id != 3 {
+		t.Errorf("LastCommitted after restart = %d, %v; want 3", id, err)
+	}
+	if got := c.readCommitted(t, "out"); slices.Contains(got, "e4-a") {
+		t.Errorf("uncommitted epoch visible: %q", got)
+	}
+}
+
+// A second instance of the job fences the first: the first's commit fails
+// and its records never become visible.
+func TestSinkZombieIsFenced(t *testing.T) {
+	c := startBroker(t, map[string]int32{"out": 1})
+	ctx := testCtx(t)
+	store, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
+	if _, err := old.CommitPoint().LastCommitted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wOld := openWriter(t, old, 0, 1)
+	write(t, wOld, "zombie")
+	prepare(t, wOld, 1)
+
+	newer := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
+	if id, err := newer.CommitPoint().LastCommitted(ctx); err != nil || id != 0 {
+		t.Fatalf("newer LastCommitted = %d, %v; want 0", id, err)
+	}
+	err = old.CommitPoint().Commit(ctx, store, manifest(1))
+	if err == nil {
+		t.Fatal("the fenced instance committed")
+	}
+	t.Logf("zombie's commit: %v", err)
+	if !errors.Is(err, ErrFenced) {
+		t.Errorf("zombie's commit error %v does not match ErrFenced", err)
+	}
+	if err := wOld.Write(ctx, Record{Value: []byte("more")}); err == nil {
+		t.Error("the fenced writer accepted a record")
+	}
+
+	wNew := openWriter(t, newer, 0, 1)
+	write(t, wNew, "newer")
+	prepare(t, wNew, 1)
+	if err := newer.CommitPoint().Commit(ctx, store, manifest(1)); err != nil {
+		t.Fatalf("newer commit: %v", err)
+	}
+	if got := c.readCommitted(t, "out"); !slices.Equal(got, []string{"newer"}) {
+		t.Errorf("read_committed %q, want only the newer instance's record", got)
+	}
+}
+
+func TestSinkConfigValidation(t *testing.T) {
+	cl := ClientConfig{Brokers: []string{"localhost:9092"}}
+	tests := []struct {
+		name    string
+		cfg     SinkConfig
+		wantErr string
+	}{
+		{"no job", SinkConfig{Client: cl}, "needs the job's name"},
+		{"timeout too short", SinkConfig{Client: cl, Job: "j", TransactionTimeout: time.Minute, CheckpointInterval: 30 * time.Second, CheckpointTimeout: 30 * time.Second},
+			"transaction timeout 1m0s (transaction.timeout.ms) must exceed the checkpoint interval 30s plus the checkpoint timeout 30s"},
+		{"default timeout vs long interval", SinkConfig{Client: cl, Job: "j", CheckpointInterval: 10 * time.Minute}, "must exceed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewSink(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("NewSink: %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSinkBrokerRefusesTimeout(t *testing.T) {
+	b := startBrokerCfg(t, time.Minute)
+	sink := newSink(t, SinkConfig{Client: b.client(), Job: "j", Topic: "out", TransactionTimeout: 2 * time.Minute, CheckpointTimeout: time.Second})
+	_, err := sink.CommitPoint().LastCommitted(testCtx(t))
+	if err == nil || !strings.Contains(err.Error(), "transaction.timeout.ms") || !strings.Contains(err.Error(), "transaction.max.timeout.ms") {
+		t.Errorf("LastCommitted: %v, want an error naming transaction.timeout.ms and transaction.max.timeout.ms", err)
+	}
+}
+
+// runJob runs in -> (map) -> out through the engine and returns the job.
+func runJob(t *testing.T, c cluster, maxPoll int, mapFn func(Record) Record, opts ...flow.Option) *flow.Job {
+	t.Helper()
+	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, Bounded: true, MaxPollRecords: maxPoll})
+	sink := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out", OffsetsOf: []*Source{src}, CheckpointInterval: 100 * time.Millisecond})
+	env := flow.New(append([]flow.Option{
+		flow.JobName("j"), flow.Checkpointing(100 * time.Millisecond), flow.StateDir(t.TempDir()),
+		flow.Logger(slog.New(slog.DiscardHandler)),
+	}, opts...)...)
+	s := flow.From(env, src, flow.UID("kafka-in"))
+	if mapFn != nil {
+		s = flow.Map(s, mapFn)
+	}
+	flow.To(s, sink, flow.UID("kafka-out"))
+	j, err := env.Start(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// checkExactlyOnce asserts out holds each input value once and the group
+// offsets are at the end of the input with checkpoint metadata.
+func checkExactlyOnce(t *testing.T, c cluster, j *flow.Job, input []string, perPartition int64) {
+	t.Helper()
+	got := c.readCommitted(t, "out")
+	slices.Sort(got)
+	if !slices.Equal(got, input) {
+		t.Errorf("read_committed output has %d records, want the %d input records exactly once", len(got), len(input))
+		for i, v := range got {
+			if i > 0 && got[i-1] == v {
+				t.Errorf("duplicate %q", v)
+			}
+		}
+	}
+	offs := c.groupOffsets(t, "onceflow-j", "in")
+	if len(offs) != 3 {
+		t.Fatalf("group offsets %+v, want 3 partitions", offs)
+	}
+	for p, o := range offs {
+		if meta := fmt.Sprintf("onceflow:j:%d", j.Stats().LastCheckpoint); o.At != perPartition || o.Metadata != meta {
+			t.Errorf("group offset of in/%d = %d %q, want %d %q (the last checkpoint)", p, o.At, o.Metadata, perPartition, meta)
+		}
+	}
+}
+
+func produceInput(t *testing.T, c cluster, n int) []string {
+	var all []string
+	for p := range int32(3) {
+		vs := values(n, string(rune('a'+p)))
+		c.produce(t, "in", p, time.Time{}, vs...)
+		all = append(all, vs...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+func TestExactlyOnceEndToEnd(t *testing.T) {
+	c := startBroker(t, map[string]int32{"in": 3, "out": 3})
+	input := produceInput(t, c, 200)
+	j := runJob(t, c, 0, nil)
+	if err := j.Wait(); err != nil {
+		t.Fatalf("job: %v", err)
+	}
+	if s := j.Stats(); s.CheckpointsCompleted == 0 {
+		t.Errorf("stats %+v: no checkpoint completed", s)
+	}
+	checkExactlyOnce(t, c, j, input, 200)
+}
+
+// A task failure after some checkpoints committed: the engine restores the
+// last committed one and replays; the output is still exactly the input.
+func TestExactlyOnceWithFailure(t *testing.T) {
+	c := startBroker(t, map[string]int32{"in": 3, "out": 3})
+	input := produceInput(t, c, 300)
+	var (
+		seen      atomic.Int64
+		failed    atomic.Bool
+		job       atomic.Pointer[flow.Job]
+		lastAtErr atomic.Int64
+	)
+	// Small polls keep the source close to the map, so barriers do not
+	// queue behind the whole input and checkpoints commit mid-run.
+	j := runJob(t, c, 10, func(r Record) Record {
+		if !failed.Load() {
+			// Pace the first run so that checkpoints commit before
+			// the failure.
+			time.Sleep(time.Millisecond)
+			if seen.Add(1) < 300 {
+				return r
+			}
+			if j := job.Load(); j != nil && j.Stats().LastCheckpoint > 0 && failed.CompareAndSwap(false, true) {
+				lastAtErr.Store(j.Stats().LastCheckpoint)
+				panic("injected failure")
+			}
+		}
+		return r
+	}, flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 3, Delay: 10 * time.Millisecond}))
+	job.Store(j)
+	if err := j.Wait(); err != nil {
+		t.Fatalf("job: %v", err)
+	}
+	if s := j.Stats(); s.Restarts != 1 {
+		t.Errorf("restarts = %d, want 1", s.Restarts)
+	}
+	if lastAtErr.Load() == 0 {
+		t.Error("the failure was not injected after a committed checkpoint")
+	}
+	t.Logf("failed after checkpoint %d; %d records seen", lastAtErr.Load(), seen.Load())
+	checkExactlyOnce(t, c, j, input, 300)
+}

@@ -1,0 +1,803 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/flow"
+)
+
+// StartupMode says where a source starts reading when the job has no
+// checkpoint to restore. A restore always resumes from the checkpoint.
+type StartupMode int
+
+const (
+	// StartEarliest reads every partition from its log start offset.
+	StartEarliest StartupMode = iota
+	// StartLatest reads only records written after the job started.
+	StartLatest
+	// StartGroupOffsets starts at the offsets committed to the source's
+	// group; partitions without one use SourceConfig.ResetFallback.
+	StartGroupOffsets
+	// StartTimestamp starts at the first record whose timestamp is at or
+	// after SourceConfig.StartTimestamp (the end of a partition that has
+	// none).
+	StartTimestamp
+	// StartSpecificOffsets starts at SourceConfig.SpecificOffsets; unlisted
+	// partitions start at the group's offset, else at the earliest.
+	StartSpecificOffsets
+)
+
+func (m StartupMode) String() string {
+	switch m {
+	case StartEarliest:
+		return "earliest"
+	case StartLatest:
+		return "latest"
+	case StartGroupOffsets:
+		return "group-offsets"
+	case StartTimestamp:
+		return "timestamp"
+	case StartSpecificOffsets:
+		return "specific-offsets"
+	}
+	return fmt.Sprintf("StartupMode(%d)", int(m))
+}
+
+// ResetFallback says where StartGroupOffsets starts a partition that has no
+// committed offset in the group.
+type ResetFallback int
+
+const (
+	// ResetEarliest starts such a partition at its log start offset.
+	ResetEarliest ResetFallback = iota
+	// ResetLatest starts such a partition at its end.
+	ResetLatest
+	// ResetNone fails the job, naming the partition.
+	ResetNone
+)
+
+// Source defaults.
+const (
+	DefaultDiscoveryInterval = 5 * time.Minute
+	DefaultMaxPollRecords    = 10000
+)
+
+// pollWait bounds a Poll without records, so the engine can inject
+// barriers (flow.SourceReader asks for about 100ms).
+const pollWait = 100 * time.Millisecond
+
+// fetchMaxWait is how long the broker may hold a fetch without data.
+const fetchMaxWait = 500 * time.Millisecond
+
+// SourceConfig configures a [Source].
+type SourceConfig struct {
+	Client ClientConfig
+	// Topics lists the topics to read. Exactly one of Topics and TopicRegex
+	// is required.
+	Topics []string
+	// TopicRegex reads every topic whose whole name matches it (internal
+	// topics starting with "__" excepted).
+	TopicRegex string
+	// Group is the consumer group the job's offsets are committed to, for
+	// monitoring and lag and for StartGroupOffsets; default
+	// "onceflow-<job>". The source never joins the group: it reads
+	// partitions it assigns itself, and a restore resumes from the
+	// checkpoint, not from the group.
+	Group string
+	// StartupMode is where a fresh start (nothing to restore) begins,
+	// default StartEarliest.
+	StartupMode StartupMode
+	// ResetFallback is where StartGroupOffsets and StartSpecificOffsets
+	// start partitions the group has no offset for, default ResetEarliest.
+	ResetFallback ResetFallback
+	// StartTimestamp is the time StartTimestamp starts at; required by it.
+	StartTimestamp time.Time
+	// SpecificOffsets maps topic to partition to the offset
+	// StartSpecificOffsets starts at; required by it. An offset outside the
+	// partition's retained range fails the job at start.
+	SpecificOffsets map[string]map[int32]int64
+	// DiscoveryInterval is how often the source looks for new partitions
+	// (and, with TopicRegex, new topics), default 5 minutes; negative turns
+	// discovery off. New partitions are read from their earliest offset by
+	// the subtask that owns them. Bounded sources never discover.
+	DiscoveryInterval time.Duration
+	// ReadUncommitted reads records of open and aborted transactions too,
+	// default false (read_committed, which exactly-once needs).
+	ReadUncommitted bool
+	// Bounded stops each subtask at the end offsets its partitions had when
+	// the job first started, default false (read forever). A restored
+	// bounded job keeps the end offsets of the first start.
+	Bounded bool
+	// MaxPollRecords bounds the records one Poll emits, default 10000.
+	MaxPollRecords int
+}
+
+func (c *SourceConfig) withDefaults() {
+	if c.DiscoveryInterval == 0 {
+		c.DiscoveryInterval = DefaultDiscoveryInterval
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+}
+
+func (c *SourceConfig) validate() error {
+	if err := c.Client.validate(); err != nil {
+		return err
+	}
+	switch {
+	case len(c.Topics) == 0 && c.TopicRegex == "":
+		return errors.New("the Kafka source has no topics: set Topics or TopicRegex")
+	case len(c.Topics) > 0 && c.TopicRegex != "":
+		return errors.New("the Kafka source has both Topics and TopicRegex: use one")
+	}
+	for _, t := range c.Topics {
+		if t == "" {
+			return errors.New("the Kafka source's topic list has an empty name")
+		}
+	}
+	switch c.StartupMode {
+	case StartEarliest, StartLatest, StartGroupOffsets:
+	case StartTimestamp:
+		if c.StartTimestamp.IsZero() {
+			return errors.New("startup mode timestamp needs StartTimestamp")
+		}
+	case StartSpecificOffsets:
+		if len(c.SpecificOffsets) == 0 {
+			return errors.New("startup mode specific-offsets needs SpecificOffsets (topic -> partition -> offset)")
+		}
+		for t, ps := range c.SpecificOffsets {
+			for p, o := range ps {
+				if p < 0 || o < 0 {
+					return fmt.Errorf("specific offset %d for %s/%d: partitions and offsets cannot be negative", o, t, p)
+				}
+			}
+		}
+	default:
+		return fmt.Errorf("unknown startup mode %d", int(c.StartupMode))
+	}
+	if c.ResetFallback < ResetEarliest || c.ResetFallback > ResetNone {
+		return fmt.Errorf("unknown reset fallback %d", int(c.ResetFallback))
+	}
+	if c.MaxPollRecords < 0 {
+		return fmt.Errorf("MaxPollRecords %d is negative", c.MaxPollRecords)
+	}
+	return nil
+}
+
+// Source reads Kafka topics as [Record]s. Create it with [NewSource]; one
+// Source value is one operator of one job.
+type Source struct {
+	cfg SourceConfig
+	re  *regexp.Regexp
+
+	mu sync.Mutex
+	// uid and job are learned at Open; the sink's commit point needs them
+	// to find this source's positions in a manifest and its group.
+	uid, job string
+	// transactional is set when a Sink commits this source's offsets in
+	// its transactions; the reader then does not commit them itself.
+	transactional bool
+}
+
+var (
+	_ flow.Source[Record]    = (*Source)(nil)
+	_ flow.ParallelismHinter = (*Source)(nil)
+)
+
+// NewSource validates cfg and returns a source.
+func NewSource(cfg SourceConfig) (*Source, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
+	}
+	s := &Source{cfg: cfg}
+	if cfg.TopicRegex != "" {
+		re, err := regexp.Compile("^(?:" + cfg.TopicRegex + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("kafka source: TopicRegex %q: %w", cfg.TopicRegex, err)
+		}
+		s.re = re
+	}
+	return s, nil
+}
+
+func (s *Source) group(job string) string {
+	if s.cfg.Group != "" {
+		return s.cfg.Group
+	}
+	return "onceflow-" + job
+}
+
+// opened returns what Open learned: the operator uid and the group.
+func (s *Source) opened() (uid, group string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uid == "" {
+		return "", "", false
+	}
+	return s.uid, s.group(s.job), true
+}
+
+// ParallelismHint returns the number of partitions the source reads, so the
+// source runs one subtask per partition unless the job says otherwise.
+func (s *Source) ParallelismHint(ctx context.Context) (int, error) {
+	cl, err := s.cfg.Client.newClient()
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	splits, err := s.listSplits(ctx, kadm.NewClient(cl))
+	if err != nil {
+		return 0, err
+	}
+	return max(len(splits), 1), nil
+}
+
+// listSplits returns the partitions of the source's topics, sorted.
+func (s *Source) listSplits(ctx context.Context, adm *kadm.Client) ([]split, error) {
+	var (
+		tds kadm.TopicDetails
+		err error
+	)
+	if s.re != nil {
+		tds, err = adm.ListTopics(ctx)
+	} else {
+		tds, err = adm.ListTopics(ctx, s.cfg.Topics...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	var out []split
+	for _, name := range slices.Sorted(maps.Keys(tds)) {
+		td := tds[name]
+		if s.re != nil && (td.IsInternal || len(name) > 1 && name[:2] == "__" || !s.re.MatchString(name)) {
+			continue
+		}
+		if td.Err != nil {
+			if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+				return nil, fmt.Errorf("topic %q does not exist", name)
+			}
+			return nil, fmt.Errorf("topic %q: %w", name, td.Err)
+		}
+		for p := range td.Partitions {
+			out = append(out, split{name, p})
+		}
+	}
+	sortSplits(out)
+	return out, nil
+}
+
+// Open opens the reader of subtask sc.Subtask: it takes the partitions it
+// owns, positioned from restored if there is anything to restore, else by
+// the startup mode.
+func (s *Source) Open(ctx context.Context, sc flow.SourceContext, restored map[string][]byte) (flow.SourceReader[Record], error) {
+	s.mu.Lock()
+	s.uid, s.job = sc.UID, sc.Job
+	s.mu.Unlock()
+	log := sc.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &reader{
+		src: s, sc: sc, log: log, group: s.group(sc.Job),
+		pos: map[split]position{}, known: map[split]bool{},
+		snapshots: map[int64]map[split]position{},
+	}
+	iso := kgo.ReadCommitted()
+	if s.cfg.ReadUncommitted {
+		iso = kgo.ReadUncommitted()
+	}
+	cl, err := s.cfg.Client.newClient(
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{}),
+		kgo.FetchIsolationLevel(iso),
+		// Control records tell the reader it passed a transaction
+		// marker, so its position can reach the end offset of a
+		// partition whose last entry is a marker.
+		kgo.KeepControlRecords(),
+		// An offset that is no longer retained means records were lost
+		// to retention: fail loudly rather than silently skip them.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		// Partitions added by discovery join the next fetch request, so
+		// long-polling fetches would delay them by the wait; metadata
+		// for them is refreshed at most this often.
+		kgo.FetchMaxWait(fetchMaxWait),
+		kgo.MetadataMinAge(fetchMaxWait),
+	)
+	if err != nil {
+		return nil, err
+	}
+	r.cl, r.adm = cl, kadm.NewClient(cl)
+	if err := r.init(ctx, restored); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// reader is one subtask's reader. Its methods are called from one goroutine.
+type reader struct {
+	src   *Source
+	sc    flow.SourceContext
+	log   *slog.Logger
+	group string
+	cl    *kgo.Client
+	adm   *kadm.Client
+
+	// pos holds every owned split's position: next is one past the last
+	// record emitted (or control record passed).
+	pos map[split]position
+	// known holds every split of the source seen so far, owned or not,
+	// so discovery recognizes new ones.
+	known         map[split]bool
+	nextDiscovery time.Time
+	last          string
+	// snapshots are positions by checkpoint, kept until the checkpoint
+	// commits when the reader commits offsets itself.
+	snapshots map[int64]map[split]position
+}
+
+func (r *reader) owns(s split) bool { return owner(s, r.sc.Parallelism) == r.sc.Subtask }
+
+func (r *reader) init(ctx context.Context, restored map[string][]byte) error {
+	all, err := r.src.listSplits(ctx, r.adm)
+	if err != nil {
+		return err
+	}
+	var owned []split
+	for _, s := range all {
+		r.known[s] = true
+		if r.owns(s) {
+			owned = append(owned, s)
+		}
+	}
+	if len(owned) == 0 {
+		r.log.Warn("kafka source subtask owns no partition and stays idle: the source's parallelism is above its partition count", "partitions", len(all), "parallelism", r.sc.Parallelism)
+	}
+	if len(restored) > 0 {
+		err = r.restore(ctx, owned, restored)
+	} else {
+		err = r.startup(ctx, owned)
+	}
+	if err != nil {
+		return err
+	}
+	if r.src.cfg.Bounded {
+		if err := r.fixEnds(ctx); err != nil {
+			return err
+		}
+	}
+	r.consume(slices.Collect(maps.Keys(r.pos)))
+	if r.src.cfg.DiscoveryInterval > 0 && !r.src.cfg.Bounded {
+		r.nextDiscovery = time.Now().Add(r.src.cfg.DiscoveryInterval)
+	}
+	return nil
+}
+
+// restore takes the positions of the owned splits from restored. Splits
+// the checkpoint does not know are new since it was taken: they start at
+// the earliest offset, as discovery would have started them.
+func (r *reader) restore(ctx context.Context, owned []split, restored map[string][]byte) error {
+	byKey := map[split]position{}
+	for k, v := range restored {
+		s, err := parseSplit(k)
+		if err != nil {
+			return fmt.Errorf("restored source state: %w", err)
+		}
+		p, err := decodePosition(v)
+		if err != nil {
+			return fmt.Errorf("restored source state of %s: %w", s, err)
+		}
+		byKey[s] = p
+		if !r.known[s] && r.sc.Subtask == 0 {
+			r.log.Warn("the checkpoint has a position for a partition the source no longer reads; ignoring it", "partition", s.String())
+		}
+	}
+	var fresh []split
+	for _, s := range owned {
+		if p, ok := byKey[s]; ok {
+			r.pos[s] = p
+		} else {
+			fresh = append(fresh, s)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	start, err := r.listed(ctx, fresh, r.adm.ListStartOffsets)
+	if err != nil {
+		return err
+	}
+	for _, s := range fresh {
+		r.log.Info("partition is not in the checkpoint; reading it from the earliest offset", "partition", s.String())
+		r.pos[s] = position{next: start[s], end: -1}
+	}
+	return nil
+}
+
+type listFunc func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
+
+// listed returns one offset per split from list.
+func (r *reader) listed(ctx context.Context, splits []split, list listFunc) (map[split]int64, error) {
+	if len(splits) == 0 {
+		return map[split]int64{}, nil
+	}
+	topics := map[string]bool{}
+	for _, s := range splits {
+		topics[s.topic] = true
+	}
+	lo, err := list(ctx, slices.Sorted(maps.Keys(topics))...)
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	out := make(map[split]int64, len(splits))
+	for _, s := range splits {
+		o, ok := lo.Lookup(s.topic, s.partition)
+		if !ok {
+			return nil, fmt.Errorf("list offsets: no answer for %s", s)
+		}
+		if o.Err != nil {
+			return nil, fmt.Errorf("list offsets of %s: %w", s, o.Err)
+		}
+		out[s] = o.Offset
+	}
+	return out, nil
+}
+
+func (r *reader) endOffsets(ctx context.Context, splits []split) (map[split]int64, error) {
+	if r.src.cfg.ReadUncommitted {
+		return r.listed(ctx, splits, r.adm.ListEndOffsets)
+	}
+	return r.listed(ctx, splits, r.adm.ListCommittedOffsets)
+}
+
+// groupOffsets returns the group's committed offsets of splits; splits
+// without one are absent.
+func (r *reader) groupOffsets(ctx context.Context, splits []split) (map[split]int64, error) {
+	resps, err := r.adm.FetchOffsets(ctx, r.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[split]int64{}, nil // a group that never committed
+	}
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetch the offsets of group %q: %w", r.group, err)
+	}
+	out := map[split]int64{}
+	for _, s := range splits {
+		if o, ok := resps.Lookup(s.topic, s.partition); ok && o.Err == nil && o.At >= 0 {
+			out[s] = o.At
+		}
+	}
+	return out, nil
+}
+
+// startup positions the owned splits by the startup mode.
+func (r *reader) startup(ctx context.Context, owned []split) error {
+	cfg := r.src.cfg
+	var (
+		offs map[split]int64
+		err  error
+	)
+	switch cfg.StartupMode {
+	case StartEarliest:
+		offs, err = r.listed(ctx, owned, r.adm.ListStartOffsets)
+	case StartLatest:
+		offs, err = r.endOffsets(ctx, owned)
+	case StartTimestamp:
+		ms := cfg.StartTimestamp.UnixMilli()
+		offs, err = r.listed(ctx, owned, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+			return r.adm.ListOffsetsAfterMilli(ctx, ms, topics...)
+		})
+	case StartGroupOffsets:
+		offs, err = r.fromGroup(ctx, owned)
+	case StartSpecificOffsets:
+		offs, err = r.fromSpecific(ctx, owned)
+	}
+	if err != nil {
+		return fmt.Errorf("start from %s: %w", cfg.StartupMode, err)
+	}
+	for _, s := range owned {
+		r.pos[s] = position{next: offs[s], end: -1}
+	}
+	return nil
+}
+
+func (r *reader) fromGroup(ctx context.Context, owned []split) (map[split]int64, error) {
+	offs, err := r.groupOffsets(ctx, owned)
+	if err != nil {
+		return nil, err
+	}
+	var missing []split
+	for _, s := range owned {
+		if _, ok := offs[s]; !ok {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) == 0 {
+		return offs, nil
+	}
+	var fb map[split]int64
+	switch r.src.cfg.ResetFallback {
+	case ResetNone:
+		return nil, fmt.Errorf("partition %s has no committed offset in group %q and the reset fallback is none: commit an offset for it, or choose the earliest or latest fallback", missing[0], r.group)
+	case ResetLatest:
+		fb, err = r.endOffsets(ctx, missing)
+	default:
+		fb, err = r.listed(ctx, missing, r.adm.ListStartOffsets)
+	}
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(offs, fb)
+	return offs, nil
+}
+
+func (r *reader) fromSpecific(ctx context.Context, owned []split) (map[split]int64, error) {
+	var listed, rest []split
+	for _, s := range owned {
+		if _, ok := r.src.cfg.SpecificOffsets[s.topic][s.partition]; ok {
+			listed = append(listed, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	out, err := r.fromGroup(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	start, err := r.listed(ctx, listed, r.adm.ListStartOffsets)
+	if err != nil {
+		return nil, err
+	}
+	end, err := r.listed(ctx, listed, r.adm.ListEndOffsets)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range listed {
+		o := r.src.cfg.SpecificOffsets[s.topic][s.partition]
+		if o < start[s] || o > end[s] {
+			return nil, fmt.Errorf("offset %d for partition %s is outside its retained range %d..%d", o, s, start[s], end[s])
+		}
+		out[s] = o
+	}
+	return out, nil
+}
+
+// fixEnds gives every owned split without an end the current end offset.
+func (r *reader) fixEnds(ctx context.Context) error {
+	var open []split
+	for s, p := range r.pos {
+		if p.end < 0 {
+			open = append(open, s)
+		}
+	}
+	end, err := r.endOffsets(ctx, open)
+	if err != nil {
+		return fmt.Errorf("bounded source: %w", err)
+	}
+	for _, s := range open {
+		p := r.pos[s]
+		p.end = end[s]
+		r.pos[s] = p
+	}
+	return nil
+}
+
+// consume starts fetching splits from their positions, except the ones a
+// bounded source has finished.
+func (r *reader) consume(splits []split) {
+	m := map[string]map[int32]kgo.Offset{}
+	for _, s := range splits {
+		p := r.pos[s]
+		if p.end >= 0 && p.next >= p.end {
+			continue
+		}
+		if m[s.topic] == nil {
+			m[s.topic] = map[int32]kgo.Offset{}
+		}
+		m[s.topic][s.partition] = kgo.NewOffset().At(p.next)
+	}
+	if len(m) > 0 {
+		r.cl.AddConsumePartitions(m)
+	}
+}
+
+func (r *reader) finished() bool {
+	if !r.src.cfg.Bounded {
+		return false
+	}
+	for _, p := range r.pos {
+		if p.next < p.end {
+			return false
+		}
+	}
+	return true
+}
+
+// Poll emits the records fetched within about 100ms.
+func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
+	if r.finished() {
+		return io.EOF
+	}
+	if !r.nextDiscovery.IsZero() && !time.Now().Before(r.nextDiscovery) {
+		if err := r.discover(ctx); err != nil {
+			// The partitions read so far are unaffected; try again
+			// at the next interval.
+			r.log.Warn("kafka partition discovery failed", "err", err)
+		}
+		r.nextDiscovery = time.Now().Add(r.src.cfg.DiscoveryInterval)
+	}
+	pctx, cancel := context.WithTimeout(ctx, pollWait)
+	fs := r.cl.PollRecords(pctx, r.src.cfg.MaxPollRecords)
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var errs []error
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		errs = append(errs, fmt.Errorf("read %s/%d: %w", t, p, err))
+	})
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	var done map[string][]int32
+	fs.EachRecord(func(kr *kgo.Record) {
+		s := split{kr.Topic, kr.Partition}
+		p, ok := r.pos[s]
+		if !ok || kr.Offset < p.next {
+			return // not ours, or already passed
+		}
+		if p.end >= 0 && kr.Offset >= p.end {
+			if p.next < p.end {
+				p.next = p.end
+				r.pos[s] = p
+				done = appendDone(done, s)
+			}
+			return
+		}
+		p.next = kr.Offset + 1
+		r.pos[s] = p
+		if p.end >= 0 && p.next >= p.end {
+			done = appendDone(done, s)
+		}
+		if kr.Attrs.IsControl() {
+			return
+		}
+		rec := Record{
+			Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
+			Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp,
+		}
+		if len(kr.Headers) > 0 {
+			rec.Headers = make([]Header, len(kr.Headers))
+			for i, h := range kr.Headers {
+				rec.Headers[i] = Header{h.Key, h.Value}
+			}
+		}
+		r.last = rec.String()
+		emit(rec)
+	})
+	if len(done) > 0 {
+		r.cl.RemoveConsumePartitions(done)
+	}
+	return nil
+}
+
+func appendDone(m map[string][]int32, s split) map[string][]int32 {
+	if m == nil {
+		m = map[string][]int32{}
+	}
+	m[s.topic] = append(m[s.topic], s.partition)
+	return m
+}
+
+// discover adds the partitions that appeared since the last look; the
+// subtask that owns one reads it from the earliest offset.
+func (r *reader) discover(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	all, err := r.src.listSplits(dctx, r.adm)
+	if err != nil {
+		return err
+	}
+	var mine []split
+	for _, s := range all {
+		if r.known[s] {
+			continue
+		}
+		r.known[s] = true
+		if r.owns(s) {
+			mine = append(mine, s)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	start, err := r.listed(dctx, mine, r.adm.ListStartOffsets)
+	if err != nil {
+		for _, s := range mine {
+			delete(r.known, s) // retry them next time
+		}
+		return err
+	}
+	for _, s := range mine {
+		r.log.Info("discovered a new partition; reading it from the earliest offset", "partition", s.String())
+		r.pos[s] = position{next: start[s], end: -1}
+	}
+	r.consume(mine)
+	return nil
+}
+
+// Snapshot returns the position of every owned split, keyed "topic/partition".
+func (r *reader) Snapshot(checkpointID int64) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(r.pos))
+	for s, p := range r.pos {
+		out[s.String()] = p.encode()
+	}
+	r.src.mu.Lock()
+	txn := r.src.transactional
+	r.src.mu.Unlock()
+	if !txn {
+		r.snapshots[checkpointID] = maps.Clone(r.pos)
+	}
+	return out, nil
+}
+
+// CheckpointCommitted commits the checkpoint's offsets to the group for
+// monitoring, unless a Kafka sink already committed them in its
+// transaction. The job never restores from these offsets.
+func (r *reader) CheckpointCommitted(ctx context.Context, checkpointID int64) error {
+	pos, ok := r.snapshots[checkpointID]
+	for id := range r.snapshots {
+		if id <= checkpointID {
+			delete(r.snapshots, id)
+		}
+	}
+	if !ok || len(pos) == 0 {
+		return nil
+	}
+	meta := offsetMetadata(r.sc.Job, checkpointID)
+	offs := kadm.Offsets{}
+	for s, p := range pos {
+		offs.Add(kadm.Offset{Topic: s.topic, Partition: s.partition, At: p.next, LeaderEpoch: -1, Metadata: meta})
+	}
+	resp, err := r.adm.CommitOffsets(ctx, r.group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("commit offsets of checkpoint %d to group %q: %w", checkpointID, r.group, err)
+	}
+	return nil
+}
+
+// Position names the record emitted last, as topic/partition@offset.
+func (r *reader) Position() string { return r.last }
+
+// Close closes the reader's client.
+func (r *reader) Close() error {
+	r.cl.Close()
+	return nil
+}
+
+// offsetMetadata is the metadata of offsets committed for a checkpoint.
+func offsetMetadata(job string, checkpointID int64) string {
+	return fmt.Sprintf("onceflow:%s:%d", job, checkpointID)
+}
