@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
+	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/state"
 )
@@ -111,9 +112,24 @@ func TestStatelessChain(t *testing.T) {
 	}
 }
 
-// failingMap panics on its nth record over the whole run, every time
-// the run (re)reaches it, up to times failures.
-func TestExactlyOnceWithInjectedFailures(t *testing.T) {
+// An operator fails at seeded random records several times per run; the
+// job restores its last checkpoint each time. Exactly-once: every key's
+// committed counts are 1..n. At-least-once: nothing is lost.
+func TestInjectedFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []flow.Option
+		eo   bool
+	}{
+		{"exactly-once", nil, true},
+		{"exactly-once-2-concurrent", []flow.Option{flow.MaxConcurrentCheckpoints(2)}, true},
+		{"at-least-once", []flow.Option{flow.CheckpointMode(checkpoint.AtLeastOnce)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runInjectedFailures(t, tc.eo, tc.opts...) })
+	}
+}
+
+func runInjectedFailures(t *testing.T, exactlyOnce bool, opts ...flow.Option) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	const keys, perKey = 20, 500
@@ -126,9 +142,15 @@ func TestExactlyOnceWithInjectedFailures(t *testing.T) {
 		x = x*6364136223846793005 + 1442695040888963407
 		failAt[int(uint64(x)%uint64(keys*perKey))] = true
 	}
-	env := flow.New(flow.JobName("eo"), flow.Checkpointing(5*time.Millisecond), flow.StateDir(t.TempDir()),
-		flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 10, Delay: time.Millisecond}), flow.Parallelism(4))
-	keyed := flow.KeyBy(flow.From(env, src), func(e event) string { return e.Key })
+	env := flow.New(append([]flow.Option{quiet(), flow.JobName("eo"), flow.Checkpointing(2 * time.Millisecond), flow.StateDir(t.TempDir()),
+		flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 10, Delay: time.Millisecond}), flow.Parallelism(4)}, opts...)...)
+	slow := flow.Map(flow.From(env, src), func(e event) event {
+		if e.Seq%50 == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		return e
+	})
+	keyed := flow.KeyBy(slow, func(e event) string { return e.Key })
 	counted := flow.Process(keyed, "count", countFn, flow.WithParallelism(3))
 	counted = flow.Map(counted, func(c count) count {
 		seen++
@@ -156,5 +178,19 @@ func TestExactlyOnceWithInjectedFailures(t *testing.T) {
 	if got := job.Stats().Restarts; got != int64(failures) {
 		t.Fatalf("restarts %d, injected failures %d", got, failures)
 	}
-	checkCounts(t, sink.Committed(), keys, perKey)
+	if exactlyOnce {
+		checkCounts(t, sink.Committed(), keys, perKey)
+		return
+	}
+	seenCount := map[count]bool{}
+	for _, c := range sink.Committed() {
+		seenCount[c] = true
+	}
+	for k := 0; k < keys; k++ {
+		for n := 1; n <= perKey; n++ {
+			if !seenCount[count{Key: "k" + strconv.Itoa(k), N: int64(n)}] {
+				t.Fatalf("at-least-once lost count %d of key k%d", n, k)
+			}
+		}
+	}
 }
