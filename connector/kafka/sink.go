@@ -18,6 +18,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/failpoint"
 )
 
 // Sink defaults.
@@ -532,6 +533,9 @@ func (c *CommitPoint) commitLocked(ctx context.Context, sess *session, store *st
 	mr := &kgo.Record{Topic: s.cfg.ProgressTopic, Partition: 0, Key: []byte(s.cfg.Job), Value: val}
 	if err := sess.cl.ProduceSync(ctx, mr).FirstErr(); err != nil {
 		return fmt.Errorf("produce the progress marker: %w", fenced(err))
+	}
+	if err := failpoint.Inject(failpoint.BeforeEndTxn); err != nil {
+		return err
 	}
 	if err := sess.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("commit the transaction: %w", fenced(err))
