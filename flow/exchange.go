@@ -205,7 +205,6 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 				plain.push(m.recs[idx])
 			}
 		}
-		st.addIn(len(m.recs))
 		idx = len(m.recs)
 		cur = exMsg[T]{}
 		ex.recycle(m)

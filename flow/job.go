@@ -28,7 +28,7 @@ var ErrRestoreRefused = errors.New("restore refused")
 
 // Stats is a snapshot of a running job's counters.
 type Stats struct {
-	RecordsIn              int64 // records read by sources and exchanges' receivers
+	RecordsIn              int64 // records read by sources
 	RecordsOut             int64 // records written to sinks
 	CheckpointsCompleted   int64
 	CheckpointsFailed      int64
@@ -736,6 +736,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 	defer timer.Stop()
 	sourcesLeft := len(att.sources)
 	stopping := false // a final checkpoint is in flight
+	ended := false    // the final checkpoint committed; the sources are ending
 	ctxDone := ctx.Done()
 	stopCh := j.stop
 	var stopDeadline <-chan time.Time
@@ -778,7 +779,10 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			case checkpoint.Commit:
 				p := pending[a.ID]
 				delete(pending, a.ID)
-				err := att.commit(ctx, p)
+				if ended {
+					continue // after the final checkpoint nothing else commits
+				}
+				err := att.commit(att.ctx, p)
 				coord.CommitDone(a.ID, err, cfg.clock())
 				if err != nil {
 					// The commit point failed: the epoch's output is gone
@@ -791,6 +795,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 					st.mail.Post(mail{kind: mailCommitted, b: runtime.Barrier{ID: a.ID}})
 				}
 				if p.final {
+					ended = true
 					endSources()
 				}
 			case checkpoint.Abort:
@@ -799,7 +804,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				j.cpFailed.Add(1)
 				att.log.Warn("checkpoint aborted", "checkpoint", a.ID, "reason", a.Err)
 				if an, ok := cfg.commitPoint.(AbortNotifier); ok {
-					an.CheckpointAborted(ctx, a.ID)
+					an.CheckpointAborted(att.ctx, a.ID)
 				}
 				for _, st := range att.subtasks {
 					st.mail.Post(mail{kind: mailAborted, b: runtime.Barrier{ID: a.ID}})

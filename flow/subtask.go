@@ -50,8 +50,6 @@ type subtask struct {
 	onStop    func()
 }
 
-func (st *subtask) addIn(n int) { st.in.Add(int64(n)) }
-
 // handleMail runs what the coordinator posted.
 func (st *subtask) handleMail() {
 	select {
@@ -192,6 +190,11 @@ func runSource[T any](st *subtask, src Source[T], out input[T]) {
 	}
 	stopped := false
 	st.onTrigger = func(b runtime.Barrier) {
+		if stopped {
+			// The final checkpoint is committed and the stream ends here;
+			// a checkpoint triggered after it covers nothing.
+			return
+		}
 		pos, err := reader.Snapshot(b.ID)
 		if err != nil {
 			att.ack(ackMsg{cp: b.ID, part: part, err: fmt.Errorf("source %q subtask %d snapshot: %w", n.uid, st.index, err)})

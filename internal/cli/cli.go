@@ -1,0 +1,262 @@
+// Package cli is the onceflow command line: one subcommand per task (run a
+// job file, run an embedded broker, a self-contained demo). cmd/onceflow only
+// turns signals into a context and calls Main, so everything here can be
+// tested in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"strings"
+)
+
+// Version is the onceflow version printed by `onceflow version`. Release
+// builds set it with -ldflags "-X github.com/onceflow/onceflow/internal/cli.Version=v1.2.3";
+// default "dev" (the module version from the build info is used when known).
+var Version = "dev"
+
+// errUsage marks errors caused by how the command was called; Main prints
+// the subcommand's usage after them and exits with code 2, as flag does.
+var errUsage = errors.New("usage error")
+
+// env is what a subcommand gets: its output streams and the logger built
+// from its flags.
+type env struct {
+	stdout, stderr io.Writer
+	log            *slog.Logger
+}
+
+type command struct {
+	name    string
+	args    string // synopsis of the positional arguments
+	summary string
+	// flags registers the subcommand's own flags; the common ones
+	// (--log-level) are added by Main.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+}
+
+// commands lists the subcommands in the order help shows them.
+func commands() []command {
+	return []command{
+		{name: "run", args: "FILE.yaml", summary: "run the job described in a job file", flags: runFlags},
+		{name: "validate", args: "FILE.yaml", summary: "check a job file and print the job it describes", flags: validateFlags},
+		{name: "broker", summary: "run an embedded Kafka-compatible broker for development", flags: brokerFlags},
+		{name: "demo", summary: "show exactly-once deduplication end to end with an embedded broker", flags: demoFlags},
+		{name: "version", summary: "print the onceflow version", flags: versionFlags},
+		{name: "help", args: "[COMMAND]", summary: "show help for onceflow or one command", flags: nil},
+	}
+}
+
+// Main runs the onceflow command line with args (without the program name)
+// and returns the process exit code: 0 on success, 1 when the command
+// failed, 2 when it was called wrongly. Cancelling ctx (SIGINT/SIGTERM in
+// main) asks long-running commands to stop gracefully.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printHelp(stderr)
+		return 2
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return helpCommand(rest, stdout, stderr)
+	case "-version", "--version":
+		name = "version"
+	}
+	cmd, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "onceflow: unknown command %q%s\nRun 'onceflow help' for the list of commands.\n", name, suggest(name, commandNames()))
+		return 2
+	}
+	fs := flag.NewFlagSet("onceflow "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	run := cmd.flags(fs)
+	fs.Usage = func() { printCommandUsage(fs.Output(), cmd, fs) }
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		// flag already printed the error and the usage.
+		return 2
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "onceflow %s: --log-level %q is not a level: use debug, info, warn or error\n", cmd.name, *level)
+		return 2
+	}
+	e := &env{
+		stdout: stdout,
+		stderr: stderr,
+		log:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})),
+	}
+	if err := run(ctx, e, fs.Args()); err != nil {
+		fmt.Fprintf(stderr, "onceflow %s: %v\n", cmd.name, err)
+		if errors.Is(err, errUsage) {
+			fs.Usage()
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name && c.flags != nil {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+func helpCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printHelp(stdout)
+		return 0
+	}
+	cmd, ok := lookup(args[0])
+	if !ok {
+		if args[0] == "help" {
+			printHelp(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "onceflow help: unknown command %q%s\n", args[0], suggest(args[0], commandNames()))
+		return 2
+	}
+	fs := flag.NewFlagSet("onceflow "+cmd.name, flag.ContinueOnError)
+	fs.String("log-level", "info", "log level: debug, info, warn or error")
+	cmd.flags(fs)
+	printCommandUsage(stdout, cmd, fs)
+	return 0
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, "onceflow is an exactly-once stream processor for Apache Kafka.\n\nUsage:\n\n\tonceflow COMMAND [flags] [arguments]\n\nCommands:\n\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "\t%-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'onceflow help COMMAND' for a command's flags.\n")
+}
+
+func printCommandUsage(w io.Writer, cmd command, fs *flag.FlagSet) {
+	synopsis := "onceflow " + cmd.name + " [flags]"
+	if cmd.args != "" {
+		synopsis += " " + cmd.args
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n\nFlags:\n", synopsis, capitalize(cmd.summary))
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func versionFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+	return func(_ context.Context, e *env, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("%w: version takes no arguments (got %q)", errUsage, strings.Join(args, " "))
+		}
+		fmt.Fprintln(e.stdout, "onceflow "+versionString())
+		return nil
+	}
+}
+
+// versionString is Version, completed from the build info: `go install
+// ...@v1.2.3` records the module version, a build from a checkout records the
+// VCS revision.
+func versionString() string {
+	v := Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if rev := settings["vcs.revision"]; rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if settings["vcs.modified"] == "true" {
+			rev += "-dirty"
+		}
+		v += " (" + rev + ")"
+	}
+	return v + " " + bi.GoVersion
+}
+
+// suggest returns ` (did you mean "x"?)` when a known name is close to
+// name, or "".
+func suggest(name string, known []string) string {
+	if s := closest(name, known); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+// closest returns the known name nearest to name by edit distance when it is
+// near enough to be a typo, or "".
+func closest(name string, known []string) string {
+	best, bestD := "", -1
+	sorted := append([]string(nil), known...)
+	sort.Strings(sorted) // ties resolve the same way every time
+	for _, k := range sorted {
+		d := editDistance(strings.ToLower(name), strings.ToLower(k))
+		if bestD < 0 || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	limit := 2
+	if len(name) <= 4 {
+		limit = 1
+	}
+	if bestD < 0 || bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b in bytes (names
+// are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

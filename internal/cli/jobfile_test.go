@@ -1,0 +1,515 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/restart"
+)
+
+// ordersYAML is the job file from the design brief; it must parse unchanged.
+const ordersYAML = `job: orders-count
+kafka:
+  brokers: [127.0.0.1:9092]
+source:
+  topics: [orders]
+  group: orders-count
+  startup: earliest
+pipeline:
+  - dedupe: { key: record.key, ttl: 24h }
+  - count:  { key: record.key }
+sink:
+  topic: order-counts
+  delivery: exactly-once
+checkpointing:
+  interval: 1s
+  mode: exactly-once
+  timeout: 1m
+state:
+  dir: ./onceflow-data
+restart:
+  strategy: exponential-delay
+`
+
+func TestParseOrdersExample(t *testing.T) {
+	jf, err := ParseJobFile("orders.yaml", []byte(ordersYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &JobFile{
+		Path:  "orders.yaml",
+		Job:   "orders-count",
+		Kafka: KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "onceflow"},
+		Source: SourceConfig{
+			Topics:    []string{"orders"},
+			Group:     "orders-count",
+			Startup:   Startup{Mode: StartEarliest},
+			Isolation: IsolationReadCommitted,
+		},
+		Pipeline: []Step{
+			{Op: OpDedupe, Key: KeyRecordKey, TTL: 24 * time.Hour, UID: "dedupe-0", Line: 9},
+			{Op: OpCount, Key: KeyRecordKey, UID: "count-1", Line: 10},
+		},
+		Sink:          SinkConfig{Topic: "order-counts", Delivery: DeliveryExactlyOnce},
+		Checkpointing: checkpoint.Config{Interval: time.Second, Mode: checkpoint.ExactlyOnce, Timeout: time.Minute},
+		State:         StateConfig{Dir: "./onceflow-data"},
+		Restart:       restart.Config{Strategy: restart.ExponentialDelay},
+		RestartSet:    true,
+	}
+	if !reflect.DeepEqual(jf, want) {
+		t.Errorf("parsed\n%+v\nwant\n%+v", jf, want)
+	}
+}
+
+// minimalYAML has only what is required; line numbers in the tests below
+// count from it.
+const minimalYAML = `job: j
+kafka:
+  brokers: [b:9092]
+source:
+  topics: [in]
+sink:
+  topic: out
+checkpointing:
+  interval: 10s
+`
+
+func TestParseDefaults(t *testing.T) {
+	jf, err := ParseJobFile("j.yaml", []byte(minimalYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jf.Source.Group != "onceflow-j" {
+		t.Errorf("group = %q, want onceflow-<job>", jf.Source.Group)
+	}
+	if jf.Source.Startup.Mode != StartEarliest || jf.Source.Isolation != IsolationReadCommitted {
+		t.Errorf("startup/isolation = %v/%v, want earliest/read_committed", jf.Source.Startup.Mode, jf.Source.Isolation)
+	}
+	if jf.Sink.Delivery != DeliveryExactlyOnce {
+		t.Errorf("delivery = %q, want exactly-once", jf.Sink.Delivery)
+	}
+	if jf.State.Dir != DefaultStateDir || jf.RestartSet || len(jf.Pipeline) != 0 || jf.Kafka.ClientID != "onceflow" {
+		t.Errorf("unexpected defaults: %+v", jf)
+	}
+}
+
+func TestParseAllFields(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"ca.pem", "cert.pem", "key.pem"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := `job: full
+kafka:
+  brokers: "a:9092, b:9093"
+  client-id: my-client
+  tls:
+    ca-file: DIR/ca.pem
+    cert-file: DIR/cert.pem
+    key-file: DIR/key.pem
+    insecure-skip-verify: false
+  sasl:
+    mechanism: scram-sha-512
+    username: alice
+    password: ${PW}
+source:
+  topic-regex: "orders-.*"
+  group: g
+  startup:
+    mode: specific-offsets
+    offsets: {orders-eu: {0: 42, 3: 7}}
+    reset: none
+  discovery-interval: 30s
+  isolation: read_uncommitted
+  bounded: true
+  parallelism: 4
+pipeline:
+  - count: {uid: counter}
+sink:
+  topic: out
+  delivery: at-least-once
+checkpointing:
+  interval: 10s
+  mode: at-least-once
+  timeout: 2m
+  min-pause: 500ms
+  max-concurrent: 2
+  tolerable-failures: -1
+  retained: 3
+state:
+  dir: /var/lib/onceflow
+  max-parallelism: 256
+restart:
+  strategy: fixed-delay
+  attempts: 5
+  delay: 0s
+`
+	src = strings.ReplaceAll(src, "DIR", dir)
+	env := func(k string) (string, bool) {
+		if k == "PW" {
+			return "secret", true
+		}
+		return "", false
+	}
+	jf, err := ParseJobFile("full.yaml", []byte(src), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKafka := KafkaConfig{
+		Brokers:  []string{"a:9092", "b:9093"},
+		ClientID: "my-client",
+		TLS:      TLSConfig{Enabled: true, CAFile: dir + "/ca.pem", CertFile: dir + "/cert.pem", KeyFile: dir + "/key.pem"},
+		SASL:     SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "alice", Password: "secret"},
+	}
+	if !reflect.DeepEqual(jf.Kafka, wantKafka) {
+		t.Errorf("kafka = %+v, want %+v", jf.Kafka, wantKafka)
+	}
+	wantSource := SourceConfig{
+		TopicRegex: "orders-.*",
+		Group:      "g",
+		Startup: Startup{Mode: StartSpecificOffsets, Reset: "none",
+			Offsets: map[string]map[int32]int64{"orders-eu": {0: 42, 3: 7}}},
+		DiscoveryInterval: 30 * time.Second,
+		Isolation:         IsolationReadUncommitted,
+		Bounded:           true,
+		Parallelism:       4,
+	}
+	if !reflect.DeepEqual(jf.Source, wantSource) {
+		t.Errorf("source = %+v, want %+v", jf.Source, wantSource)
+	}
+	if want := []Step{{Op: OpCount, Key: KeyRecordKey, UID: "counter", Line: 26}}; !reflect.DeepEqual(jf.Pipeline, want) {
+		t.Errorf("pipeline = %+v, want %+v", jf.Pipeline, want)
+	}
+	wantCP := checkpoint.Config{Interval: 10 * time.Second, Mode: checkpoint.AtLeastOnce, Timeout: 2 * time.Minute,
+		MinPause: 500 * time.Millisecond, MaxConcurrent: 2, TolerableFailures: -1, NumRetained: 3}
+	if jf.Checkpointing != wantCP {
+		t.Errorf("checkpointing = %+v, want %+v", jf.Checkpointing, wantCP)
+	}
+	if want := (StateConfig{Dir: "/var/lib/onceflow", MaxParallelism: 256}); jf.State != want {
+		t.Errorf("state = %+v, want %+v", jf.State, want)
+	}
+	if want := (restart.Config{Strategy: restart.FixedDelay, Attempts: 5, NoDelay: true}); jf.Restart != want {
+		t.Errorf("restart = %+v, want %+v (an explicit 0s delay is NoDelay)", jf.Restart, want)
+	}
+}
+
+func TestParseStartupForms(t *testing.T) {
+	ts := time.Date(2024, 5, 1, 2, 0, 0, 0, time.FixedZone("", 2*3600))
+	for _, tc := range []struct {
+		startup string
+		want    Startup
+	}{
+		{`latest`, Startup{Mode: StartLatest}},
+		{`group-offsets`, Startup{Mode: StartGroupOffsets, Reset: "earliest"}},
+		{`{mode: group-offsets, reset: latest}`, Startup{Mode: StartGroupOffsets, Reset: "latest"}},
+		{`{mode: timestamp, timestamp: "2024-05-01T02:00:00+02:00"}`, Startup{Mode: StartTimestamp, Timestamp: ts}},
+	} {
+		t.Run(tc.startup, func(t *testing.T) {
+			src := minimalYAML + "  # \n"
+			src = strings.Replace(src, "  topics: [in]\n", "  topics: [in]\n  startup: "+tc.startup+"\n", 1)
+			jf, err := ParseJobFile("j.yaml", []byte(src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := jf.Source.Startup
+			if got.Mode != tc.want.Mode || got.Reset != tc.want.Reset || !got.Timestamp.Equal(tc.want.Timestamp) {
+				t.Errorf("startup = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	// Each case replaces one line of minimalYAML (or appends lines) and
+	// expects the exact messages, one per line.
+	for _, tc := range []struct {
+		name     string
+		old, new string // replace old with new in minimalYAML; old "" appends
+		want     string
+	}{
+		{
+			name: "typo in checkpointing",
+			old:  "  interval: 10s\n", new: "  intervall: 10s\n",
+			want: `j.yaml:9: unknown field "intervall" in checkpointing (did you mean "interval"?)`,
+		},
+		{
+			name: "exactly-once without checkpoints",
+			old:  "  interval: 10s\n", new: "  timeout: 10s\n",
+			want: `j.yaml:8: sink.delivery exactly-once commits output at checkpoints, but checkpointing.interval is not set: set it, such as checkpointing: {interval: 10s}`,
+		},
+		{
+			name: "unknown top-level field without a near name",
+			new:  "frobnicate: 1\n",
+			want: `j.yaml:10: unknown field "frobnicate"; known fields: checkpointing, job, kafka, pipeline, restart, sink, source, state`,
+		},
+		{
+			name: "top-level typo",
+			old:  "source:\n", new: "sorce:\n",
+			want: `j.yaml:4: unknown field "sorce" (did you mean "source"?)`,
+		},
+		{
+			name: "missing job name",
+			old:  "job: j\n", new: "",
+			want: `j.yaml: job is missing: name the job, such as job: orders-count (it scopes checkpoints and transactional ids, so keep it stable)`,
+		},
+		{
+			name: "empty job name",
+			old:  "job: j\n", new: "job:\n",
+			want: `j.yaml:1: job is empty: give it a value or remove it`,
+		},
+		{
+			name: "job name with a slash",
+			old:  "job: j\n", new: "job: a/b\n",
+			want: `j.yaml:1: job "a/b" may only use letters, digits, '.', '_' and '-' (it becomes part of directory names and transactional ids)`,
+		},
+		{
+			name: "no brokers",
+			old:  "  brokers: [b:9092]\n", new: "  brokers: []\n",
+			want: `j.yaml:3: kafka.brokers is missing: list the bootstrap brokers, such as brokers: [127.0.0.1:9092]`,
+		},
+		{
+			name: "broker without port",
+			old:  "  brokers: [b:9092]\n", new: "  brokers: [localhost]\n",
+			want: `j.yaml:3: kafka.brokers[0] "localhost" is not host:port, such as 127.0.0.1:9092`,
+		},
+		{
+			name: "no topics",
+			old:  "  topics: [in]\n", new: "  group: g\n",
+			want: `j.yaml:4: source.topics is missing: list the topics to read, such as topics: [orders], or set source.topic-regex`,
+		},
+		{
+			name: "topics and regex",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  topic-regex: x.*\n",
+			want: `j.yaml:6: source.topics and source.topic-regex are both set: use one`,
+		},
+		{
+			name: "bad regex",
+			old:  "  topics: [in]\n", new: "  topic-regex: \"(\"\n",
+			want: `j.yaml:5: source.topic-regex "(" is not a regular expression: error parsing regexp: missing closing ): ` + "`(`",
+		},
+		{
+			name: "bad delivery",
+			old:  "  topic: out\n", new: "  topic: out\n  delivery: exactly_once!\n",
+			want: `j.yaml:8: sink.delivery "exactly_once!" is not one of none, at-least-once, exactly-once (did you mean "exactly-once"?)`,
+		},
+		{
+			name: "flink spelling of delivery is accepted, missing sink topic is not",
+			old:  "  topic: out\n", new: "  delivery: EXACTLY_ONCE\n",
+			want: `j.yaml:6: sink.topic is missing: name the topic to write to`,
+		},
+		{
+			name: "sink writes a source topic",
+			old:  "  topic: out\n", new: "  topic: in\n",
+			want: `j.yaml:7: sink.topic "in" is also a source topic: the job would read its own output`,
+		},
+		{
+			name: "negative duration",
+			old:  "  interval: 10s\n", new: "  interval: 10s\n  timeout: -5s\n",
+			want: `j.yaml:10: checkpointing.timeout must not be negative (got -5s)`,
+		},
+		{
+			name: "duration without unit",
+			old:  "  interval: 10s\n", new: "  interval: 10\n",
+			want: `j.yaml:9: checkpointing.interval: "10" is not a duration: write a number with a unit, such as 500ms, 10s, 5m, 24h or 7d`,
+		},
+		{
+			name: "timeout shorter than interval",
+			old:  "  interval: 10s\n", new: "  interval: 10s\n  timeout: 5s\n",
+			want: `j.yaml:8: checkpoint timeout 5s is shorter than the interval 10s: checkpoints slower than 5s are abandoned although the next one would not be triggered before 10s anyway (the two values are easily swapped); set timeout >= interval`,
+		},
+		{
+			name: "at-least-once checkpoints with exactly-once sink",
+			old:  "  interval: 10s\n", new: "  interval: 10s\n  mode: at-least-once\n",
+			want: `j.yaml:10: sink.delivery exactly-once needs checkpointing.mode exactly-once: at-least-once checkpoints can replay records into the output`,
+		},
+		{
+			name: "unknown checkpoint mode",
+			old:  "  interval: 10s\n", new: "  interval: 10s\n  mode: twice\n",
+			want: `j.yaml:10: checkpointing.mode "twice" is not one of exactly-once, at-least-once`,
+		},
+		{
+			name: "not a number",
+			old:  "  interval: 10s\n", new: "  interval: 10s\n  retained: many\n",
+			want: `j.yaml:10: checkpointing.retained must be a whole number, not "many"`,
+		},
+		{
+			name: "unknown operator",
+			new:  "pipeline:\n  - dedup: {ttl: 1h}\n  - window: {size: 1m}\n",
+			want: `j.yaml:11: pipeline[0]: unknown operator "dedup" (did you mean "dedupe"?); supported operators: count, dedupe` + "\n" +
+				`j.yaml:12: pipeline[1]: unknown operator "window"; supported operators: count, dedupe`,
+		},
+		{
+			name: "unsupported key expression",
+			new:  "pipeline:\n  - count: {key: record.value}\n",
+			want: `j.yaml:11: pipeline[0].count.key: unsupported key expression "record.value": only record.key is supported for now`,
+		},
+		{
+			name: "dedupe without ttl",
+			new:  "pipeline:\n  - dedupe: {key: record.key}\n",
+			want: `j.yaml:11: pipeline[0].dedupe.ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)`,
+		},
+		{
+			name: "dedupe zero ttl",
+			new:  "pipeline:\n  - dedupe: {ttl: 0s}\n",
+			want: `j.yaml:11: pipeline[0].dedupe.ttl must be positive: a key remembered for 0s drops nothing`,
+		},
+		{
+			name: "unknown operator parameter",
+			new:  "pipeline:\n  - dedupe:\n      ttl: 1h\n      tll: 2h\n",
+			want: `j.yaml:13: unknown field "tll" in pipeline[0].dedupe (did you mean "ttl"?)`,
+		},
+		{
+			name: "duplicate uid",
+			new:  "pipeline:\n  - count: {uid: c}\n  - count: {uid: c}\n",
+			want: `j.yaml:12: pipeline operator uid "c" is used twice (first on line 11): uids must be unique`,
+		},
+		{
+			name: "pipeline item with two operators",
+			new:  "pipeline:\n  - {count: {}, dedupe: {ttl: 1h}}\n",
+			want: `j.yaml:11: pipeline[0] must name one operator, such as "- count: {key: record.key}"; supported operators: count, dedupe`,
+		},
+		{
+			name: "repeated field",
+			old:  "job: j\n", new: "job: j\njob: k\n",
+			want: `j.yaml:2: field "job" is repeated (first on line 1): keep one`,
+		},
+		{
+			name: "startup timestamp as a word",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  startup: timestamp\n",
+			want: `j.yaml:6: source.startup timestamp needs the time to start from: write startup: {mode: timestamp, timestamp: 2024-05-01T00:00:00Z}`,
+		},
+		{
+			name: "startup bad timestamp",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  startup: {mode: timestamp, timestamp: yesterday}\n",
+			want: `j.yaml:6: source.startup.timestamp "yesterday" is not an RFC 3339 time such as 2024-05-01T00:00:00Z or 2024-05-01T02:00:00+02:00`,
+		},
+		{
+			name: "startup reset with earliest",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  startup:\n    mode: earliest\n    reset: latest\n",
+			want: `j.yaml:8: source.startup.reset only applies to modes group-offsets and specific-offsets, and the mode is earliest`,
+		},
+		{
+			name: "startup negative offset",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  startup: {mode: specific-offsets, offsets: {in: {0: -3}}}\n",
+			want: `j.yaml:6: source.startup.offsets.in.0: offset "-3" is not an offset (0 or more)`,
+		},
+		{
+			name: "unknown startup mode",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  startup: earlist\n",
+			want: `j.yaml:6: source.startup "earlist" is not one of earliest, latest, timestamp, specific-offsets, group-offsets (did you mean "earliest"?)`,
+		},
+		{
+			name: "bad isolation",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  isolation: serializable\n",
+			want: `j.yaml:6: source.isolation "serializable" is not one of read_committed, read_uncommitted`,
+		},
+		{
+			name: "zero parallelism",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  parallelism: 0\n",
+			want: `j.yaml:6: source.parallelism 0 is below 1: use 1 or more, or remove it for one subtask per partition`,
+		},
+		{
+			name: "restart errors name their keys and lines",
+			new:  "restart:\n  strategy: exponential-delay\n  multiplier: 0.5\n  max-backoff: 1s\n  initial-backoff: 5s\n",
+			want: `j.yaml:12: restart.multiplier must be at least 1 so the backoff never shrinks (got 0.5); 1 keeps it constant` + "\n" +
+				`j.yaml:13: restart.max-backoff (1s) is shorter than restart.initial-backoff (5s); raise the maximum or lower the initial backoff`,
+		},
+		{
+			name: "unknown restart strategy",
+			new:  "restart:\n  strategy: sometimes\n",
+			want: `j.yaml:11: restart.strategy "sometimes" is not a restart strategy; use one of none, fixed-delay, failure-rate, exponential-delay`,
+		},
+		{
+			name: "sasl without password",
+			old:  "  brokers: [b:9092]\n", new: "  brokers: [b:9092]\n  sasl: {mechanism: PLAIN, username: u}\n",
+			want: `j.yaml:4: kafka.sasl.mechanism PLAIN needs both username and password`,
+		},
+		{
+			name: "sasl password from unset variable",
+			old:  "  brokers: [b:9092]\n", new: "  brokers: [b:9092]\n  sasl: {mechanism: PLAIN, username: u, password: \"${NOPE}\"}\n",
+			want: `j.yaml:4: kafka.sasl.password refers to the environment variable NOPE, which is not set`,
+		},
+		{
+			name: "tls files that do not exist",
+			old:  "  brokers: [b:9092]\n", new: "  brokers: [b:9092]\n  tls:\n    cert-file: /nonexistent/c.pem\n",
+			want: `j.yaml:4: kafka.tls.cert-file and kafka.tls.key-file go together (mutual TLS): set both or neither` + "\n" +
+				`j.yaml:5: kafka.tls.cert-file: stat /nonexistent/c.pem: no such file or directory`,
+		},
+		{
+			name: "tls disabled with files",
+			old:  "  brokers: [b:9092]\n", new: "  brokers: [b:9092]\n  tls: {enabled: false, insecure-skip-verify: true}\n",
+			want: `j.yaml:4: kafka.tls.enabled is false but other kafka.tls fields are set: remove them, or set enabled: true`,
+		},
+		{
+			name: "section is not a mapping",
+			old:  "sink:\n  topic: out\n", new: "sink: out\n",
+			want: `j.yaml:6: sink must be a mapping of fields, not the value "out"`,
+		},
+		{
+			name: "invalid yaml",
+			old:  "  topics: [in]\n", new: "  topics: [in\n",
+			want: `j.yaml:4: invalid YAML: did not find expected ',' or ']'`,
+		},
+		{
+			name: "two documents",
+			new:  "---\njob: other\n",
+			want: `j.yaml:10: a second YAML document: a job file describes one job; remove the "---" and what follows, or split it into two files`,
+		},
+		{
+			name: "max parallelism out of range",
+			new:  "state: {max-parallelism: 0}\n",
+			want: `j.yaml:10: state.max-parallelism 0 is out of range: use 1..32768 (default 128)`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := minimalYAML
+			if tc.old == "" {
+				src += tc.new
+			} else {
+				if !strings.Contains(src, tc.old) {
+					t.Fatalf("test bug: %q is not in the base file", tc.old)
+				}
+				src = strings.Replace(src, tc.old, tc.new, 1)
+			}
+			jf, err := ParseJobFile("j.yaml", []byte(src), nil)
+			if err == nil {
+				t.Fatalf("parsed without error: %+v\nfile:\n%s", jf, src)
+			}
+			if got := err.Error(); got != tc.want {
+				t.Errorf("error:\n%s\nwant:\n%s\nfile:\n%s", got, tc.want, src)
+			}
+			var fe *FileError
+			if !errors.As(err, &fe) {
+				t.Errorf("error %T does not contain a *FileError", err)
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"7d", 7 * 24 * time.Hour, true},
+		{"1h30m", 90 * time.Minute, true},
+		{"0", 0, true},
+		{"d", 0, false},
+		{"1.5d", 0, false},
+		{"10", 0, false},
+		{"999999999d", 0, false},
+	} {
+		got, err := parseDuration(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+)
+
+// kafkaAccess is how the pipeline operators read kafka.Record.
+var kafkaAccess = RecordAccess[kafka.Record]{
+	Key: func(r kafka.Record) string { return string(r.Key) },
+	WithCount: func(r kafka.Record, n int64) kafka.Record {
+		return kafka.Record{Key: r.Key, Value: formatCount(n), Timestamp: r.Timestamp}
+	},
+}
+
+// toSink readies a record for the sink: a record read from a source still
+// names its source topic and partition, and the sink would write it back
+// there.
+func toSink(r kafka.Record) kafka.Record {
+	r.Topic, r.Partition, r.Offset = "", 0, 0
+	return r
+}
+
+// clientConfig translates the kafka section.
+func clientConfig(k KafkaConfig) (kafka.ClientConfig, error) {
+	cc := kafka.ClientConfig{
+		Brokers:  k.Brokers,
+		ClientID: k.ClientID,
+		SASL:     kafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password},
+	}
+	if k.TLS.Enabled {
+		tc, err := tlsConfig(k.TLS)
+		if err != nil {
+			return cc, err
+		}
+		cc.TLS = tc
+	}
+	return cc, nil
+}
+
+func tlsConfig(t TLSConfig) (*tls.Config, error) {
+	// InsecureSkipVerify only when the file asks for it (test clusters).
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka.tls.ca-file %s holds no PEM certificate", t.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.cert-file/key-file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// errBrokersUnreachable is wrapped when no broker in kafka.brokers answers.
+var errBrokersUnreachable = errors.New("cannot reach the Kafka brokers")
+
+// ping checks that a broker answers before the job starts, so a wrong
+// address fails with one clear sentence instead of retries deep in the
+// engine.
+func ping(ctx context.Context, k KafkaConfig, cc kafka.ClientConfig, timeout time.Duration) error {
+	opts := []kgo.Opt{kgo.SeedBrokers(cc.Brokers...), kgo.ClientID(cc.ClientID)}
+	if cc.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(cc.TLS))
+	}
+	// Without the credentials a SASL listener closes the connection, which
+	// would read as "unreachable".
+	switch s := cc.SASL; s.Mechanism {
+	case kafka.SASLPlain:
+		opts = append(opts, kgo.SASL(plain.Auth{User: s.User, Pass: s.Password}.AsMechanism()))
+	case kafka.SASLScramSHA256:
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha256Mechanism()))
+	case kafka.SASLScramSHA512:
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.User, Pass: s.Password}.AsSha512Mechanism()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka.brokers: %w", err)
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w in kafka.brokers (%s) within %v: %w; check the addresses and that the brokers run", errBrokersUnreachable, strings.Join(k.Brokers, ", "), timeout, err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+func validateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+	return func(_ context.Context, e *env, args []string) error {
+		path, err := oneFileArg("validate", args)
+		if err != nil {
+			return err
+		}
+		jf, err := LoadJobFile(path)
+		if err != nil {
+			return err
+		}
+		describeJob(e.stdout, jf)
+		return nil
+	}
+}
+
+func oneFileArg(cmd string, args []string) (string, error) {
+	switch len(args) {
+	case 0:
+		return "", fmt.Errorf("%w: %s needs the job file to %s, such as onceflow %s job.yaml", errUsage, cmd, cmd, cmd)
+	case 1:
+		return args[0], nil
+	}
+	return "", fmt.Errorf("%w: %s takes one job file, got %d arguments: %s", errUsage, cmd, len(args), strings.Join(args, " "))
+}
+
+// describeJob prints the job as the engine will run it, defaults included,
+// so a user sees what the file means.
+func describeJob(w io.Writer, jf *JobFile) {
+	fmt.Fprintf(w, "%s: job %q is valid\n", jf.Path, jf.Job)
+	fmt.Fprintf(w, "  kafka:      %s (client id %s", strings.Join(jf.Kafka.Brokers, ", "), jf.Kafka.ClientID)
+	if jf.Kafka.TLS.Enabled {
+		fmt.Fprint(w, ", TLS")
+	}
+	if jf.Kafka.SASL.Mechanism != "" {
+		fmt.Fprintf(w, ", SASL %s as %s", jf.Kafka.SASL.Mechanism, jf.Kafka.SASL.Username)
+	}
+	fmt.Fprintln(w, ")")
+	src := jf.Source
+	topics := strings.Join(src.Topics, ", ")
+	if src.TopicRegex != "" {
+		topics = "topics matching " + src.TopicRegex
+	}
+	fmt.Fprintf(w, "  source:     %s, group %s, startup %s, %s", topics, src.Group, describeStartup(src.Startup), src.Isolation)
+	if src.Bounded {
+		fmt.Fprint(w, ", bounded")
+	}
+	fmt.Fprintln(w)
+	if len(jf.Pipeline) == 0 {
+		fmt.Fprintln(w, "  pipeline:   pass-through")
+	}
+	for i, st := range jf.Pipeline {
+		label := ""
+		if i == 0 {
+			label = "pipeline:"
+		}
+		switch st.Op {
+		case OpDedupe:
+			fmt.Fprintf(w, "  %-11s dedupe by %s, ttl %s (uid %s)\n", label, st.Key, fmtDuration(st.TTL), st.UID)
+		default:
+			fmt.Fprintf(w, "  %-11s %s by %s (uid %s)\n", label, st.Op, st.Key, st.UID)
+		}
+	}
+	fmt.Fprintf(w, "  sink:       %s, delivery %s\n", jf.Sink.Topic, jf.Sink.Delivery)
+	cp := jf.Checkpointing.WithDefaults()
+	if cp.Enabled() {
+		fmt.Fprintf(w, "  checkpoint: every %s, %s, timeout %s, keep %d, in %s\n", fmtDuration(cp.Interval), cp.Mode, fmtDuration(cp.Timeout), cp.NumRetained, jf.State.Dir)
+	} else {
+		fmt.Fprintln(w, "  checkpoint: off")
+	}
+	if jf.RestartSet {
+		fmt.Fprintf(w, "  restart:    %s\n", jf.Restart.Describe())
+	} else if cp.Enabled() {
+		fmt.Fprintln(w, "  restart:    exponential-delay (default)")
+	}
+}
+
+func describeStartup(s Startup) string {
+	switch s.Mode {
+	case StartTimestamp:
+		return "at " + s.Timestamp.Format(time.RFC3339)
+	case StartGroupOffsets:
+		return "from group offsets (else " + s.Reset + ")"
+	case StartSpecificOffsets:
+		return fmt.Sprintf("from offsets of %d topics (else %s)", len(s.Offsets), s.Reset)
+	}
+	return string(s.Mode)
+}
+
+// fmtDuration drops the zero tails of time.Duration.String ("24h", not
+// "24h0m0s").
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
