@@ -36,6 +36,8 @@ type Stats struct {
 	LastCheckpointDuration time.Duration // trigger to commit
 	Restarts               int64
 	RestoredCheckpoint     int64 // id of the checkpoint or savepoint the current (or last) attempt restored, 0 for none
+	RecordsSkipped         int64 // poison records dropped by TryMap with SkipOnError
+	RecordsDeadLettered    int64 // poison records sent to a dead-letter stream by TryMap
 	Running                bool
 }
 
@@ -59,8 +61,12 @@ type Job struct {
 	lastCP   atomic.Int64
 	lastDur  atomic.Int64
 	restored atomic.Int64
-	inBase   atomic.Int64 // records counted by finished attempts
-	outBase  atomic.Int64
+	// skipped and deadLettered count poison records over the job's life
+	// (a replayed record counts again).
+	skipped      atomic.Int64
+	deadLettered atomic.Int64
+	inBase       atomic.Int64 // records counted by finished attempts
+	outBase      atomic.Int64
 	// committedThisRun is true once the job committed a checkpoint of its
 	// own; from then on it restores from its own checkpoints, not from
 	// FromSavepoint.
@@ -238,6 +244,8 @@ func (j *Job) Stats() Stats {
 		LastCheckpointDuration: time.Duration(j.lastDur.Load()),
 		Restarts:               j.restarts.Load(),
 		RestoredCheckpoint:     j.restored.Load(),
+		RecordsSkipped:         j.skipped.Load(),
+		RecordsDeadLettered:    j.deadLettered.Load(),
 	}
 	j.mu.Lock()
 	att := j.cur

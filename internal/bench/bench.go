@@ -1,0 +1,528 @@
+// Package bench measures onceflow's end-to-end Kafka throughput against a
+// ceiling, as ratios.
+//
+// Absolute records per second say little on a shared machine: they drift
+// with whatever else runs. [Run] therefore measures, in one run on one
+// broker and one input topic, a hand-written franz-go transactional
+// consume->produce loop (the ceiling: the least work an exactly-once copy
+// through Kafka transactions can do with the same client library) and two
+// onceflow jobs doing the same copy with checkpoints, and reports each as a
+// ratio of the ceiling. Ratios taken in the same run are comparable across
+// runs and machines; the absolute numbers are not.
+//
+// Every run's output is read back with a read_committed consumer and must
+// hold exactly one output record per input record: a benchmark that loses or
+// duplicates data would measure the wrong thing, so Run fails instead.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/state"
+)
+
+// Defaults of [Config].
+const (
+	DefaultRecords            = 200_000
+	DefaultPartitions         = 4
+	DefaultValueSize          = 100
+	DefaultKeys               = 10_000
+	DefaultCheckpointInterval = time.Second
+)
+
+// Names of the measured runs, in the order [Run] returns them.
+const (
+	NameCeiling     = "franz-go txn loop (ceiling)"
+	NamePassThrough = "onceflow pass-through"
+	NameCount       = "onceflow keyed count"
+)
+
+// Config configures [Run]. The zero value is the default benchmark.
+type Config struct {
+	// Brokers are the seed brokers of the Kafka cluster to measure on,
+	// default none: Run starts an embedded in-memory broker for the run.
+	// On a real cluster Run creates its topics (named
+	// "onceflow-bench-<run>-*") and deletes them at the end.
+	Brokers []string
+	// Records is how many input records every measured run copies,
+	// default 200,000.
+	Records int
+	// Partitions is the partition count of the input and output topics,
+	// default 4. The onceflow jobs run one source subtask per partition.
+	Partitions int
+	// ValueSize is the size of each input record's value in bytes,
+	// default 100.
+	ValueSize int
+	// Keys is the number of distinct record keys, default 10,000. The
+	// keyed count job keeps one counter per key.
+	Keys int
+	// CheckpointInterval is both the onceflow jobs' checkpoint interval
+	// and how often the ceiling commits its transaction, default 1s, so
+	// all three pay for the same number of commits.
+	CheckpointInterval time.Duration
+	// Progress receives a line as each phase starts and ends, default nil
+	// (silent).
+	Progress func(string)
+}
+
+func (c *Config) withDefaults() {
+	if c.Records == 0 {
+		c.Records = DefaultRecords
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.ValueSize == 0 {
+		c.ValueSize = DefaultValueSize
+	}
+	if c.Keys == 0 {
+		c.Keys = DefaultKeys
+	}
+	if c.CheckpointInterval == 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+}
+
+// validate reports, for a defaulted c, the settings that cannot work.
+func (c *Config) validate() error {
+	checks := []struct {
+		bad bool
+		msg string
+	}{
+		{c.Records < 0, fmt.Sprintf("record count %d is negative: use 1 or more (0 means the default %d)", c.Records, DefaultRecords)},
+		{c.Partitions < 0, fmt.Sprintf("partition count %d is negative: use 1 or more (0 means the default %d)", c.Partitions, DefaultPartitions)},
+		{c.Partitions > 1<<16, fmt.Sprintf("partition count %d is more than a benchmark topic needs: use at most %d", c.Partitions, 1<<16)},
+		{c.ValueSize < 0, fmt.Sprintf("value size %d is negative: use 1 or more bytes (0 means the default %d)", c.ValueSize, DefaultValueSize)},
+		{c.Keys < 0, fmt.Sprintf("key count %d is negative: use 1 or more (0 means the default %d)", c.Keys, DefaultKeys)},
+		{c.CheckpointInterval < 0, fmt.Sprintf("checkpoint interval %v is negative (0 means the default %v)", c.CheckpointInterval, DefaultCheckpointInterval)},
+	}
+	var errs []error
+	for _, ch := range checks {
+		if ch.bad {
+			errs = append(errs, errors.New(ch.msg))
+		}
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			errs = append(errs, fmt.Errorf("broker address %d is empty: list host:port addresses, or none for an embedded broker", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Result is the measurement of one run.
+type Result struct {
+	// Name names the run (NameCeiling, NamePassThrough, NameCount).
+	Name string
+	// Records is how many records the run copied, verified in its output.
+	Records int
+	// Elapsed is the run's wall time, from creating its clients (or
+	// starting the job) to its last transaction's commit.
+	Elapsed time.Duration
+	// RecordsPerSec is Records / Elapsed.
+	RecordsPerSec float64
+	// Ratio is RecordsPerSec divided by the ceiling's RecordsPerSec; 1 for
+	// the ceiling itself.
+	Ratio float64
+}
+
+// Run produces cfg.Records keyed records into a fresh input topic (not
+// timed), then times three bounded copies of that input, each to its own
+// output topic: the ceiling, the onceflow pass-through job and the onceflow
+// keyed count job. It verifies each output with a read_committed reader
+// and fails if a run lost or duplicated records. The results come in that
+// order, each with its ratio to the ceiling.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	b := &bench{cfg: cfg, progress: cfg.Progress, brokers: cfg.Brokers}
+	if b.progress == nil {
+		b.progress = func(string) {}
+	}
+	if len(b.brokers) == 0 {
+		br, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", Partitions: cfg.Partitions})
+		if err != nil {
+			return nil, fmt.Errorf("bench: start the embedded broker: %w", err)
+		}
+		defer br.Close()
+		b.brokers = []string{br.Addr()}
+		b.embedded = true
+		b.logf("embedded broker at %s", br.Addr())
+	}
+	return b.run(ctx)
+}
+
+type bench struct {
+	cfg      Config
+	progress func(string)
+	brokers  []string
+	embedded bool
+	// prefix names this run's topics, groups, jobs and transactional ids,
+	// so runs against one long-lived cluster never meet.
+	prefix string
+	input  string
+	// ends are the input partitions' end offsets after producing, which
+	// bound the ceiling's copy.
+	ends map[int32]int64
+	// perKey is how many input records carry each key index.
+	perKey []int
+}
+
+func (b *bench) logf(format string, args ...any) { b.progress(fmt.Sprintf(format, args...)) }
+
+func (b *bench) topic(suffix string) string { return b.prefix + "-" + suffix }
+
+func (b *bench) run(ctx context.Context) (_ []Result, err error) {
+	b.prefix = "onceflow-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	b.input = b.topic("in")
+
+	admCl, err := b.client()
+	if err != nil {
+		return nil, err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	var created []string
+	if !b.embedded {
+		defer func() {
+			// The topics are the run's garbage on a shared cluster;
+			// failing to delete them does not spoil the measurement.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if _, derr := adm.DeleteTopics(dctx, created...); derr != nil {
+				b.logf("could not delete the benchmark topics %v: %v", created, derr)
+			}
+		}()
+	}
+	for _, s := range []string{"in", "ceiling", "passthrough", "count"} {
+		t := b.topic(s)
+		if err := createTopic(ctx, adm, t, b.cfg.Partitions); err != nil {
+			return nil, err
+		}
+		created = append(created, t)
+	}
+
+	if err := b.produceInput(ctx, admCl, adm); err != nil {
+		return nil, err
+	}
+
+	runs := []struct {
+		name, label, out string
+		fn               func(ctx context.Context, out string) error
+	}{
+		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling},
+		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough},
+		{NameCount, "count", b.topic("count"), b.runCount},
+	}
+	var rs []Result
+	for _, r := range runs {
+		b.logf("%s: running", r.name)
+		var (
+			el   time.Duration
+			rerr error
+		)
+		// The label marks the CPU the run's goroutines (and the
+		// clients they start) spend, so a profile of the whole
+		// benchmark can be narrowed to one run:
+		// go tool pprof -tagfocus run=pass-through.
+		pprof.Do(ctx, pprof.Labels("run", r.label), func(ctx context.Context) {
+			start := time.Now()
+			rerr = r.fn(ctx, r.out)
+			el = time.Since(start)
+		})
+		if rerr != nil {
+			return nil, fmt.Errorf("bench: %s: %w", r.name, rerr)
+		}
+		res := Result{Name: r.name, Records: b.cfg.Records, Elapsed: el, RecordsPerSec: float64(b.cfg.Records) / el.Seconds()}
+		b.logf("%s: %d records in %v (%.0f records/s); verifying the output", r.name, res.Records, el.Round(time.Millisecond), res.RecordsPerSec)
+		var v verifier = countOnly{}
+		if r.name == NameCount {
+			v = &countVerifier{perKey: b.perKey}
+		}
+		if err := verifyOutput(ctx, b.brokers, r.out, b.cfg.Records, v); err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", r.name, err)
+		}
+		rs = append(rs, res)
+	}
+	for i := range rs {
+		rs[i].Ratio = rs[i].RecordsPerSec / rs[0].RecordsPerSec
+	}
+	return rs, nil
+}
+
+func (b *bench) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.brokers...), kgo.ClientID("onceflow-bench")}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("bench: kafka client: %w", err)
+	}
+	return cl, nil
+}
+
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+	resp, err := adm.CreateTopic(ctx, int32(partitions), -1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("bench: create topic %q: %w", topic, err)
+	}
+	return nil
+}
+
+// keyOf is the key of input record i; keys cycle so each appears about
+// Records/Keys times, spread over all partitions by the key hash.
+func keyOf(i, keys int) []byte { return strconv.AppendInt([]byte("key-"), int64(i%keys), 10) }
+
+// produceInput writes the input with an idempotent, non-transactional
+// producer and records its end offsets.
+func (b *bench) produceInput(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+	b.logf("producing %d records (%d-byte values, %d keys, %d partitions) into %s", b.cfg.Records, b.cfg.ValueSize, b.cfg.Keys, b.cfg.Partitions, b.input)
+	start := time.Now()
+	value := make([]byte, b.cfg.ValueSize)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	b.perKey = make([]int, b.cfg.Keys)
+	errc := make(chan error, 1)
+	for i := range b.cfg.Records {
+		b.perKey[i%b.cfg.Keys]++
+		r := &kgo.Record{Topic: b.input, Key: keyOf(i, b.cfg.Keys), Value: value}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("bench: produce the input: %w", err)
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("bench: produce the input: %w", err)
+	default:
+	}
+	ends, err := adm.ListEndOffsets(ctx, b.input)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("bench: end offsets of the input: %w", err)
+	}
+	b.ends = map[int32]int64{}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) {
+		b.ends[o.Partition] = o.Offset
+		total += o.Offset
+	})
+	if total != int64(b.cfg.Records) {
+		return fmt.Errorf("bench: the input topic %s holds %d records after producing %d: was it written to by someone else?", b.input, total, b.cfg.Records)
+	}
+	b.logf("produced the input in %v", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// runCeiling copies the input to out with the canonical franz-go
+// exactly-once loop: a read_committed group consumer and a transactional
+// producer in one GroupTransactSession, committing the group's offsets in
+// each transaction every CheckpointInterval.
+func (b *bench) runCeiling(ctx context.Context, out string) error {
+	sess, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(b.brokers...),
+		kgo.ClientID("onceflow-bench"),
+		kgo.TransactionalID(b.topic("ceiling-txn")),
+		kgo.ConsumerGroup(b.topic("ceiling-group")),
+		kgo.ConsumeTopics(b.input),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer sess.Close()
+
+	// committed is the next offset to copy per partition as of the last
+	// committed transaction; pending includes the open one. An aborted
+	// transaction rewinds the session to the committed offsets, so
+	// pending rewinds with it.
+	committed := map[int32]int64{}
+	done := func(pos map[int32]int64) bool {
+		for p, end := range b.ends {
+			if pos[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	errc := make(chan error, 1)
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			select {
+			case errc <- err:
+			default:
+			}
+		}
+	}
+	for !done(committed) {
+		if err := sess.Begin(); err != nil {
+			return fmt.Errorf("begin transaction: %w", err)
+		}
+		pending := make(map[int32]int64, len(committed))
+		for p, o := range committed {
+			pending[p] = o
+		}
+		deadline := time.Now().Add(b.cfg.CheckpointInterval)
+		for !done(pending) && time.Now().Before(deadline) {
+			pctx, cancel := context.WithDeadline(ctx, deadline)
+			fs := sess.PollFetches(pctx)
+			cancel()
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var ferr error
+			fs.EachError(func(t string, p int32, err error) {
+				if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+					ferr = fmt.Errorf("read %s/%d: %w", t, p, err)
+				}
+			})
+			if ferr != nil {
+				return ferr
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if r.Offset < pending[r.Partition] {
+					return
+				}
+				pending[r.Partition] = r.Offset + 1
+				sess.Produce(ctx, &kgo.Record{Topic: out, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}, promise)
+			})
+		}
+		ok, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			return fmt.Errorf("end transaction: %w", err)
+		}
+		select {
+		case err := <-errc:
+			return fmt.Errorf("produce: %w", err)
+		default:
+		}
+		if ok {
+			committed = pending
+		}
+	}
+	return nil
+}
+
+// jobEnv returns a fresh job environment with checkpoints under a
+// temporary directory, removed by the returned func.
+func (b *bench) jobEnv(job string) (*flow.Env, func(), error) {
+	dir, err := os.MkdirTemp("", "onceflow-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	env := flow.New(
+		flow.JobName(job),
+		flow.Checkpointing(b.cfg.CheckpointInterval),
+		flow.StateDir(dir),
+		flow.Logger(slog.New(slog.DiscardHandler)),
+	)
+	return env, func() { os.RemoveAll(dir) }, nil
+}
+
+// connectors returns the bounded exactly-once source of the input and the
+// sink to out for job.
+func (b *bench) connectors(job, out string) (*kafka.Source, *kafka.Sink, error) {
+	cc := kafka.ClientConfig{Brokers: b.brokers, ClientID: "onceflow-bench"}
+	src, err := kafka.NewSource(kafka.SourceConfig{Client: cc, Topics: []string{b.input}, Bounded: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	sink, err := kafka.NewSink(kafka.SinkConfig{
+		Client: cc, Job: job, Topic: out, OffsetsOf: []*kafka.Source{src},
+		CheckpointInterval: b.cfg.CheckpointInterval,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, sink, nil
+}
+
+// runPassThrough copies the input to out with the onceflow job
+// source -> sink.
+func (b *bench) runPassThrough(ctx context.Context, out string) error {
+	job := b.topic("passthrough")
+	src, sink, err := b.connectors(job, out)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	env, cleanup, err := b.jobEnv(job)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	flow.To(flow.From(env, src, flow.UID("in")), sink, flow.UID("out"))
+	return env.Run(ctx)
+}
+
+// runCount runs the onceflow job source -> keyBy(key) -> count per key in
+// keyed state -> sink, writing each record's key with its running count in
+// decimal.
+func (b *bench) runCount(ctx context.Context, out string) error {
+	job := b.topic("count")
+	src, sink, err := b.connectors(job, out)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	env, cleanup, err := b.jobEnv(job)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	in := flow.From(env, src, flow.UID("in"))
+	keyed := flow.KeyBy(in, func(r kafka.Record) string { return string(r.Key) })
+	counts := flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[kafka.Record, kafka.Record] {
+		n := state.NewValue[int64](s, "n")
+		return func(_ flow.Context, r kafka.Record, emit flow.Collector[kafka.Record]) error {
+			c, _ := n.Get()
+			c++
+			n.Set(c)
+			emit.Emit(kafka.Record{Key: r.Key, Value: strconv.AppendInt(nil, c, 10), Timestamp: r.Timestamp})
+			return nil
+		}
+	})
+	flow.To(counts, sink, flow.UID("out"))
+	return env.Run(ctx)
+}
+
+// Format renders rs as an aligned table.
+func Format(rs []Result) string {
+	var sb strings.Builder
+	w := len("run")
+	for _, r := range rs {
+		w = max(w, len(r.Name))
+	}
+	fmt.Fprintf(&sb, "%-*s  %9s  %9s  %11s  %6s\n", w, "run", "records", "elapsed", "records/s", "ratio")
+	for _, r := range rs {
+		fmt.Fprintf(&sb, "%-*s  %9d  %9s  %11.0f  %5.2fx\n", w, r.Name, r.Records, r.Elapsed.Round(time.Millisecond), r.RecordsPerSec, r.Ratio)
+	}
+	return sb.String()
+}

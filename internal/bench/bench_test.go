@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/broker"
+)
+
+func testCtx(tb testing.TB, d time.Duration) context.Context {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// TestRunSmall runs the whole benchmark on a small input. It asserts what
+// Run promises besides speed: three results in order, each having copied
+// and verified every record, ratios relative to the first.
+func TestRunSmall(t *testing.T) {
+	cfg := Config{Records: 20_000, Partitions: 2, Keys: 500, CheckpointInterval: 10 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
+	rs, err := Run(testCtx(t, 2*time.Minute), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", Format(rs))
+	names := []string{NameCeiling, NamePassThrough, NameCount}
+	if len(rs) != len(names) {
+		t.Fatalf("got %d results, want %d", len(rs), len(names))
+	}
+	for i, r := range rs {
+		if r.Name != names[i] {
+			t.Errorf("result %d is %q, want %q", i, r.Name, names[i])
+		}
+		if r.Records != cfg.Records {
+			t.Errorf("%s copied %d records, want %d", r.Name, r.Records, cfg.Records)
+		}
+		if r.Elapsed <= 0 || r.RecordsPerSec <= 0 {
+			t.Errorf("%s: elapsed %v, %v records/s: want both positive", r.Name, r.Elapsed, r.RecordsPerSec)
+		}
+		if want := r.RecordsPerSec / rs[0].RecordsPerSec; r.Ratio != want {
+			t.Errorf("%s: ratio %v, want %v (its rate over the ceiling's)", r.Name, r.Ratio, want)
+		}
+	}
+}
+
+// TestBenchFull runs the default benchmark; set ONCEFLOW_BENCH=1 to run it.
+func TestBenchFull(t *testing.T) {
+	if os.Getenv("ONCEFLOW_BENCH") != "1" {
+		t.Skip("set ONCEFLOW_BENCH=1 to run the full benchmark")
+	}
+	rs, err := Run(testCtx(t, 10*time.Minute), Config{Progress: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", Format(rs))
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // substring of the error, "" for valid
+	}{
+		{"zero value is the default", Config{}, ""},
+		{"negative records", Config{Records: -1}, "record count -1 is negative"},
+		{"negative partitions", Config{Partitions: -2}, "partition count -2 is negative"},
+		{"too many partitions", Config{Partitions: 1 << 20}, "at most"},
+		{"negative value size", Config{ValueSize: -1}, "value size -1 is negative"},
+		{"negative keys", Config{Keys: -1}, "key count -1 is negative"},
+		{"negative interval", Config{CheckpointInterval: -time.Second}, "checkpoint interval -1s is negative"},
+		{"empty broker", Config{Brokers: []string{"a:1", " "}}, "broker address 1 is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.withDefaults()
+			err := cfg.validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("validate: %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("validate: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	var c Config
+	c.withDefaults()
+	want := Config{Records: DefaultRecords, Partitions: DefaultPartitions, ValueSize: DefaultValueSize, Keys: DefaultKeys, CheckpointInterval: DefaultCheckpointInterval}
+	if c.Records != want.Records || c.Partitions != want.Partitions || c.ValueSize != want.ValueSize || c.Keys != want.Keys || c.CheckpointInterval != want.CheckpointInterval {
+		t.Errorf("defaults %+v, want %+v", c, want)
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	_, err := Run(context.Background(), Config{Records: -5})
+	if err == nil || !strings.Contains(err.Error(), "record count -5") {
+		t.Fatalf("Run: %v, want the validation error", err)
+	}
+}
+
+// produce writes the records key/value pairs (alternating) to topic,
+// inside one committed transaction when txn is set, and, with abort, a
+// second transaction of the same records that is aborted.
+func produce(tb testing.TB, addr, topic string, txn, abort bool, kv ...string) {
+	tb.Helper()
+	ctx := testCtx(tb, 30*time.Second)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer admCl.Close()
+	if err := createTopic(ctx, kadm.NewClient(admCl), topic, 2); err != nil {
+		tb.Fatal(err)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic)}
+	if txn {
+		opts = append(opts, kgo.TransactionalID("t-"+topic))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for i := 0; i+1 < len(kv); i += 2 {
+		rs = append(rs, &kgo.Record{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
+	}
+	once := func(end kgo.TransactionEndTry) {
+		if txn {
+			if err := cl.BeginTransaction(); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			tb.Fatal(err)
+		}
+		if txn {
+			if err := cl.EndTransaction(ctx, end); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	once(kgo.TryCommit)
+	if abort {
+		once(kgo.TryAbort)
+	}
+}
+
+// TestVerifyOutput checks that the verification Run relies on fails on
+// missing, extra and duplicated output, and ignores aborted records.
+func TestVerifyOutput(t *testing.T) {
+	b := broker.StartForTest(t, broker.Config{Partitions: 2})
+	addr := b.Addr()
+	perKey := []int{2, 1} // key-0 twice, key-1 once
+	tests := []struct {
+		name       string
+		txn, abort bool
+		kv         []string
+		want       int
+		counts     bool
+		wantErr    string // "" for success
+	}{
+		{"exact", false, false, []string{"key-0", "1", "key-0", "2", "key-1", "1"}, 3, true, ""},
+		{"aborted copies are not counted", true, true, []string{"key-0", "1", "key-0", "2", "key-1", "1"}, 3, true, ""},
+		{"missing record", false, false, []string{"key-0", "1", "key-1", "1"}, 3, false, "sees 2 records, want 3"},
+		{"extra record", false, false, []string{"key-0", "1", "key-0", "2", "key-1", "1", "key-1", "1"}, 3, false, "sees 4 records, want 3"},
+		{"duplicated count", false, false, []string{"key-0", "1", "key-0", "1", "key-1", "1"}, 3, true, `"key-0" has count 1 twice`},
+		{"count out of range", false, false, []string{"key-0", "1", "key-0", "3", "key-1", "1"}, 3, true, `"key-0" has count "3", want 1..2`},
+		{"unknown key", false, false, []string{"key-0", "1", "key-0", "2", "key-7", "1"}, 3, true, `unexpected key "key-7"`},
+		{"missing count", false, false, []string{"key-0", "1", "key-1", "1"}, 2, true, `"key-0" has 1 distinct counts, want 1..2`},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topic := "out-" + strconv.Itoa(i)
+			produce(t, addr, topic, tt.txn, tt.abort, tt.kv...)
+			var v verifier = countOnly{}
+			if tt.counts {
+				v = &countVerifier{perKey: perKey}
+			}
+			err := verifyOutput(testCtx(t, 30*time.Second), []string{addr}, topic, tt.want, v)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("verifyOutput: %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrOutputMismatch) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("verifyOutput: %v, want ErrOutputMismatch containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestFormat(t *testing.T) {
+	got := Format([]Result{
+		{Name: "ceiling", Records: 1000, Elapsed: 2 * time.Second, RecordsPerSec: 500, Ratio: 1},
+		{Name: "a longer name", Records: 1000, Elapsed: 4 * time.Second, RecordsPerSec: 250, Ratio: 0.5},
+	})
+	want := "" +
+		"run              records    elapsed    records/s   ratio\n" +
+		"ceiling             1000         2s          500   1.00x\n" +
+		"a longer name       1000         4s          250   0.50x\n"
+	if got != want {
+		t.Errorf("Format:\n%s\nwant:\n%s", got, want)
+	}
+}
