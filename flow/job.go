@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/internal/runtime"
+	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -104,6 +105,9 @@ func (e *Env) Start(ctx context.Context) (*Job, error) {
 	}
 	if err := e.validate(ctx, &cfg); err != nil {
 		return nil, err
+	}
+	if testbreak.Any() {
+		cfg.logger.Error("TEST-ONLY SWITCHES THAT BREAK EXACTLY-ONCE ARE ON (" + testbreak.EnvVar + "); never run production jobs like this")
 	}
 	j := &Job{env: e, cfg: cfg, log: cfg.logger.With("job", cfg.job), reqs: make(chan request), done: make(chan struct{}), stop: make(chan struct{})}
 	go func() {
@@ -402,7 +406,7 @@ func (att *attempt) sourceFinished() {
 }
 
 func (att *attempt) sourceRestore(uid string) map[string][]byte {
-	if att.restored == nil {
+	if att.restored == nil || testbreak.Is(testbreak.NoRewind) {
 		return nil
 	}
 	if op := att.restored.Operators[uid]; op != nil {

@@ -1,0 +1,410 @@
+// Package verify checks a job's committed output against its input, the way
+// Jepsen's queue checker or Kafka Streams' EOS test driver do: every input
+// record must be accounted for exactly once — in the output, in the
+// dead-letter topic, or as a counted skip — and nothing may be visible that
+// a read_committed reader should not see.
+//
+// Input records must have unique values (the generator writes "seq-<n>" or
+// any unique bytes); a record's identity is its value.
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Mode is what the job did to its input.
+type Mode string
+
+const (
+	// PassThrough: the output is the input (key and value kept).
+	PassThrough Mode = "pass-through"
+	// Count: the output is, per input record, its key and the running
+	// count of that key as a decimal string.
+	Count Mode = "count"
+)
+
+// Config says what to check.
+type Config struct {
+	Brokers    []string
+	Input      string // input topic
+	Output     string // committed output topic
+	DeadLetter string // dead-letter topic, if the job has one
+	Mode       Mode   // default PassThrough
+	// Skipped is how many input records the job reports it skipped (error
+	// policy skip); they are the only records allowed to be missing.
+	Skipped int64
+	// SentinelTimeout bounds the wait for the sentinel records that prove
+	// no transaction hangs on an output partition. Default 30s.
+	SentinelTimeout time.Duration
+	// NoSentinel skips writing sentinels (for a read-only check).
+	NoSentinel bool
+}
+
+// Report is the outcome of a check. Anomalies lists every problem in words;
+// a report without anomalies means exactly-once held.
+type Report struct {
+	Inputs          int
+	Outputs         int
+	DeadLetters     int
+	Lost            int
+	Duplicated      int
+	OutOfOrder      int
+	CountGaps       int // count mode: a count skipped
+	CountRepeats    int // count mode: a count seen twice
+	AbortedInLog    int // records in the output log hidden from read_committed (aborted or open transactions): expected after failures, never visible
+	HangingOutputs  []int32
+	DuplicateInputs int
+	Anomalies       []string
+}
+
+// OK reports whether no anomaly was found.
+func (r *Report) OK() bool { return len(r.Anomalies) == 0 }
+
+func (r *Report) addf(format string, a ...any) {
+	if len(r.Anomalies) < 50 {
+		r.Anomalies = append(r.Anomalies, fmt.Sprintf(format, a...))
+	} else if len(r.Anomalies) == 50 {
+		r.Anomalies = append(r.Anomalies, "… (more anomalies not listed)")
+	}
+}
+
+// String renders the report for people.
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "inputs %d, outputs %d, dead letters %d\n", r.Inputs, r.Outputs, r.DeadLetters)
+	fmt.Fprintf(&b, "lost %d, duplicated %d, out of order %d, count gaps %d, count repeats %d\n", r.Lost, r.Duplicated, r.OutOfOrder, r.CountGaps, r.CountRepeats)
+	fmt.Fprintf(&b, "aborted or uncommitted records in the output log (invisible to read_committed): %d\n", r.AbortedInLog)
+	if len(r.HangingOutputs) > 0 {
+		fmt.Fprintf(&b, "hanging transactions on output partitions %v\n", r.HangingOutputs)
+	}
+	if r.OK() {
+		b.WriteString("OK: every input accounted for exactly once\n")
+	} else {
+		b.WriteString("ANOMALIES:\n")
+		for _, a := range r.Anomalies {
+			b.WriteString("  " + a + "\n")
+		}
+	}
+	return b.String()
+}
+
+type rec struct {
+	key, value string
+	partition  int32
+	offset     int64
+	headers    map[string]string
+}
+
+// Run performs the check.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Mode == "" {
+		cfg.Mode = PassThrough
+	}
+	if cfg.SentinelTimeout == 0 {
+		cfg.SentinelTimeout = 30 * time.Second
+	}
+	if len(cfg.Brokers) == 0 || cfg.Input == "" || cfg.Output == "" {
+		return nil, errors.New("verify needs brokers, an input topic and an output topic")
+	}
+	r := &Report{}
+	if !cfg.NoSentinel {
+		hanging, err := sentinels(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.HangingOutputs = hanging
+		for _, p := range hanging {
+			r.addf("output partition %d: a read_committed reader cannot get past an open transaction (hanging transaction)", p)
+		}
+	}
+	// The four reads are independent: run them at once.
+	type result struct {
+		recs []rec
+		err  error
+	}
+	read := func(topic string, committed bool) <-chan result {
+		ch := make(chan result, 1)
+		if topic == "" {
+			ch <- result{}
+			return ch
+		}
+		go func() {
+			recs, err := readAll(ctx, cfg.Brokers, topic, committed)
+			ch <- result{recs, err}
+		}()
+		return ch
+	}
+	inC, outC, rawC, deadC := read(cfg.Input, true), read(cfg.Output, true), read(cfg.Output, false), read(cfg.DeadLetter, true)
+	in, out, rw, dl := <-inC, <-outC, <-rawC, <-deadC
+	for _, x := range []struct {
+		what string
+		err  error
+	}{{"input " + cfg.Input, in.err}, {"output " + cfg.Output, out.err}, {"output (uncommitted) " + cfg.Output, rw.err}, {"dead letters " + cfg.DeadLetter, dl.err}} {
+		if x.err != nil {
+			return nil, fmt.Errorf("read %s: %w", x.what, x.err)
+		}
+	}
+	input, output, dead := in.recs, dropSentinels(out.recs), dl.recs
+	r.AbortedInLog = len(dropSentinels(rw.recs)) - len(output)
+	r.Inputs, r.Outputs, r.DeadLetters = len(input), len(output), len(dead)
+	switch cfg.Mode {
+	case PassThrough:
+		checkPassThrough(r, cfg, input, output, dead)
+	case Count:
+		checkCount(r, input, output, dead)
+	default:
+		return nil, fmt.Errorf("unknown mode %q: use %s or %s", cfg.Mode, PassThrough, Count)
+	}
+	return r, nil
+}
+
+func checkPassThrough(r *Report, cfg Config, input, output, dead []rec) {
+	// Identity is the value; per key, input order is the order to keep.
+	type pos struct {
+		key string
+		idx int // index among the key's inputs
+	}
+	byValue := make(map[string]pos, len(input))
+	perKey := map[string]int{}
+	for _, in := range input {
+		if _, dup := byValue[in.value]; dup {
+			r.DuplicateInputs++
+			continue
+		}
+		byValue[in.value] = pos{key: in.key, idx: perKey[in.key]}
+		perKey[in.key]++
+	}
+	if r.DuplicateInputs > 0 {
+		r.addf("%d input records share a value: values must be unique for the check to account for each record", r.DuplicateInputs)
+	}
+	seen := make(map[string]int, len(input))
+	lastIdx := map[string]int{}
+	for _, o := range output {
+		p, ok := byValue[o.value]
+		if !ok {
+			r.addf("output %s/%d@%d has a value that is in no input record: %.60q", cfg.Output, o.partition, o.offset, o.value)
+			continue
+		}
+		seen[o.value]++
+		if seen[o.value] == 2 {
+			r.Duplicated++
+			r.addf("duplicate: %.60q at %s/%d@%d", o.value, cfg.Output, o.partition, o.offset)
+		}
+		if o.key != p.key {
+			r.addf("output %s/%d@%d: key %q, the input had %q", cfg.Output, o.partition, o.offset, o.key, p.key)
+		}
+		if last, ok := lastIdx[p.key]; ok && p.idx < last {
+			r.OutOfOrder++
+			r.addf("out of order: key %q output %.60q after a later input of the same key", p.key, o.value)
+		}
+		lastIdx[p.key] = max(lastIdx[p.key], p.idx)
+	}
+	for _, d := range dead {
+		if _, ok := byValue[d.value]; !ok {
+			r.addf("dead letter %s/%d@%d has a value that is in no input record", cfg.DeadLetter, d.partition, d.offset)
+			continue
+		}
+		seen[d.value]++
+		if seen[d.value] == 2 {
+			r.Duplicated++
+			r.addf("duplicate: %.60q delivered to the output or dead-letter topic twice", d.value)
+		}
+		if d.headers["onceflow.error"] == "" || d.headers["onceflow.topic"] == "" {
+			r.addf("dead letter %s/%d@%d lacks the onceflow.topic/partition/offset/error headers", cfg.DeadLetter, d.partition, d.offset)
+		}
+	}
+	missing := 0
+	for _, in := range input {
+		if seen[in.value] == 0 {
+			missing++
+		}
+	}
+	if int64(missing) > cfg.Skipped {
+		r.Lost = missing - int(cfg.Skipped)
+		r.addf("lost: %d input records are neither in the output nor in the dead-letter topic, and only %d were reported skipped", missing, cfg.Skipped)
+	} else if int64(missing) < cfg.Skipped {
+		r.addf("%d records were reported skipped but only %d inputs are missing", cfg.Skipped, missing)
+	}
+}
+
+func checkCount(r *Report, input, output, dead []rec) {
+	want := map[string]int{}
+	for _, in := range input {
+		want[in.key]++
+	}
+	// A dead-lettered record is not counted: its key's total shrinks.
+	for _, d := range dead {
+		want[d.key]--
+	}
+	got := map[string][]rec{}
+	for _, o := range output {
+		got[o.key] = append(got[o.key], o)
+	}
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		os := got[k]
+		next := int64(1)
+		for _, o := range os {
+			n, err := strconv.ParseInt(o.value, 10, 64)
+			switch {
+			case err != nil:
+				r.addf("key %q: output %q is not a count", k, o.value)
+			case n == next:
+				next++
+			case n < next:
+				r.CountRepeats++
+				r.Duplicated++
+				r.addf("key %q: count %d seen again after %d (a record was counted twice)", k, n, next-1)
+			default:
+				r.CountGaps++
+				r.addf("key %q: count jumps from %d to %d", k, next-1, n)
+				next = n + 1
+			}
+		}
+		if int(next-1) < want[k] {
+			r.Lost += want[k] - int(next-1)
+			r.addf("key %q: counted to %d, the input has %d records", k, next-1, want[k])
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			r.addf("key %q is in the output but in no input record", k)
+		}
+	}
+}
+
+const sentinelKey = "__onceflow_sentinel"
+
+func dropSentinels(rs []rec) []rec {
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r.key != sentinelKey {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sentinels writes one record to every output partition and waits until a
+// read_committed reader sees all of them. A partition whose sentinel stays
+// invisible has a transaction left open in front of it.
+func sentinels(ctx context.Context, cfg Config) ([]int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	md, err := adm.ListEndOffsets(ctx, cfg.Output)
+	if err != nil {
+		return nil, fmt.Errorf("list output partitions: %w", err)
+	}
+	var parts []int32
+	md.Each(func(o kadm.ListedOffset) { parts = append(parts, o.Partition) })
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("output topic %s has no partitions (does it exist?)", cfg.Output)
+	}
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for _, p := range parts {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: cfg.Output, Partition: p, Key: []byte(sentinelKey), Value: []byte(stamp)}).FirstErr(); err != nil {
+			return nil, fmt.Errorf("write sentinel to %s/%d: %w", cfg.Output, p, err)
+		}
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Output),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	missing := map[int32]bool{}
+	for _, p := range parts {
+		missing[p] = true
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.SentinelTimeout)
+	defer cancel()
+	for len(missing) > 0 && wctx.Err() == nil {
+		fs := rd.PollFetches(wctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Key) == sentinelKey && string(r.Value) == stamp {
+				delete(missing, r.Partition)
+			}
+		})
+	}
+	var hanging []int32
+	for p := range missing {
+		hanging = append(hanging, p)
+	}
+	sort.Slice(hanging, func(i, j int) bool { return hanging[i] < hanging[j] })
+	return hanging, nil
+}
+
+// readAll reads a topic from the start to the end offsets seen when it
+// starts (read_committed or not), in partition order.
+func readAll(ctx context.Context, brokers []string, topic string, committed bool) ([]rec, error) {
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []rec
+	// Read until a poll of 800ms brings nothing new (fetches wait at most
+	// 200ms on the broker): the end of what
+	// is visible at this isolation level.
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return nil, ferr
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			x := rec{key: string(r.Key), value: string(r.Value), partition: r.Partition, offset: r.Offset}
+			if len(r.Headers) > 0 {
+				x.headers = map[string]string{}
+				for _, h := range r.Headers {
+					x.headers[h.Key] = string(h.Value)
+				}
+			}
+			out = append(out, x)
+		})
+		if n == 0 {
+			break
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].partition != out[j].partition {
+			return out[i].partition < out[j].partition
+		}
+		return out[i].offset < out[j].offset
+	})
+	return out, nil
+}
