@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/dirlock"
 	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/internal/runtime"
@@ -276,6 +278,23 @@ func (j *Job) run(ctx context.Context) error {
 	strategy, err := restart.New(rc.WithDefaults(), nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	}
+	if j.cfg.stateDir != "" {
+		// One live instance per state directory: a second one (or a
+		// paused zombie coming back) would write the same checkpoint
+		// directories and, without Kafka fencing, commit sinks twice.
+		root := filepath.Join(j.cfg.stateDir, j.cfg.job)
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return fmt.Errorf("%w: create state directory: %w", ErrInvalidJob, err)
+		}
+		release, err := dirlock.Lock(filepath.Join(root, "LOCK"))
+		if err != nil {
+			if errors.Is(err, dirlock.ErrLocked) {
+				return fmt.Errorf("%w: state directory %s is in use by another instance of job %q (%w): stop that instance first, or give this one its own state directory", ErrInvalidJob, root, j.cfg.job, err)
+			}
+			return fmt.Errorf("%w: lock state directory: %w", ErrInvalidJob, err)
+		}
+		defer release()
 	}
 	var stopStatus func()
 	if j.cfg.statusInterval > 0 {

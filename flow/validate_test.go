@@ -129,3 +129,38 @@ func TestPanicNamesRecordAndRestarts(t *testing.T) {
 		t.Fatalf("the final error should say why it stopped restarting: %v", err)
 	}
 }
+
+// Two live instances of one job on one state directory would write the same
+// checkpoints; the second is refused with a sentence saying what to do.
+func TestStateDirIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	build := func() *flow.Env {
+		env := flow.New(quiet(), flow.JobName("locked"), flow.StateDir(dir), flow.Checkpointing(time.Second))
+		flow.To(flow.From(env, flowtest.NewSource(flowtest.Split(events(1, 1), 1), flowtest.Unbounded())), flowtest.NewSink[event]())
+		return env
+	}
+	first, err := build().Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first instance running", func() bool { return first.Stats().Running })
+	// flock is per open file description, so a second job in this process
+	// is refused just like a second process would be.
+	err2 := build().Run(context.Background())
+	if !errors.Is(err2, flow.ErrInvalidJob) || !strings.Contains(err2.Error(), "in use by another instance") {
+		t.Fatalf("second instance: %v", err2)
+	}
+	first.Stop()
+	if err := first.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// Released: the job starts again.
+	j, err := build().Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Stop()
+	if err := j.Wait(); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+}

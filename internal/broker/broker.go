@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/onceflow/onceflow/internal/dirlock"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -428,10 +430,10 @@ func prepareDataDir(dir string) (unlock func(), unclean bool, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, false, fmt.Errorf("broker: creating data dir: %w", err)
 	}
-	unlock, err = lockDir(filepath.Join(dir, lockFileName))
+	unlock, err = dirlock.Lock(filepath.Join(dir, lockFileName))
 	if err != nil {
-		if errors.Is(err, ErrDataDirInUse) {
-			return nil, false, fmt.Errorf("broker: data dir %s: %w", dir, err)
+		if errors.Is(err, dirlock.ErrLocked) {
+			return nil, false, fmt.Errorf("broker: data dir %s: %w: %w; stop it or choose another data dir", dir, ErrDataDirInUse, err)
 		}
 		return nil, false, fmt.Errorf("broker: data dir %s is not writable: %w", dir, err)
 	}
