@@ -328,8 +328,11 @@ func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string
 
 // caughtUp reports whether the group's committed offsets (committed inside
 // the job's transactions) reached the end of the input topic.
-func caughtUp(t *testing.T, adm *kadm.Client, group, input string) bool {
+func caughtUp(t *testing.T, adm *kadm.Client, group, input string, addr ...string) bool {
 	ctx := context.Background()
+	if adm == nil {
+		adm = kadm.NewClient(client(t, addr[0]))
+	}
 	ends, err := adm.ListEndOffsets(ctx, input)
 	if err != nil {
 		return false
@@ -349,12 +352,19 @@ func caughtUp(t *testing.T, adm *kadm.Client, group, input string) bool {
 }
 
 func seed(t *testing.T) *rand.Rand {
+	r, _ := seedValue(t)
+	return r
+}
+
+// seedValue returns a seeded generator and its seed, printed so a failure
+// replays with ONCEFLOW_SEED.
+func seedValue(t *testing.T) (*rand.Rand, uint64) {
 	s := uint64(time.Now().UnixNano())
 	if v := os.Getenv("ONCEFLOW_SEED"); v != "" {
 		s, _ = strconv.ParseUint(v, 10, 64)
 	}
 	t.Logf("seed %d (replay with ONCEFLOW_SEED=%d)", s, s)
-	return rand.New(rand.NewPCG(s, 0))
+	return rand.New(rand.NewPCG(s, 0)), s
 }
 
 func e2eSize() (records, kills int) {
