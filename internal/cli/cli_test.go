@@ -73,6 +73,11 @@ func TestMainCommands(t *testing.T) {
 	if err := os.WriteFile(good, []byte(ordersYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	poison := filepath.Join(dir, "poison.yaml")
+	poisonYAML := strings.Replace(ordersYAML, "pipeline:\n", "errors: {policy: dead-letter, dead-letter-topic: orders-dlq}\npipeline:\n  - extract-key: {json-field: user}\n", 1)
+	if err := os.WriteFile(poison, []byte(poisonYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte(strings.Replace(ordersYAML, "interval:", "intervall:", 1)), 0o600); err != nil {
 		t.Fatal(err)
@@ -96,6 +101,12 @@ func TestMainCommands(t *testing.T) {
 		{args: []string{"broker", "--partitions", "0"}, code: 2, stderr: "--partitions 0 is below 1"},
 		{args: []string{"validate"}, code: 2, stderr: "validate needs the job file"},
 		{args: []string{"validate", good}, code: 0, stdout: `job "orders-count" is valid`},
+		{args: []string{"validate", poison}, code: 0, stdout: "  pipeline:   extract-key from JSON field \"user\" of the value (uid extract-key-0)\n" +
+			"              dedupe by record.key, ttl 24h (uid dedupe-1)\n" +
+			"              count by record.key (uid count-2)\n" +
+			"  sink:       order-counts, delivery exactly-once\n" +
+			"  errors:     dead-letter to orders-dlq\n"},
+		{args: []string{"validate", good}, code: 0, stdout: "  errors:     fail (default)\n"},
 		{args: []string{"validate", bad}, code: 1, stderr: `bad.yaml:15: unknown field "intervall" in checkpointing (did you mean "interval"?)`},
 		{args: []string{"validate", filepath.Join(dir, "missing.yaml")}, code: 1, stderr: "read job file: open "},
 		{args: []string{"run", "a.yaml", "b.yaml"}, code: 2, stderr: "run takes one job file, got 2 arguments"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -112,11 +113,12 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		},
 		State: StateConfig{Dir: stateDir},
 	}
-	fenv, sink, metrics, err := buildJob(jf, cc, e, runOptions{})
+	built, err := buildJob(jf, cc, e)
 	if err != nil {
 		return err
 	}
-	defer sink.Close()
+	defer built.sink.Close()
+	fenv, metrics := built.env, built.metrics
 	// The job gets its own context: Ctrl-C first stops the generator and
 	// lets the job catch up, then stops the job (a final checkpoint).
 	jobCtx, cancelJob := context.WithCancel(context.WithoutCancel(ctx))
@@ -143,8 +145,8 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	start := time.Now()
 	status := func() {
 		s := job.Stats()
-		fmt.Fprintf(e.stderr, "demo: %5.1fs  generated %d (%d resent)  read %d  written %d  duplicates dropped %d  checkpoints %d\n",
-			time.Since(start).Seconds(), gen.generated.Load(), gen.resent.Load(), metrics.RecordsRead.Load(), s.RecordsOut, metrics.DuplicatesDropped.Load(), s.CheckpointsCompleted)
+		fmt.Fprintf(e.stderr, "demo: %5.1fs  generated %d (%d resent)  read %d  lag %s  written %d  duplicates dropped %d  checkpoints %d\n",
+			time.Since(start).Seconds(), gen.generated.Load(), gen.resent.Load(), metrics.RecordsRead.Load(), fmtLag(built.lag()), s.RecordsOut, metrics.DuplicatesDropped.Load(), s.CheckpointsCompleted)
 	}
 	tick := time.NewTicker(o.statusInterval)
 	defer tick.Stop()
@@ -194,6 +196,14 @@ wait:
 		return fmt.Errorf("%s holds %d distinct events, %d were generated", demoOutput, r.distinctOut, r.distinctIn)
 	}
 	return nil
+}
+
+// fmtLag writes a lag for people: "?" while it is unknown.
+func fmtLag(lag int64) string {
+	if lag < 0 {
+		return "?"
+	}
+	return strconv.FormatInt(lag, 10)
 }
 
 func printDemoSummary(e *env, r demoResult, dropped int64, s flow.Stats) {

@@ -25,7 +25,7 @@ func TestDemo(t *testing.T) {
 	if m == nil || m[3] == "0" {
 		t.Errorf("the generator resent no duplicates, so the demo proved nothing:\n%s", out)
 	}
-	if !strings.Contains(stderr.String(), "duplicates dropped") {
-		t.Errorf("no live status line on stderr:\n%s", stderr.String())
+	if !regexp.MustCompile(`read \d+  lag (\d+|\?)  written \d+  duplicates dropped \d+`).MatchString(stderr.String()) {
+		t.Errorf("no live status line with the lag on stderr:\n%s", stderr.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 )
@@ -31,6 +32,8 @@ type JobFile struct {
 	Source   SourceConfig
 	Pipeline []Step
 	Sink     SinkConfig
+	// Errors is the errors section; without one, policy fail.
+	Errors ErrorsConfig
 	// Checkpointing holds checkpointing.*, with zero meaning the
 	// checkpoint package's default (WithDefaults is not applied).
 	Checkpointing checkpoint.Config
@@ -136,12 +139,17 @@ type Startup struct {
 
 // Step is one pipeline operator.
 type Step struct {
-	// Op is OpDedupe or OpCount.
+	// Op is OpDedupe, OpCount or OpExtractKey.
 	Op string
-	// Key is the key expression; only KeyRecordKey is supported.
+	// Key is the key expression of dedupe and count; only KeyRecordKey is
+	// supported. Empty for extract-key, which sets the key instead.
 	Key string
 	// TTL is how long dedupe remembers a key.
 	TTL time.Duration
+	// JSONField is the top-level field of the JSON object in the record
+	// value whose value extract-key makes the record key. Required for
+	// extract-key.
+	JSONField string
 	// UID identifies the step's state in checkpoints. Default
 	// "<op>-<position>", e.g. "dedupe-0"; set it explicitly before
 	// reordering a pipeline that has checkpoints.
@@ -154,10 +162,30 @@ type Step struct {
 const (
 	OpDedupe     = "dedupe"
 	OpCount      = "count"
+	OpExtractKey = "extract-key"
 	KeyRecordKey = "record.key"
 )
 
-var operators = []string{OpCount, OpDedupe}
+var operators = []string{OpCount, OpDedupe, OpExtractKey}
+
+// ErrorsConfig is the errors section: what happens to a poison record, one
+// a pipeline operator cannot process (extract-key given a value that is not
+// a JSON object with the field). Such a record fails the same way after
+// every restart, so the policy decides whether the job may go past it.
+type ErrorsConfig struct {
+	// Policy is flow.FailOnError (default: the job fails and the restart
+	// strategy decides), flow.SkipOnError (drop, count and log the record)
+	// or flow.DeadLetterOnError (write it to DeadLetterTopic).
+	Policy flow.ErrorPolicy
+	// DeadLetterTopic receives the poison records under
+	// flow.DeadLetterOnError, committed together with the sink's output.
+	// Required with that policy, and only allowed with it; it must differ
+	// from the source and sink topics.
+	DeadLetterTopic string
+}
+
+// errorPolicies are the spellings of errors.policy.
+var errorPolicies = []string{"fail", "skip", "dead-letter"}
 
 // SinkConfig is the sink section: where results go.
 type SinkConfig struct {
@@ -551,6 +579,7 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 				"delivery": d.oneOf(&jf.Sink.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
 			})
 		},
+		"errors":        func(p string, v *yaml.Node) { d.decodeErrors(p, v, &jf.Errors) },
 		"checkpointing": func(p string, v *yaml.Node) { d.decodeCheckpointing(p, v, &jf.Checkpointing) },
 		"state": func(p string, v *yaml.Node) {
 			d.mapping(p, v, map[string]field{
@@ -563,6 +592,19 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 			d.decodeRestart(p, v, &jf.Restart)
 		},
 	})
+}
+
+func (d *decoder) decodeErrors(path string, v *yaml.Node, e *ErrorsConfig) {
+	var policy string
+	d.mapping(path, v, map[string]field{
+		"policy":            d.oneOf(&policy, errorPolicies...),
+		"dead-letter-topic": d.str(&e.DeadLetterTopic),
+	})
+	p, err := flow.ParseErrorPolicy(policy)
+	if err != nil { // unreachable: oneOf checked the spelling
+		d.errorf(d.at(path+".policy"), "%v", err)
+	}
+	e.Policy = p
 }
 
 func (d *decoder) decodeKafka(path string, v *yaml.Node, k *KafkaConfig) {
@@ -758,6 +800,14 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 				"key": key,
 				"uid": d.str(&st.UID),
 			})
+		case OpExtractKey:
+			d.params(where, params, map[string]field{
+				"json-field": d.str(&st.JSONField),
+				"uid":        d.str(&st.UID),
+			})
+			if st.JSONField == "" && d.at(where+".json-field") == 0 {
+				d.errorf(k.Line, "%s.json-field is missing: name the JSON field whose value becomes the record key, such as json-field: user", where)
+			}
 		default:
 			msg := fmt.Sprintf("%s: unknown operator %q", fmt.Sprintf("%s[%d]", path, i), st.Op)
 			if s := closest(st.Op, operators); s != "" {
@@ -769,7 +819,7 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 		switch st.Key {
 		case KeyRecordKey:
 		case "":
-			if keyLine == 0 {
+			if keyLine == 0 && st.Op != OpExtractKey {
 				st.Key = KeyRecordKey // the only key there is
 			}
 		default:
@@ -932,6 +982,9 @@ func (d *decoder) validate(jf *JobFile) {
 		jf.Sink.Delivery = DeliveryExactlyOnce
 	}
 
+	// errors
+	d.validateErrors(jf, seenTopic)
+
 	// checkpointing
 	cp := jf.Checkpointing
 	if err := cp.Validate(); err != nil {
@@ -994,6 +1047,43 @@ func (d *decoder) validate(jf *JobFile) {
 		}
 	}
 	sort.SliceStable(d.errs, func(i, j int) bool { return lineOf(d.errs[i]) < lineOf(d.errs[j]) })
+}
+
+// validateErrors checks the errors section against the topics the job
+// reads and writes; seenTopic holds the source topics.
+func (d *decoder) validateErrors(jf *JobFile, seenTopic map[string]bool) {
+	e := jf.Errors
+	dlq := e.DeadLetterTopic
+	switch {
+	case e.Policy == flow.DeadLetterOnError && dlq == "":
+		if d.at("errors.dead-letter-topic") == 0 { // else: reported as empty
+			d.errorf(d.at("errors.policy"), "errors.dead-letter-topic is missing: policy dead-letter writes poison records to a topic of their own, such as dead-letter-topic: %s-dlq", orDefault(jf.Sink.Topic, "orders"))
+		}
+	case dlq != "" && e.Policy != flow.DeadLetterOnError:
+		how := "is " + e.Policy.String()
+		if d.at("errors.policy") == 0 {
+			how = "is not set (default fail)"
+		}
+		d.errorf(d.at("errors.dead-letter-topic"), "errors.dead-letter-topic only applies to policy dead-letter, and errors.policy %s: set policy: dead-letter, or remove the topic", how)
+	case dlq != "":
+		line := d.at("errors.dead-letter-topic")
+		if err := topicName(dlq); err != nil {
+			d.errorf(line, "errors.dead-letter-topic: %v", err)
+		} else if seenTopic[dlq] {
+			d.errorf(line, "errors.dead-letter-topic %q is also a source topic: the job would read its own dead letters", dlq)
+		} else if dlq == jf.Sink.Topic {
+			d.errorf(line, "errors.dead-letter-topic %q is also sink.topic: poison records would be mixed into the output; use a topic of their own", dlq)
+		} else if re, err := regexp.Compile(`^(?:` + jf.Source.TopicRegex + `)$`); jf.Source.TopicRegex != "" && err == nil && re.MatchString(dlq) {
+			d.errorf(line, "errors.dead-letter-topic %q matches source.topic-regex %q: the job would read its own dead letters", dlq, jf.Source.TopicRegex)
+		}
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func lineOf(err error) int {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 )
@@ -247,7 +248,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown top-level field without a near name",
 			new:  "frobnicate: 1\n",
-			want: `j.yaml:10: unknown field "frobnicate"; known fields: checkpointing, job, kafka, pipeline, restart, sink, source, state`,
+			want: `j.yaml:10: unknown field "frobnicate"; known fields: checkpointing, errors, job, kafka, pipeline, restart, sink, source, state`,
 		},
 		{
 			name: "top-level typo",
@@ -342,8 +343,8 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown operator",
 			new:  "pipeline:\n  - dedup: {ttl: 1h}\n  - window: {size: 1m}\n",
-			want: `j.yaml:11: pipeline[0]: unknown operator "dedup" (did you mean "dedupe"?); supported operators: count, dedupe` + "\n" +
-				`j.yaml:12: pipeline[1]: unknown operator "window"; supported operators: count, dedupe`,
+			want: `j.yaml:11: pipeline[0]: unknown operator "dedup" (did you mean "dedupe"?); supported operators: count, dedupe, extract-key` + "\n" +
+				`j.yaml:12: pipeline[1]: unknown operator "window"; supported operators: count, dedupe, extract-key`,
 		},
 		{
 			name: "unsupported key expression",
@@ -373,7 +374,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "pipeline item with two operators",
 			new:  "pipeline:\n  - {count: {}, dedupe: {ttl: 1h}}\n",
-			want: `j.yaml:11: pipeline[0] must name one operator, such as "- count: {key: record.key}"; supported operators: count, dedupe`,
+			want: `j.yaml:11: pipeline[0] must name one operator, such as "- count: {key: record.key}"; supported operators: count, dedupe, extract-key`,
 		},
 		{
 			name: "repeated field",
@@ -463,6 +464,81 @@ func TestParseErrors(t *testing.T) {
 			want: `j.yaml:10: a second YAML document: a job file describes one job; remove the "---" and what follows, or split it into two files`,
 		},
 		{
+			name: "unknown error policy",
+			new:  "errors:\n  policy: ignore\n",
+			want: `j.yaml:11: errors.policy "ignore" is not one of fail, skip, dead-letter`,
+		},
+		{
+			name: "error policy typo",
+			new:  "errors:\n  policy: deadletter\n  dead-letter-topic: dlq\n",
+			want: `j.yaml:11: errors.policy "deadletter" is not one of fail, skip, dead-letter (did you mean "dead-letter"?)`,
+		},
+		{
+			name: "dead-letter without a topic",
+			new:  "errors:\n  policy: dead-letter\n",
+			want: `j.yaml:11: errors.dead-letter-topic is missing: policy dead-letter writes poison records to a topic of their own, such as dead-letter-topic: out-dlq`,
+		},
+		{
+			name: "dead-letter with an empty topic",
+			new:  "errors:\n  policy: dead-letter\n  dead-letter-topic:\n",
+			want: `j.yaml:12: errors.dead-letter-topic is empty: give it a value or remove it`,
+		},
+		{
+			name: "dead-letter topic with policy skip",
+			new:  "errors:\n  policy: skip\n  dead-letter-topic: dlq\n",
+			want: `j.yaml:12: errors.dead-letter-topic only applies to policy dead-letter, and errors.policy is skip: set policy: dead-letter, or remove the topic`,
+		},
+		{
+			name: "dead-letter topic without a policy",
+			new:  "errors:\n  dead-letter-topic: dlq\n",
+			want: `j.yaml:11: errors.dead-letter-topic only applies to policy dead-letter, and errors.policy is not set (default fail): set policy: dead-letter, or remove the topic`,
+		},
+		{
+			name: "dead-letter topic is the source topic",
+			new:  "errors: {policy: dead-letter, dead-letter-topic: in}\n",
+			want: `j.yaml:10: errors.dead-letter-topic "in" is also a source topic: the job would read its own dead letters`,
+		},
+		{
+			name: "dead-letter topic is the sink topic",
+			new:  "errors:\n  policy: dead-letter\n  dead-letter-topic: out\n",
+			want: `j.yaml:12: errors.dead-letter-topic "out" is also sink.topic: poison records would be mixed into the output; use a topic of their own`,
+		},
+		{
+			name: "dead-letter topic matched by the source regex",
+			old:  "  topics: [in]\nsink:\n", new: "  topic-regex: \"in.*\"\nerrors: {policy: dead-letter, dead-letter-topic: in-dlq}\nsink:\n",
+			want: `j.yaml:6: errors.dead-letter-topic "in-dlq" matches source.topic-regex "in.*": the job would read its own dead letters`,
+		},
+		{
+			name: "dead-letter topic with a bad name",
+			new:  "errors:\n  policy: dead-letter\n  dead-letter-topic: a/b\n",
+			want: `j.yaml:12: errors.dead-letter-topic: topic "a/b" may only use letters, digits, '.', '_' and '-'`,
+		},
+		{
+			name: "errors is not a mapping",
+			new:  "errors: skip\n",
+			want: `j.yaml:10: errors must be a mapping of fields, not the value "skip"`,
+		},
+		{
+			name: "extract-key without json-field",
+			new:  "pipeline:\n  - extract-key:\n",
+			want: `j.yaml:11: pipeline[0].extract-key.json-field is missing: name the JSON field whose value becomes the record key, such as json-field: user`,
+		},
+		{
+			name: "extract-key takes no key expression",
+			new:  "pipeline:\n  - extract-key: {json-field: user, key: record.key}\n",
+			want: `j.yaml:11: unknown field "key" in pipeline[0].extract-key; known fields: json-field, uid`,
+		},
+		{
+			name: "extract-key typo",
+			new:  "pipeline:\n  - extract_key: {json-field: user}\n",
+			want: `j.yaml:11: pipeline[0]: unknown operator "extract_key" (did you mean "extract-key"?); supported operators: count, dedupe, extract-key`,
+		},
+		{
+			name: "extract-key field is not a value",
+			new:  "pipeline:\n  - extract-key: {json-field: [a, b]}\n",
+			want: `j.yaml:11: pipeline[0].extract-key.json-field must be a single value, not a list`,
+		},
+		{
 			name: "max parallelism out of range",
 			new:  "state: {max-parallelism: 0}\n",
 			want: `j.yaml:10: state.max-parallelism 0 is out of range: use 1..32768 (default 128)`,
@@ -511,5 +587,36 @@ func TestParseDuration(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseDuration(%q) = %v, %v; want %v, ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+func TestParseErrorsAndExtractKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, section string
+		want          ErrorsConfig
+	}{
+		{"no section: fail", "", ErrorsConfig{Policy: flow.FailOnError}},
+		{"fail", "errors: {policy: fail}\n", ErrorsConfig{Policy: flow.FailOnError}},
+		{"skip", "errors:\n  policy: skip\n", ErrorsConfig{Policy: flow.SkipOnError}},
+		{"dead-letter", "errors:\n  policy: dead-letter\n  dead-letter-topic: orders-dlq\n", ErrorsConfig{Policy: flow.DeadLetterOnError, DeadLetterTopic: "orders-dlq"}},
+		{"underscore spelling", "errors: {policy: DEAD_LETTER, dead-letter-topic: dlq}\n", ErrorsConfig{Policy: flow.DeadLetterOnError, DeadLetterTopic: "dlq"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := minimalYAML + "pipeline:\n  - extract-key: { json-field: user }\n  - count: {}\n" + tc.section
+			jf, err := ParseJobFile("j.yaml", []byte(src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jf.Errors != tc.want {
+				t.Errorf("errors = %+v, want %+v", jf.Errors, tc.want)
+			}
+			wantSteps := []Step{
+				{Op: OpExtractKey, JSONField: "user", UID: "extract-key-0", Line: 11},
+				{Op: OpCount, Key: KeyRecordKey, UID: "count-1", Line: 12},
+			}
+			if !reflect.DeepEqual(jf.Pipeline, wantSteps) {
+				t.Errorf("pipeline = %+v, want %+v", jf.Pipeline, wantSteps)
+			}
+		})
 	}
 }

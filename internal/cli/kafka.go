@@ -23,6 +23,12 @@ var kafkaAccess = RecordAccess[kafka.Record]{
 	WithCount: func(r kafka.Record, n int64) kafka.Record {
 		return kafka.Record{Key: r.Key, Value: formatCount(n), Timestamp: r.Timestamp}
 	},
+	Value: func(r kafka.Record) []byte { return r.Value },
+	WithKey: func(r kafka.Record, key []byte) kafka.Record {
+		r.Key = key
+		return r
+	},
+	Position: kafka.Record.String,
 }
 
 // toSink readies a record for the sink: a record read from a source still

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
 )
 
@@ -135,13 +139,233 @@ func TestRunStopsGracefullyOnCancel(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(map[string][]string{"x": {"1"}, "y": {"1"}}) {
 		t.Errorf("output %v", got)
 	}
-	stderr.waitFor(t, regexp.MustCompile(`msg=status .*records_out=`), done)
+	// Everything read (lag 0, known once the source fetched) and committed.
+	stderr.waitFor(t, regexp.MustCompile(`msg=status records_in=3 records_out=2 lag=0 last_checkpoint=[1-9]`), done)
+	status := regexp.MustCompile(`^time=\S+ level=INFO msg=status records_in=\d+ records_out=\d+ lag=(\d+|\?) last_checkpoint=\d+ last_checkpoint_duration=\S+ failed_checkpoints=0 restarts=0 skipped=0 dead_lettered=0$`)
 	cancel()
 	<-done
 	if code != 0 {
 		t.Fatalf("exit code %d after cancel; stderr:\n%s", code, stderr.String())
 	}
+	// One status line per tick, ours: the engine's own is off.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "msg=status") && !status.MatchString(line) {
+			t.Errorf("status line in another format: %s", line)
+		}
+	}
 	if !strings.Contains(stderr.String(), "stopping: taking a final checkpoint") {
 		t.Errorf("no final checkpoint on cancel:\n%s", stderr.String())
+	}
+}
+
+// readCommitted reads topic read_committed from the start to its last
+// stable offset: everything committed so far, nothing twice.
+func readCommitted(t testing.TB, addr, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Markers count as read, so a partition ending in one is done.
+		kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remaining := map[int32]int64{}
+	ends.Each(func(lo kadm.ListedOffset) {
+		if lo.Offset > 0 {
+			remaining[lo.Partition] = lo.Offset
+		}
+	})
+	var out []*kgo.Record
+	for len(remaining) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: partitions %v not read to the end", topic, remaining)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
+				delete(remaining, r.Partition)
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// poisonJob is a bounded job reading users, keying by the JSON field user
+// and counting per user; line 8 is where the tests put the errors section.
+const poisonJob = `job: users
+kafka:
+  brokers: [ADDR]
+source:
+  topics: [users]
+  bounded: true
+sink: {topic: user-counts, delivery: DELIVERY}
+ERRORS
+pipeline:
+  - extract-key: { json-field: user }
+checkpointing: {interval: 100ms, mode: MODE}
+state: {dir: "STATE"}
+restart: {strategy: none}
+`
+
+func writePoisonJob(t testing.TB, addr, delivery, errorsSection string) string {
+	t.Helper()
+	dir := t.TempDir()
+	mode := "exactly-once"
+	if delivery != DeliveryExactlyOnce {
+		mode = "at-least-once"
+	}
+	job := strings.NewReplacer("ADDR", addr, "DELIVERY", delivery, "MODE", mode, "ERRORS", errorsSection, "STATE", filepath.Join(dir, "state")).Replace(poisonJob)
+	file := filepath.Join(dir, "users.yaml")
+	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func TestRunPoisonRecords(t *testing.T) {
+	// 60 records, every fourth not JSON and every fifth without the field;
+	// each value is unique, so the output and the dead letters account for
+	// every input exactly once.
+	var kv []string
+	good, poison := map[string]string{}, map[string]bool{}
+	for i := range 60 {
+		var v string
+		switch {
+		case i%4 == 3:
+			v = fmt.Sprintf("garbage %d", i)
+			poison[v] = true
+		case i%5 == 4:
+			v = fmt.Sprintf(`{"id":%d}`, i)
+			poison[v] = true
+		default:
+			user := fmt.Sprintf("user-%d", i%7)
+			v = fmt.Sprintf(`{"user":%q,"n":%d}`, user, i)
+			good[v] = user
+		}
+		kv = append(kv, fmt.Sprintf("k%d", i), v)
+	}
+	for _, tc := range []struct {
+		policy, delivery string
+	}{
+		{"skip", DeliveryExactlyOnce},
+		{"dead-letter", DeliveryExactlyOnce},
+		{"dead-letter", DeliveryAtLeastOnce},
+	} {
+		t.Run(tc.policy+"/"+tc.delivery, func(t *testing.T) {
+			addr := startBroker(t, map[string]int32{"users": 3, "user-counts": 2, "users-dlq": 2})
+			produce(t, addr, "users", kv...)
+			section := "errors: {policy: skip}"
+			if tc.policy == "dead-letter" {
+				section = "errors: {policy: dead-letter, dead-letter-topic: users-dlq}"
+			}
+			file := writePoisonJob(t, addr, tc.delivery, section)
+			code, _, stderr := runMain("run", "--status-interval", "0", file)
+			if code != 0 {
+				t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+			}
+
+			seen := map[string]int{}
+			for _, r := range readCommitted(t, addr, "user-counts") {
+				seen[string(r.Value)]++
+				if user, ok := good[string(r.Value)]; !ok || string(r.Key) != user {
+					t.Errorf("output record %s=%s: want only records with a user, keyed by it", r.Key, r.Value)
+				}
+			}
+			dead := readCommitted(t, addr, "users-dlq")
+			for _, r := range dead {
+				seen[string(r.Value)]++
+				if !poison[string(r.Value)] {
+					t.Errorf("dead letter %s=%s is not a poison record", r.Key, r.Value)
+				}
+				pos := fmt.Sprintf("%s/%s@%s", header(r, kafka.HeaderTopic), header(r, kafka.HeaderPartition), header(r, kafka.HeaderOffset))
+				if msg := header(r, kafka.HeaderError); !strings.Contains(msg, "record "+pos+": extract-key json-field \"user\": ") {
+					t.Errorf("dead letter %s=%s: error header %q does not name its position %s", r.Key, r.Value, msg, pos)
+				}
+			}
+			wantDead := 0
+			if tc.policy == "dead-letter" {
+				wantDead = len(poison)
+			}
+			if len(dead) != wantDead {
+				t.Errorf("%d dead letters, want %d", len(dead), wantDead)
+			}
+			for v := range good {
+				if seen[v] != 1 {
+					t.Errorf("good record %s is in the output %d times, want 1", v, seen[v])
+				}
+			}
+			for v := range poison {
+				if want := map[bool]int{true: 1}[tc.policy == "dead-letter"]; seen[v] != want {
+					t.Errorf("poison record %q is in the dead letters %d times, want %d", v, seen[v], want)
+				}
+			}
+			skipped, deadLettered := len(poison), 0
+			if tc.policy == "dead-letter" {
+				skipped, deadLettered = 0, len(poison)
+			}
+			if want := fmt.Sprintf(" skipped=%d dead_lettered=%d\n", skipped, deadLettered); !strings.Contains(stderr, `msg="job stopped"`) || !strings.Contains(stderr, want) {
+				t.Errorf("final log line does not report%q:\n%s", want, stderr)
+			}
+		})
+	}
+}
+
+func TestRunPoisonRecordFails(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"users": 1, "user-counts": 1})
+	produce(t, addr, "users", "a", `{"user":"x"}`, "b", `{"user":"y"}`, "c", `{"user"`, "d", `{"user":"z"}`)
+	for _, section := range []string{"", "errors: {policy: fail}"} {
+		t.Run(section, func(t *testing.T) {
+			file := writePoisonJob(t, addr, DeliveryExactlyOnce, section)
+			code, _, stderr := runMain("run", "--status-interval", "0", file)
+			if code != 1 {
+				t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr)
+			}
+			want := `record users/0@2: extract-key json-field "user": no key in the record value: the value is not JSON (unexpected end of JSON input) (error policy fail; `
+			if !strings.Contains(stderr, "onceflow run: ") || !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not report %q:\n%s", want, stderr)
+			}
+			if out := readCommitted(t, addr, "user-counts"); len(out) != 0 {
+				t.Errorf("a failed bounded job committed %d records", len(out))
+			}
+		})
+	}
+}
+
+func TestStatusAttrs(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	s := flow.Stats{RecordsIn: 120, RecordsOut: 100, CheckpointsCompleted: 9, CheckpointsFailed: 1, LastCheckpoint: 10,
+		LastCheckpointDuration: 23456 * time.Microsecond, Restarts: 2, RecordsSkipped: 3, RecordsDeadLettered: 4}
+	log.Info("status", statusAttrs(s, 17)...)
+	log.Info("status", statusAttrs(s, -1)...)
+	want := `level=INFO msg=status records_in=120 records_out=100 lag=17 last_checkpoint=10 last_checkpoint_duration=23ms failed_checkpoints=1 restarts=2 skipped=3 dead_lettered=4
+level=INFO msg=status records_in=120 records_out=100 lag=? last_checkpoint=10 last_checkpoint_duration=23ms failed_checkpoints=1 restarts=2 skipped=3 dead_lettered=4
+`
+	if buf.String() != want {
+		t.Errorf("status lines\n%s\nwant\n%s", buf.String(), want)
 	}
 }

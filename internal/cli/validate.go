@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/onceflow/onceflow/flow"
 )
 
 func validateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -67,11 +69,21 @@ func describeJob(w io.Writer, jf *JobFile) {
 		switch st.Op {
 		case OpDedupe:
 			fmt.Fprintf(w, "  %-11s dedupe by %s, ttl %s (uid %s)\n", label, st.Key, fmtDuration(st.TTL), st.UID)
+		case OpExtractKey:
+			fmt.Fprintf(w, "  %-11s extract-key from JSON field %q of the value (uid %s)\n", label, st.JSONField, st.UID)
 		default:
 			fmt.Fprintf(w, "  %-11s %s by %s (uid %s)\n", label, st.Op, st.Key, st.UID)
 		}
 	}
 	fmt.Fprintf(w, "  sink:       %s, delivery %s\n", jf.Sink.Topic, jf.Sink.Delivery)
+	switch jf.Errors.Policy {
+	case flow.DeadLetterOnError:
+		fmt.Fprintf(w, "  errors:     dead-letter to %s\n", jf.Errors.DeadLetterTopic)
+	case flow.SkipOnError:
+		fmt.Fprintln(w, "  errors:     skip (drop, count and log poison records)")
+	default:
+		fmt.Fprintln(w, "  errors:     fail (default)")
+	}
 	cp := jf.Checkpointing.WithDefaults()
 	if cp.Enabled() {
 		fmt.Fprintf(w, "  checkpoint: every %s, %s, timeout %s, keep %d, in %s\n", fmtDuration(cp.Interval), cp.Mode, fmtDuration(cp.Timeout), cp.NumRetained, jf.State.Dir)
