@@ -48,6 +48,7 @@ func commands() []command {
 		{name: "validate", args: "FILE.yaml", summary: "check a job file and print the job it describes", flags: validateFlags},
 		{name: "broker", summary: "run an embedded Kafka-compatible broker for development", flags: brokerFlags},
 		{name: "demo", summary: "show exactly-once deduplication end to end with an embedded broker", flags: demoFlags},
+		{name: "verify", summary: "check that a job's committed output holds every input exactly once", flags: verifyFlags},
 		{name: "version", summary: "print the onceflow version", flags: versionFlags},
 		{name: "help", args: "[COMMAND]", summary: "show help for onceflow or one command", flags: nil},
 	}
