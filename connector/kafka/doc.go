@@ -27,4 +27,15 @@
 // transaction. If checkpoint n is aborted (timed out, declined) without
 // failing the job, its records stay in the open transaction and are
 // committed with the next checkpoint, as the flow.Sink contract requires.
+//
+// [SinkConfig].Delivery trades this guarantee for speed: at-least-once
+// writes with an idempotent producer and waits for the acknowledgements at
+// each checkpoint, none does not wait. Neither is a commit point: the job's
+// checkpoint manifest is, and the sources commit their offsets to their
+// groups after each checkpoint.
+//
+// [Sink.DeadLetters] writes the failures of flow.TryMap to a dead-letter
+// topic through the same producer, so with exactly-once a checkpoint's
+// transaction commits each input record's output or its dead letter.
+// [Source.Lag] reports how far the readers are behind the log end.
 package kafka

@@ -73,6 +73,16 @@ func (c cluster) produce(tb testing.TB, topic string, partition int32, ts time.T
 // transaction on the topic to be ended.
 func (c cluster) readCommitted(tb testing.TB, topic string) []string {
 	tb.Helper()
+	var out []string
+	for _, r := range c.readCommittedRecords(tb, topic) {
+		out = append(out, string(r.Value))
+	}
+	return out
+}
+
+// readCommittedRecords is readCommitted returning the records.
+func (c cluster) readCommittedRecords(tb testing.TB, topic string) []*kgo.Record {
+	tb.Helper()
 	ctx := testCtx(tb)
 	adm := c.admin(tb)
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
@@ -86,7 +96,7 @@ func (c cluster) readCommitted(tb testing.TB, topic string) []string {
 		}
 	})
 	cl := c.kgo(tb, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
-	byPart := map[int32][]string{}
+	byPart := map[int32][]*kgo.Record{}
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -100,11 +110,11 @@ func (c cluster) readCommitted(tb testing.TB, topic string) []string {
 				delete(want, r.Partition)
 			}
 			if !r.Attrs.IsControl() {
-				byPart[r.Partition] = append(byPart[r.Partition], string(r.Value))
+				byPart[r.Partition] = append(byPart[r.Partition], r)
 			}
 		})
 	}
-	var out []string
+	var out []*kgo.Record
 	for _, p := range slices.Sorted(maps.Keys(byPart)) {
 		out = append(out, byPart[p]...)
 	}

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -33,9 +35,34 @@ const (
 	defaultCheckpointTimeout = 10 * time.Minute
 )
 
+// Delivery is the guarantee of a [Sink]'s writes.
+type Delivery string
+
+// Deliveries [SinkConfig].Delivery accepts.
+const (
+	// DeliveryExactlyOnce writes each checkpoint's records in one Kafka
+	// transaction that is the job's commit point (see the package doc):
+	// read_committed readers see every record exactly once.
+	DeliveryExactlyOnce Delivery = "exactly-once"
+	// DeliveryAtLeastOnce writes with an idempotent producer and no
+	// transactions; a checkpoint waits until the brokers acknowledged every
+	// record written before it. After a failure the job replays from its
+	// last checkpoint, so records may be written again, but none is lost.
+	DeliveryAtLeastOnce Delivery = "at-least-once"
+	// DeliveryNone writes without waiting for acknowledgements (acks=0):
+	// records may be lost or duplicated. For output that is only looked at.
+	DeliveryNone Delivery = "none"
+)
+
 // SinkConfig configures a [Sink].
 type SinkConfig struct {
 	Client ClientConfig
+	// Delivery is the sink's guarantee, default DeliveryExactlyOnce. Only
+	// an exactly-once sink is the job's commit point and commits the
+	// offsets of OffsetsOf; with the others the sources commit their
+	// offsets to their groups after each checkpoint, and the job's
+	// checkpoint manifest is its commit point.
+	Delivery Delivery
 	// Job is the job's name, as given to flow.JobName; required. The
 	// commit point needs it before any subtask opens, to find the job's
 	// progress markers; Open fails if the running job has another name.
@@ -51,7 +78,8 @@ type SinkConfig struct {
 	KeepPartition bool
 	// OffsetsOf lists the Kafka sources whose offsets each checkpoint's
 	// transaction commits to their groups (with metadata
-	// "onceflow:<job>:<checkpoint>"), default none.
+	// "onceflow:<job>:<checkpoint>"), default none. Ignored unless
+	// Delivery is exactly-once: the sources then commit them themselves.
 	OffsetsOf []*Source
 	// TransactionalID is the stable transactional id of the job's
 	// producer, default "onceflow-<job>-0". A new instance fences the
@@ -81,6 +109,9 @@ type SinkConfig struct {
 }
 
 func (c *SinkConfig) withDefaults() {
+	if c.Delivery == "" {
+		c.Delivery = DeliveryExactlyOnce
+	}
 	if c.TransactionalID == "" && c.Job != "" {
 		c.TransactionalID = "onceflow-" + c.Job + "-0"
 	}
@@ -107,6 +138,13 @@ func (c *SinkConfig) validate() error {
 			return fmt.Errorf("OffsetsOf[%d] is nil", i)
 		}
 	}
+	switch c.Delivery {
+	case DeliveryExactlyOnce:
+	case DeliveryAtLeastOnce, DeliveryNone:
+		return nil // no transactions: the timeout does not apply
+	default:
+		return fmt.Errorf("delivery %q is not supported: use %s, %s or %s", c.Delivery, DeliveryExactlyOnce, DeliveryAtLeastOnce, DeliveryNone)
+	}
 	if c.TransactionTimeout < time.Millisecond {
 		return fmt.Errorf("transaction timeout %v is below Kafka's 1ms resolution", c.TransactionTimeout)
 	}
@@ -129,6 +167,11 @@ type Sink struct {
 	// belong to.
 	mu   sync.Mutex
 	sess *session
+
+	// deadLetterTopics are the topics of DeadLetters sinks, which the
+	// partitioner partitions by key even with KeepPartition.
+	dlMu             sync.Mutex
+	deadLetterTopics map[string]bool
 }
 
 var (
@@ -143,12 +186,22 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("kafka sink: %w", err)
 	}
-	for _, src := range cfg.OffsetsOf {
-		src.mu.Lock()
-		src.transactional = true
-		src.mu.Unlock()
+	if cfg.Delivery == DeliveryExactlyOnce {
+		for _, src := range cfg.OffsetsOf {
+			src.mu.Lock()
+			src.transactional = true
+			src.mu.Unlock()
+		}
 	}
 	return &Sink{cfg: cfg}, nil
+}
+
+func (s *Sink) exactlyOnce() bool { return s.cfg.Delivery == DeliveryExactlyOnce }
+
+func (s *Sink) isDeadLetterTopic(t string) bool {
+	s.dlMu.Lock()
+	defer s.dlMu.Unlock()
+	return s.deadLetterTopics[t]
 }
 
 // session is one transactional producer and the writers using it, from the
@@ -161,15 +214,33 @@ type session struct {
 	err error
 }
 
-// newSession creates the producer and initializes its transactional id,
-// which fences any previous instance and aborts its open transaction.
-// Caller holds s.mu.
+// newSession creates the producer. With exactly-once it initializes its
+// transactional id, which fences any previous instance and aborts its open
+// transaction, and begins a transaction. Caller holds s.mu.
 func (s *Sink) newSession(ctx context.Context) (*session, error) {
 	cfg := s.cfg
+	part := kgo.RecordPartitioner(sinkPartitioner{sink: s, byKey: kgo.StickyKeyPartitioner(nil)})
+	switch cfg.Delivery {
+	case DeliveryAtLeastOnce:
+		// kgo's producer is idempotent with acks=all by default: retries
+		// do not duplicate, and an acknowledged record is replicated.
+		cl, err := cfg.Client.newClient(part)
+		if err != nil {
+			return nil, err
+		}
+		return &session{cl: cl, writers: map[*writer]bool{}}, nil
+	case DeliveryNone:
+		// acks=0 needs the idempotent producer off.
+		cl, err := cfg.Client.newClient(part, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+		if err != nil {
+			return nil, err
+		}
+		return &session{cl: cl, writers: map[*writer]bool{}}, nil
+	}
 	cl, err := cfg.Client.newClient(
 		kgo.TransactionalID(cfg.TransactionalID),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
-		kgo.RecordPartitioner(sinkPartitioner{keep: cfg.KeepPartition, progress: cfg.ProgressTopic, byKey: kgo.StickyKeyPartitioner(nil)}),
+		part,
 	)
 	if err != nil {
 		return nil, err
@@ -212,7 +283,14 @@ func (s *Sink) closeSession() {
 		return
 	}
 	s.sess = nil
-	if sess.err == nil {
+	if !s.exactlyOnce() {
+		// kgo's Close fails buffered records: hand them to the brokers
+		// first, so a bounded job's last records arrive with delivery
+		// none too. Bounded, so a dead broker does not stall a restart.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = sess.cl.Flush(ctx)
+		cancel()
+	} else if sess.err == nil {
 		// Aborting releases the last stable offset of the partitions
 		// written; otherwise read_committed readers wait for the next
 		// instance's fencing or the transaction timeout.
@@ -240,6 +318,16 @@ func (s *Sink) Close() error {
 // Open opens the writer of one subtask. The first writer of a (re)start
 // creates the shared producer unless LastCommitted already did.
 func (s *Sink) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[Record], error) {
+	w, err := s.open(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// open opens a writer in the sink's session, for the sink's own stream or
+// a dead-letter stream.
+func (s *Sink) open(ctx context.Context, sc flow.SinkContext) (*writer, error) {
 	if sc.Job != s.cfg.Job {
 		return nil, fmt.Errorf("the Kafka sink is configured for job %q but runs in job %q: set SinkConfig.Job to the name given to flow.JobName", s.cfg.Job, sc.Job)
 	}
@@ -262,7 +350,8 @@ func (s *Sink) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[R
 		}
 		s.sess = sess
 	}
-	w := &writer{sink: s, sess: s.sess, subtask: sc.Subtask, log: log, prepared: -1}
+	w := &writer{sink: s, sess: s.sess, subtask: sc.Subtask, log: log, prepared: -1, txn: s.exactlyOnce()}
+	w.promise = w.produced
 	s.sess.writers[w] = true
 	return w, nil
 }
@@ -279,8 +368,16 @@ type nopCommitter struct{}
 func (nopCommitter) Commit(context.Context, int64, []byte) error { return nil }
 func (nopCommitter) Close() error                                { return nil }
 
-// CommitPoint returns the job's commit point: the Kafka transaction.
-func (s *Sink) CommitPoint() flow.CommitPoint { return &CommitPoint{s: s} }
+// CommitPoint returns the job's commit point, the Kafka transaction, when
+// the delivery is exactly-once, and nil otherwise: a sink without
+// transactions leaves the commit point to the job's checkpoint manifest
+// (flow ignores a nil commit point).
+func (s *Sink) CommitPoint() flow.CommitPoint {
+	if !s.exactlyOnce() {
+		return nil
+	}
+	return &CommitPoint{s: s}
+}
 
 // segment is records a writer got after it prepared checkpoint after.
 type segment struct {
@@ -288,14 +385,25 @@ type segment struct {
 	recs  []*kgo.Record
 }
 
-// writer is one subtask's writer. Records go straight into the open
-// transaction until the writer prepares a checkpoint; from then on they are
-// held until that checkpoint's commit point ran (see the package doc).
+// slabSize is how many kgo.Records a writer allocates at once: kgo keeps
+// each record until its produce completes, so they cannot be reused, but
+// allocating them together saves an allocation per record.
+const slabSize = 256
+
+// writer is one subtask's writer. With exactly-once, records go straight
+// into the open transaction until the writer prepares a checkpoint; from
+// then on they are held until that checkpoint's commit point ran (see the
+// package doc). Without transactions they are produced as they come.
 type writer struct {
 	sink    *Sink
 	sess    *session
 	subtask int
 	log     *slog.Logger
+	txn     bool // exactly-once
+	// promise is w.produced, bound once: a method value made per record
+	// would allocate.
+	promise func(*kgo.Record, error)
+	slab    []kgo.Record // unused records of the current slab
 
 	// Guarded by sink.mu.
 	prepared int64 // newest checkpoint prepared, -1 none
@@ -303,43 +411,53 @@ type writer struct {
 	held     []segment
 
 	inflight sync.WaitGroup
-	errMu    sync.Mutex
-	err      error // first failed produce
+	err      atomic.Pointer[error] // first failed produce
 }
 
-func (w *writer) setErr(err error) {
-	w.errMu.Lock()
-	if w.err == nil {
-		w.err = err
-	}
-	w.errMu.Unlock()
-}
+func (w *writer) setErr(err error) { w.err.CompareAndSwap(nil, &err) }
 
 func (w *writer) firstErr() error {
-	w.errMu.Lock()
-	defer w.errMu.Unlock()
-	return w.err
+	if p := w.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
-// produce sends r into the open transaction. Caller holds sink.mu.
+func (w *writer) produced(r *kgo.Record, err error) {
+	if err != nil {
+		w.setErr(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, fenced(err)))
+	}
+	w.inflight.Done()
+}
+
+// produce sends r to the producer. With exactly-once the caller holds
+// sink.mu.
 func (w *writer) produce(ctx context.Context, r *kgo.Record) {
 	w.inflight.Add(1)
-	w.sess.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-		if err != nil {
-			w.setErr(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, fenced(err)))
-		}
-		w.inflight.Done()
-	})
+	w.sess.cl.Produce(ctx, r, w.promise)
+}
+
+// newRecord returns a zeroed record from the writer's slab. Called from the
+// writer's goroutine only.
+func (w *writer) newRecord() *kgo.Record {
+	if len(w.slab) == 0 {
+		w.slab = make([]kgo.Record, slabSize)
+	}
+	r := &w.slab[0]
+	w.slab = w.slab[1:]
+	return r
 }
 
 func (w *writer) toKgo(rec Record) (*kgo.Record, error) {
-	r := &kgo.Record{Topic: w.sink.cfg.Topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp}
-	if r.Topic == "" {
-		r.Topic = rec.Topic
-		if r.Topic == "" {
+	topic := w.sink.cfg.Topic
+	if topic == "" {
+		topic = rec.Topic
+		if topic == "" {
 			return nil, errors.New("the record has no topic and SinkConfig.Topic is empty")
 		}
 	}
+	r := w.newRecord()
+	r.Topic, r.Partition, r.Key, r.Value, r.Timestamp = topic, rec.Partition, rec.Key, rec.Value, rec.Timestamp
 	if len(rec.Headers) > 0 {
 		r.Headers = make([]kgo.RecordHeader, len(rec.Headers))
 		for i, h := range rec.Headers {
@@ -355,8 +473,16 @@ func (w *writer) Write(ctx context.Context, rec Record) error {
 	if err != nil {
 		return err
 	}
+	return w.write(ctx, r)
+}
+
+func (w *writer) write(ctx context.Context, r *kgo.Record) error {
 	if err := w.firstErr(); err != nil {
 		return err
+	}
+	if !w.txn {
+		w.produce(ctx, r)
+		return nil
 	}
 	s := w.sink
 	s.mu.Lock()
@@ -376,21 +502,25 @@ func (w *writer) Write(ctx context.Context, rec Record) error {
 	return nil
 }
 
-// Prepare waits until the broker has every record the writer sent into the
-// transaction. The records stay invisible until the commit point commits
-// the transaction; the handle is empty because nothing is left to commit
-// afterwards.
+// Prepare waits until the broker has every record the writer sent. With
+// exactly-once the records stay invisible until the commit point commits
+// the transaction; with delivery none it does not wait. The handle is
+// empty because nothing is left to commit afterwards.
 func (w *writer) Prepare(ctx context.Context, checkpointID int64) ([]byte, error) {
-	s := w.sink
-	s.mu.Lock()
-	if w.sess.err != nil {
+	switch w.sink.cfg.Delivery {
+	case DeliveryNone:
+		return nil, w.firstErr()
+	case DeliveryExactlyOnce:
+		s := w.sink
+		s.mu.Lock()
+		if w.sess.err != nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
+		}
+		w.prepared = checkpointID
+		w.holding = true
 		s.mu.Unlock()
-		return nil, fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
 	}
-	w.prepared = checkpointID
-	w.holding = true
-	s.mu.Unlock()
-
 	done := make(chan struct{})
 	go func() { w.inflight.Wait(); close(done) }()
 	select {
@@ -404,11 +534,13 @@ func (w *writer) Prepare(ctx context.Context, checkpointID int64) ([]byte, error
 	return nil, nil
 }
 
-// Commit does nothing: the commit point committed the transaction.
+// Commit does nothing: the commit point committed the transaction, or
+// there is none.
 func (w *writer) Commit(context.Context, int64, []byte) error { return nil }
 
 // Close drops the records held for the next epoch; the last writer aborts
-// the open transaction and closes the producer.
+// the open transaction (exactly-once) or flushes (otherwise) and closes the
+// producer.
 func (w *writer) Close() error {
 	s := w.sink
 	s.mu.Lock()
@@ -425,19 +557,109 @@ func (w *writer) Close() error {
 }
 
 // sinkPartitioner partitions by key (murmur2), or by Record.Partition with
-// KeepPartition; progress markers go to partition 0.
+// KeepPartition; progress markers go to partition 0, dead letters by key.
 type sinkPartitioner struct {
-	keep     bool
-	progress string
-	byKey    kgo.Partitioner
+	sink  *Sink
+	byKey kgo.Partitioner
 }
 
 func (p sinkPartitioner) ForTopic(t string) kgo.TopicPartitioner {
-	if p.keep || t == p.progress {
+	cfg := &p.sink.cfg
+	switch {
+	case p.sink.isDeadLetterTopic(t):
+		return p.byKey.ForTopic(t)
+	case cfg.KeepPartition || t == cfg.ProgressTopic:
 		return kgo.ManualPartitioner().ForTopic(t)
 	}
 	return p.byKey.ForTopic(t)
 }
+
+// Dead-letter headers: where the failed record was read and why it failed.
+const (
+	HeaderTopic     = "onceflow.topic"
+	HeaderPartition = "onceflow.partition"
+	HeaderOffset    = "onceflow.offset"
+	HeaderError     = "onceflow.error"
+)
+
+// DeadLetters returns a sink that writes failed records (the failure stream
+// of flow.TryMap with flow.DeadLetterOnError) to topic, with the delivery
+// of s: with exactly-once in the same transaction as s's records, so a
+// checkpoint commits a record's output or its dead letter, never neither
+// or both. Connect s to the same job: its commit point commits both.
+//
+// A dead letter has the original key, value and headers, the headers
+// [HeaderTopic], [HeaderPartition], [HeaderOffset] and [HeaderError]
+// (decimal or text values), and the time it was written as its timestamp,
+// so topic retention counts from the failure. It is partitioned by key,
+// even with KeepPartition.
+func (s *Sink) DeadLetters(topic string) flow.Sink[flow.Failure[Record]] {
+	s.dlMu.Lock()
+	if s.deadLetterTopics == nil {
+		s.deadLetterTopics = map[string]bool{}
+	}
+	s.deadLetterTopics[topic] = true
+	s.dlMu.Unlock()
+	return &deadLetterSink{s: s, topic: topic}
+}
+
+// deadLetterSink is not a commit point provider: its writers join the
+// session of its Sink, whose commit point commits them.
+type deadLetterSink struct {
+	s     *Sink
+	topic string
+}
+
+func (d *deadLetterSink) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[flow.Failure[Record]], error) {
+	if d.topic == "" {
+		return nil, errors.New("the Kafka dead-letter sink has no topic: pass one to Sink.DeadLetters")
+	}
+	w, err := d.s.open(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	return &deadLetterWriter{w: w, topic: d.topic}, nil
+}
+
+func (d *deadLetterSink) Committer(context.Context, string, string) (flow.SinkCommitter, error) {
+	return nopCommitter{}, nil
+}
+
+type deadLetterWriter struct {
+	w     *writer
+	topic string
+}
+
+func (d *deadLetterWriter) Write(ctx context.Context, f flow.Failure[Record]) error {
+	rec := f.Record
+	r := d.w.newRecord()
+	r.Topic, r.Key, r.Value = d.topic, rec.Key, rec.Value
+	r.Headers = make([]kgo.RecordHeader, len(rec.Headers), len(rec.Headers)+4)
+	for i, h := range rec.Headers {
+		r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+	}
+	var msg string
+	if f.Err != nil {
+		msg = f.Err.Error()
+	}
+	r.Headers = append(r.Headers,
+		kgo.RecordHeader{Key: HeaderTopic, Value: []byte(rec.Topic)},
+		kgo.RecordHeader{Key: HeaderPartition, Value: strconv.AppendInt(nil, int64(rec.Partition), 10)},
+		kgo.RecordHeader{Key: HeaderOffset, Value: strconv.AppendInt(nil, rec.Offset, 10)},
+		kgo.RecordHeader{Key: HeaderError, Value: []byte(msg)},
+	)
+	return d.w.write(ctx, r)
+}
+
+func (d *deadLetterWriter) Prepare(ctx context.Context, id int64) ([]byte, error) {
+	return d.w.Prepare(ctx, id)
+}
+
+func (d *deadLetterWriter) Commit(ctx context.Context, id int64, h []byte) error {
+	return d.w.Commit(ctx, id, h)
+}
+
+func (d *deadLetterWriter) Close() error { return d.w.Close() }
 
 // marker is the progress record of a committed checkpoint.
 type marker struct {

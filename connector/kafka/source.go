@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -191,6 +192,8 @@ type Source struct {
 	// transactional is set when a Sink commits this source's offsets in
 	// its transactions; the reader then does not commit them itself.
 	transactional bool
+	// readers are the open readers of this process, for Lag.
+	readers map[*reader]bool
 }
 
 var (
@@ -230,6 +233,29 @@ func (s *Source) opened() (uid, group string, ok bool) {
 		return "", "", false
 	}
 	return s.uid, s.group(s.job), true
+}
+
+// Lag returns how many records this process's readers of the source are
+// behind the end of their partitions, summed over the partitions: the
+// partition's end (the last stable offset with read_committed, else the
+// high watermark; a bounded source's end offset if lower) minus the next
+// offset to read, as of the latest fetch response that carried the
+// partition. It is -1 while no open reader has had a fetch response. Safe
+// to call from any goroutine.
+func (s *Source) Lag() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum, known := int64(0), false
+	for r := range s.readers {
+		if l := r.lag.Load(); l >= 0 {
+			sum += l
+			known = true
+		}
+	}
+	if !known {
+		return -1
+	}
+	return sum
 }
 
 // ParallelismHint returns the number of partitions the source reads, so the
@@ -295,8 +321,10 @@ func (s *Source) Open(ctx context.Context, sc flow.SourceContext, restored map[s
 	r := &reader{
 		src: s, sc: sc, log: log, group: s.group(sc.Job),
 		pos: map[split]position{}, known: map[split]bool{},
+		ends:      map[split]int64{},
 		snapshots: map[int64]map[split]position{},
 	}
+	r.lag.Store(-1)
 	iso := kgo.ReadCommitted()
 	if s.cfg.ReadUncommitted {
 		iso = kgo.ReadUncommitted()
@@ -325,6 +353,12 @@ func (s *Source) Open(ctx context.Context, sc flow.SourceContext, restored map[s
 		cl.Close()
 		return nil, err
 	}
+	s.mu.Lock()
+	if s.readers == nil {
+		s.readers = map[*reader]bool{}
+	}
+	s.readers[r] = true
+	s.mu.Unlock()
 	return r, nil
 }
 
@@ -344,7 +378,16 @@ type reader struct {
 	// so discovery recognizes new ones.
 	known         map[split]bool
 	nextDiscovery time.Time
-	last          string
+	// ends holds each split's end offset from the latest fetch response
+	// that carried it; lag is their sum minus the positions, -1 before the
+	// first response. Lag reads it from other goroutines.
+	ends map[split]int64
+	lag  atomic.Int64
+	// The record emitted last, formatted only when Position asks: a
+	// string per record would cost more than the rest of Poll.
+	lastTopic     string
+	lastPartition int32
+	lastOffset    int64
 	// snapshots are positions by checkpoint, kept until the checkpoint
 	// commits when the reader commits offsets itself.
 	snapshots map[int64]map[split]position
@@ -658,46 +701,80 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	var done map[string][]int32
-	fs.EachRecord(func(kr *kgo.Record) {
-		s := split{kr.Topic, kr.Partition}
+	var (
+		done    map[string][]int32
+		fetched bool
+	)
+	// Per partition, not per record: the map lookups and stores of a
+	// position cost more than emitting a record.
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		s := split{fp.Topic, fp.Partition}
 		p, ok := r.pos[s]
-		if !ok || kr.Offset < p.next {
-			return // not ours, or already passed
+		if !ok {
+			return // not ours (any more)
 		}
-		if p.end >= 0 && kr.Offset >= p.end {
-			if p.next < p.end {
-				p.next = p.end
-				r.pos[s] = p
+		end := fp.HighWatermark
+		if !r.src.cfg.ReadUncommitted && fp.LastStableOffset >= 0 {
+			end = fp.LastStableOffset
+		}
+		r.ends[s] = end
+		fetched = true
+		startNext := p.next
+		for _, kr := range fp.Records {
+			if kr.Offset < p.next {
+				continue // already passed
+			}
+			if p.end >= 0 && kr.Offset >= p.end {
+				p.next = max(p.next, p.end)
+				break
+			}
+			p.next = kr.Offset + 1
+			if kr.Attrs.IsControl() {
+				continue
+			}
+			rec := Record{
+				Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
+				Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp,
+			}
+			if len(kr.Headers) > 0 {
+				rec.Headers = make([]Header, len(kr.Headers))
+				for i, h := range kr.Headers {
+					rec.Headers[i] = Header{h.Key, h.Value}
+				}
+			}
+			r.lastTopic, r.lastPartition, r.lastOffset = kr.Topic, kr.Partition, kr.Offset
+			emit(rec)
+		}
+		if p.next != startNext {
+			r.pos[s] = p
+			if p.end >= 0 && p.next >= p.end && startNext < p.end {
 				done = appendDone(done, s)
 			}
-			return
 		}
-		p.next = kr.Offset + 1
-		r.pos[s] = p
-		if p.end >= 0 && p.next >= p.end {
-			done = appendDone(done, s)
-		}
-		if kr.Attrs.IsControl() {
-			return
-		}
-		rec := Record{
-			Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
-			Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp,
-		}
-		if len(kr.Headers) > 0 {
-			rec.Headers = make([]Header, len(kr.Headers))
-			for i, h := range kr.Headers {
-				rec.Headers[i] = Header{h.Key, h.Value}
-			}
-		}
-		r.last = rec.String()
-		emit(rec)
 	})
+	if fetched {
+		r.updateLag()
+	}
 	if len(done) > 0 {
 		r.cl.RemoveConsumePartitions(done)
 	}
 	return nil
+}
+
+// updateLag sums end - next over the splits with a known end.
+func (r *reader) updateLag() {
+	var lag int64
+	for s, end := range r.ends {
+		p, ok := r.pos[s]
+		if !ok {
+			continue
+		}
+		if p.end >= 0 {
+			end = min(end, p.end)
+		}
+		lag += max(0, end-p.next)
+	}
+	r.lag.Store(lag)
 }
 
 func appendDone(m map[string][]int32, s split) map[string][]int32 {
@@ -788,11 +865,20 @@ func (r *reader) CheckpointCommitted(ctx context.Context, checkpointID int64) er
 	return nil
 }
 
-// Position names the record emitted last, as topic/partition@offset.
-func (r *reader) Position() string { return r.last }
+// Position names the record emitted last, as topic/partition@offset, ""
+// before the first.
+func (r *reader) Position() string {
+	if r.lastTopic == "" {
+		return ""
+	}
+	return Record{Topic: r.lastTopic, Partition: r.lastPartition, Offset: r.lastOffset}.String()
+}
 
 // Close closes the reader's client.
 func (r *reader) Close() error {
+	r.src.mu.Lock()
+	delete(r.src.readers, r)
+	r.src.mu.Unlock()
 	r.cl.Close()
 	return nil
 }
