@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"github.com/onceflow/onceflow/internal/testbreak"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -208,6 +210,7 @@ func (s *Sink) isDeadLetterTopic(t string) bool {
 // fencing at a (re)start to the last writer's Close.
 type session struct {
 	cl      *kgo.Client
+	txid    string // the transactional id (exactly-once)
 	writers map[*writer]bool
 	// err is sticky: a session whose transaction failed cannot commit
 	// again; the job fails over and the next start makes a new session.
@@ -237,8 +240,14 @@ func (s *Sink) newSession(ctx context.Context) (*session, error) {
 		}
 		return &session{cl: cl, writers: map[*writer]bool{}}, nil
 	}
+	txid := cfg.TransactionalID
+	if testbreak.Is(testbreak.NoFencing) {
+		// The broken engine of the proof suite: a fresh id per
+		// incarnation fences nobody and aborts no zombie's transaction.
+		txid += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
 	cl, err := cfg.Client.newClient(
-		kgo.TransactionalID(cfg.TransactionalID),
+		kgo.TransactionalID(txid),
 		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		part,
 	)
@@ -260,7 +269,7 @@ func (s *Sink) newSession(ctx context.Context) (*session, error) {
 		cl.Close()
 		return nil, fmt.Errorf("begin transaction: %w", fenced(err))
 	}
-	return &session{cl: cl, writers: map[*writer]bool{}}, nil
+	return &session{cl: cl, txid: txid, writers: map[*writer]bool{}}, nil
 }
 
 func (s *Sink) ensureProgressTopic(ctx context.Context, cl *kgo.Client) error {
@@ -798,7 +807,19 @@ func (c *CommitPoint) commitOffsets(ctx context.Context, sess *session, m *stora
 		if len(byGroup[g]) == 0 {
 			continue
 		}
-		if err := txnCommitOffsets(ctx, sess.cl, s.cfg.TransactionalID, g, byGroup[g], meta); err != nil {
+		if testbreak.Is(testbreak.OffsetsOutsideTxn) {
+			// The broken engine: offsets become visible before (and
+			// whether or not) the transaction commits.
+			offs := kadm.Offsets{}
+			for sp, at := range byGroup[g] {
+				offs.Add(kadm.Offset{Topic: sp.topic, Partition: sp.partition, At: at, LeaderEpoch: -1, Metadata: meta})
+			}
+			if _, err := kadm.NewClient(sess.cl).CommitOffsets(ctx, g, offs); err != nil {
+				return fmt.Errorf("commit offsets to group %q: %w", g, err)
+			}
+			continue
+		}
+		if err := txnCommitOffsets(ctx, sess.cl, sess.txid, g, byGroup[g], meta); err != nil {
 			return fmt.Errorf("commit offsets to group %q: %w", g, fenced(err))
 		}
 	}

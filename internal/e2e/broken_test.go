@@ -5,10 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/internal/verify"
 )
@@ -21,20 +27,34 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
-	for _, brk := range []string{testbreak.NoRewind, testbreak.OffsetsOutsideTxn, testbreak.NoFencing} {
+	// "control" is the same scenario with the real engine: it must pass.
+	for _, brk := range []string{"control", testbreak.NoRewind, testbreak.OffsetsOutsideTxn, testbreak.NoFencing} {
 		t.Run(brk, func(t *testing.T) {
 			rng := seed(t)
 			dir := t.TempDir()
 			addr, _ := startBroker(t, filepath.Join(dir, "broker"))
 			createTopic(t, addr, "in", 4)
 			createTopic(t, addr, "out-broken", 4)
-			const records = 30_000
-			produceInput(t, addr, "in", records, 100)
+			produceInput(t, addr, "in", 10_000, 100)
+			// Keep input flowing while the job is crashed, so every crash
+			// falls in the middle of an epoch with records in flight.
+			genCtx, stopGen := context.WithCancel(context.Background())
+			genDone := make(chan struct{})
+			go func() {
+				defer close(genDone)
+				cl := client(t, addr, kgo.DefaultProduceTopic("in"))
+				for n := 10_000; genCtx.Err() == nil; n++ {
+					_ = cl.ProduceSync(genCtx, &kgo.Record{Key: []byte("k" + strconv.Itoa(n%100)), Value: []byte("seq-" + strconv.Itoa(n))})
+				}
+			}()
 			file := writeJob(t, dir, "broken", addr, "")
 			lw := &logWriter{t: t, name: "job"}
-			start := func() (*exec.Cmd, chan error) {
+			start := func(extra ...string) (*exec.Cmd, chan error) {
 				cmd := exec.Command(binary(t), "run", file)
-				cmd.Env = append(os.Environ(), testbreak.EnvVar+"="+brk)
+				cmd.Env = append(os.Environ(), extra...)
+				if brk != "control" {
+					cmd.Env = append(cmd.Env, testbreak.EnvVar+"="+brk)
+				}
 				cmd.Stderr = lw
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
@@ -43,37 +63,54 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 				go func() { done <- cmd.Wait() }()
 				return cmd, done
 			}
-			// A few kills at random moments after the job got going.
-			for i := 0; i < 4; i++ {
-				cmd, done := start()
-				select {
-				case <-done:
-				case <-time.After(time.Duration(400+rng.IntN(400)) * time.Millisecond):
-					if brk == testbreak.NoFencing && i%2 == 0 {
-						// A paused zombie: with fencing off its open
-						// transaction is never aborted by the next one.
-						_ = cmd.Process.Signal(syscall.SIGSTOP)
-						next, nextDone := start()
-						time.Sleep(500 * time.Millisecond)
-						_ = cmd.Process.Signal(syscall.SIGCONT)
-						time.Sleep(500 * time.Millisecond)
-						_ = next.Process.Signal(syscall.SIGKILL)
-						<-nextDone
+			adm := kadm.NewClient(client(t, addr))
+			progressed := func(done chan error) bool {
+				before := groupCheckpoint(adm, "broken")
+				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+					select {
+					case <-done:
+						return false
+					case <-time.After(20 * time.Millisecond):
 					}
+					if groupCheckpoint(adm, "broken") > before {
+						return true
+					}
+				}
+				t.Fatalf("no checkpoint committed within 30s\n%s", lw)
+				return false
+			}
+			// Crash mid-epoch a few times, once a checkpoint committed.
+			// Committing offsets outside the transaction loses records
+			// when the crash falls between that commit and EndTxn: the
+			// failpoint puts it exactly there.
+			for i := 0; i < 4; i++ {
+				var extra []string
+				if (brk == testbreak.OffsetsOutsideTxn || brk == "control") && i == 0 {
+					extra = append(extra, failpoint.EnvVar+"="+failpoint.BeforeEndTxn+"=crash@2")
+				}
+				cmd, done := start(extra...)
+				if len(extra) > 0 {
+					select {
+					case <-done: // the failpoint crashed it
+					case <-time.After(30 * time.Second):
+						t.Fatalf("failpoint never fired\n%s", lw)
+					}
+					continue
+				}
+				if progressed(done) {
+					time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
 					_ = cmd.Process.Signal(syscall.SIGKILL)
 					<-done
 				}
 			}
+			stopGen()
+			<-genDone
 			cmd, done := start()
-			deadline := time.Now().Add(2 * time.Minute)
-			for time.Now().Before(deadline) {
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && !caughtUp(t, adm, "broken", "in"); {
 				select {
 				case <-done:
 					cmd, done = start()
 				case <-time.After(300 * time.Millisecond):
-				}
-				if caughtUp(t, nil, "broken", "in", addr) {
-					break
 				}
 			}
 			_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -82,10 +119,34 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if brk == "control" {
+				if !rep.OK() {
+					t.Fatalf("the real engine failed the scenario:\n%s\njob log:\n%s", rep, lw)
+				}
+				return
+			}
 			if rep.OK() {
 				t.Fatalf("the checker found nothing wrong with a broken engine (%s):\n%s\njob log:\n%s", brk, rep, lw)
 			}
 			t.Logf("caught %s:\n%s", brk, rep)
 		})
 	}
+}
+
+// groupCheckpoint returns the newest checkpoint id in the group's offset
+// metadata ("onceflow:<job>:<id>"), or -1.
+func groupCheckpoint(adm *kadm.Client, group string) int64 {
+	offs, err := adm.FetchOffsets(context.Background(), group)
+	if err != nil {
+		return -1
+	}
+	var id int64 = -1
+	offs.Each(func(o kadm.OffsetResponse) {
+		if i := strings.LastIndexByte(o.Metadata, ':'); i >= 0 {
+			if v, err := strconv.ParseInt(o.Metadata[i+1:], 10, 64); err == nil && v > id {
+				id = v
+			}
+		}
+	})
+	return id
 }

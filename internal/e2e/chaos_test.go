@@ -140,21 +140,7 @@ func TestChaos(t *testing.T) {
 	lw := &logWriter{t: t, name: "job"}
 	r := &jobRunner{t: t, bin: bin, file: jobFile, log: lw}
 	adm := kadm.NewClient(client(t, addr))
-	lastCheckpoint := func() int64 {
-		offs, err := adm.FetchOffsets(ctx, "chaos")
-		if err != nil {
-			return -1
-		}
-		var id int64 = -1
-		offs.Each(func(o kadm.OffsetResponse) {
-			if i := strings.LastIndexByte(o.Metadata, ':'); i >= 0 {
-				if v, err := strconv.ParseInt(o.Metadata[i+1:], 10, 64); err == nil && v > id {
-					id = v
-				}
-			}
-		})
-		return id
-	}
+	lastCheckpoint := func() int64 { return groupCheckpoint(adm, "chaos") }
 	// recovered waits until a checkpoint newer than before commits.
 	recovered := func(before int64, since time.Time) (time.Duration, bool) {
 		for time.Since(since) < 2*time.Minute {
