@@ -23,6 +23,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/verify"
 )
 
 var (
@@ -172,36 +174,18 @@ type outRec struct {
 	offset     int64
 }
 
-// readCommitted reads a topic to its current end with read_committed.
+// readCommitted reads a topic to its last stable offset with read_committed.
 func readCommitted(t *testing.T, addr, topic string) []outRec {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(client(t, addr))
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	rs, err := verify.ReadTopic(ctx, []string{addr}, topic, true)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("reading %s: %v", topic, err)
 	}
-	_ = ends
-	cl := client(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
-	var out []outRec
-	// Read until a poll of two seconds brings nothing new.
-	for {
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		fs := cl.PollFetches(pctx)
-		pcancel()
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s: %v", topic, ctx.Err())
-		}
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			out = append(out, outRec{key: string(r.Key), value: string(r.Value), partition: r.Partition, offset: r.Offset})
-		})
-		if n == 0 {
-			break
-		}
+	out := make([]outRec, len(rs))
+	for i, r := range rs {
+		out[i] = outRec{key: r.Key, value: r.Value, partition: r.Partition, offset: r.Offset}
 	}
 	return out
 }

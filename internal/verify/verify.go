@@ -351,25 +351,53 @@ func sentinels(ctx context.Context, cfg Config) ([]int32, error) {
 	return hanging, nil
 }
 
-// readAll reads a topic from the start to the end offsets seen when it
-// starts (read_committed or not), in partition order.
+// readAll reads a topic from its start to the end offsets seen when it
+// starts: the last stable offset for read_committed, the high watermark
+// otherwise. Control records (transaction markers) are kept while reading
+// so the reader knows when it reached an end that is a marker; they are not
+// returned.
 func readAll(ctx context.Context, brokers []string, topic string, committed bool) ([]rec, error) {
 	iso := kgo.ReadUncommitted()
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.KeepControlRecords())
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	list := adm.ListEndOffsets
+	if committed {
+		list = adm.ListCommittedOffsets
+	}
+	ends, err := list(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list start offsets: %w", err)
+	}
+	left := map[int32]int64{} // partition -> end offset still to reach
+	var lerr error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			lerr = o.Err
+			return
+		}
+		if st, ok := starts.Lookup(topic, o.Partition); ok && o.Offset > st.Offset {
+			left[o.Partition] = o.Offset
+		}
+	})
+	if lerr != nil {
+		return nil, fmt.Errorf("list end offsets: %w", lerr)
+	}
 	var out []rec
-	// Read until a poll of 800ms brings nothing new (fetches wait at most
-	// 200ms on the broker): the end of what
-	// is visible at this isolation level.
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
+	for len(left) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
@@ -384,9 +412,17 @@ func readAll(ctx context.Context, brokers []string, topic string, committed bool
 		if ferr != nil {
 			return nil, ferr
 		}
-		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
-			n++
+			end, want := left[r.Partition]
+			if !want || r.Offset >= end {
+				return // past the end this read is for
+			}
+			if r.Offset == end-1 {
+				delete(left, r.Partition)
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
 			x := rec{key: string(r.Key), value: string(r.Value), partition: r.Partition, offset: r.Offset}
 			if len(r.Headers) > 0 {
 				x.headers = map[string]string{}
@@ -396,9 +432,6 @@ func readAll(ctx context.Context, brokers []string, topic string, committed bool
 			}
 			out = append(out, x)
 		})
-		if n == 0 {
-			break
-		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].partition != out[j].partition {
@@ -406,5 +439,28 @@ func readAll(ctx context.Context, brokers []string, topic string, committed bool
 		}
 		return out[i].offset < out[j].offset
 	})
+	return out, nil
+}
+
+// Record is a record as read back by ReadTopic.
+type Record struct {
+	Key, Value string
+	Partition  int32
+	Offset     int64
+	Headers    map[string]string
+}
+
+// ReadTopic reads topic from its start to its current end (the last stable
+// offset when committed is true) and returns its records in partition and
+// offset order, without transaction markers.
+func ReadTopic(ctx context.Context, brokers []string, topic string, committed bool) ([]Record, error) {
+	rs, err := readAll(ctx, brokers, topic, committed)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, len(rs))
+	for i, r := range rs {
+		out[i] = Record{Key: r.key, Value: r.value, Partition: r.partition, Offset: r.offset, Headers: r.headers}
+	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +13,9 @@ import (
 )
 
 type fixture struct {
-	t     *testing.T
-	addr  string
-	cl    *kgo.Client
-	topic int
+	t    *testing.T
+	addr string
+	cl   *kgo.Client
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -138,5 +136,4 @@ func TestAbortedAndHangingTransactions(t *testing.T) {
 	if !strings.Contains(r.String(), "hanging") {
 		t.Fatalf("report does not say hanging:\n%s", r)
 	}
-	_ = strconv.Itoa
 }
