@@ -6,10 +6,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -86,7 +90,11 @@ var errBrokersUnreachable = errors.New("cannot reach the Kafka brokers")
 // ping checks that a broker answers before the job starts, so a wrong
 // address fails with one clear sentence instead of retries deep in the
 // engine.
-func ping(ctx context.Context, k KafkaConfig, cc kafka.ClientConfig, timeout time.Duration) error {
+//
+// outputs maps the setting that names each output topic (sink.topic,
+// errors.dead-letter-topic) to the topic: they must exist, or the job would
+// fail at its first write, after it started.
+func ping(ctx context.Context, k KafkaConfig, cc kafka.ClientConfig, timeout time.Duration, outputs map[string]string) error {
 	opts := []kgo.Opt{kgo.SeedBrokers(cc.Brokers...), kgo.ClientID(cc.ClientID)}
 	if cc.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(cc.TLS))
@@ -113,6 +121,27 @@ func ping(ctx context.Context, k KafkaConfig, cc kafka.ClientConfig, timeout tim
 			return ctx.Err()
 		}
 		return fmt.Errorf("%w in kafka.brokers (%s) within %v: %w; check the addresses and that the brokers run", errBrokersUnreachable, strings.Join(k.Brokers, ", "), timeout, err)
+	}
+	settings := slices.Sorted(maps.Keys(outputs))
+	if len(settings) == 0 {
+		return nil
+	}
+	topics := make([]string, len(settings))
+	for i, st := range settings {
+		topics[i] = outputs[st]
+	}
+	tds, err := kadm.NewClient(cl).ListTopics(pctx, topics...)
+	if err != nil {
+		return fmt.Errorf("list the output topics: %w", err)
+	}
+	for _, st := range settings {
+		td, ok := tds[outputs[st]]
+		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("%s: topic %q does not exist; create it first (for example kafka-topics.sh --create --topic %s --partitions N)", st, outputs[st], outputs[st])
+		}
+		if td.Err != nil {
+			return fmt.Errorf("%s: topic %q: %w", st, outputs[st], td.Err)
+		}
 	}
 	return nil
 }

@@ -160,7 +160,11 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout); err != nil {
+	outputs := map[string]string{"sink.topic": jf.Sink.Topic}
+	if jf.Errors.DeadLetterTopic != "" {
+		outputs["errors.dead-letter-topic"] = jf.Errors.DeadLetterTopic
+	}
+	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, outputs); err != nil {
 		return err
 	}
 	b, err := buildJob(jf, cc, e)

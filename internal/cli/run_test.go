@@ -115,6 +115,22 @@ func TestRunUnreachableBroker(t *testing.T) {
 	}
 }
 
+// A missing output topic fails before the job starts, naming the setting.
+func TestRunMissingSinkTopic(t *testing.T) {
+	addr := startBroker(t, map[string]int32{"orders": 1})
+	dir := t.TempDir()
+	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state")).Replace(ordersYAML)
+	file := filepath.Join(dir, "orders.yaml")
+	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", file}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), `sink.topic: topic "order-counts" does not exist; create it first`) {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}
+
 func TestRunStopsGracefullyOnCancel(t *testing.T) {
 	addr := startBroker(t, map[string]int32{"orders": 1, "order-counts": 1})
 	dir := t.TempDir()
