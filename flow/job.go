@@ -763,6 +763,12 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 	j := att.job
 	cfg := att.cfg
 	pending := map[int64]*pendingCP{}
+	defer func() {
+		// Whoever asked for a savepoint that did not complete must hear so.
+		for _, p := range pending {
+			att.replySavepoint(p, "", errors.New("the attempt ended (failure or stop) before the savepoint completed; trigger it again"))
+		}
+	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	sourcesLeft := len(att.sources)
