@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -93,4 +94,18 @@ func (c ClientConfig) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
 	return cl, nil
+}
+
+// explain adds to err what to check when the broker refused c's
+// credentials: kgo's own error names only the Kafka error code, and a
+// wrong password otherwise reads like any other broker failure.
+func (c ClientConfig) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) || errors.Is(err, kerr.IllegalSaslState) {
+		return fmt.Errorf("authentication to Kafka failed for SASL %s user %q: check ClientConfig.SASL (kafka.sasl in a job file): its mechanism, user and password must match a user the brokers know: %w",
+			c.SASL.Mechanism, c.SASL.User, err)
+	}
+	return err
 }

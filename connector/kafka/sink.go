@@ -355,7 +355,7 @@ func (s *Sink) open(ctx context.Context, sc flow.SinkContext) (*writer, error) {
 	if s.sess == nil {
 		sess, err := s.newSession(ctx)
 		if err != nil {
-			return nil, err
+			return nil, s.cfg.Client.explain(err)
 		}
 		s.sess = sess
 	}
@@ -903,11 +903,12 @@ func (c *CommitPoint) LastCommitted(ctx context.Context) (int64, error) {
 	sess, err := s.newSession(ctx)
 	if err != nil {
 		s.mu.Unlock()
-		return 0, err
+		return 0, s.cfg.Client.explain(err)
 	}
 	s.sess = sess
 	s.mu.Unlock()
-	return readLastMarker(ctx, s.cfg.Client, s.cfg.ProgressTopic, s.cfg.Job)
+	n, err := readLastMarker(ctx, s.cfg.Client, s.cfg.ProgressTopic, s.cfg.Job)
+	return n, s.cfg.Client.explain(err)
 }
 
 // readLastMarker reads the progress topic up to its last stable offset and

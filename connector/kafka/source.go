@@ -36,7 +36,9 @@ const (
 	StartGroupOffsets
 	// StartTimestamp starts at the first record whose timestamp is at or
 	// after SourceConfig.StartTimestamp (the end of a partition that has
-	// none).
+	// none). Only retained records count: when retention deleted the
+	// records from that time on, the partition starts at its earliest
+	// retained record and the source logs a warning.
 	StartTimestamp
 	// StartSpecificOffsets starts at SourceConfig.SpecificOffsets; unlisted
 	// partitions start at the group's offset, else at the earliest.
@@ -276,7 +278,7 @@ func (s *Source) ParallelismHint(ctx context.Context) (int, error) {
 	defer cl.Close()
 	splits, err := s.listSplits(ctx, kadm.NewClient(cl))
 	if err != nil {
-		return 0, err
+		return 0, s.cfg.Client.explain(err)
 	}
 	return max(len(splits), 1), nil
 }
@@ -359,7 +361,7 @@ func (s *Source) Open(ctx context.Context, sc flow.SourceContext, restored map[s
 	r.cl, r.adm = cl, kadm.NewClient(cl)
 	if err := r.init(ctx, restored); err != nil {
 		cl.Close()
-		return nil, err
+		return nil, s.cfg.Client.explain(err)
 	}
 	s.mu.Lock()
 	if s.readers == nil {
@@ -483,8 +485,22 @@ type listFunc func(ctx context.Context, topics ...string) (kadm.ListedOffsets, e
 
 // listed returns one offset per split from list.
 func (r *reader) listed(ctx context.Context, splits []split, list listFunc) (map[split]int64, error) {
+	lo, err := r.listedOffsets(ctx, splits, list)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[split]int64, len(lo))
+	for s, o := range lo {
+		out[s] = o.Offset
+	}
+	return out, nil
+}
+
+// listedOffsets returns one listed offset per split from list, with the
+// timestamp a lookup by time found.
+func (r *reader) listedOffsets(ctx context.Context, splits []split, list listFunc) (map[split]kadm.ListedOffset, error) {
 	if len(splits) == 0 {
-		return map[split]int64{}, nil
+		return map[split]kadm.ListedOffset{}, nil
 	}
 	topics := map[string]bool{}
 	for _, s := range splits {
@@ -494,7 +510,7 @@ func (r *reader) listed(ctx context.Context, splits []split, list listFunc) (map
 	if err != nil {
 		return nil, fmt.Errorf("list offsets: %w", err)
 	}
-	out := make(map[split]int64, len(splits))
+	out := make(map[split]kadm.ListedOffset, len(splits))
 	for _, s := range splits {
 		o, ok := lo.Lookup(s.topic, s.partition)
 		if !ok {
@@ -503,7 +519,7 @@ func (r *reader) listed(ctx context.Context, splits []split, list listFunc) (map
 		if o.Err != nil {
 			return nil, fmt.Errorf("list offsets of %s: %w", s, o.Err)
 		}
-		out[s] = o.Offset
+		out[s] = o
 	}
 	return out, nil
 }
@@ -550,10 +566,7 @@ func (r *reader) startup(ctx context.Context, owned []split) error {
 	case StartLatest:
 		offs, err = r.endOffsets(ctx, owned)
 	case StartTimestamp:
-		ms := cfg.StartTimestamp.UnixMilli()
-		offs, err = r.listed(ctx, owned, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
-			return r.adm.ListOffsetsAfterMilli(ctx, ms, topics...)
-		})
+		offs, err = r.fromTimestamp(ctx, owned)
 	case StartGroupOffsets:
 		offs, err = r.fromGroup(ctx, owned)
 	case StartSpecificOffsets:
@@ -566,6 +579,40 @@ func (r *reader) startup(ctx context.Context, owned []split) error {
 		r.pos[s] = position{next: offs[s], end: -1}
 	}
 	return nil
+}
+
+// fromTimestamp returns the first offset of each split whose record is at
+// or after the start timestamp. The broker searches only the retained
+// records, so when retention (or DeleteRecords) removed the records from
+// the timestamp on, the lookup lands on the log start offset: the source
+// starts there, and says that records it was asked for are gone.
+func (r *reader) fromTimestamp(ctx context.Context, owned []split) (map[split]int64, error) {
+	at := r.src.cfg.StartTimestamp
+	ms := at.UnixMilli()
+	found, err := r.listedOffsets(ctx, owned, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+		return r.adm.ListOffsetsAfterMilli(ctx, ms, topics...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	start, err := r.listed(ctx, owned, r.adm.ListStartOffsets)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[split]int64, len(found))
+	for _, s := range owned {
+		o := found[s]
+		out[s] = o.Offset
+		// A record at exactly the timestamp is retained, and one newer
+		// at the log start may have had deleted predecessors that were
+		// at or after it.
+		if st := start[s]; st > 0 && o.Offset == st && o.Timestamp > ms {
+			r.log.Warn("the start timestamp is before the earliest retained record of the partition; starting at its log start offset, records before it were deleted by retention",
+				"partition", s.String(), "start_timestamp", at, "log_start_offset", st,
+				"earliest_retained_timestamp", time.UnixMilli(o.Timestamp))
+		}
+	}
+	return out, nil
 }
 
 func (r *reader) fromGroup(ctx context.Context, owned []split) (map[split]int64, error) {
@@ -707,7 +754,7 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 		errs = append(errs, fmt.Errorf("read %s/%d: %w", t, p, err))
 	})
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return r.src.cfg.Client.explain(errors.Join(errs...))
 	}
 	var (
 		done    map[string][]int32
