@@ -137,3 +137,26 @@ func TestAbortedAndHangingTransactions(t *testing.T) {
 		t.Fatalf("report does not say hanging:\n%s", r)
 	}
 }
+
+// An input its producer wrote twice is expected twice in the output: the
+// job must copy each input record once, whatever its value.
+func TestDuplicateInputsAreExpectedTwice(t *testing.T) {
+	f := newFixture(t)
+	in := f.create("in", 1)
+	f.put(in, 0, "a", "seq-0", "a", "seq-0", "a", "seq-1")
+	once := f.create("once", 1)
+	f.put(once, 0, "a", "seq-0", "a", "seq-1")
+	if r := f.check(Config{Input: in, Output: once}); r.OK() || r.Lost != 1 {
+		t.Fatalf("a twice-written input copied once must count as lost: %+v", r)
+	}
+	twice := f.create("twice", 1)
+	f.put(twice, 0, "a", "seq-0", "a", "seq-0", "a", "seq-1")
+	if r := f.check(Config{Input: in, Output: twice}); !r.OK() || r.DuplicateInputs != 1 {
+		t.Fatalf("copied as often as written is correct: %+v\n%s", r, r)
+	}
+	thrice := f.create("thrice", 1)
+	f.put(thrice, 0, "a", "seq-0", "a", "seq-0", "a", "seq-0", "a", "seq-1")
+	if r := f.check(Config{Input: in, Output: thrice}); r.Duplicated != 1 {
+		t.Fatalf("a third copy is a duplicate: %+v", r)
+	}
+}
