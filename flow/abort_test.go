@@ -39,13 +39,12 @@ func (w *flakyWriter) Prepare(ctx context.Context, id int64) ([]byte, error) {
 
 func (w *flakyWriter) CheckpointAborted(context.Context, int64) { w.f.aborted.Add(1) }
 
-// With tolerable failures, a declined checkpoint does not restart the job
-// and its records are committed by the next checkpoint: still exactly once.
-func TestDeclinedCheckpointWithinTolerance(t *testing.T) {
-	sink := &flakySink{Sink: flowtest.NewSink[count](), fail: map[int64]bool{2: true, 4: true}}
+// runFlaky runs a slowed keyed count of 5 keys × 400 events into sink with
+// 1 ms checkpoints and opts, and returns the finished job's stats.
+func runFlaky(t *testing.T, sink *flakySink, opts ...flow.Option) flow.Stats {
+	t.Helper()
 	src := flowtest.NewSource(flowtest.Split(events(5, 400), 1), flowtest.PerPoll(10))
-	env := flow.New(quiet(), flow.JobName("tol"), flow.Checkpointing(time.Millisecond), flow.StateDir(t.TempDir()),
-		flow.TolerableCheckpointFailures(1), flow.Restart(restart.Config{Strategy: restart.None}))
+	env := flow.New(append([]flow.Option{quiet(), flow.JobName("tol"), flow.Checkpointing(time.Millisecond), flow.StateDir(t.TempDir())}, opts...)...)
 	slow := flow.Map(flow.From(env, src), func(e event) event {
 		if e.Seq%20 == 0 {
 			time.Sleep(200 * time.Microsecond)
@@ -61,40 +60,29 @@ func TestDeclinedCheckpointWithinTolerance(t *testing.T) {
 	if err := job.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	st := job.Stats()
+	checkCounts(t, sink.Committed(), 5, 400)
+	return job.Stats()
+}
+
+// With tolerable failures, a declined checkpoint does not restart the job
+// and its records are committed by the next checkpoint: still exactly once.
+func TestDeclinedCheckpointWithinTolerance(t *testing.T) {
+	sink := &flakySink{Sink: flowtest.NewSink[count](), fail: map[int64]bool{2: true, 4: true}}
+	st := runFlaky(t, sink, flow.TolerableCheckpointFailures(1), flow.Restart(restart.Config{Strategy: restart.None}))
 	if st.CheckpointsFailed < 2 || st.Restarts != 0 {
 		t.Fatalf("stats %+v: want 2 failed checkpoints and no restart", st)
 	}
 	if sink.aborted.Load() < 2 {
 		t.Fatalf("sink was told of %d aborts, want 2", sink.aborted.Load())
 	}
-	checkCounts(t, sink.Committed(), 5, 400)
 }
 
 // Without tolerance the first declined checkpoint fails the job over; the
 // restart strategy restores it and the output is still exactly once.
 func TestDeclinedCheckpointBeyondTolerance(t *testing.T) {
 	sink := &flakySink{Sink: flowtest.NewSink[count](), fail: map[int64]bool{3: true}}
-	src := flowtest.NewSource(flowtest.Split(events(5, 400), 1), flowtest.PerPoll(10))
-	env := flow.New(quiet(), flow.JobName("tol0"), flow.Checkpointing(time.Millisecond), flow.StateDir(t.TempDir()),
-		flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 1, Delay: time.Millisecond}))
-	slow := flow.Map(flow.From(env, src), func(e event) event {
-		if e.Seq%20 == 0 {
-			time.Sleep(200 * time.Microsecond)
-		}
-		return e
-	})
-	keyed := flow.KeyBy(slow, func(e event) string { return e.Key })
-	flow.To(flow.Process(keyed, "count", countFn), sink)
-	job, err := env.Start(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := job.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if st := job.Stats(); st.Restarts != 1 {
+	st := runFlaky(t, sink, flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 1, Delay: time.Millisecond}))
+	if st.Restarts != 1 {
 		t.Fatalf("stats %+v: want one restart", st)
 	}
-	checkCounts(t, sink.Committed(), 5, 400)
 }
