@@ -65,7 +65,7 @@ func TestTryMapPolicies(t *testing.T) {
 
 	_, _, _, err = run(flow.FailOnError)
 	var te *flow.TaskError
-	if !errors.As(err, &te) || !strings.Contains(err.Error(), "poison-0") || !strings.Contains(err.Error(), "error policy fail") {
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "record poison-") || !strings.Contains(err.Error(), "error policy fail") {
 		t.Fatalf("fail: want a task error naming the record and the policy, got %v", err)
 	}
 }
