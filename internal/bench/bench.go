@@ -464,10 +464,10 @@ func (b *bench) connectors(job, out string) (*kafka.Source, *kafka.Sink, error) 
 	return src, sink, nil
 }
 
-// runPassThrough copies the input to out with the onceflow job
-// source -> sink.
-func (b *bench) runPassThrough(ctx context.Context, out string) error {
-	job := b.topic("passthrough")
+// runJob runs the onceflow job named name from the input to out, with
+// pipeline between the Kafka source and sink.
+func (b *bench) runJob(ctx context.Context, name, out string, pipeline func(flow.Stream[kafka.Record]) flow.Stream[kafka.Record]) error {
+	job := b.topic(name)
 	src, sink, err := b.connectors(job, out)
 	if err != nil {
 		return err
@@ -478,39 +478,33 @@ func (b *bench) runPassThrough(ctx context.Context, out string) error {
 		return err
 	}
 	defer cleanup()
-	flow.To(flow.From(env, src, flow.UID("in")), sink, flow.UID("out"))
+	flow.To(pipeline(flow.From(env, src, flow.UID("in"))), sink, flow.UID("out"))
 	return env.Run(ctx)
+}
+
+// runPassThrough copies the input to out with the onceflow job
+// source -> sink.
+func (b *bench) runPassThrough(ctx context.Context, out string) error {
+	return b.runJob(ctx, "passthrough", out, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] { return s })
 }
 
 // runCount runs the onceflow job source -> keyBy(key) -> count per key in
 // keyed state -> sink, writing each record's key with its running count in
 // decimal.
 func (b *bench) runCount(ctx context.Context, out string) error {
-	job := b.topic("count")
-	src, sink, err := b.connectors(job, out)
-	if err != nil {
-		return err
-	}
-	defer sink.Close()
-	env, cleanup, err := b.jobEnv(job)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	in := flow.From(env, src, flow.UID("in"))
-	keyed := flow.KeyBy(in, func(r kafka.Record) string { return string(r.Key) })
-	counts := flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[kafka.Record, kafka.Record] {
-		n := state.NewValue[int64](s, "n")
-		return func(_ flow.Context, r kafka.Record, emit flow.Collector[kafka.Record]) error {
-			c, _ := n.Get()
-			c++
-			n.Set(c)
-			emit.Emit(kafka.Record{Key: r.Key, Value: strconv.AppendInt(nil, c, 10), Timestamp: r.Timestamp})
-			return nil
-		}
+	return b.runJob(ctx, "count", out, func(in flow.Stream[kafka.Record]) flow.Stream[kafka.Record] {
+		keyed := flow.KeyBy(in, func(r kafka.Record) string { return string(r.Key) })
+		return flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[kafka.Record, kafka.Record] {
+			n := state.NewValue[int64](s, "n")
+			return func(_ flow.Context, r kafka.Record, emit flow.Collector[kafka.Record]) error {
+				c, _ := n.Get()
+				c++
+				n.Set(c)
+				emit.Emit(kafka.Record{Key: r.Key, Value: strconv.AppendInt(nil, c, 10), Timestamp: r.Timestamp})
+				return nil
+			}
+		})
 	})
-	flow.To(counts, sink, flow.UID("out"))
-	return env.Run(ctx)
 }
 
 // Format renders rs as an aligned table.
