@@ -32,7 +32,7 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 		t.Run(brk, func(t *testing.T) {
 			rng := seed(t)
 			dir := t.TempDir()
-			addr, _ := startBroker(t, filepath.Join(dir, "broker"))
+			addr := startBroker(t, filepath.Join(dir, "broker"))
 			createTopic(t, addr, "in", 4)
 			createTopic(t, addr, "out-broken", 4)
 			produceInput(t, addr, "in", 10_000, 100)

@@ -63,7 +63,7 @@ func TestChaos(t *testing.T) {
 	bin := binary(t)
 	brokerDir := filepath.Join(dir, "broker")
 	addr := freeAddr(t)
-	brk := runBroker(t, addr, brokerDir)
+	brk := runBroker(t, addr, brokerDir) // kept: the chaos loop stops and restarts it
 	createTopic(t, addr, "in", 4)
 	createTopic(t, addr, "out-chaos", 4)
 	jobFile := writeJob(t, dir, "chaos", addr, "")

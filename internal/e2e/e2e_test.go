@@ -93,32 +93,13 @@ func (w *logWriter) String() string {
 	return strings.Join(w.tail, "\n")
 }
 
-// startBroker runs `onceflow broker` as its own process.
-func startBroker(t *testing.T, dataDir string) (string, *exec.Cmd) {
+// startBroker runs `onceflow broker` as its own process on a free port and
+// returns its address.
+func startBroker(t *testing.T, dataDir string) string {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(binary(t), "broker", "--addr", addr, "--data-dir", dataDir, "--partitions", "4")
-	lw := &logWriter{t: t, name: "broker"}
-	cmd.Stderr = lw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return addr, cmd
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broker did not come up on %s:\n%s", addr, lw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	runBroker(t, addr, dataDir)
+	return addr
 }
 
 func client(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
@@ -370,7 +351,7 @@ func TestCrashKafkaToKafka(t *testing.T) {
 	const keys = 500
 	rng := seed(t)
 	dir := t.TempDir()
-	addr, _ := startBroker(t, filepath.Join(dir, "broker"))
+	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "in", 4)
 	createTopic(t, addr, "out-pass", 4)
 	createTopic(t, addr, "out-count", 4)
