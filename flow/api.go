@@ -56,6 +56,20 @@ type ParallelismHinter interface {
 	ParallelismHint(ctx context.Context) (int, error)
 }
 
+// PriorProgressReporter is implemented by sources (and sinks) that can tell,
+// outside the state directory, whether the job made progress before: a
+// Kafka source finds offsets the job committed to its group. When the job
+// has no checkpoint to restore, the runtime asks them; any answer makes the
+// start refuse unless flow.StartFresh is set (docs/design.md, "Recovery
+// decisions"), so a lost state directory or a deleted commit record is
+// never silently answered with a fresh start.
+type PriorProgressReporter interface {
+	// PriorProgress describes each piece of earlier progress of job found
+	// (for example "group g has offsets committed by checkpoint 41 of job
+	// j"), none when there is none.
+	PriorProgress(ctx context.Context, job string) ([]string, error)
+}
+
 // Positioner is implemented by source readers that can describe the record
 // last emitted (for example "orders/3@1042"), so failures name it.
 type Positioner interface {

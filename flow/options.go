@@ -29,6 +29,8 @@ type config struct {
 	fromSavepoint    string
 	allowNonRestored bool
 	allowFallback    bool
+	startFresh       bool
+	resumeLatest     bool
 	logger           *slog.Logger
 	batchSize        int
 	channelCapacity  int
@@ -129,6 +131,24 @@ func AllowNonRestoredState() Option { return func(c *config) { c.allowNonRestore
 // naming the damaged file.
 func AllowCheckpointFallback() Option { return func(c *config) { c.allowFallback = true } }
 
+// StartFresh lets a job that has no committed checkpoint start from its
+// sources' startup modes even though earlier progress of the job exists:
+// checkpoints in the state directory, offsets its sources committed to their
+// groups, or a commit record of another installation of the job (see
+// docs/design.md, "Recovery decisions"). Without it such a start is refused,
+// because it would process input again that the job's output already holds,
+// or skip input. It applies only when there is no checkpoint to restore, so
+// leaving it set cannot throw away a checkpoint the job committed later.
+// Default: off.
+func StartFresh() Option { return func(c *config) { c.startFresh = true } }
+
+// ResumeLatestCheckpoint lets a job whose commit point has no record of it
+// (a Kafka progress record that was deleted, or a switch from at-least-once
+// to exactly-once delivery) restore the newest checkpoint in its state
+// directory whose commit is confirmed there. Without it such a start is
+// refused. It applies only when the commit point has no record. Default: off.
+func ResumeLatestCheckpoint() Option { return func(c *config) { c.resumeLatest = true } }
+
 // Logger sets the logger. Default slog.Default().
 func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
@@ -183,6 +203,9 @@ func (c *config) validate() error {
 		if err := c.restart.WithDefaults().Validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.startFresh && c.resumeLatest {
+		add("StartFresh and ResumeLatestCheckpoint exclude each other: choose one")
 	}
 	if c.batchSize < 1 {
 		add("batch size %d is below 1", c.batchSize)

@@ -32,6 +32,8 @@ const (
 	// DefaultTransactionTimeout is Kafka's default transaction.max.timeout.ms,
 	// the longest timeout a default broker accepts.
 	DefaultTransactionTimeout = 15 * time.Minute
+	// DefaultMaxHeldBytes is SinkConfig.MaxHeldBytes's default.
+	DefaultMaxHeldBytes = 64 << 20
 	// defaultCheckpointTimeout mirrors the engine's default, for validation
 	// when SinkConfig.CheckpointTimeout is unset.
 	defaultCheckpointTimeout = 10 * time.Minute
@@ -100,6 +102,15 @@ type SinkConfig struct {
 	// (transaction.max.timeout.ms). A transaction the broker times out only
 	// aborts an epoch: the job fails over and replays it.
 	TransactionTimeout time.Duration
+	// MaxHeldBytes bounds the memory of records held while a checkpoint
+	// commits, default DefaultMaxHeldBytes (64 MiB); exactly-once only.
+	// Kafka transactions are sequential per producer, so a writer that has
+	// prepared checkpoint n keeps the records it gets next in memory until
+	// the commit point of n has run. When the held records (keys, values
+	// and headers) reach this many bytes, the writer blocks until the
+	// commit or abort of n releases them: backpressure reaches the
+	// sources instead of memory growing with the input rate.
+	MaxHeldBytes int64
 	// CheckpointInterval is the job's checkpoint interval, used only to
 	// validate TransactionTimeout (the sink cannot see the job's
 	// configuration). Default 0.
@@ -126,6 +137,9 @@ func (c *SinkConfig) withDefaults() {
 	if c.CheckpointTimeout == 0 {
 		c.CheckpointTimeout = defaultCheckpointTimeout
 	}
+	if c.MaxHeldBytes == 0 {
+		c.MaxHeldBytes = DefaultMaxHeldBytes
+	}
 }
 
 func (c *SinkConfig) validate() error {
@@ -134,6 +148,9 @@ func (c *SinkConfig) validate() error {
 	}
 	if c.Job == "" {
 		return errors.New("the Kafka sink needs the job's name (SinkConfig.Job, as given to flow.JobName): its transactional id and progress markers are per job")
+	}
+	if c.MaxHeldBytes < 0 {
+		return fmt.Errorf("MaxHeldBytes %d is negative", c.MaxHeldBytes)
 	}
 	for i, s := range c.OffsetsOf {
 		if s == nil {

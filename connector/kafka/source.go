@@ -74,6 +74,31 @@ const (
 	ResetNone
 )
 
+// TopicRecreated says what a source does when a topic it reads was deleted
+// and created again under the same name (Kafka gives it a new topic id), so
+// the positions it holds belong to records that no longer exist.
+type TopicRecreated int
+
+const (
+	// RecreatedReadEarliest reads the new topic from its earliest offset
+	// and logs a warning naming the old and new topic ids. The records of
+	// the old topic are gone; every record of the new one is read once.
+	RecreatedReadEarliest TopicRecreated = iota
+	// RecreatedFail stops the job with an error naming the topic, so an
+	// operator decides (flow.ErrUnrecoverable: restarting does not help).
+	RecreatedFail
+)
+
+func (t TopicRecreated) String() string {
+	switch t {
+	case RecreatedReadEarliest:
+		return "earliest"
+	case RecreatedFail:
+		return "fail"
+	}
+	return fmt.Sprintf("TopicRecreated(%d)", int(t))
+}
+
 // Source defaults.
 const (
 	DefaultDiscoveryInterval = 5 * time.Minute
@@ -128,6 +153,11 @@ type SourceConfig struct {
 	Bounded bool
 	// MaxPollRecords bounds the records one Poll emits, default 10000.
 	MaxPollRecords int
+	// OnTopicRecreated is what happens when a topic the source read was
+	// deleted and created again under the same name, detected by its topic
+	// id at restore and at partition discovery; default
+	// RecreatedReadEarliest.
+	OnTopicRecreated TopicRecreated
 }
 
 func (c *SourceConfig) withDefaults() {
@@ -176,6 +206,9 @@ func (c *SourceConfig) validate() error {
 	}
 	if c.ResetFallback < ResetEarliest || c.ResetFallback > ResetNone {
 		return fmt.Errorf("unknown reset fallback %d", int(c.ResetFallback))
+	}
+	if c.OnTopicRecreated < RecreatedReadEarliest || c.OnTopicRecreated > RecreatedFail {
+		return fmt.Errorf("unknown OnTopicRecreated %d", int(c.OnTopicRecreated))
 	}
 	if c.MaxPollRecords < 0 {
 		return fmt.Errorf("MaxPollRecords %d is negative", c.MaxPollRecords)
