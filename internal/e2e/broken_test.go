@@ -115,7 +115,7 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 			}
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			<-done
-			rep, err := verify.Run(context.Background(), verify.Config{Brokers: []string{addr}, Input: "in", Output: "out-broken", SentinelTimeout: 5 * time.Second})
+			rep, err := verify.Run(context.Background(), verify.Config{Brokers: []string{addr}, Input: "in", Output: "out-broken", Sentinels: true, SentinelTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

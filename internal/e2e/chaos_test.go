@@ -232,7 +232,7 @@ func TestChaos(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	stopRead()
-	rep, err := verify.Run(ctx, verify.Config{Brokers: []string{addr}, Input: "in", Output: "out-chaos"})
+	rep, err := verify.Run(ctx, verify.Config{Brokers: []string{addr}, Input: "in", Output: "out-chaos", Sentinels: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,20 @@
 // dead-letter topic, or as a counted skip — and nothing may be visible that
 // a read_committed reader should not see.
 //
-// Input records must have unique values (the generator writes "seq-<n>" or
-// any unique bytes); a record's identity is its value.
+// In pass-through mode input records must have unique values (the generator
+// writes "seq-<n>" or any unique bytes); a record's identity is its value.
+// Dedupe mode identifies records by key instead.
+//
+// Verify only reads unless asked to write sentinels (Config.Sentinels): it
+// finds a transaction left open on an output partition from the partition's
+// offsets (see Config.SettleTimeout).
 package verify
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +36,14 @@ const (
 	// Count: the output is, per input record, its key and the running
 	// count of that key as a decimal string.
 	Count Mode = "count"
+	// Dedupe: the job drops every record whose key it has seen before
+	// (the YAML step dedupe: {key: record.key, ttl: ...}); the output is one
+	// record per distinct input key. See Config.DedupeTTL and checkDedupe.
+	Dedupe Mode = "dedupe"
 )
+
+// Modes lists the modes, for messages and help.
+var Modes = []Mode{PassThrough, Count, Dedupe}
 
 // Config says what to check.
 type Config struct {
@@ -40,13 +53,31 @@ type Config struct {
 	DeadLetter string // dead-letter topic, if the job has one
 	Mode       Mode   // default PassThrough
 	// Skipped is how many input records the job reports it skipped (error
-	// policy skip); they are the only records allowed to be missing.
+	// policy skip); they are the only records allowed to be missing (in
+	// Dedupe mode: each excuses one input key missing from the output).
 	Skipped int64
-	// SentinelTimeout bounds the wait for the sentinel records that prove
-	// no transaction hangs on an output partition. Default 30s.
+	// Sentinels makes verify write one sentinel record to every output
+	// partition and wait until a read_committed reader sees each of them:
+	// proof through the read path that no transaction hangs. Off by
+	// default, because it writes to the job's real output topic (readers
+	// other than verify see the sentinels; their key is
+	// "__onceflow_sentinel"). Without sentinels the check only reads: see
+	// SettleTimeout.
+	Sentinels bool
+	// SentinelTimeout bounds the wait for the sentinels. Default 30s.
 	SentinelTimeout time.Duration
-	// NoSentinel skips writing sentinels (for a read-only check).
-	NoSentinel bool
+	// SettleTimeout is, without Sentinels, how long an output partition
+	// whose last stable offset (what read_committed reads up to) is below
+	// its high watermark may take to settle: the partition is fine once its
+	// last stable offset reaches the high watermark seen when the check
+	// began (every transaction open then has ended). A partition that does
+	// not is reported as held by a hanging transaction. Default 10s.
+	SettleTimeout time.Duration
+	// DedupeTTL is the dedupe step's ttl (Dedupe mode only; 0: keys are
+	// remembered forever). A key may then appear in the output once more
+	// for every input record of it that comes at least DedupeTTL after the
+	// key's previous input record, by record timestamp; see checkDedupe.
+	DedupeTTL time.Duration
 }
 
 // Report is the outcome of a check. Anomalies lists every problem in words;
@@ -62,8 +93,18 @@ type Report struct {
 	CountRepeats    int // count mode: a count seen twice
 	AbortedInLog    int // records in the output log hidden from read_committed (aborted or open transactions): expected after failures, never visible
 	HangingOutputs  []int32
-	DuplicateInputs int // input records whose value repeats an earlier one's: not an anomaly of the job
-	Anomalies       []string
+	Hanging         []HangingPartition // HangingOutputs with their offsets
+	DuplicateInputs int                // input records whose value repeats an earlier one's: not an anomaly of the job
+	// Dedupe mode: InputKeys is the number of distinct input keys;
+	// MayReappear the input records that come at least DedupeTTL after
+	// their key's previous one (each may add one output record of the key);
+	// WrongValues the output records whose value is not the one expected
+	// (the key's first input record's, see checkDedupe).
+	InputKeys   int
+	MayReappear int
+	WrongValues int
+	Mode        Mode
+	Anomalies   []string
 }
 
 // OK reports whether no anomaly was found.
@@ -83,15 +124,21 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "inputs %d, outputs %d, dead letters %d\n", r.Inputs, r.Outputs, r.DeadLetters)
 	fmt.Fprintf(&b, "lost %d, duplicated %d, out of order %d, count gaps %d, count repeats %d\n", r.Lost, r.Duplicated, r.OutOfOrder, r.CountGaps, r.CountRepeats)
 	fmt.Fprintf(&b, "aborted or uncommitted records in the output log (invisible to read_committed): %d\n", r.AbortedInLog)
+	if r.Mode == Dedupe {
+		fmt.Fprintf(&b, "distinct input keys %d, input records that may pass dedupe again after the TTL %d, output records with an unexpected value %d\n", r.InputKeys, r.MayReappear, r.WrongValues)
+	}
 	if r.DuplicateInputs > 0 {
 		fmt.Fprintf(&b, "input records that repeat an earlier one's value (written twice by their producer; each expected as often as it was written): %d\n", r.DuplicateInputs)
 	}
 	if len(r.HangingOutputs) > 0 {
 		fmt.Fprintf(&b, "hanging transactions on output partitions %v\n", r.HangingOutputs)
 	}
-	if r.OK() {
+	switch {
+	case r.OK() && r.Mode == Dedupe:
+		b.WriteString("OK: every distinct input key accounted for exactly once\n")
+	case r.OK():
 		b.WriteString("OK: every input accounted for exactly once\n")
-	} else {
+	default:
 		b.WriteString("ANOMALIES:\n")
 		for _, a := range r.Anomalies {
 			b.WriteString("  " + a + "\n")
@@ -104,6 +151,7 @@ type rec struct {
 	key, value string
 	partition  int32
 	offset     int64
+	ts         int64 // timestamp, unix milliseconds
 	headers    map[string]string
 }
 
@@ -115,18 +163,33 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.SentinelTimeout == 0 {
 		cfg.SentinelTimeout = 30 * time.Second
 	}
+	if cfg.SettleTimeout == 0 {
+		cfg.SettleTimeout = 10 * time.Second
+	}
 	if len(cfg.Brokers) == 0 || cfg.Input == "" || cfg.Output == "" {
 		return nil, errors.New("verify needs brokers, an input topic and an output topic")
 	}
-	r := &Report{}
-	if !cfg.NoSentinel {
-		hanging, err := sentinels(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		r.HangingOutputs = hanging
-		for _, p := range hanging {
-			r.addf("output partition %d: a read_committed reader cannot get past an open transaction (hanging transaction)", p)
+	if !slices.Contains(Modes, cfg.Mode) {
+		return nil, fmt.Errorf("unknown mode %q: use %s, %s or %s", cfg.Mode, PassThrough, Count, Dedupe)
+	}
+	if cfg.DedupeTTL < 0 || cfg.SettleTimeout < 0 || cfg.SentinelTimeout < 0 {
+		return nil, errors.New("the dedupe TTL and the timeouts must not be negative")
+	}
+	if cfg.DedupeTTL != 0 && cfg.Mode != Dedupe {
+		return nil, fmt.Errorf("a dedupe TTL applies to mode %s only, not %s", Dedupe, cfg.Mode)
+	}
+	r := &Report{Mode: cfg.Mode}
+	hanging, err := checkHanging(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.Hanging = hanging
+	for _, h := range hanging {
+		r.HangingOutputs = append(r.HangingOutputs, h.Partition)
+		if cfg.Sentinels {
+			r.addf("output partition %d: hanging transaction: the sentinel written to it stayed invisible to a read_committed reader for %v (last stable offset %d, high watermark %d)", h.Partition, cfg.SentinelTimeout, h.LastStable, h.HighWatermark)
+		} else {
+			r.addf("output partition %d: hanging transaction: its last stable offset stayed at %d, below the high watermark %d, for %v (an open transaction holds it; read_committed readers cannot read past offset %d)", h.Partition, h.LastStable, h.HighWatermark, cfg.SettleTimeout, h.LastStable)
 		}
 	}
 	// The four reads are independent: run them at once.
@@ -164,8 +227,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		checkPassThrough(r, cfg, input, output, dead)
 	case Count:
 		checkCount(r, input, output, dead)
-	default:
-		return nil, fmt.Errorf("unknown mode %q: use %s or %s", cfg.Mode, PassThrough, Count)
+	case Dedupe:
+		checkDedupe(r, cfg, input, output, dead)
 	}
 	return r, nil
 }
@@ -313,6 +376,9 @@ func sentinels(ctx context.Context, cfg Config) ([]int32, error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	md, err := adm.ListEndOffsets(ctx, cfg.Output)
+	if err == nil {
+		err = md.Error() // a missing topic is a partition -1 with an error
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list output partitions: %w", err)
 	}
@@ -427,7 +493,7 @@ func readAll(ctx context.Context, brokers []string, topic string, committed bool
 			if r.Attrs.IsControl() {
 				return
 			}
-			x := rec{key: string(r.Key), value: string(r.Value), partition: r.Partition, offset: r.Offset}
+			x := rec{key: string(r.Key), value: string(r.Value), partition: r.Partition, offset: r.Offset, ts: r.Timestamp.UnixMilli()}
 			if len(r.Headers) > 0 {
 				x.headers = map[string]string{}
 				for _, h := range r.Headers {

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,12 @@ func (f *fixture) put(topic string, p int32, kvs ...string) {
 func (f *fixture) check(cfg Config) *Report {
 	f.t.Helper()
 	cfg.Brokers = []string{f.addr}
-	cfg.SentinelTimeout = 3 * time.Second
+	if cfg.SentinelTimeout == 0 {
+		cfg.SentinelTimeout = 3 * time.Second
+	}
+	if cfg.SettleTimeout == 0 {
+		cfg.SettleTimeout = 2 * time.Second
+	}
 	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		f.t.Fatal(err)
@@ -98,43 +104,179 @@ func TestCountAnomalies(t *testing.T) {
 	}
 }
 
+// txn starts a transaction that writes value to topic/p and returns its
+// client; the transaction stays open until the caller ends it.
+func (f *fixture) txn(id, topic string, p int32, key, value string) *kgo.Client {
+	f.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(cl.Close)
+	if err := cl.BeginTransaction(); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: p, Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+		f.t.Fatal(err)
+	}
+	return cl
+}
+
+// endOffsets returns the high watermark of every partition of topic: how
+// many records (transaction markers included) it holds.
+func (f *fixture) endOffsets(topic string) []int64 {
+	f.t.Helper()
+	ends, err := kadm.NewClient(f.cl).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []int64
+	for p := int32(0); ; p++ {
+		o, ok := ends.Lookup(topic, p)
+		if !ok {
+			return out
+		}
+		out = append(out, o.Offset)
+	}
+}
+
 // Records of an aborted transaction are in the log but not visible; an open
-// transaction hangs its partition for read_committed readers.
+// transaction hangs its partition for read_committed readers. Both ways of
+// finding it (offsets only, the default; sentinels on request) report the
+// partition and its offsets.
 func TestAbortedAndHangingTransactions(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		sentinels bool
+		// High watermarks of the output after each check: the sentinel
+		// mode adds one record per partition and check.
+		endsAfterAborted, endsAfterHanging []int64
+		want                               HangingPartition
+		wantText                           string
+	}{
+		{
+			name:             "offsets",
+			endsAfterAborted: []int64{1, 2}, // seq-0; the aborted record and its marker
+			endsAfterHanging: []int64{1, 3}, // + the open transaction's record
+			want:             HangingPartition{Partition: 1, LastStable: 2, HighWatermark: 3},
+			wantText:         "output partition 1: hanging transaction: its last stable offset stayed at 2, below the high watermark 3, for 2s",
+		},
+		{
+			name:             "sentinels",
+			sentinels:        true,
+			endsAfterAborted: []int64{2, 3},
+			endsAfterHanging: []int64{3, 5},
+			want:             HangingPartition{Partition: 1, LastStable: 3, HighWatermark: 5},
+			wantText:         "output partition 1: hanging transaction: the sentinel written to it stayed invisible to a read_committed reader for 3s (last stable offset 3, high watermark 5)",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			in := f.create("in", 1)
+			f.put(in, 0, "a", "seq-0")
+			out := f.create("out", 2)
+			f.put(out, 0, "a", "seq-0")
+			aborted := f.txn("t1", out, 1, "a", "seq-0")
+			if err := aborted.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+				t.Fatal(err)
+			}
+			r := f.check(Config{Input: in, Output: out, Sentinels: tt.sentinels})
+			if !r.OK() || r.AbortedInLog != 1 || len(r.Hanging) != 0 {
+				t.Fatalf("an aborted transaction is not an anomaly, and must be counted: %+v\n%s", r, r)
+			}
+			if got := f.endOffsets(out); !slices.Equal(got, tt.endsAfterAborted) {
+				t.Fatalf("output high watermarks after the check %v, want %v", got, tt.endsAfterAborted)
+			}
+			f.txn("t2", out, 1, "a", "seq-0") // left open
+			r = f.check(Config{Input: in, Output: out, Sentinels: tt.sentinels})
+			if r.OK() || !slices.Equal(r.HangingOutputs, []int32{1}) || len(r.Hanging) != 1 || r.Hanging[0] != tt.want {
+				t.Fatalf("hanging transaction on partition 1 not caught as %+v: %+v\n%s", tt.want, r, r)
+			}
+			if r.Lost != 0 || r.Duplicated != 0 || r.AbortedInLog != 2 {
+				t.Fatalf("want lost 0, duplicated 0, 2 invisible records (aborted + open): %+v", r)
+			}
+			if !strings.Contains(r.String(), tt.wantText) || !strings.Contains(r.String(), "hanging transactions on output partitions [1]") {
+				t.Fatalf("report does not say %q:\n%s", tt.wantText, r)
+			}
+			if got := f.endOffsets(out); !slices.Equal(got, tt.endsAfterHanging) {
+				t.Fatalf("output high watermarks after the check %v, want %v", got, tt.endsAfterHanging)
+			}
+		})
+	}
+}
+
+// By default verify writes nothing: the output topic holds as many records
+// after the check as before. Sentinels, on request, add one per partition.
+func TestVerifyWritesNothingByDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		sentinels bool
+		want      []int64 // high watermarks after the check
+		records   int     // records in the output after the check
+	}{
+		{"default", false, []int64{2, 1, 0}, 3},
+		{"sentinels", true, []int64{3, 2, 1}, 6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			in := f.create("in", 1)
+			f.put(in, 0, "a", "seq-0", "b", "seq-1", "c", "seq-2")
+			out := f.create("out", 3)
+			f.put(out, 0, "a", "seq-0", "b", "seq-1")
+			f.put(out, 1, "c", "seq-2")
+			if got := f.endOffsets(out); !slices.Equal(got, []int64{2, 1, 0}) {
+				t.Fatalf("output before the check %v", got)
+			}
+			before, err := ReadTopic(context.Background(), []string{f.addr}, out, false)
+			if err != nil || len(before) != 3 {
+				t.Fatalf("read %d records before the check (%v), want 3", len(before), err)
+			}
+			r := f.check(Config{Input: in, Output: out, Sentinels: tt.sentinels})
+			if !r.OK() || r.Outputs != 3 {
+				t.Fatalf("correct output flagged: %+v\n%s", r, r)
+			}
+			if got := f.endOffsets(out); !slices.Equal(got, tt.want) {
+				t.Fatalf("output high watermarks after the check %v, want %v", got, tt.want)
+			}
+			after, err := ReadTopic(context.Background(), []string{f.addr}, out, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(after) != tt.records {
+				t.Fatalf("%d records in the output after the check, want %d", len(after), tt.records)
+			}
+		})
+	}
+}
+
+// A transaction open when the check starts and committed while it waits is
+// not hanging: the check waits for it (up to SettleTimeout) without writing.
+func TestOpenTransactionThatEndsIsNotHanging(t *testing.T) {
 	f := newFixture(t)
 	in := f.create("in", 1)
 	f.put(in, 0, "a", "seq-0")
 	out := f.create("out", 2)
-	f.put(out, 0, "a", "seq-0")
-	txn := func(id string) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: out, Partition: 1, Key: []byte("a"), Value: []byte("seq-0")}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		return cl
-	}
-	aborted := txn("t1")
-	if err := aborted.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+	open := f.txn("t1", out, 1, "a", "seq-0")
+	const delay = time.Second
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(delay)
+		done <- open.EndTransaction(context.Background(), kgo.TryCommit)
+	}()
+	start := time.Now()
+	r := f.check(Config{Input: in, Output: out, SettleTimeout: 20 * time.Second})
+	took := time.Since(start)
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r := f.check(Config{Input: in, Output: out})
-	if !r.OK() || r.AbortedInLog != 1 {
-		t.Fatalf("an aborted transaction is not an anomaly, and must be counted: %+v\n%s", r, r)
+	if !r.OK() || len(r.Hanging) != 0 || r.Outputs != 1 || r.Lost != 0 {
+		t.Fatalf("a transaction that commits within the settle timeout is not hanging: %+v\n%s", r, r)
 	}
-	txn("t2") // left open
-	r = f.check(Config{Input: in, Output: out})
-	if len(r.HangingOutputs) != 1 || r.HangingOutputs[0] != 1 || r.OK() {
-		t.Fatalf("hanging transaction on partition 1 not caught: %+v", r)
+	if took < delay-100*time.Millisecond || took > 15*time.Second {
+		t.Fatalf("the check took %v: it should have waited for the commit after %v", took, delay)
 	}
-	if !strings.Contains(r.String(), "hanging") {
-		t.Fatalf("report does not say hanging:\n%s", r)
+	if got := f.endOffsets(out); !slices.Equal(got, []int64{0, 2}) { // the record and its commit marker
+		t.Fatalf("output high watermarks %v, want [0 2]", got)
 	}
 }
 
