@@ -54,7 +54,7 @@ func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", tmp, err)
 	}
-	if name == manifestName {
+	if name == manifestName || name == pendingName {
 		if err := failpoint.Inject(failpoint.MidManifestWrite); err != nil {
 			return err
 		}

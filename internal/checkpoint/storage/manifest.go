@@ -62,9 +62,41 @@ type Manifest struct {
 	MaxParallelism int `json:"max_parallelism"`
 	// Operators holds each operator's state by operator uid.
 	Operators map[string]*OperatorState `json:"operators"`
+	// CommitPoint names the commit point that decides whether this
+	// checkpoint is committed: "" when the manifest write itself is the
+	// commit point (Store.Commit), otherwise the external one (such as
+	// "kafka"), which records the manifest's checksum (Store.WritePending,
+	// Store.Confirm).
+	CommitPoint string `json:"commit_point,omitempty"`
+	// Incarnation identifies the run (one restore to the next failure)
+	// that wrote the manifest; an external commit point records it too, so
+	// a restore can tell a manifest from the run that committed from one
+	// that a later run left behind.
+	Incarnation string `json:"incarnation,omitempty"`
+	// StateID identifies the state directory (Store.StateID) the
+	// checkpoint was taken in.
+	StateID string `json:"state_id,omitempty"`
+	// Final is true for the checkpoint a graceful stop took last.
+	Final bool `json:"final,omitempty"`
+	// Counters carry the job's counters across processes.
+	Counters Counters `json:"counters"`
 	// Dir is the directory the manifest was loaded from or written to. It is
 	// not stored: a savepoint can be moved.
 	Dir string `json:"-"`
+}
+
+// Counters are job counters as of a checkpoint, so that a new process
+// continues them instead of starting from zero.
+type Counters struct {
+	// Restarts counts the job's restarts: failovers inside a process and
+	// starts of a new process after one that did not stop gracefully.
+	Restarts int64 `json:"restarts"`
+	// RecordsCommitted counts the records sinks wrote in checkpoints that
+	// committed (output that was aborted and written again counts once).
+	RecordsCommitted int64 `json:"records_committed"`
+	// CheckpointsCompleted and CheckpointsFailed count checkpoints.
+	CheckpointsCompleted int64 `json:"checkpoints_completed"`
+	CheckpointsFailed    int64 `json:"checkpoints_failed"`
 }
 
 // validate checks what a manifest must satisfy to be restorable. On load a
@@ -202,20 +234,27 @@ func decodeManifest(data []byte, path string, o origin) (*Manifest, error) {
 // is missing from dir or has another size than recorded. It fills in Version
 // and CreatedAt when they are zero and sets m.Dir to dir.
 func WriteManifest(dir string, m *Manifest) error {
+	_, err := writeManifestFile(dir, manifestName, m)
+	return err
+}
+
+// writeManifestFile writes m as dir/name the way WriteManifest describes
+// and returns the hex SHA-256 of the file written.
+func writeManifestFile(dir, name string, m *Manifest) (string, error) {
 	if m == nil {
-		return errors.New("storage: write manifest: the manifest is nil")
+		return "", errors.New("storage: write manifest: the manifest is nil")
 	}
 	if m.Version == 0 {
 		m.Version = ManifestVersion
 	}
 	if m.Version != ManifestVersion {
-		return fmt.Errorf("storage: write manifest: %w %d (this build writes version %d)", ErrUnsupportedVersion, m.Version, ManifestVersion)
+		return "", fmt.Errorf("storage: write manifest: %w %d (this build writes version %d)", ErrUnsupportedVersion, m.Version, ManifestVersion)
 	}
 	if err := m.validate(); err != nil {
-		return fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: %w", m.CheckpointID, err)
+		return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: %w", m.CheckpointID, err)
 	}
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return fmt.Errorf("storage: write manifest: %w", err)
+		return "", fmt.Errorf("storage: write manifest: %w", err)
 	}
 	// A cheap guard against committing a checkpoint whose state never made it
 	// to disk; hashing is left to Verify because it reads everything.
@@ -223,10 +262,10 @@ func WriteManifest(dir string, m *Manifest) error {
 		for _, f := range m.Operators[uid].Keyed {
 			st, err := os.Stat(filepath.Join(dir, f.Path))
 			if err != nil {
-				return fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %w", m.CheckpointID, uid, err)
+				return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %w", m.CheckpointID, uid, err)
 			}
 			if st.Size() != f.Size {
-				return fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: state file %s has %d bytes, the manifest says %d",
+				return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: state file %s has %d bytes, the manifest says %d",
 					m.CheckpointID, uid, f.Path, st.Size(), f.Size)
 			}
 		}
@@ -236,23 +275,24 @@ func WriteManifest(dir string, m *Manifest) error {
 	}
 	data, err := encodeManifest(m)
 	if err != nil {
-		return fmt.Errorf("storage: encode the manifest of checkpoint %d: %w", m.CheckpointID, err)
+		return "", fmt.Errorf("storage: encode the manifest of checkpoint %d: %w", m.CheckpointID, err)
 	}
-	err = writeAtomic(dir, manifestName, func(w io.Writer) error {
+	err = writeAtomic(dir, name, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := syncDir(dir); err != nil {
-		return err
+		return "", err
 	}
 	if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
-		return err
+		return "", err
 	}
 	m.Dir = dir
-	return nil
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // LoadManifest reads and checks dir/_manifest. It verifies the manifest's
