@@ -56,3 +56,28 @@ func TestSourceLag(t *testing.T) {
 		t.Errorf("Lag after the readers closed = %d, want -1", got)
 	}
 }
+
+// A caught-up source knows its lag: no fetch response carries a partition
+// without new records, so the reader lists the end offsets itself. Here
+// the topic is empty; a subtask that owns no partition reports 0 at once.
+func TestLagKnownWhenCaughtUp(t *testing.T) {
+	c := startBroker(t, map[string]int32{"in": 2})
+	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}})
+	// Three subtasks for two partitions: one is idle.
+	var rs []flow.SourceReader[Record]
+	for i := range 3 {
+		rs = append(rs, openReader(t, src, i, 3, nil))
+	}
+	ctx := testCtx(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for src.Lag() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Lag = %d 5s after the readers started on an empty topic, want 0", src.Lag())
+		}
+		for _, r := range rs {
+			if err := r.Poll(ctx, func(rec Record) { t.Errorf("read %q from an empty topic", rec.Value) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +111,27 @@ const (
 // barriers (flow.SourceReader asks for about 100ms).
 const pollWait = 100 * time.Millisecond
 
+// discoveryTimeout bounds one partition discovery (a topic listing and the
+// offsets of what it found).
+const discoveryTimeout = 10 * time.Second
+
+// Lag of caught-up readers: a fetch response carries only partitions with
+// new records, so at most every lagRefreshInterval Poll lists the end
+// offsets of the partitions no fetch response carried since the last
+// listing, waiting at most lagListTimeout for the answer.
+const (
+	lagRefreshInterval = 3 * time.Second
+	lagListTimeout     = time.Second
+)
+
+// maxSnapshots bounds the checkpoints whose offsets a reader keeps until
+// they commit: an aborted checkpoint never commits, so without a bound its
+// entry would stay forever.
+const maxSnapshots = 16
+
+// priorProgressTimeout bounds PriorProgress.
+const priorProgressTimeout = 10 * time.Second
+
 // fetchMaxWait is how long the broker may hold a fetch without data.
 const fetchMaxWait = 500 * time.Millisecond
 
@@ -140,9 +163,13 @@ type SourceConfig struct {
 	// partition's retained range fails the job at start.
 	SpecificOffsets map[string]map[int32]int64
 	// DiscoveryInterval is how often the source looks for new partitions
-	// (and, with TopicRegex, new topics), default 5 minutes; negative turns
-	// discovery off. New partitions are read from their earliest offset by
-	// the subtask that owns them. Bounded sources never discover.
+	// (and, with TopicRegex, new topics) and checks the topic ids of the
+	// topics it reads (see OnTopicRecreated), default 5 minutes; negative
+	// turns discovery off. New partitions are read from their earliest
+	// offset by the subtask that owns them, except partitions a restored
+	// checkpoint has a position for (parked because they were not listed at
+	// the restore): those resume at that position. Bounded sources never
+	// discover.
 	DiscoveryInterval time.Duration
 	// ReadUncommitted reads records of open and aborted transactions too,
 	// default false (read_committed, which exactly-once needs).
@@ -155,8 +182,12 @@ type SourceConfig struct {
 	MaxPollRecords int
 	// OnTopicRecreated is what happens when a topic the source read was
 	// deleted and created again under the same name, detected by its topic
-	// id at restore and at partition discovery; default
-	// RecreatedReadEarliest.
+	// id (checkpoints keep it with the positions) at restore, at partition
+	// discovery, and as soon as the Kafka client reports the topic id it
+	// reads unknown; default RecreatedReadEarliest. A running reader
+	// handles it in place, without failing the job. Brokers without topic
+	// ids (before Kafka 2.8), and checkpoints written before positions
+	// carried the id, cannot be checked: their topic is taken as it is.
 	OnTopicRecreated TopicRecreated
 }
 
@@ -229,13 +260,17 @@ type Source struct {
 	// transactional is set when a Sink commits this source's offsets in
 	// its transactions; the reader then does not commit them itself.
 	transactional bool
-	// readers are the open readers of this process, for Lag.
+	// readers are the open readers of this process, for Lag and
+	// checkpointOffsets.
 	readers map[*reader]bool
 }
 
 var (
-	_ flow.Source[Record]    = (*Source)(nil)
-	_ flow.ParallelismHinter = (*Source)(nil)
+	_ flow.Source[Record]        = (*Source)(nil)
+	_ flow.ParallelismHinter     = (*Source)(nil)
+	_ flow.PriorProgressReporter = (*Source)(nil)
+	_ flow.SourceReader[Record]  = (*reader)(nil)
+	_ flow.Positioner            = (*reader)(nil)
 )
 
 // NewSource validates cfg and returns a source.
@@ -283,22 +318,99 @@ func (s *Source) opened() (uid, group string, ok bool) {
 // partition's end (the last stable offset with read_committed, else the
 // high watermark; a bounded source's end offset if lower) minus the next
 // offset to read, as of the latest fetch response that carried the
-// partition. It is -1 while no open reader has had a fetch response. Safe
-// to call from any goroutine.
+// partition or, for partitions without new records, the latest listing of
+// end offsets (each reader's Poll lists them at most every few seconds).
+// A reader that owns no partition counts 0. It is -1 while no reader is
+// open or one of them does not know its lag yet (before its first Poll):
+// a partial sum would look like progress that is not there. Safe to call
+// from any goroutine.
 func (s *Source) Lag() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sum, known := int64(0), false
-	for r := range s.readers {
-		if l := r.lag.Load(); l >= 0 {
-			sum += l
-			known = true
-		}
-	}
-	if !known {
+	if len(s.readers) == 0 {
 		return -1
 	}
+	var sum int64
+	for r := range s.readers {
+		l := r.lag.Load()
+		if l < 0 {
+			return -1
+		}
+		sum += l
+	}
 	return sum
+}
+
+// checkpointOffsets returns the group of the source and the next offsets
+// of checkpoint id, merged over this process's open readers: what each
+// recorded in its Snapshot(id), parked partitions included. ok is false
+// when no reader is open or one of them has no snapshot of id (it never
+// took one, or dropped it: entries up to a committed checkpoint are
+// dropped, and only the newest maxSnapshots are kept). Safe to call from
+// any goroutine; the Kafka commit point uses it.
+func (s *Source) checkpointOffsets(id int64) (group string, offs map[split]int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.readers) == 0 {
+		return "", nil, false
+	}
+	offs = map[split]int64{}
+	for r := range s.readers {
+		r.snapMu.Lock()
+		snap, has := r.snapshots[id]
+		if has {
+			maps.Copy(offs, snap.read)
+			maps.Copy(offs, snap.parked)
+		}
+		r.snapMu.Unlock()
+		if !has {
+			return "", nil, false
+		}
+	}
+	return s.group(s.job), offs, true
+}
+
+// PriorProgress implements [flow.PriorProgressReporter]: it reads the
+// offsets committed to the source's group (SourceConfig.Group, default
+// "onceflow-<job>") and, when some carry this job's checkpoint metadata
+// ("onceflow:<job>:<n>"), describes them with the highest checkpoint n.
+// A group that does not exist, or holds only offsets of other tools or
+// jobs, is no progress of the job. It gives up after 10 seconds.
+func (s *Source) PriorProgress(ctx context.Context, job string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, priorProgressTimeout)
+	defer cancel()
+	cl, err := s.cfg.Client.newClient()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	group := s.group(job)
+	var resps kadm.OffsetResponses
+	err = retryRead(ctx, func() error {
+		var err error
+		resps, err = kadm.NewClient(cl).FetchOffsets(ctx, group)
+		return err
+	})
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetch the offsets of group %q: %w", group, s.cfg.Client.explain(err))
+	}
+	prefix := offsetMetadataPrefix(job)
+	last := int64(-1)
+	resps.Each(func(o kadm.OffsetResponse) {
+		if o.Err != nil || o.At < 0 || !strings.HasPrefix(o.Metadata, prefix) {
+			return
+		}
+		if n, err := strconv.ParseInt(o.Metadata[len(prefix):], 10, 64); err == nil && n >= 0 {
+			last = max(last, n)
+		}
+	})
+	if last < 0 {
+		return nil, nil
+	}
+	return []string{fmt.Sprintf("group %q has offsets committed by checkpoint %d of job %q", group, last, job)}, nil
 }
 
 // ParallelismHint returns the number of partitions the source reads, so the
@@ -309,15 +421,16 @@ func (s *Source) ParallelismHint(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer cl.Close()
-	splits, err := s.listSplits(ctx, kadm.NewClient(cl))
+	splits, _, err := s.listSplits(ctx, kadm.NewClient(cl))
 	if err != nil {
 		return 0, s.cfg.Client.explain(err)
 	}
 	return max(len(splits), 1), nil
 }
 
-// listSplits returns the partitions of the source's topics, sorted.
-func (s *Source) listSplits(ctx context.Context, adm *kadm.Client) ([]split, error) {
+// listSplits returns the partitions of the source's topics, sorted, and
+// the topic ids of the topics.
+func (s *Source) listSplits(ctx context.Context, adm *kadm.Client) ([]split, map[string]topicID, error) {
 	var (
 		tds kadm.TopicDetails
 		err error
@@ -328,9 +441,10 @@ func (s *Source) listSplits(ctx context.Context, adm *kadm.Client) ([]split, err
 		tds, err = adm.ListTopics(ctx, s.cfg.Topics...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", err)
+		return nil, nil, fmt.Errorf("list topics: %w", err)
 	}
 	var out []split
+	ids := make(map[string]topicID, len(tds))
 	for _, name := range slices.Sorted(maps.Keys(tds)) {
 		td := tds[name]
 		if s.re != nil && (td.IsInternal || len(name) > 1 && name[:2] == "__" || !s.re.MatchString(name)) {
@@ -338,16 +452,17 @@ func (s *Source) listSplits(ctx context.Context, adm *kadm.Client) ([]split, err
 		}
 		if td.Err != nil {
 			if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-				return nil, fmt.Errorf("topic %q does not exist", name)
+				return nil, nil, fmt.Errorf("topic %q does not exist", name)
 			}
-			return nil, fmt.Errorf("topic %q: %w", name, td.Err)
+			return nil, nil, fmt.Errorf("topic %q: %w", name, td.Err)
 		}
+		ids[name] = topicID(td.ID)
 		for p := range td.Partitions {
 			out = append(out, split{name, p})
 		}
 	}
 	sortSplits(out)
-	return out, nil
+	return out, ids, nil
 }
 
 // Open opens the reader of subtask sc.Subtask: it takes the partitions it
@@ -364,8 +479,10 @@ func (s *Source) Open(ctx context.Context, sc flow.SourceContext, restored map[s
 	r := &reader{
 		src: s, sc: sc, log: log, group: s.group(sc.Job),
 		pos: map[split]position{}, known: map[split]bool{},
-		ends:      map[split]int64{},
-		snapshots: map[int64]map[split]position{},
+		parked:    map[split]position{},
+		ends:      map[split]endOffset{},
+		endGen:    1,
+		snapshots: map[int64]snapshotOffsets{},
 	}
 	r.lag.Store(-1)
 	iso := kgo.ReadCommitted()
@@ -417,29 +534,56 @@ type reader struct {
 	// pos holds every owned split's position: next is one past the last
 	// record emitted (or control record passed).
 	pos map[split]position
-	// known holds every split of the source seen so far, owned or not,
+	// parked holds the restored positions of owned splits that were not
+	// listed at the restore (their topic was deleted, or is no longer
+	// named by the configuration, or lost the partition). Every snapshot
+	// keeps them, and discovery resumes such a split at its position when
+	// it is listed again.
+	parked map[split]position
+	// known holds every split of the source listed so far, owned or not,
 	// so discovery recognizes new ones.
 	known         map[split]bool
 	nextDiscovery time.Time
 	// ends holds each split's end offset from the latest fetch response
-	// that carried it; lag is their sum minus the positions, -1 before the
-	// first response. Lag reads it from other goroutines.
-	ends map[split]int64
-	lag  atomic.Int64
+	// that carried it, or from the latest listing of end offsets for
+	// splits no fetch response carried since the listing before (caught
+	// up, or not fetched yet); endGen counts those listings. lag is the
+	// sum of the ends minus the positions, -1 before the first response or
+	// listing; Lag reads it from other goroutines.
+	ends           map[split]endOffset
+	endGen         uint64
+	nextLagRefresh time.Time
+	lag            atomic.Int64
 	// The record emitted last, formatted only when Position asks: a
 	// string per record would cost more than the rest of Poll.
 	lastTopic     string
 	lastPartition int32
 	lastOffset    int64
-	// snapshots are positions by checkpoint, kept until the checkpoint
-	// commits when the reader commits offsets itself.
-	snapshots map[int64]map[split]position
+	// snapshots are the offsets of each checkpoint's Snapshot, kept until
+	// the checkpoint commits (at most maxSnapshots): the reader commits
+	// them to the group itself unless a Kafka sink does, which reads them
+	// with Source.checkpointOffsets from its own goroutine.
+	snapMu    sync.Mutex
+	snapshots map[int64]snapshotOffsets
+}
+
+// endOffset is a split's end offset; gen is the reader's endGen when a
+// fetch response gave it, 0 when a listing did.
+type endOffset struct {
+	off int64
+	gen uint64
+}
+
+// snapshotOffsets are the next offsets one Snapshot recorded: of the
+// splits the reader reads, and of its parked splits.
+type snapshotOffsets struct {
+	read, parked map[split]int64
 }
 
 func (r *reader) owns(s split) bool { return owner(s, r.sc.Parallelism) == r.sc.Subtask }
 
 func (r *reader) init(ctx context.Context, restored map[string][]byte) error {
-	all, err := r.src.listSplits(ctx, r.adm)
+	all, ids, err := r.src.listSplits(ctx, r.adm)
 	if err != nil {
 		return err
 	}
@@ -454,9 +598,9 @@ func (r *reader) init(ctx context.Context, restored map[string][]byte) error {
 		r.log.Warn("kafka source subtask owns no partition and stays idle: the source's parallelism is above its partition count", "partitions", len(all), "parallelism", r.sc.Parallelism)
 	}
 	if len(restored) > 0 && !testbreak.Is(testbreak.OffsetsOutsideTxn) {
-		err = r.restore(ctx, owned, restored)
+		err = r.restore(ctx, owned, ids, restored)
 	} else {
-		err = r.startup(ctx, owned)
+		err = r.startup(ctx, owned, ids)
 	}
 	if err != nil {
 		return err
@@ -467,17 +611,25 @@ func (r *reader) init(ctx context.Context, restored map[string][]byte) error {
 		}
 	}
 	r.consume(slices.Collect(maps.Keys(r.pos)))
-	if r.src.cfg.DiscoveryInterval > 0 && !r.src.cfg.Bounded {
+	if r.discovers() {
 		r.nextDiscovery = time.Now().Add(r.src.cfg.DiscoveryInterval)
+	}
+	if len(r.pos) == 0 {
+		r.lag.Store(0) // nothing to read, nothing to be behind on
 	}
 	return nil
 }
 
+func (r *reader) discovers() bool { return r.src.cfg.DiscoveryInterval > 0 && !r.src.cfg.Bounded }
+
 // restore takes the positions of the owned splits from restored. Splits
 // the checkpoint does not know are new since it was taken: they start at
-// the earliest offset, as discovery would have started them.
-func (r *reader) restore(ctx context.Context, owned []split, restored map[string][]byte) error {
-	byKey := map[split]position{}
+// the earliest offset, as discovery would have started them. Owned splits
+// the checkpoint has a position for that are not listed now are parked.
+// A position whose topic id differs from the listed topic's belongs to a
+// topic that was deleted and created again: OnTopicRecreated decides.
+func (r *reader) restore(ctx context.Context, owned []split, ids map[string]topicID, restored map[string][]byte) error {
+	byKey := make(map[split]position, len(restored))
 	for k, v := range restored {
 		s, err := parseSplit(k)
 		if err != nil {
@@ -488,17 +640,49 @@ func (r *reader) restore(ctx context.Context, owned []split, restored map[string
 			return fmt.Errorf("restored source state of %s: %w", s, err)
 		}
 		byKey[s] = p
-		if !r.known[s] && r.sc.Subtask == 0 {
-			r.log.Warn("the checkpoint has a position for a partition the source no longer reads; ignoring it", "partition", s.String())
+	}
+	keys := slices.SortedFunc(maps.Keys(byKey), compareSplits)
+	// The checkpointed topic ids of the recreated topics this subtask
+	// reads.
+	recreated := map[string]topicID{}
+	for _, s := range keys {
+		if p := byKey[s]; r.owns(s) && isRecreated(p.id, ids, s.topic) {
+			recreated[s.topic] = p.id
 		}
+	}
+	if len(recreated) > 0 && r.src.cfg.OnTopicRecreated == RecreatedFail {
+		t := slices.Min(slices.Collect(maps.Keys(recreated)))
+		return recreatedError(t, recreated[t], ids[t], "the checkpoint being restored has positions for topic id")
 	}
 	var fresh []split
 	for _, s := range owned {
-		if p, ok := byKey[s]; ok {
-			r.pos[s] = p
-		} else {
+		p, ok := byKey[s]
+		if !ok || !recreated[s.topic].isZero() {
 			fresh = append(fresh, s)
+			continue
 		}
+		if id := ids[s.topic]; !id.isZero() {
+			p.id = id // the same, or adopted by a position without one
+		}
+		r.pos[s] = p
+	}
+	for _, s := range keys {
+		if r.known[s] || !r.owns(s) {
+			continue
+		}
+		p := byKey[s]
+		if old := recreated[s.topic]; !old.isZero() {
+			r.log.Warn("the checkpoint has a position for a partition of a topic that was deleted and created again, and the new topic has no such partition: dropping it; if the partition is added, discovery reads it from its earliest offset",
+				"partition", s.String(), "old_topic_id", old.String(), "new_topic_id", ids[s.topic].String(), "checkpointed_offset", p.next)
+			continue
+		}
+		why := "its topic is not listed: deleted, or no longer named by Topics or TopicRegex"
+		if _, ok := ids[s.topic]; ok {
+			why = "its topic has no such partition now"
+		}
+		r.log.Warn("the checkpoint has a position for a partition the source does not list now; parking it: every checkpoint keeps its position, and when partition discovery lists it again reading resumes there",
+			"partition", s.String(), "reason", why, "offset", p.next)
+		r.parked[s] = p
 	}
 	if len(fresh) == 0 {
 		return nil
@@ -508,10 +692,34 @@ func (r *reader) restore(ctx context.Context, owned []split, restored map[string
 		return err
 	}
 	for _, s := range fresh {
-		r.log.Info("partition is not in the checkpoint; reading it from the earliest offset", "partition", s.String())
-		r.pos[s] = position{next: start[s], end: -1}
+		p, ok := byKey[s]
+		switch {
+		case !ok:
+			r.log.Info("partition is not in the checkpoint; reading it from the earliest offset", "partition", s.String())
+		default:
+			r.log.Warn("topic was deleted and created again since the checkpoint (its topic id changed); OnTopicRecreated is RecreatedReadEarliest, so the partition is read from the new topic's earliest offset: the old topic's records after the checkpointed offset are gone",
+				"partition", s.String(), "old_topic_id", p.id.String(), "new_topic_id", ids[s.topic].String(),
+				"checkpointed_offset", p.next, "earliest_offset", start[s])
+		}
+		r.pos[s] = position{next: start[s], end: -1, id: ids[s.topic]}
 	}
 	return nil
+}
+
+// isRecreated reports whether a position on topic id old belongs to a topic
+// that was deleted and created again: the topic is listed with another id.
+// Unknown ids (zero) never count.
+func isRecreated(old topicID, ids map[string]topicID, topic string) bool {
+	cur, ok := ids[topic]
+	return ok && !old.isZero() && !cur.isZero() && old != cur
+}
+
+// recreatedError is the error of OnTopicRecreated RecreatedFail.
+func recreatedError(topic string, old, cur topicID, what string) error {
+	return flow.Unrecoverable(fmt.Errorf("topic %q was deleted and created again: %s %s, the topic now has id %s, and OnTopicRecreated is RecreatedFail. "+
+		"Either read the new topic from its earliest offset (set SourceConfig.OnTopicRecreated to RecreatedReadEarliest; in a job file source.on-topic-recreated: earliest), "+
+		"or start the job over without its checkpoints, so that its startup mode decides where the new topic is read from",
+		topic, what, old, cur))
 }
 
 type listFunc func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
@@ -587,7 +795,7 @@ func (r *reader) groupOffsets(ctx context.Context, splits []split) (map[split]in
 }
 
 // startup positions the owned splits by the startup mode.
-func (r *reader) startup(ctx context.Context, owned []split) error {
+func (r *reader) startup(ctx context.Context, owned []split, ids map[string]topicID) error {
 	cfg := r.src.cfg
 	var (
 		offs map[split]int64
@@ -609,7 +817,7 @@ func (r *reader) startup(ctx context.Context, owned []split) error {
 		return fmt.Errorf("start from %s: %w", cfg.StartupMode, err)
 	}
 	for _, s := range owned {
-		r.pos[s] = position{next: offs[s], end: -1}
+		r.pos[s] = position{next: offs[s], end: -1, id: ids[s.topic]}
 	}
 	return nil
 }
@@ -665,7 +873,8 @@ func (r *reader) fromGroup(ctx context.Context, owned []split) (map[split]int64,
 	var fb map[split]int64
 	switch r.src.cfg.ResetFallback {
 	case ResetNone:
-		return nil, fmt.Errorf("partition %s has no committed offset in group %q and the reset fallback is none: commit an offset for it, or choose the earliest or latest fallback", missing[0], r.group)
+		// Restarting finds the same: stop with the reason.
+		return nil, flow.Unrecoverable(fmt.Errorf("partition %s has no committed offset in group %q and the reset fallback is none: commit an offset for it, or choose the earliest or latest fallback", missing[0], r.group))
 	case ResetLatest:
 		fb, err = r.endOffsets(ctx, missing)
 	default:
@@ -765,13 +974,21 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 	if r.finished() {
 		return io.EOF
 	}
-	if !r.nextDiscovery.IsZero() && !time.Now().Before(r.nextDiscovery) {
-		if err := r.discover(ctx); err != nil {
+	now := time.Now()
+	if !r.nextDiscovery.IsZero() && !now.Before(r.nextDiscovery) {
+		if _, err := r.discover(ctx, true); err != nil {
+			if errors.Is(err, flow.ErrUnrecoverable) {
+				return err
+			}
 			// The partitions read so far are unaffected; try again
 			// at the next interval.
 			r.log.Warn("kafka partition discovery failed", "err", err)
 		}
 		r.nextDiscovery = time.Now().Add(r.src.cfg.DiscoveryInterval)
+	}
+	if len(r.pos) > 0 && !now.Before(r.nextLagRefresh) {
+		r.refreshEnds(ctx)
+		r.nextLagRefresh = time.Now().Add(lagRefreshInterval)
 	}
 	pctx, cancel := context.WithTimeout(ctx, pollWait)
 	fs := r.cl.PollRecords(pctx, r.src.cfg.MaxPollRecords)
@@ -779,15 +996,9 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var errs []error
-	fs.EachError(func(t string, p int32, err error) {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return
-		}
-		errs = append(errs, fmt.Errorf("read %s/%d: %w", t, p, err))
-	})
-	if len(errs) > 0 {
-		return r.src.cfg.Client.explain(errors.Join(errs...))
+	recreated, err := r.fetchErrors(ctx, fs)
+	if err != nil {
+		return err
 	}
 	var (
 		done    map[string][]int32
@@ -796,6 +1007,9 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 	// Per partition, not per record: the map lookups and stores of a
 	// position cost more than emitting a record.
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if recreated != nil && slices.Contains(recreated, fp.Topic) {
+			return // the old topic's, fetched before it was read anew
+		}
 		s := split{fp.Topic, fp.Partition}
 		p, ok := r.pos[s]
 		if !ok {
@@ -805,7 +1019,7 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 		if !r.src.cfg.ReadUncommitted && fp.LastStableOffset >= 0 {
 			end = fp.LastStableOffset
 		}
-		r.ends[s] = end
+		r.ends[s] = endOffset{end, r.endGen}
 		fetched = true
 		startNext := p.next
 		for _, kr := range fp.Records {
@@ -849,20 +1063,118 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 	return nil
 }
 
-// updateLag sums end - next over the splits with a known end.
+// fetchErrors returns the errors of fs, if any. kgo never adopts the new
+// id of a topic that was deleted and created again: it stops fetching the
+// topic and, after a few retries (about 10 seconds), reports
+// UNKNOWN_TOPIC_ID on every poll. On that error the reader checks the
+// topic ids at once instead of at the next discovery; the errors of the
+// topics it found recreated and read anew are not errors, and it returns
+// those topics: what fs holds of them is the old topic's.
+func (r *reader) fetchErrors(ctx context.Context, fs kgo.Fetches) (recreated []string, _ error) {
+	type fetchErr struct {
+		topic string
+		err   error
+	}
+	var (
+		errs      []fetchErr
+		unknownID bool
+	)
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		unknownID = unknownID || errors.Is(err, kerr.UnknownTopicID)
+		errs = append(errs, fetchErr{t, fmt.Errorf("read %s/%d: %w", t, p, err)})
+	})
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	if unknownID {
+		var err error
+		recreated, err = r.discover(ctx, r.discovers())
+		if errors.Is(err, flow.ErrUnrecoverable) {
+			return nil, err
+		}
+		if err != nil {
+			r.log.Warn("kafka: checking the topic ids after UNKNOWN_TOPIC_ID failed", "err", err)
+		}
+		errs = slices.DeleteFunc(errs, func(e fetchErr) bool { return slices.Contains(recreated, e.topic) })
+		if len(errs) == 0 {
+			return recreated, nil
+		}
+	}
+	joined := make([]error, len(errs))
+	for i, e := range errs {
+		joined[i] = e.err
+	}
+	return nil, r.src.cfg.Client.explain(errors.Join(joined...))
+}
+
+// refreshEnds lists the end offsets of the splits no fetch response
+// carried since the last listing, and updates the lag. A fetch response
+// carries only partitions with new records, so without the listing a
+// caught-up reader would never know its lag, nor see records it has not
+// fetched yet. Failures leave the ends as they were.
+func (r *reader) refreshEnds(ctx context.Context) {
+	gen := r.endGen
+	r.endGen++
+	var stale []split
+	for s, p := range r.pos {
+		if p.end >= 0 && p.next >= p.end {
+			continue // a finished bounded split is behind by nothing
+		}
+		if e, ok := r.ends[s]; !ok || e.gen != gen {
+			stale = append(stale, s)
+		}
+	}
+	if len(stale) > 0 {
+		lctx, cancel := context.WithTimeout(ctx, lagListTimeout)
+		topics := map[string]bool{}
+		for _, s := range stale {
+			topics[s.topic] = true
+		}
+		list := r.adm.ListCommittedOffsets
+		if r.src.cfg.ReadUncommitted {
+			list = r.adm.ListEndOffsets
+		}
+		lo, err := list(lctx, slices.Sorted(maps.Keys(topics))...)
+		cancel()
+		if err != nil {
+			r.log.Debug("kafka: listing end offsets for the lag failed", "err", err)
+		}
+		for _, s := range stale {
+			if o, ok := lo.Lookup(s.topic, s.partition); ok && o.Err == nil && o.Offset >= 0 {
+				r.ends[s] = endOffset{off: o.Offset}
+			}
+		}
+	}
+	r.updateLag()
+}
+
+// updateLag sums end - next over the splits with a known end; a reader
+// without splits is behind by nothing.
 func (r *reader) updateLag() {
+	if len(r.pos) == 0 {
+		r.lag.Store(0)
+		return
+	}
 	var lag int64
-	for s, end := range r.ends {
+	known := false
+	for s, e := range r.ends {
 		p, ok := r.pos[s]
 		if !ok {
 			continue
 		}
+		end := e.off
 		if p.end >= 0 {
 			end = min(end, p.end)
 		}
 		lag += max(0, end-p.next)
+		known = true
 	}
-	r.lag.Store(lag)
+	if known {
+		r.lag.Store(lag)
+	}
 }
 
 func appendDone(m map[string][]int32, s split) map[string][]int32 {
@@ -873,75 +1185,205 @@ func appendDone(m map[string][]int32, s split) map[string][]int32 {
 	return m
 }
 
-// discover adds the partitions that appeared since the last look; the
-// subtask that owns one reads it from the earliest offset.
-func (r *reader) discover(ctx context.Context) error {
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// discover lists the source's partitions. It first checks the topic ids of
+// the topics the reader reads or has parked: a changed id means the topic
+// was deleted and created again, and OnTopicRecreated decides (fail: an
+// unrecoverable error; read earliest: the reader reads the new topic from
+// its earliest offset, in place). Then, if addNew, the owned partitions
+// that appeared since the last look start: a parked one at its position,
+// any other at the earliest offset. It returns the recreated topics it
+// read anew.
+func (r *reader) discover(ctx context.Context, addNew bool) ([]string, error) {
+	dctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
-	all, err := r.src.listSplits(dctx, r.adm)
+	all, ids, err := r.src.listSplits(dctx, r.adm)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var mine []split
+	old := map[string]topicID{} // recreated topic -> the id the reader had
+	for _, m := range []map[split]position{r.pos, r.parked} {
+		for s, p := range m {
+			if isRecreated(p.id, ids, s.topic) {
+				old[s.topic] = p.id
+			}
+		}
+	}
+	recreated := slices.Sorted(maps.Keys(old))
+	if len(recreated) > 0 {
+		if r.src.cfg.OnTopicRecreated == RecreatedFail {
+			t := recreated[0]
+			return nil, recreatedError(t, old[t], ids[t], "the source read it with topic id")
+		}
+		if err := r.readRecreated(dctx, recreated, old, ids, all); err != nil {
+			return nil, err
+		}
+	}
+	if !addNew {
+		return recreated, nil
+	}
+	var mine, resumed []split
 	for _, s := range all {
 		if r.known[s] {
 			continue
 		}
 		r.known[s] = true
-		if r.owns(s) {
-			mine = append(mine, s)
+		if !r.owns(s) {
+			continue
 		}
+		if p, ok := r.parked[s]; ok {
+			delete(r.parked, s)
+			if id := ids[s.topic]; !id.isZero() {
+				p.id = id
+			}
+			r.pos[s] = p
+			resumed = append(resumed, s)
+			r.log.Info("a parked partition is listed again; reading resumes at its checkpointed offset", "partition", s.String(), "offset", p.next)
+			continue
+		}
+		mine = append(mine, s)
 	}
+	r.consume(resumed)
 	if len(mine) == 0 {
-		return nil
+		return recreated, nil
 	}
 	start, err := r.listed(dctx, mine, r.adm.ListStartOffsets)
 	if err != nil {
 		for _, s := range mine {
 			delete(r.known, s) // retry them next time
 		}
-		return err
+		return recreated, err
 	}
 	for _, s := range mine {
 		r.log.Info("discovered a new partition; reading it from the earliest offset", "partition", s.String())
-		r.pos[s] = position{next: start[s], end: -1}
+		r.pos[s] = position{next: start[s], end: -1, id: ids[s.topic]}
 	}
 	r.consume(mine)
+	return recreated, nil
+}
+
+// readRecreated reads the recreated topics anew (OnTopicRecreated
+// RecreatedReadEarliest): each owned split the new topic has restarts at
+// its earliest offset (a bounded source ends at the new topic's current
+// end), the others and parked ones of those topics are dropped. old holds
+// the ids the reader had, ids the current ones, all the listed splits.
+func (r *reader) readRecreated(ctx context.Context, topics []string, old, ids map[string]topicID, all []split) error {
+	listed := make(map[split]bool, len(all))
+	for _, s := range all {
+		listed[s] = true
+	}
+	var reset []split
+	for s := range r.pos {
+		if !old[s.topic].isZero() && listed[s] {
+			reset = append(reset, s)
+		}
+	}
+	sortSplits(reset)
+	start, err := r.listed(ctx, reset, r.adm.ListStartOffsets)
+	if err != nil {
+		return err
+	}
+	var end map[split]int64
+	if r.src.cfg.Bounded {
+		if end, err = r.endOffsets(ctx, reset); err != nil {
+			return err
+		}
+	}
+	// kgo keeps the old topic id until the topic is purged from the
+	// client; purging also drops what it fetched and buffered.
+	r.cl.PurgeTopicsFromClient(topics...)
+	for _, s := range slices.SortedFunc(maps.Keys(r.pos), compareSplits) {
+		if old[s.topic].isZero() {
+			continue
+		}
+		p := r.pos[s]
+		delete(r.pos, s)
+		delete(r.ends, s)
+		if !listed[s] {
+			delete(r.known, s)
+			r.log.Warn("topic was deleted and created again (its topic id changed), and the new topic has no such partition: dropping it; if the partition is added, discovery reads it from its earliest offset",
+				"partition", s.String(), "old_topic_id", p.id.String(), "new_topic_id", ids[s.topic].String(), "offset", p.next)
+			continue
+		}
+		np := position{next: start[s], end: -1, id: ids[s.topic]}
+		if end != nil {
+			np.end = end[s]
+		}
+		r.pos[s] = np
+		r.log.Warn("topic was deleted and created again (its topic id changed); OnTopicRecreated is RecreatedReadEarliest, so the partition is read from the new topic's earliest offset: the old topic's records from the offset reached on are gone",
+			"partition", s.String(), "old_topic_id", p.id.String(), "new_topic_id", ids[s.topic].String(),
+			"offset", p.next, "earliest_offset", start[s])
+	}
+	for _, s := range slices.SortedFunc(maps.Keys(r.parked), compareSplits) {
+		if old[s.topic].isZero() {
+			continue
+		}
+		p := r.parked[s]
+		delete(r.parked, s)
+		r.log.Warn("a parked partition belongs to a topic that was deleted and created again (its topic id changed): dropping its position; discovery reads the new topic's partition from its earliest offset",
+			"partition", s.String(), "old_topic_id", p.id.String(), "new_topic_id", ids[s.topic].String(), "offset", p.next)
+	}
+	for s := range r.known {
+		if !old[s.topic].isZero() && !listed[s] {
+			delete(r.known, s)
+		}
+	}
+	r.consume(reset)
+	r.updateLag()
 	return nil
 }
 
-// Snapshot returns the position of every owned split, keyed "topic/partition".
+// Snapshot returns the position of every owned split, parked ones
+// included, keyed "topic/partition".
 func (r *reader) Snapshot(checkpointID int64) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(r.pos))
+	out := make(map[string][]byte, len(r.pos)+len(r.parked))
+	snap := snapshotOffsets{read: make(map[split]int64, len(r.pos))}
 	for s, p := range r.pos {
 		out[s.String()] = p.encode()
+		snap.read[s] = p.next
 	}
-	r.src.mu.Lock()
-	txn := r.src.transactional
-	r.src.mu.Unlock()
-	if !txn {
-		r.snapshots[checkpointID] = maps.Clone(r.pos)
+	if len(r.parked) > 0 {
+		snap.parked = make(map[split]int64, len(r.parked))
+		for s, p := range r.parked {
+			out[s.String()] = p.encode()
+			snap.parked[s] = p.next
+		}
+	}
+	r.snapMu.Lock()
+	defer r.snapMu.Unlock()
+	r.snapshots[checkpointID] = snap
+	if len(r.snapshots) > maxSnapshots {
+		ids := slices.Sorted(maps.Keys(r.snapshots))
+		for _, id := range ids[:len(ids)-maxSnapshots] {
+			delete(r.snapshots, id)
+		}
 	}
 	return out, nil
 }
 
 // CheckpointCommitted commits the checkpoint's offsets to the group for
 // monitoring, unless a Kafka sink already committed them in its
-// transaction. The job never restores from these offsets.
+// transaction. Parked splits are not committed: the source does not read
+// them, and Kafka refuses offsets of partitions that do not exist. The job
+// never restores from these offsets.
 func (r *reader) CheckpointCommitted(ctx context.Context, checkpointID int64) error {
-	pos, ok := r.snapshots[checkpointID]
+	r.snapMu.Lock()
+	snap, ok := r.snapshots[checkpointID]
 	for id := range r.snapshots {
 		if id <= checkpointID {
 			delete(r.snapshots, id)
 		}
 	}
-	if !ok || len(pos) == 0 {
+	r.snapMu.Unlock()
+	r.src.mu.Lock()
+	txn := r.src.transactional
+	r.src.mu.Unlock()
+	if txn || !ok || len(snap.read) == 0 {
 		return nil
 	}
 	meta := offsetMetadata(r.sc.Job, checkpointID)
 	offs := kadm.Offsets{}
-	for s, p := range pos {
-		offs.Add(kadm.Offset{Topic: s.topic, Partition: s.partition, At: p.next, LeaderEpoch: -1, Metadata: meta})
+	for s, next := range snap.read {
+		offs.Add(kadm.Offset{Topic: s.topic, Partition: s.partition, At: next, LeaderEpoch: -1, Metadata: meta})
 	}
 	resp, err := r.adm.CommitOffsets(ctx, r.group, offs)
 	if err == nil {
@@ -973,5 +1415,9 @@ func (r *reader) Close() error {
 
 // offsetMetadata is the metadata of offsets committed for a checkpoint.
 func offsetMetadata(job string, checkpointID int64) string {
-	return fmt.Sprintf("onceflow:%s:%d", job, checkpointID)
+	return offsetMetadataPrefix(job) + strconv.FormatInt(checkpointID, 10)
 }
+
+// offsetMetadataPrefix is what the metadata of every offset committed for
+// a checkpoint of job starts with.
+func offsetMetadataPrefix(job string) string { return "onceflow:" + job + ":" }

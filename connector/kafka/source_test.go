@@ -125,8 +125,8 @@ func TestBoundedTransactionalInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(snap["in/0"]); got != "6:6" {
-		t.Errorf("position %q, want 6:6", got)
+	if p, err := decodePosition(snap["in/0"]); err != nil || p.next != 6 || p.end != 6 || p.id.isZero() {
+		t.Errorf("position %q (%v), want 6:6 and the topic id", snap["in/0"], err)
 	}
 }
 
@@ -244,8 +244,10 @@ func TestDiscoveryOfNewPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(snap["in/1"]) != "2" || string(snap["in/0"]) != "1" {
-		t.Errorf("snapshot %q, want in/0=1 and in/1=2", snap)
+	p0, err0 := decodePosition(snap["in/0"])
+	p1, err1 := decodePosition(snap["in/1"])
+	if err0 != nil || err1 != nil || p0.next != 1 || p1.next != 2 || p0.id.isZero() || p1.id != p0.id {
+		t.Errorf("snapshot %q, want in/0=1 and in/1=2 with the topic's id", snap)
 	}
 }
 

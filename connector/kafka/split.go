@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"cmp"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -52,25 +54,56 @@ func owner(s split, p int) int {
 	return (start + int(s.partition)) % p
 }
 
+// topicID is a Kafka topic id (KIP-516): a topic deleted and created again
+// under the same name gets a new one. The zero value means unknown: a
+// broker without topic ids, or a checkpoint written before positions
+// carried them.
+type topicID [16]byte
+
+func (id topicID) isZero() bool { return id == topicID{} }
+
+// String formats id as Kafka's tools print topic ids (kafka-topics
+// --describe): URL-safe base64 without padding.
+func (id topicID) String() string {
+	if id.isZero() {
+		return "(unknown)"
+	}
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
 // position is the state of one split in a checkpoint: the next offset to
-// read and, for bounded sources, the end offset fixed when the job first
+// read; for bounded sources the end offset fixed when the job first
 // started (-1: unbounded), so a restore stops where the first run would
-// have.
+// have; and the id of the topic the offsets belong to, so a restore can
+// tell a topic that was deleted and created again under the same name.
 type position struct {
 	next int64
 	end  int64
+	id   topicID
 }
 
+// encode returns "next", "next:end" (bounded), each followed by
+// "#<topic id in 32 hex digits>" when the id is known.
 func (p position) encode() []byte {
-	if p.end < 0 {
-		return strconv.AppendInt(nil, p.next, 10)
+	b := make([]byte, 0, 64)
+	b = strconv.AppendInt(b, p.next, 10)
+	if p.end >= 0 {
+		b = append(b, ':')
+		b = strconv.AppendInt(b, p.end, 10)
 	}
-	return fmt.Appendf(nil, "%d:%d", p.next, p.end)
+	if !p.id.isZero() {
+		b = append(b, '#')
+		b = hex.AppendEncode(b, p.id[:])
+	}
+	return b
 }
 
+// decodePosition parses what encode returns; positions of older versions
+// ("next" and "next:end", without a topic id) decode with a zero id.
 func decodePosition(b []byte) (position, error) {
 	s := string(b)
-	next, end, bounded := strings.Cut(s, ":")
+	offs, id, hasID := strings.Cut(s, "#")
+	next, end, bounded := strings.Cut(offs, ":")
 	n, err := strconv.ParseInt(next, 10, 64)
 	if err != nil || n < 0 {
 		return position{}, fmt.Errorf("position %q is not an offset", s)
@@ -82,6 +115,14 @@ func decodePosition(b []byte) (position, error) {
 			return position{}, fmt.Errorf("position %q has a bad end offset", s)
 		}
 		p.end = e
+	}
+	if hasID {
+		if len(id) != 2*len(p.id) {
+			return position{}, fmt.Errorf("position %q has a bad topic id", s)
+		}
+		if _, err := hex.Decode(p.id[:], []byte(id)); err != nil || p.id.isZero() {
+			return position{}, fmt.Errorf("position %q has a bad topic id", s)
+		}
 	}
 	return p, nil
 }
