@@ -75,10 +75,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "onceflow: unknown command %q%s\nRun 'onceflow help' for the list of commands.\n", name, suggest(name, commandNames()))
 		return 2
 	}
-	fs := flag.NewFlagSet("onceflow "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	run := cmd.flags(fs)
+	fs, level, run := cmd.flagSet(stderr)
 	fs.Usage = func() { printCommandUsage(fs.Output(), cmd, fs) }
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -106,6 +103,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// flagSet makes the flag set of the command as Main parses it: the common
+// flags (--log-level, whose value it returns) and the command's own, with
+// the function that runs the command once they are parsed.
+func (c command) flagSet(out io.Writer) (*flag.FlagSet, *string, func(context.Context, *env, []string) error) {
+	fs := flag.NewFlagSet("onceflow "+c.name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	return fs, level, c.flags(fs)
 }
 
 func lookup(name string) (command, bool) {
@@ -139,9 +146,7 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "onceflow help: unknown command %q%s\n", args[0], suggest(args[0], commandNames()))
 		return 2
 	}
-	fs := flag.NewFlagSet("onceflow "+cmd.name, flag.ContinueOnError)
-	fs.String("log-level", "info", "log level: debug, info, warn or error")
-	cmd.flags(fs)
+	fs, _, _ := cmd.flagSet(stdout)
 	printCommandUsage(stdout, cmd, fs)
 	return 0
 }

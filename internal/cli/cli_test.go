@@ -101,11 +101,14 @@ func TestMainCommands(t *testing.T) {
 		{args: []string{"broker", "--partitions", "0"}, code: 2, stderr: "--partitions 0 is below 1"},
 		{args: []string{"validate"}, code: 2, stderr: "validate needs the job file"},
 		{args: []string{"validate", good}, code: 0, stdout: `job "orders-count" is valid`},
-		{args: []string{"validate", poison}, code: 0, stdout: "  pipeline:   extract-key from JSON field \"user\" of the value (uid extract-key-0)\n" +
-			"              dedupe by record.key, ttl 24h (uid dedupe-1)\n" +
-			"              count by record.key (uid count-2)\n" +
-			"  sink:       order-counts, delivery exactly-once\n" +
+		{args: []string{"validate", poison}, code: 0, stdout: "  pipeline:   extract-key from JSON field \"user\" of the value (uid extract-key:user)\n" +
+			"              dedupe by record.key, ttl 24h (uid dedupe:record.key)\n" +
+			"              count by record.key (uid count:record.key)\n" +
+			"  sink:       order-counts, delivery exactly-once, holds at most 64MiB while a checkpoint commits\n" +
 			"  errors:     dead-letter to orders-dlq\n"},
+		{args: []string{"validate", good}, code: 0, stdout: "  state:      " + filepath.Join(dir, "onceflow-data") + ", checkpoints in " + filepath.Join(dir, "onceflow-data", "orders-count") + ", max parallelism 128 (default)\n"},
+		{args: []string{"help", "run"}, code: 0, stdout: "  -allow-non-restored-state\n"},
+		{args: []string{"run", "--start-fresh", "--resume-latest-checkpoint", good}, code: 2, stderr: "onceflow run: usage error: --start-fresh and --resume-latest-checkpoint exclude each other: choose one\n"},
 		{args: []string{"validate", good}, code: 0, stdout: "  errors:     fail (default)\n"},
 		{args: []string{"validate", bad}, code: 1, stderr: `bad.yaml:15: unknown field "intervall" in checkpointing (did you mean "interval"?)`},
 		{args: []string{"validate", filepath.Join(dir, "missing.yaml")}, code: 1, stderr: "read job file: open "},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/restart"
@@ -23,7 +25,9 @@ import (
 // validation. Every default is already applied, so the run wiring only
 // translates it.
 type JobFile struct {
-	// Path is the file the job was read from, as given.
+	// Path is the file the job was read from, as given. Relative paths in
+	// the file (state.dir, kafka.tls files) are resolved against its
+	// directory, so the job finds its state whatever the working directory.
 	Path string
 	// Job names the job; it scopes checkpoints, transactional ids and the
 	// default consumer group. Required.
@@ -56,7 +60,8 @@ type KafkaConfig struct {
 }
 
 // TLSConfig is kafka.tls. Naming any file turns TLS on unless enabled is
-// written as false, which is then an error.
+// written as false, which is then an error. The file names are absolute:
+// relative ones are resolved against the job file's directory.
 type TLSConfig struct {
 	Enabled            bool
 	CAFile             string // PEM CA bundle; default: the system roots
@@ -100,7 +105,18 @@ type SourceConfig struct {
 	// Parallelism is the source's parallelism. Default 0: one subtask per
 	// partition.
 	Parallelism int
+	// OnTopicRecreated is what the source does when a topic it read was
+	// deleted and created again under the same name: RecreatedEarliest
+	// (default: read the new topic from its start) or RecreatedFail (stop
+	// the job so an operator decides).
+	OnTopicRecreated string
 }
+
+// Values of SourceConfig.OnTopicRecreated.
+const (
+	RecreatedEarliest = "earliest"
+	RecreatedFail     = "fail"
+)
 
 // Isolation levels of SourceConfig.Isolation.
 const (
@@ -150,10 +166,12 @@ type Step struct {
 	// value whose value extract-key makes the record key. Required for
 	// extract-key.
 	JSONField string
-	// UID identifies the step's state in checkpoints. Default
-	// "<op>-<position>", e.g. "dedupe-0"; set it explicitly before
-	// reordering a pipeline that has checkpoints.
+	// UID identifies the step's state in checkpoints. Without uid: in the
+	// file it is DefaultUID: derived from what the step is, not where it
+	// is, so inserting, removing or reordering other steps keeps it.
 	UID string
+	// UIDSet tells whether UID was written in the file (uid:).
+	UIDSet bool
 	// Line is where the step is in the file, for messages.
 	Line int
 }
@@ -194,6 +212,11 @@ type SinkConfig struct {
 	// Delivery is DeliveryExactlyOnce (default), DeliveryAtLeastOnce or
 	// DeliveryNone.
 	Delivery string
+	// MaxHeldBytes bounds the memory of records the exactly-once sink
+	// holds while a checkpoint commits; when it is reached, the sink
+	// blocks until the commit (backpressure). Default
+	// kafka.DefaultMaxHeldBytes (64 MiB); only with DeliveryExactlyOnce.
+	MaxHeldBytes int64
 }
 
 // Delivery guarantees of SinkConfig.Delivery.
@@ -205,15 +228,17 @@ const (
 
 // StateConfig is the state section.
 type StateConfig struct {
-	// Dir holds the job's checkpoints (under Dir/<job>). Default
-	// "./onceflow-data", relative to the working directory.
+	// Dir holds the job's checkpoints (under Dir/<job>). Absolute: a
+	// relative state.dir, and the default "./onceflow-data", are resolved
+	// against the job file's directory, not the working directory.
 	Dir string
 	// MaxParallelism is the number of key groups; it cannot change once a
 	// job has checkpoints. Default 0: the engine's (128).
 	MaxParallelism int
 }
 
-// DefaultStateDir is StateConfig.Dir's default.
+// DefaultStateDir is StateConfig.Dir's default, relative to the job
+// file's directory.
 const DefaultStateDir = "./onceflow-data"
 
 // FileError is one problem in a job file, at a line when it has one.
@@ -239,15 +264,21 @@ func LoadJobFile(path string) (*JobFile, error) {
 	return ParseJobFile(path, data, os.LookupEnv)
 }
 
-// ParseJobFile parses and validates a job file. name is used in messages;
-// lookupEnv resolves ${VAR} in kafka.sasl credentials (nil: none are
-// defined). The error, if any, joins one *FileError per problem found, in
-// file order, so a user fixes them all in one go.
+// ParseJobFile parses and validates a job file. name is the file's path:
+// messages name it, and relative paths in the file (state.dir, kafka.tls
+// files) are resolved against its directory. lookupEnv resolves ${VAR} in
+// kafka.sasl credentials (nil: none are defined). The error, if any, joins
+// one *FileError per problem found, in file order, so a user fixes them all
+// in one go.
 func ParseJobFile(name string, data []byte, lookupEnv func(string) (string, bool)) (*JobFile, error) {
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
-	d := &decoder{file: name, env: lookupEnv, lines: map[string]int{}}
+	base, err := filepath.Abs(filepath.Dir(name))
+	if err != nil { // no working directory: resolve against what there is
+		base = filepath.Dir(name)
+	}
+	d := &decoder{file: name, base: base, env: lookupEnv, lines: map[string]int{}}
 	jf := &JobFile{Path: name}
 	root, err := parseYAML(name, data)
 	if err != nil {
@@ -293,6 +324,7 @@ func parseYAML(name string, data []byte) (*yaml.Node, error) {
 // at the first.
 type decoder struct {
 	file  string
+	base  string // directory relative paths in the file are resolved against
 	env   func(string) (string, bool)
 	errs  []error
 	lines map[string]int // dotted path -> line, for checks that span fields
@@ -524,6 +556,87 @@ func parseDuration(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
+// size reads a number of bytes: plain ("67108864") or a whole number with
+// a binary unit ("64MiB", "512 KiB", "1GiB"; case does not matter).
+// Decimal units (MB, GB) and bare letters (64M) are refused rather than
+// guessed, since both readings are common.
+func (d *decoder) size(dst *int64) field {
+	return func(path string, v *yaml.Node) {
+		s, ok := d.scalar(path, v)
+		if !ok {
+			return
+		}
+		n, err := parseSize(s)
+		if err != nil {
+			d.errorf(v.Line, "%s: %v", path, err)
+			return
+		}
+		*dst = n
+	}
+}
+
+// sizeUnits are the units parseSize accepts, by lower-case spelling.
+var sizeUnits = map[string]int64{"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+// decimalSizeUnits are the spellings parseSize refuses as ambiguous, with
+// the binary unit to suggest instead.
+var decimalSizeUnits = map[string]string{"k": "KiB", "kb": "KiB", "m": "MiB", "mb": "MiB", "g": "GiB", "gb": "GiB", "t": "TiB", "tb": "TiB"}
+
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	num, unit := s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
+	if num == "" || num == "-" {
+		return 0, fmt.Errorf("%q is not a size: write a number of bytes, or a whole number with a unit (B, KiB, MiB, GiB, TiB), such as 64MiB", s)
+	}
+	if alt, ok := decimalSizeUnits[unit]; ok {
+		return 0, fmt.Errorf("%q is ambiguous (decimal or binary units?): write %s%s (1 %s = %d bytes) or the number of bytes", s, strings.TrimPrefix(num, "-"), alt, alt, sizeUnits[strings.ToLower(alt)])
+	}
+	mult, ok := sizeUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("%q is not a size: write a number of bytes, or a whole number with a unit (B, KiB, MiB, GiB, TiB), such as 64MiB", s)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n > (1<<63-1)/mult || n < -(1<<63-1)/mult {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%q must not be negative", s)
+	}
+	return n * mult, nil
+}
+
+// formatSize writes n bytes in the largest binary unit that divides it.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		mult int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// abs resolves a path written in the job file against the file's
+// directory; "" stays "".
+func (d *decoder) abs(p string) string {
+	switch {
+	case p == "":
+		return ""
+	case filepath.IsAbs(p):
+		return filepath.Clean(p)
+	}
+	return filepath.Join(d.base, p)
+}
+
 // oneOf reads a value that must be one of choices (case-insensitive,
 // underscores count as dashes unless the choices use underscores).
 func (d *decoder) oneOf(dst *string, choices ...string) field {
@@ -575,8 +688,9 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 		"pipeline": func(p string, v *yaml.Node) { d.decodePipeline(p, v, jf) },
 		"sink": func(p string, v *yaml.Node) {
 			d.mapping(p, v, map[string]field{
-				"topic":    d.str(&jf.Sink.Topic),
-				"delivery": d.oneOf(&jf.Sink.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
+				"topic":          d.str(&jf.Sink.Topic),
+				"delivery":       d.oneOf(&jf.Sink.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
+				"max-held-bytes": d.size(&jf.Sink.MaxHeldBytes),
 			})
 		},
 		"errors":        func(p string, v *yaml.Node) { d.decodeErrors(p, v, &jf.Errors) },
@@ -651,6 +765,7 @@ func (d *decoder) decodeSource(path string, v *yaml.Node, s *SourceConfig) {
 		"isolation":          d.oneOf(&s.Isolation, IsolationReadCommitted, IsolationReadUncommitted),
 		"bounded":            d.boolean(&s.Bounded),
 		"parallelism":        d.integer(&s.Parallelism),
+		"on-topic-recreated": d.oneOf(&s.OnTopicRecreated, RecreatedEarliest, RecreatedFail),
 	})
 }
 
@@ -777,6 +892,14 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 			keyLine = v.Line
 			d.str(&st.Key)(p, v)
 		}
+		uid := func(p string, v *yaml.Node) {
+			before := len(d.errs)
+			d.str(&st.UID)(p, v)
+			if len(d.errs) == before && st.UID == "" {
+				d.errorf(v.Line, "%s is empty: give it a value or remove it for the default id", p)
+			}
+			st.UIDSet = true
+		}
 		var ttlSet, ttlOK bool
 		switch st.Op {
 		case OpDedupe:
@@ -788,7 +911,7 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 					d.duration(&st.TTL)(p, v)
 					ttlOK = len(d.errs) == before
 				},
-				"uid": d.str(&st.UID),
+				"uid": uid,
 			})
 			if !ttlSet {
 				d.errorf(k.Line, "%s.ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)", where)
@@ -798,12 +921,12 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 		case OpCount:
 			d.params(where, params, map[string]field{
 				"key": key,
-				"uid": d.str(&st.UID),
+				"uid": uid,
 			})
 		case OpExtractKey:
 			d.params(where, params, map[string]field{
 				"json-field": d.str(&st.JSONField),
-				"uid":        d.str(&st.UID),
+				"uid":        uid,
 			})
 			if st.JSONField == "" && d.at(where+".json-field") == 0 {
 				d.errorf(k.Line, "%s.json-field is missing: name the JSON field whose value becomes the record key, such as json-field: user", where)
@@ -825,11 +948,81 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 		default:
 			d.errorf(keyLine, "%s.key: unsupported key expression %q: only record.key is supported for now", where, st.Key)
 		}
-		if st.UID == "" {
-			st.UID = fmt.Sprintf("%s-%d", st.Op, i)
-		}
 		jf.Pipeline = append(jf.Pipeline, st)
 	}
+	setDefaultUIDs(jf.Pipeline)
+}
+
+// DefaultUID is the id a pipeline step has without uid: in the file: the
+// operator and what gives its state a meaning, so the id stays when other
+// steps are inserted, removed or reordered:
+//
+//	dedupe: {key: record.key}      -> dedupe:record.key
+//	count: {key: record.key}       -> count:record.key
+//	extract-key: {json-field: user} -> extract-key:user
+//
+// Parameters that do not change what the state means (dedupe's ttl) are
+// not part of it, so changing them keeps the state. The n-th step (n >= 2)
+// with the same DefaultUID gets "#n" appended by setDefaultUIDs, counting
+// steps with an explicit uid too, so giving one of them a uid does not
+// move the others.
+func DefaultUID(st Step) string {
+	if st.Op == OpExtractKey {
+		return OpExtractKey + ":" + st.JSONField
+	}
+	return st.Op + ":" + st.Key
+}
+
+// setDefaultUIDs gives every step without an explicit uid its DefaultUID,
+// numbering identical steps in file order.
+func setDefaultUIDs(steps []Step) {
+	seen := map[string]int{}
+	for i := range steps {
+		base := DefaultUID(steps[i])
+		seen[base]++
+		if steps[i].UIDSet {
+			continue
+		}
+		steps[i].UID = base
+		if n := seen[base]; n > 1 {
+			steps[i].UID = base + "#" + strconv.Itoa(n)
+		}
+	}
+}
+
+// positionalUID is the id a step had by default before DefaultUID: the
+// operator and its position in the pipeline (from 0). Checkpoints taken
+// then name the steps' state by it.
+func positionalUID(st Step, position int) string {
+	return fmt.Sprintf("%s-%d", st.Op, position)
+}
+
+// reservedUID tells whether uid is one the run wiring gives the job's own
+// operators, which a pipeline step cannot use, and whose it is.
+func reservedUID(uid string) (what string, ok bool) {
+	switch {
+	case uid == "source":
+		return "the Kafka source", true
+	case uid == "sink":
+		return "the Kafka sink", true
+	case uid == "dead-letters", strings.HasPrefix(uid, "dead-letters-"):
+		return "a dead-letter writer", true
+	}
+	return "", false
+}
+
+// stateFileName is the part of a keyed operator's state file name that
+// comes from its uid: the engine replaces every character but letters,
+// digits, '.', '_' and '-' with '_' (flow's sanitize), so two uids that
+// differ only there would write the same file.
+func stateFileName(uid string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, uid)
 }
 
 // params is mapping for operator parameters, where an empty value means no
@@ -911,7 +1104,9 @@ func (d *decoder) validate(jf *JobFile) {
 	if jf.Kafka.ClientID == "" {
 		jf.Kafka.ClientID = "onceflow"
 	}
-	t := jf.Kafka.TLS
+	tp := &jf.Kafka.TLS
+	tp.CAFile, tp.CertFile, tp.KeyFile = d.abs(tp.CAFile), d.abs(tp.CertFile), d.abs(tp.KeyFile)
+	t := *tp
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		d.errorf(d.at("kafka.tls"), "kafka.tls.cert-file and kafka.tls.key-file go together (mutual TLS): set both or neither")
 	}
@@ -965,6 +1160,9 @@ func (d *decoder) validate(jf *JobFile) {
 	if src.Isolation == "" {
 		src.Isolation = IsolationReadCommitted
 	}
+	if src.OnTopicRecreated == "" {
+		src.OnTopicRecreated = RecreatedEarliest
+	}
 	if d.at("source.parallelism") != 0 && src.Parallelism < 1 {
 		d.errorf(d.at("source.parallelism"), "source.parallelism %d is below 1: use 1 or more, or remove it for one subtask per partition", src.Parallelism)
 	}
@@ -980,6 +1178,17 @@ func (d *decoder) validate(jf *JobFile) {
 	}
 	if jf.Sink.Delivery == "" {
 		jf.Sink.Delivery = DeliveryExactlyOnce
+	}
+	if line := d.at("sink.max-held-bytes"); line != 0 {
+		switch {
+		case jf.Sink.Delivery != DeliveryExactlyOnce:
+			d.errorf(line, "sink.max-held-bytes only applies to delivery exactly-once (records are held while a checkpoint's transaction commits), and sink.delivery is %s: remove it", jf.Sink.Delivery)
+		case jf.Sink.MaxHeldBytes == 0:
+			d.errorf(line, "sink.max-held-bytes must be positive: it bounds the memory of records held while a checkpoint commits; remove it for the default %s", formatSize(kafka.DefaultMaxHeldBytes))
+		}
+	}
+	if jf.Sink.MaxHeldBytes == 0 && jf.Sink.Delivery == DeliveryExactlyOnce {
+		jf.Sink.MaxHeldBytes = kafka.DefaultMaxHeldBytes // spelled out for describeJob
 	}
 
 	// errors
@@ -1012,6 +1221,7 @@ func (d *decoder) validate(jf *JobFile) {
 	if jf.State.Dir == "" {
 		jf.State.Dir = DefaultStateDir
 	}
+	jf.State.Dir = d.abs(jf.State.Dir)
 	if mp := jf.State.MaxParallelism; d.at("state.max-parallelism") != 0 && (mp < 1 || mp > 32768) {
 		d.errorf(d.at("state.max-parallelism"), "state.max-parallelism %d is out of range: use 1..32768 (default 128)", mp)
 	}
@@ -1020,13 +1230,7 @@ func (d *decoder) validate(jf *JobFile) {
 	}
 
 	// pipeline
-	uids := map[string]int{}
-	for _, st := range jf.Pipeline {
-		if first, dup := uids[st.UID]; dup {
-			d.errorf(st.Line, "pipeline operator uid %q is used twice (first on line %d): uids must be unique", st.UID, first)
-		}
-		uids[st.UID] = st.Line
-	}
+	d.validateUIDs(jf.Pipeline)
 
 	// restart
 	if jf.RestartSet {
@@ -1047,6 +1251,38 @@ func (d *decoder) validate(jf *JobFile) {
 		}
 	}
 	sort.SliceStable(d.errs, func(i, j int) bool { return lineOf(d.errs[i]) < lineOf(d.errs[j]) })
+}
+
+// validateUIDs checks that the pipeline's uids can each be found again in
+// a checkpoint: unique, not the job's own operators', and distinct as
+// state file names.
+func (d *decoder) validateUIDs(steps []Step) {
+	byUID := map[string]Step{}
+	byFile := map[string]Step{}
+	for _, st := range steps {
+		if first, dup := byUID[st.UID]; dup {
+			msg := fmt.Sprintf("pipeline operator uid %q is used twice (first on line %d): uids must be unique", st.UID, first.Line)
+			if !st.UIDSet || !first.UIDSet {
+				msg += "; a step without uid: has the id of its operator and key, so give one of the two a uid: of its own"
+			}
+			d.errorf(st.Line, "%s", msg)
+			continue
+		}
+		byUID[st.UID] = st
+		if what, ok := reservedUID(st.UID); ok {
+			d.errorf(st.Line, "pipeline operator uid %q is the uid of %s: choose another", st.UID, what)
+			continue
+		}
+		if st.Op == OpExtractKey {
+			continue // no state, so no state file
+		}
+		file := stateFileName(st.UID)
+		if first, dup := byFile[file]; dup {
+			d.errorf(st.Line, "pipeline operator uid %q and %q (line %d) differ only in characters the engine replaces with '_' in state file names, so their state would be written to the same file: make them differ in letters, digits, '.', '_' or '-'", st.UID, first.UID, first.Line)
+			continue
+		}
+		byFile[file] = st
+	}
 }
 
 // validateErrors checks the errors section against the topics the job

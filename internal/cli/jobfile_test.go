@@ -43,25 +43,31 @@ func TestParseOrdersExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := &JobFile{
 		Path:  "orders.yaml",
 		Job:   "orders-count",
 		Kafka: KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "onceflow"},
 		Source: SourceConfig{
-			Topics:    []string{"orders"},
-			Group:     "orders-count",
-			Startup:   Startup{Mode: StartEarliest},
-			Isolation: IsolationReadCommitted,
+			Topics:           []string{"orders"},
+			Group:            "orders-count",
+			Startup:          Startup{Mode: StartEarliest},
+			Isolation:        IsolationReadCommitted,
+			OnTopicRecreated: RecreatedEarliest,
 		},
 		Pipeline: []Step{
-			{Op: OpDedupe, Key: KeyRecordKey, TTL: 24 * time.Hour, UID: "dedupe-0", Line: 9},
-			{Op: OpCount, Key: KeyRecordKey, UID: "count-1", Line: 10},
+			{Op: OpDedupe, Key: KeyRecordKey, TTL: 24 * time.Hour, UID: "dedupe:record.key", Line: 9},
+			{Op: OpCount, Key: KeyRecordKey, UID: "count:record.key", Line: 10},
 		},
-		Sink:          SinkConfig{Topic: "order-counts", Delivery: DeliveryExactlyOnce},
+		Sink:          SinkConfig{Topic: "order-counts", Delivery: DeliveryExactlyOnce, MaxHeldBytes: 64 << 20},
 		Checkpointing: checkpoint.Config{Interval: time.Second, Mode: checkpoint.ExactlyOnce, Timeout: time.Minute},
-		State:         StateConfig{Dir: "./onceflow-data"},
-		Restart:       restart.Config{Strategy: restart.ExponentialDelay},
-		RestartSet:    true,
+		// Relative to the file's directory, here the working directory.
+		State:      StateConfig{Dir: filepath.Join(cwd, "onceflow-data")},
+		Restart:    restart.Config{Strategy: restart.ExponentialDelay},
+		RestartSet: true,
 	}
 	if !reflect.DeepEqual(jf, want) {
 		t.Errorf("parsed\n%+v\nwant\n%+v", jf, want)
@@ -95,7 +101,13 @@ func TestParseDefaults(t *testing.T) {
 	if jf.Sink.Delivery != DeliveryExactlyOnce {
 		t.Errorf("delivery = %q, want exactly-once", jf.Sink.Delivery)
 	}
-	if jf.State.Dir != DefaultStateDir || jf.RestartSet || len(jf.Pipeline) != 0 || jf.Kafka.ClientID != "onceflow" {
+	if abs, _ := filepath.Abs(DefaultStateDir); jf.State.Dir != abs {
+		t.Errorf("state dir = %q, want %q", jf.State.Dir, abs)
+	}
+	if jf.Source.OnTopicRecreated != RecreatedEarliest || jf.Sink.MaxHeldBytes != 64<<20 {
+		t.Errorf("on-topic-recreated/max-held-bytes = %q/%d, want earliest/64MiB", jf.Source.OnTopicRecreated, jf.Sink.MaxHeldBytes)
+	}
+	if jf.RestartSet || len(jf.Pipeline) != 0 || jf.Kafka.ClientID != "onceflow" {
 		t.Errorf("unexpected defaults: %+v", jf)
 	}
 }
@@ -131,6 +143,7 @@ source:
   isolation: read_uncommitted
   bounded: true
   parallelism: 4
+  on-topic-recreated: fail
 pipeline:
   - count: {uid: counter}
 sink:
@@ -181,11 +194,12 @@ restart:
 		Isolation:         IsolationReadUncommitted,
 		Bounded:           true,
 		Parallelism:       4,
+		OnTopicRecreated:  RecreatedFail,
 	}
 	if !reflect.DeepEqual(jf.Source, wantSource) {
 		t.Errorf("source = %+v, want %+v", jf.Source, wantSource)
 	}
-	if want := []Step{{Op: OpCount, Key: KeyRecordKey, UID: "counter", Line: 26}}; !reflect.DeepEqual(jf.Pipeline, want) {
+	if want := []Step{{Op: OpCount, Key: KeyRecordKey, UID: "counter", UIDSet: true, Line: 27}}; !reflect.DeepEqual(jf.Pipeline, want) {
 		t.Errorf("pipeline = %+v, want %+v", jf.Pipeline, want)
 	}
 	wantCP := checkpoint.Config{Interval: 10 * time.Second, Mode: checkpoint.AtLeastOnce, Timeout: 2 * time.Minute,
@@ -370,6 +384,61 @@ func TestParseErrors(t *testing.T) {
 			name: "duplicate uid",
 			new:  "pipeline:\n  - count: {uid: c}\n  - count: {uid: c}\n",
 			want: `j.yaml:12: pipeline operator uid "c" is used twice (first on line 11): uids must be unique`,
+		},
+		{
+			name: "explicit uid equal to another step's default id",
+			new:  "pipeline:\n  - count: {}\n  - count: {uid: \"count:record.key\"}\n",
+			want: `j.yaml:12: pipeline operator uid "count:record.key" is used twice (first on line 11): uids must be unique; a step without uid: has the id of its operator and key, so give one of the two a uid: of its own`,
+		},
+		{
+			name: "empty uid",
+			new:  "pipeline:\n  - count: {uid: \"\"}\n",
+			want: `j.yaml:11: pipeline[0].count.uid is empty: give it a value or remove it for the default id`,
+		},
+		{
+			name: "uid of the job's own sink",
+			new:  "pipeline:\n  - count: {uid: sink}\n",
+			want: `j.yaml:11: pipeline operator uid "sink" is the uid of the Kafka sink: choose another`,
+		},
+		{
+			name: "uids that make the same state file",
+			new:  "pipeline:\n  - count: {uid: \"a:b\"}\n  - dedupe: {ttl: 1h, uid: a_b}\n",
+			want: `j.yaml:12: pipeline operator uid "a_b" and "a:b" (line 11) differ only in characters the engine replaces with '_' in state file names, so their state would be written to the same file: make them differ in letters, digits, '.', '_' or '-'`,
+		},
+		{
+			name: "max-held-bytes with a decimal unit",
+			old:  "  topic: out\n", new: "  topic: out\n  max-held-bytes: 64MB\n",
+			want: `j.yaml:8: sink.max-held-bytes: "64MB" is ambiguous (decimal or binary units?): write 64MiB (1 MiB = 1048576 bytes) or the number of bytes`,
+		},
+		{
+			name: "max-held-bytes not a size",
+			old:  "  topic: out\n", new: "  topic: out\n  max-held-bytes: lots\n",
+			want: `j.yaml:8: sink.max-held-bytes: "lots" is not a size: write a number of bytes, or a whole number with a unit (B, KiB, MiB, GiB, TiB), such as 64MiB`,
+		},
+		{
+			name: "max-held-bytes zero",
+			old:  "  topic: out\n", new: "  topic: out\n  max-held-bytes: 0\n",
+			want: `j.yaml:8: sink.max-held-bytes must be positive: it bounds the memory of records held while a checkpoint commits; remove it for the default 64MiB`,
+		},
+		{
+			name: "max-held-bytes without exactly-once",
+			old:  "  topic: out\n", new: "  topic: out\n  delivery: at-least-once\n  max-held-bytes: 1GiB\n",
+			want: `j.yaml:9: sink.max-held-bytes only applies to delivery exactly-once (records are held while a checkpoint's transaction commits), and sink.delivery is at-least-once: remove it`,
+		},
+		{
+			name: "max-held-bytes typo",
+			old:  "  topic: out\n", new: "  topic: out\n  max-held-byte: 1GiB\n",
+			want: `j.yaml:8: unknown field "max-held-byte" in sink (did you mean "max-held-bytes"?)`,
+		},
+		{
+			name: "on-topic-recreated typo",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  on-topic-recreated: earlist\n",
+			want: `j.yaml:6: source.on-topic-recreated "earlist" is not one of earliest, fail (did you mean "earliest"?)`,
+		},
+		{
+			name: "on-topic-recreated unknown",
+			old:  "  topics: [in]\n", new: "  topics: [in]\n  on-topic-recreated: latest\n",
+			want: `j.yaml:6: source.on-topic-recreated "latest" is not one of earliest, fail`,
 		},
 		{
 			name: "pipeline item with two operators",
@@ -590,6 +659,43 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		wantErr string // substring; "" means no error
+	}{
+		{in: "67108864", want: 64 << 20},
+		{in: "64MiB", want: 64 << 20},
+		{in: "64mib", want: 64 << 20},
+		{in: "512 KiB", want: 512 << 10},
+		{in: "1GiB", want: 1 << 30},
+		{in: "2TiB", want: 2 << 40},
+		{in: "100B", want: 100},
+		{in: "0", want: 0},
+		{in: "64MB", wantErr: "write 64MiB"},
+		{in: "1g", wantErr: "write 1GiB"},
+		{in: "1.5GiB", wantErr: "is not a size"},
+		{in: "MiB", wantErr: "is not a size"},
+		{in: "-1MiB", wantErr: "must not be negative"},
+		{in: "9999999TiB", wantErr: "too large"},
+		{in: "99999999999999999999", wantErr: "too large"},
+	} {
+		got, err := parseSize(tc.in)
+		switch {
+		case tc.wantErr == "" && (err != nil || got != tc.want):
+			t.Errorf("parseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("parseSize(%q) = %d, %v; want an error with %q", tc.in, got, err, tc.wantErr)
+		}
+	}
+	for n, want := range map[int64]string{64 << 20: "64MiB", 1536 << 20: "1536MiB", 1 << 30: "1GiB", 100: "100B", 1025: "1025B"} {
+		if got := formatSize(n); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestParseErrorsAndExtractKey(t *testing.T) {
 	for _, tc := range []struct {
 		name, section string
@@ -611,12 +717,33 @@ func TestParseErrorsAndExtractKey(t *testing.T) {
 				t.Errorf("errors = %+v, want %+v", jf.Errors, tc.want)
 			}
 			wantSteps := []Step{
-				{Op: OpExtractKey, JSONField: "user", UID: "extract-key-0", Line: 11},
-				{Op: OpCount, Key: KeyRecordKey, UID: "count-1", Line: 12},
+				{Op: OpExtractKey, JSONField: "user", UID: "extract-key:user", Line: 11},
+				{Op: OpCount, Key: KeyRecordKey, UID: "count:record.key", Line: 12},
 			}
 			if !reflect.DeepEqual(jf.Pipeline, wantSteps) {
 				t.Errorf("pipeline = %+v, want %+v", jf.Pipeline, wantSteps)
 			}
 		})
+	}
+}
+
+// The job file shown in README.md parses, so its comments describe keys
+// that exist.
+func TestReadmeJobFile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "A job file:\n\n```yaml\n")
+	if !ok {
+		t.Fatal("README.md has no job file after \"A job file:\"")
+	}
+	src, _, _ := strings.Cut(rest, "```")
+	jf, err := ParseJobFile("README.md", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jf.Sink.MaxHeldBytes != 64<<20 || jf.Source.OnTopicRecreated != RecreatedEarliest {
+		t.Errorf("sink.max-held-bytes %d, source.on-topic-recreated %q", jf.Sink.MaxHeldBytes, jf.Source.OnTopicRecreated)
 	}
 }

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/connector/kafka"
@@ -12,10 +16,13 @@ import (
 )
 
 func runFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-	status := fs.Duration("status-interval", 5*time.Second, "how often to log a status line: records in and out, lag, last checkpoint, failures, skipped and dead-lettered records (0: never)")
-	connect := fs.Duration("connect-timeout", 15*time.Second, "how long to wait for a Kafka broker to answer before giving up")
+	options := runOptionFlags(fs)
 	return func(ctx context.Context, e *env, args []string) error {
 		path, err := oneFileArg("run", args)
+		if err != nil {
+			return err
+		}
+		o, err := options()
 		if err != nil {
 			return err
 		}
@@ -23,13 +30,151 @@ func runFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if err != nil {
 			return err
 		}
-		return runJob(ctx, e, jf, runOptions{status: *status, connectTimeout: *connect})
+		e.log.Info("starting job", "job", jf.Job, "file", absPath(jf.Path), "state_dir", jf.State.Dir, "checkpoints", filepath.Join(jf.State.Dir, jf.Job))
+		if o.fromSavepoint != "" {
+			e.log.Warn("starting from a savepoint: remove --from-savepoint once the job has committed a checkpoint, or a later start goes back to the savepoint", "savepoint", o.fromSavepoint)
+		}
+		return restoreHint(runJob(ctx, e, jf, o), jf)
 	}
+}
+
+// restoreSwitch is a flag of run that turns on one engine option about
+// how the job may restore.
+type restoreSwitch struct {
+	flag   string
+	option func() flow.Option
+	usage  string
+}
+
+var restoreSwitches = []restoreSwitch{
+	{"allow-non-restored-state", flow.AllowNonRestoredState, "start even though the checkpoint or savepoint holds state of operators the job no longer has\n" +
+		"(a pipeline step removed, or its uid changed); that state is dropped. Without it such a start is\n" +
+		"refused, naming the operators: give the steps their old uid: instead to keep the state"},
+	{"allow-checkpoint-fallback", flow.AllowCheckpointFallback, "when the last committed checkpoint is damaged, restore the newest intact one before it instead\n" +
+		"of stopping with the damaged file named. Records after the older checkpoint are processed again:\n" +
+		"outputs that already committed them (anything not idempotent) get them twice"},
+	{"start-fresh", flow.StartFresh, "start from source.startup although the job has left progress (checkpoints in state.dir,\n" +
+		"offsets committed to its group, a commit record in Kafka) but has no checkpoint to restore.\n" +
+		"Without it such a start is refused, because it would process input again that the output\n" +
+		"already holds, or skip input. It never throws away a checkpoint the job can restore"},
+	{"resume-latest-checkpoint", flow.ResumeLatestCheckpoint, "restore the newest confirmed checkpoint in state.dir when Kafka has no record of the job's\n" +
+		"commits (its progress record was deleted, or sink.delivery changed from at-least-once to\n" +
+		"exactly-once). Without it such a start is refused"},
+}
+
+// runOptionFlags registers the flags of run and returns the function that
+// reads them into runOptions once they are parsed.
+func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
+	status := fs.Duration("status-interval", 5*time.Second, "how often to log a status line: records in and out, lag, last checkpoint, failures, skipped and dead-lettered records (0: never)")
+	connect := fs.Duration("connect-timeout", 15*time.Second, "how long to wait for a Kafka broker to answer before giving up")
+	savepoint := fs.String("from-savepoint", "", "start from the savepoint in `DIR` (relative to the working directory), or from a retained checkpoint\n"+
+		"(STATE_DIR/JOB/checkpoints/chk-N), instead of the job's latest checkpoint: to move a job to another\n"+
+		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Remove it once the\n"+
+		"job has committed a checkpoint: a process started again with it goes back to DIR, and what the job\n"+
+		"wrote since then is written again")
+	set := make([]*bool, len(restoreSwitches))
+	for i, sw := range restoreSwitches {
+		set[i] = fs.Bool(sw.flag, false, sw.usage)
+	}
+	return func() (runOptions, error) {
+		o := runOptions{status: *status, connectTimeout: *connect}
+		on := map[string]bool{}
+		for i, sw := range restoreSwitches {
+			if *set[i] {
+				o.switches = append(o.switches, sw)
+				on[sw.flag] = true
+			}
+		}
+		if on["start-fresh"] && on["resume-latest-checkpoint"] {
+			return o, fmt.Errorf("%w: --start-fresh and --resume-latest-checkpoint exclude each other: choose one", errUsage)
+		}
+		if *savepoint == "" {
+			return o, nil
+		}
+		// Resolved now, against the working directory (it is a flag, not
+		// a path in the job file), so the log names it in full.
+		dir, err := filepath.Abs(*savepoint)
+		if err != nil {
+			return o, fmt.Errorf("--from-savepoint %s: %w", *savepoint, err)
+		}
+		if fi, err := os.Stat(dir); err != nil {
+			return o, fmt.Errorf("--from-savepoint: %w", err)
+		} else if !fi.IsDir() {
+			return o, fmt.Errorf("--from-savepoint %s is not a directory: name the savepoint's directory (or a retained checkpoint's chk-N)", *savepoint)
+		}
+		o.fromSavepoint = dir
+		return o, nil
+	}
+}
+
+// absPath is p made absolute for messages, or p when that fails.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 type runOptions struct {
 	status         time.Duration
 	connectTimeout time.Duration
+	// fromSavepoint is --from-savepoint, absolute; switches are the
+	// restoreSwitches given.
+	fromSavepoint string
+	switches      []restoreSwitch
+}
+
+// flowOptions are the engine options the run flags ask for.
+func (o runOptions) flowOptions() []flow.Option {
+	var opts []flow.Option
+	if o.fromSavepoint != "" {
+		opts = append(opts, flow.FromSavepoint(o.fromSavepoint))
+	}
+	for _, sw := range o.switches {
+		opts = append(opts, sw.option())
+	}
+	return opts
+}
+
+// restoreHint adds to a refused restore the uid: lines that give state
+// back its home, when the refusal names operators by the positional ids
+// (dedupe-0, count-1) pipeline steps had by default before their ids were
+// derived from what they are (DefaultUID).
+func restoreHint(err error, jf *JobFile) error {
+	if err == nil || !errors.Is(err, flow.ErrRestoreRefused) {
+		return err
+	}
+	msg := err.Error()
+	var lines []string
+	for i, st := range jf.Pipeline {
+		old := positionalUID(st, i)
+		if st.UIDSet || st.Op == OpExtractKey || !mentionsUID(msg, old) {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s:%d: add uid: %s to this %s step (its id is now %s)", jf.Path, st.Line, old, st.Op, st.UID))
+	}
+	if len(lines) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\nthat state was checkpointed when pipeline steps were named by their position; to keep it, give the steps their old ids:\n  %s", err, strings.Join(lines, "\n  "))
+}
+
+// mentionsUID reports whether msg names uid as a whole word.
+func mentionsUID(msg, uid string) bool {
+	idChar := func(b byte) bool {
+		return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("-_.:#", b) >= 0
+	}
+	for i := 0; ; {
+		j := strings.Index(msg[i:], uid)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(uid)
+		if (start == 0 || !idChar(msg[start-1])) && (end == len(msg) || !idChar(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // connectorStartup maps the job file's startup modes to the connector's.
@@ -49,6 +194,12 @@ var connectorReset = map[string]kafka.ResetFallback{
 }
 
 // connectorDelivery maps sink.delivery to the connector's.
+// connectorRecreated maps source.on-topic-recreated to the connector's.
+var connectorRecreated = map[string]kafka.TopicRecreated{
+	RecreatedEarliest: kafka.RecreatedReadEarliest,
+	RecreatedFail:     kafka.RecreatedFail,
+}
+
 var connectorDelivery = map[string]kafka.Delivery{
 	DeliveryExactlyOnce: kafka.DeliveryExactlyOnce,
 	DeliveryAtLeastOnce: kafka.DeliveryAtLeastOnce,
@@ -83,8 +234,9 @@ func (b *builtJob) lag() int64 {
 // pipeline, the Kafka sink (under exactly-once the commit point) and, with
 // errors.policy dead-letter, the dead-letter topic written in the sink's
 // transaction. The engine's own status line is off: runJob prints one
-// with the connectors' view added.
-func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env) (*builtJob, error) {
+// with the connectors' view added. extra are engine options on top of the
+// file's (how to restore, from the run flags).
+func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) (*builtJob, error) {
 	delivery, ok := connectorDelivery[jf.Sink.Delivery]
 	if !ok { // unreachable: the job file parser checked it
 		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce)
@@ -103,18 +255,18 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env) (*builtJob, error) {
 		DiscoveryInterval: discovery,
 		ReadUncommitted:   jf.Source.Isolation == IsolationReadUncommitted,
 		Bounded:           jf.Source.Bounded,
+		OnTopicRecreated:  connectorRecreated[jf.Source.OnTopicRecreated],
 	})
 	if err != nil {
 		return nil, err
 	}
 	sink, err := kafka.NewSink(kafka.SinkConfig{
-		Client:             cc,
-		Delivery:           delivery,
-		Job:                jf.Job,
-		Topic:              jf.Sink.Topic,
-		OffsetsOf:          []*kafka.Source{src},
-		CheckpointInterval: jf.Checkpointing.Interval,
-		CheckpointTimeout:  jf.Checkpointing.Timeout,
+		Client:       cc,
+		Delivery:     delivery,
+		Job:          jf.Job,
+		Topic:        jf.Sink.Topic,
+		OffsetsOf:    []*kafka.Source{src},
+		MaxHeldBytes: jf.Sink.MaxHeldBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -131,7 +283,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env) (*builtJob, error) {
 	if jf.RestartSet {
 		opts = append(opts, flow.Restart(jf.Restart))
 	}
-	env := flow.New(opts...)
+	env := flow.New(append(opts, extra...)...)
 	var srcOpts []flow.OpOption
 	if jf.Source.Parallelism > 0 {
 		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
@@ -167,7 +319,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, outputs); err != nil {
 		return err
 	}
-	b, err := buildJob(jf, cc, e)
+	b, err := buildJob(jf, cc, e, o.flowOptions()...)
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/state"
 )
 
 func validateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -41,8 +44,17 @@ func oneFileArg(cmd string, args []string) (string, error) {
 func describeJob(w io.Writer, jf *JobFile) {
 	fmt.Fprintf(w, "%s: job %q is valid\n", jf.Path, jf.Job)
 	fmt.Fprintf(w, "  kafka:      %s (client id %s", strings.Join(jf.Kafka.Brokers, ", "), jf.Kafka.ClientID)
-	if jf.Kafka.TLS.Enabled {
+	if t := jf.Kafka.TLS; t.Enabled {
 		fmt.Fprint(w, ", TLS")
+		var files []string
+		for _, f := range []struct{ key, path string }{{"ca-file", t.CAFile}, {"cert-file", t.CertFile}, {"key-file", t.KeyFile}} {
+			if f.path != "" {
+				files = append(files, f.key+" "+f.path)
+			}
+		}
+		if len(files) > 0 {
+			fmt.Fprintf(w, " with %s", strings.Join(files, ", "))
+		}
 	}
 	if jf.Kafka.SASL.Mechanism != "" {
 		fmt.Fprintf(w, ", SASL %s as %s", jf.Kafka.SASL.Mechanism, jf.Kafka.SASL.Username)
@@ -57,7 +69,7 @@ func describeJob(w io.Writer, jf *JobFile) {
 	if src.Bounded {
 		fmt.Fprint(w, ", bounded")
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{RecreatedEarliest: "read from earliest", RecreatedFail: "fail"}[src.OnTopicRecreated])
 	if len(jf.Pipeline) == 0 {
 		fmt.Fprintln(w, "  pipeline:   pass-through")
 	}
@@ -66,16 +78,27 @@ func describeJob(w io.Writer, jf *JobFile) {
 		if i == 0 {
 			label = "pipeline:"
 		}
+		uid := "uid " + st.UID
+		if strings.ContainsFunc(st.UID, func(r rune) bool { return !strings.ContainsRune(uidPlain, r) }) {
+			uid = fmt.Sprintf("uid %q", st.UID) // as it must be written in YAML
+		}
+		if st.UIDSet {
+			uid += ", from the file"
+		}
 		switch st.Op {
 		case OpDedupe:
-			fmt.Fprintf(w, "  %-11s dedupe by %s, ttl %s (uid %s)\n", label, st.Key, fmtDuration(st.TTL), st.UID)
+			fmt.Fprintf(w, "  %-11s dedupe by %s, ttl %s (%s)\n", label, st.Key, fmtDuration(st.TTL), uid)
 		case OpExtractKey:
-			fmt.Fprintf(w, "  %-11s extract-key from JSON field %q of the value (uid %s)\n", label, st.JSONField, st.UID)
+			fmt.Fprintf(w, "  %-11s extract-key from JSON field %q of the value (%s)\n", label, st.JSONField, uid)
 		default:
-			fmt.Fprintf(w, "  %-11s %s by %s (uid %s)\n", label, st.Op, st.Key, st.UID)
+			fmt.Fprintf(w, "  %-11s %s by %s (%s)\n", label, st.Op, st.Key, uid)
 		}
 	}
-	fmt.Fprintf(w, "  sink:       %s, delivery %s\n", jf.Sink.Topic, jf.Sink.Delivery)
+	fmt.Fprintf(w, "  sink:       %s, delivery %s", jf.Sink.Topic, jf.Sink.Delivery)
+	if jf.Sink.Delivery == DeliveryExactlyOnce {
+		fmt.Fprintf(w, ", holds at most %s while a checkpoint commits", formatSize(jf.Sink.MaxHeldBytes))
+	}
+	fmt.Fprintln(w)
 	switch jf.Errors.Policy {
 	case flow.DeadLetterOnError:
 		fmt.Fprintf(w, "  errors:     dead-letter to %s\n", jf.Errors.DeadLetterTopic)
@@ -86,16 +109,25 @@ func describeJob(w io.Writer, jf *JobFile) {
 	}
 	cp := jf.Checkpointing.WithDefaults()
 	if cp.Enabled() {
-		fmt.Fprintf(w, "  checkpoint: every %s, %s, timeout %s, keep %d, in %s\n", fmtDuration(cp.Interval), cp.Mode, fmtDuration(cp.Timeout), cp.NumRetained, jf.State.Dir)
+		fmt.Fprintf(w, "  checkpoint: every %s, %s, timeout %s, keep %d\n", fmtDuration(cp.Interval), cp.Mode, fmtDuration(cp.Timeout), cp.NumRetained)
 	} else {
 		fmt.Fprintln(w, "  checkpoint: off")
 	}
+	maxPar := fmt.Sprintf("%d (default)", state.DefaultMaxParallelism)
+	if jf.State.MaxParallelism > 0 {
+		maxPar = strconv.Itoa(jf.State.MaxParallelism)
+	}
+	fmt.Fprintf(w, "  state:      %s, checkpoints in %s, max parallelism %s\n", jf.State.Dir, filepath.Join(jf.State.Dir, jf.Job), maxPar)
 	if jf.RestartSet {
 		fmt.Fprintf(w, "  restart:    %s\n", jf.Restart.Describe())
 	} else if cp.Enabled() {
 		fmt.Fprintln(w, "  restart:    exponential-delay (default)")
 	}
 }
+
+// uidPlain are the characters a uid can be written with, unquoted, in a
+// job file and read as it is.
+const uidPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:#-"
 
 func describeStartup(s Startup) string {
 	switch s.Mode {
