@@ -109,6 +109,30 @@ func (r *crashRun) killAfter(d time.Duration) {
 	}
 }
 
+// killAfterCheckpoint runs a child and SIGKILLs it once it has committed a
+// checkpoint, so that the next child has something to restore whatever the
+// machine's speed.
+func (r *crashRun) killAfterCheckpoint() {
+	cmd, done := r.start()
+	pattern := filepath.Join(r.dir, "state", "crash", "checkpoints", "chk-*", "_manifest")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		select {
+		case err := <-done:
+			r.t.Fatalf("the child ended before it was killed (err %v): make the job longer", err)
+		default:
+		}
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatal("the child committed no checkpoint within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
 // finish runs a child to the end of its input.
 func (r *crashRun) finish() {
 	_, done := r.start()
@@ -187,7 +211,7 @@ func TestFailpointCrashes(t *testing.T) {
 			t.Parallel() // the children mostly sleep (throttled)
 			r := newCrashRun(t, "exactly-once")
 			if fp == failpoint.DuringRestore {
-				r.killAfter(300 * time.Millisecond) // something to restore
+				r.killAfterCheckpoint() // something to restore
 			}
 			_, done := r.start(failpoint.EnvVar + "=" + fp + "=crash@" + strconv.Itoa(hit))
 			select {
