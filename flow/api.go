@@ -3,8 +3,7 @@ package flow
 import (
 	"context"
 	"log/slog"
-
-	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"time"
 )
 
 // SourceContext describes the source subtask being opened.
@@ -138,18 +137,91 @@ type SinkWriter[T any] interface {
 }
 
 // CommitPoint is the single atomic action that makes a checkpoint durable
-// (architecture §3.1). The default writes the checkpoint manifest atomically;
-// the Kafka connector replaces it with a transaction carrying the outputs,
-// the source offsets and a progress marker.
+// (docs/design.md, "The checkpoint protocol"). Without one the runtime
+// writes the checkpoint manifest atomically and that write is the commit
+// point. With one (the Kafka connector's transaction carrying the outputs,
+// the source offsets and a commit record) the runtime first writes the
+// manifest as pending, then calls Commit with the manifest's checksum, then
+// confirms the manifest in the state directory. On recovery the commit
+// point's record decides which checkpoint is committed; the runtime
+// restores exactly the manifest the record names.
 type CommitPoint interface {
-	// LastCommitted returns the id of the newest committed checkpoint, or 0
-	// when the job has never committed one. The runtime loads that
-	// checkpoint's manifest from the state directory.
-	LastCommitted(ctx context.Context) (int64, error)
-	// Commit makes checkpoint m durable. m's state files are already on
-	// disk; if the commit point is not the manifest itself it must write the
-	// manifest (storage.WriteManifest) before committing.
-	Commit(ctx context.Context, store *storage.Store, m *storage.Manifest) error
+	// Peek returns the newest commit record without side effects: it
+	// fences nobody and waits for nobody's open commit. The runtime uses
+	// it before Recover to refuse a start that would take over a job
+	// another installation (another state directory) runs under the same
+	// name. A zero record means none.
+	Peek(ctx context.Context) (CommitRecord, error)
+	// Recover fences every earlier incarnation of the job, so that none
+	// can commit after it returns and any commit they left open is
+	// aborted, then returns the newest committed record: the answer is
+	// final. A zero Checkpoint means the job never committed one (or its
+	// record was lost; the runtime then looks for other traces of the
+	// job's progress before it starts fresh). The writers opened after
+	// Recover belong to the new incarnation.
+	Recover(ctx context.Context) (CommitRecord, error)
+	// Commit makes checkpoint rec.Checkpoint durable in one atomic action
+	// that records rec. The manifest is already written, pending, with the
+	// checksum rec.Manifest. ctx carries the checkpoint's deadline; every
+	// call to an external system must respect it. An error means the
+	// checkpoint did not commit, or its outcome is unknown (Recover will
+	// tell): the job fails over. Before returning an error Commit aborts
+	// whatever it can abort, so that readers are not blocked by an open
+	// transaction until it times out.
+	Commit(ctx context.Context, rec CommitRecord) error
+}
+
+// CommitRecord is what a commit point records for a committed checkpoint.
+type CommitRecord struct {
+	// Job is the job's name.
+	Job string
+	// Checkpoint is the checkpoint's id; 0 in a zero record.
+	Checkpoint int64
+	// Manifest is the hex SHA-256 of the checkpoint's manifest file, so
+	// that a restore uses exactly the manifest that was committed.
+	Manifest string
+	// Incarnation identifies the run of the job (from one restore to the
+	// next failure) that committed the checkpoint.
+	Incarnation string
+	// StateID identifies the state directory of the installation that
+	// committed it; two installations of a job with the same name have
+	// different ones.
+	StateID string
+	// Time is when the commit was attempted.
+	Time time.Time
+}
+
+// JobInfo describes the job a component runs in; see JobBinder.
+type JobInfo struct {
+	// Name is the job's name (flow.JobName).
+	Name string
+	// Checkpointing holds the checkpoint settings, defaults applied.
+	Checkpointing CheckpointInfo
+	// StopTimeout bounds a graceful stop (flow.StopTimeout).
+	StopTimeout time.Duration
+	// Logger is the job's logger.
+	Logger *slog.Logger
+}
+
+// CheckpointInfo is the checkpoint configuration a job runs with.
+type CheckpointInfo struct {
+	// Interval is 0 when periodic checkpoints are off.
+	Interval          time.Duration
+	ExactlyOnce       bool // false: at-least-once (no barrier alignment)
+	Timeout           time.Duration
+	MinPause          time.Duration
+	MaxConcurrent     int
+	TolerableFailures int // -1: any number
+}
+
+// JobBinder is implemented by sources, sinks and commit points that need
+// to know the job they run in before it starts (its name, its checkpoint
+// settings). Env.Start calls BindJob once per job start, before anything
+// runs; an error rejects the job (ErrInvalidJob) with the component's
+// reason, so a setting that cannot work is reported before the first
+// record rather than at the first checkpoint.
+type JobBinder interface {
+	BindJob(info JobInfo) error
 }
 
 // AbortNotifier is implemented by sink writers and commit points that want

@@ -8,7 +8,11 @@ type ErrorPolicy int
 
 const (
 	// FailOnError fails the task; the restart strategy decides what happens
-	// next. The default: nothing is dropped without the user saying so.
+	// next, unless the error wraps ErrUnrecoverable: a function that knows
+	// the record fails the same way every time returns
+	// Unrecoverable(err), and the job stops with the error instead of
+	// restarting into the same record. The default: nothing is dropped
+	// without the user saying so.
 	FailOnError ErrorPolicy = iota
 	// SkipOnError drops the record, counts it (Stats.RecordsSkipped) and
 	// logs it with its position.

@@ -2,12 +2,13 @@ package flow
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,19 +30,29 @@ import (
 // not help; the error says what does.
 var ErrRestoreRefused = errors.New("restore refused")
 
-// Stats is a snapshot of a running job's counters.
+// Stats is a snapshot of a running job's counters. Counters marked
+// "job life" continue across restarts and processes: the checkpoints carry
+// them. The others count this process only.
 type Stats struct {
-	RecordsIn              int64 // records read by sources
-	RecordsOut             int64 // records written to sinks
-	CheckpointsCompleted   int64
-	CheckpointsFailed      int64
+	RecordsIn int64 // records read by sources (this process)
+	// RecordsOut counts records written to sinks by this process,
+	// including those of epochs whose commit later failed and that were
+	// written again after a restore.
+	RecordsOut int64
+	// RecordsCommitted counts records written in checkpoints that
+	// committed (job life): what readers of the output see.
+	RecordsCommitted       int64
+	CheckpointsCompleted   int64         // job life
+	CheckpointsFailed      int64         // job life
 	LastCheckpoint         int64         // id of the newest committed checkpoint
 	LastCheckpointDuration time.Duration // trigger to commit
-	Restarts               int64
-	RestoredCheckpoint     int64 // id of the checkpoint or savepoint the current (or last) attempt restored, 0 for none
-	RecordsSkipped         int64 // poison records dropped by TryMap with SkipOnError
-	RecordsDeadLettered    int64 // poison records sent to a dead-letter stream by TryMap
-	Running                bool
+	// Restarts counts failovers inside this process plus starts of a
+	// process after one that did not stop gracefully (job life).
+	Restarts            int64
+	RestoredCheckpoint  int64 // id of the checkpoint or savepoint the current (or last) attempt restored, 0 for none
+	RecordsSkipped      int64 // poison records dropped by TryMap with SkipOnError
+	RecordsDeadLettered int64 // poison records sent to a dead-letter stream by TryMap
+	Running             bool
 }
 
 // Job is a running job.
@@ -55,6 +66,13 @@ type Job struct {
 
 	stopOnce sync.Once
 	stop     chan struct{}
+	// hardStop is canceled when a graceful stop has run out of time
+	// (StopTimeout less the time kept for cleanup): a commit stuck on an
+	// unreachable system gives up then.
+	hardStop context.Context
+
+	// stateID identifies the state directory (storage.Store.StateID).
+	stateID string
 
 	mu       sync.Mutex
 	cur      *attempt
@@ -64,6 +82,13 @@ type Job struct {
 	lastCP   atomic.Int64
 	lastDur  atomic.Int64
 	restored atomic.Int64
+	// committed counts records of committed checkpoints.
+	committed atomic.Int64
+	// base holds the counters restored from the first checkpoint this
+	// process restored (set once, before the first attempt runs).
+	baseMu  sync.Mutex
+	base    storage.Counters
+	baseSet bool
 	// skipped and deadLettered count poison records over the job's life
 	// (a replayed record counts again).
 	skipped      atomic.Int64
@@ -155,6 +180,29 @@ func (e *Env) validate(ctx context.Context, cfg *config) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
 	}
+	info := cfg.jobInfo()
+	bound := map[any]bool{}
+	bind := func(what string, v any) {
+		b, ok := v.(JobBinder)
+		if !ok || bound[v] {
+			return
+		}
+		bound[v] = true
+		if err := b.BindJob(info); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	for _, n := range e.nodes {
+		if n.impl != nil {
+			bind(fmt.Sprintf("operator %q", n.uid), n.impl)
+		}
+	}
+	if cfg.commitPoint != nil {
+		bind("the commit point", cfg.commitPoint)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
+	}
 	if _, err := e.plan(ctx, cfg); err != nil {
 		return err
 	}
@@ -241,14 +289,16 @@ func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, err
 
 // Stats returns the job's counters.
 func (j *Job) Stats() Stats {
+	b := j.counters()
 	s := Stats{
 		RecordsIn:              j.inBase.Load(),
 		RecordsOut:             j.outBase.Load(),
-		CheckpointsCompleted:   j.cpDone.Load(),
-		CheckpointsFailed:      j.cpFailed.Load(),
+		RecordsCommitted:       b.RecordsCommitted,
+		CheckpointsCompleted:   b.CheckpointsCompleted,
+		CheckpointsFailed:      b.CheckpointsFailed,
 		LastCheckpoint:         j.lastCP.Load(),
 		LastCheckpointDuration: time.Duration(j.lastDur.Load()),
-		Restarts:               j.restarts.Load(),
+		Restarts:               b.Restarts,
 		RestoredCheckpoint:     j.restored.Load(),
 		RecordsSkipped:         j.skipped.Load(),
 		RecordsDeadLettered:    j.deadLettered.Load(),
@@ -264,6 +314,40 @@ func (j *Job) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// counters returns the job-life counters: those restored plus this
+// process's.
+func (j *Job) counters() storage.Counters {
+	j.baseMu.Lock()
+	b := j.base
+	j.baseMu.Unlock()
+	return storage.Counters{
+		Restarts:             b.Restarts + j.restarts.Load(),
+		RecordsCommitted:     b.RecordsCommitted + j.committed.Load(),
+		CheckpointsCompleted: b.CheckpointsCompleted + j.cpDone.Load(),
+		CheckpointsFailed:    b.CheckpointsFailed + j.cpFailed.Load(),
+	}
+}
+
+// restoreCounters continues the counters of the first checkpoint this
+// process restores. A process that restores one of the job's own
+// checkpoints that a graceful stop did not take follows one that failed:
+// that counts as a restart.
+func (j *Job) restoreCounters(r recovery) {
+	j.baseMu.Lock()
+	defer j.baseMu.Unlock()
+	if j.baseSet {
+		return
+	}
+	j.baseSet = true
+	if r.manifest == nil {
+		return
+	}
+	j.base = r.manifest.Counters
+	if r.own && !r.manifest.Final {
+		j.base.Restarts++
+	}
 }
 
 func (j *Job) run(ctx context.Context) error {
@@ -284,6 +368,9 @@ func (j *Job) run(ctx context.Context) error {
 		// paused zombie coming back) would write the same checkpoint
 		// directories and, without Kafka fencing, commit sinks twice.
 		root := filepath.Join(j.cfg.stateDir, j.cfg.job)
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return fmt.Errorf("%w: create state directory: %w", ErrInvalidJob, err)
 		}
@@ -295,19 +382,60 @@ func (j *Job) run(ctx context.Context) error {
 			return fmt.Errorf("%w: lock state directory: %w", ErrInvalidJob, err)
 		}
 		defer release()
+		store, err := storage.Open(root)
+		if err != nil {
+			return fmt.Errorf("%w: open state directory: %w", ErrInvalidJob, err)
+		}
+		if j.stateID, err = store.StateID(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+		}
+		j.log.Info("state directory", "dir", root, "state_id", j.stateID)
 	}
+	// A stop request cancels recovery at once (nothing to save yet) and,
+	// StopTimeout less the cleanup budget later, whatever still blocks a
+	// graceful stop.
+	quit := make(chan struct{})
+	defer close(quit)
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	hard, hardCancel := context.WithCancel(context.Background())
+	defer hardCancel()
+	j.hardStop = hard
+	go func() {
+		select {
+		case <-j.stop:
+			rcancel()
+		case <-ctx.Done():
+		case <-quit:
+			return
+		}
+		t := time.NewTimer(j.cfg.stopTimeout - cleanupBudget(j.cfg.stopTimeout))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			hardCancel()
+		case <-quit:
+		}
+	}()
 	var stopStatus func()
 	if j.cfg.statusInterval > 0 {
 		stopStatus = j.statusLoop()
 		defer stopStatus()
 	}
 	for {
-		err := j.runAttempt(ctx)
+		err := j.runAttempt(rctx)
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, ErrRestoreRefused) || errors.Is(err, ErrInvalidJob) {
+		if errors.Is(err, ErrRestoreRefused) || errors.Is(err, ErrInvalidJob) || errors.Is(err, ErrUnrecoverable) {
+			j.log.Error("job failed and will not restart: restarting cannot fix this", "err", err)
 			return err
+		}
+		if rctx.Err() != nil {
+			// Asked to stop while recovering: nothing ran, nothing is
+			// lost; the next start recovers.
+			j.log.Warn("stopped while the job was recovering", "err", err)
+			return nil
 		}
 		d := strategy.OnFailure(j.cfg.clock())
 		if !d.Restart {
@@ -331,6 +459,11 @@ func (j *Job) run(ctx context.Context) error {
 	}
 }
 
+// cleanupBudget is the part of StopTimeout kept for cleanup after a stop
+// gave up on its final checkpoint (aborting an open transaction, closing
+// clients), so that the whole stop ends within StopTimeout.
+func cleanupBudget(stop time.Duration) time.Duration { return min(5*time.Second, stop/4) }
+
 func (j *Job) statusLoop() func() {
 	t := time.NewTicker(j.cfg.statusInterval)
 	quit := make(chan struct{})
@@ -340,7 +473,7 @@ func (j *Job) statusLoop() func() {
 			select {
 			case <-t.C:
 				s := j.Stats()
-				j.log.Info("status", "records_in", s.RecordsIn, "records_out", s.RecordsOut, "checkpoints", s.CheckpointsCompleted, "failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "restarts", s.Restarts)
+				j.log.Info("status", "records_in", s.RecordsIn, "records_written", s.RecordsOut, "records_committed", s.RecordsCommitted, "checkpoints", s.CheckpointsCompleted, "failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "restarts", s.Restarts)
 			case <-quit:
 				return
 			}
@@ -356,6 +489,7 @@ type ackMsg struct {
 	uid   string
 	keyed *storage.KeyedFile
 	blobs map[string][]byte
+	out   int64 // records a sink wrote in the epoch it prepared
 	err   error
 }
 
@@ -367,6 +501,7 @@ type pendingCP struct {
 	ops       map[string]*storage.OperatorState
 	req       *request // savepoint requester
 	final     bool     // the job stops once it commits
+	out       int64    // records the sinks wrote in the epoch
 }
 
 // attempt is one run of the job's graph, from restore to failure or end.
@@ -389,6 +524,15 @@ type attempt struct {
 	sources   []*subtask
 	exchanges map[*node]exchangeImpl
 	writers   sync.WaitGroup
+	// incarnation identifies this attempt in manifests and commit records.
+	incarnation string
+}
+
+// newIncarnation returns 16 random hex digits.
+func newIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (att *attempt) exactlyOnce() bool { return att.cfg.checkpoint.Mode == checkpoint.ExactlyOnce }
@@ -492,111 +636,6 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// resolveRestore finds the checkpoint or savepoint to restore.
-func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (*storage.Manifest, error) {
-	if j.cfg.fromSavepoint != "" && !j.committedThisRun.Load() {
-		m, err := storage.LoadManifest(j.cfg.fromSavepoint)
-		if err != nil {
-			return nil, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, j.cfg.fromSavepoint, err)
-		}
-		if err := storage.Verify(m); err != nil {
-			return nil, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, j.cfg.fromSavepoint, err)
-		}
-		return m, nil
-	}
-	if store == nil {
-		return nil, nil
-	}
-	if cp := j.cfg.commitPoint; cp != nil {
-		id, err := cp.LastCommitted(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("find the last committed checkpoint: %w", err)
-		}
-		if id == 0 {
-			return nil, nil
-		}
-		m, err := store.Load(id)
-		if err != nil {
-			return nil, fmt.Errorf("%w: checkpoint %d is committed but its manifest cannot be read from %s (was the state directory lost or moved?): %w", ErrRestoreRefused, id, store.Dir(id), err)
-		}
-		if err := storage.Verify(m); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
-		}
-		return m, nil
-	}
-	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.allowFallback})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
-	}
-	if report != nil {
-		for _, c := range report.Skipped {
-			j.log.Warn("skipped a damaged checkpoint because fallback is allowed; records after the older checkpoint are processed again and non-idempotent sinks may see them twice", "damaged", c.Error())
-		}
-	}
-	return m, nil
-}
-
-func (j *Job) checkRestore(m *storage.Manifest) error {
-	if m == nil {
-		return nil
-	}
-	if m.MaxParallelism != 0 && m.MaxParallelism != j.cfg.maxParallelism {
-		return fmt.Errorf("%w: checkpoint %d was taken with max parallelism %d and the job now has %d; keyed state is sharded by it, set flow.MaxParallelism(%d)", ErrRestoreRefused, m.CheckpointID, m.MaxParallelism, j.cfg.maxParallelism, m.MaxParallelism)
-	}
-	var missing []string
-	for uid := range m.Operators {
-		if _, ok := j.env.uids[uid]; !ok {
-			missing = append(missing, uid)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		if !j.cfg.allowNonRestored {
-			return fmt.Errorf("%w: checkpoint %d in %s holds state for operators this job does not have: %s; give the operators their old uids, or allow dropping that state (flow.AllowNonRestoredState / --allow-non-restored-state)", ErrRestoreRefused, m.CheckpointID, m.Dir, strings.Join(missing, ", "))
-		}
-		j.log.Warn("dropping state of operators the job no longer has", "operators", missing)
-	}
-	return nil
-}
-
-// recoverSinks commits the sink handles of the restored checkpoint: its
-// commit point passed, so whatever it prepared must become visible.
-func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
-	if m == nil {
-		return nil
-	}
-	for _, n := range j.env.nodes {
-		if n.kind != kindSink {
-			continue
-		}
-		op := m.Operators[n.uid]
-		if op == nil {
-			continue
-		}
-		ps, err := restoredPending(op.Blobs)
-		if err != nil {
-			return fmt.Errorf("%w: checkpoint %d sink %q: %w", ErrRestoreRefused, m.CheckpointID, n.uid, err)
-		}
-		if len(ps) == 0 {
-			continue
-		}
-		c, err := n.committer(ctx, j.cfg.job, n.uid)
-		if err != nil {
-			return fmt.Errorf("sink %q: open committer for recovery: %w", n.uid, err)
-		}
-		for _, p := range ps {
-			if err := c.Commit(ctx, p.id, p.handle); err != nil {
-				c.Close()
-				return fmt.Errorf("sink %q: commit checkpoint %d on recovery: %w", n.uid, p.id, err)
-			}
-		}
-		if err := c.Close(); err != nil {
-			return fmt.Errorf("sink %q: close recovery committer: %w", n.uid, err)
-		}
-	}
-	return nil
-}
-
 func (j *Job) runAttempt(ctx context.Context) (err error) {
 	cfg := &j.cfg
 	var store *storage.Store
@@ -606,10 +645,11 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 			return fmt.Errorf("%w: open state directory: %w", ErrInvalidJob, err)
 		}
 	}
-	restored, err := j.resolveRestore(ctx, store)
+	rec, err := j.resolveRestore(ctx, store)
 	if err != nil {
 		return err
 	}
+	restored := rec.manifest
 	if err := j.checkRestore(restored); err != nil {
 		return err
 	}
@@ -618,6 +658,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	j.restoreCounters(rec)
 	j.restored.Store(0)
 	if restored != nil {
 		j.restored.Store(restored.CheckpointID)
@@ -636,21 +677,22 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		job: j, cfg: cfg, log: j.log, ctx: actx, cancel: cancel, store: store, restored: restored,
 		par: par, partBase: map[*node]int{}, exchanges: map[*node]exchangeImpl{},
 		failures: make(chan error, 1), finished: make(chan struct{}),
+		incarnation: newIncarnation(),
 	}
 	for _, n := range j.env.nodes {
 		att.partBase[n] = att.parts
 		att.parts += par[n]
 	}
 	att.acks = make(chan ackMsg, att.parts*4)
-	lastID := att.restoredID()
+	// New ids continue above every id in use: the restored one, any
+	// directory in the store, and what the commit point recorded.
+	lastID := max(att.restoredID(), rec.record.Checkpoint)
 	if store != nil {
-		ids, err := store.List()
+		high, err := store.HighestID()
 		if err != nil {
 			return err
 		}
-		if len(ids) > 0 && ids[len(ids)-1] > lastID {
-			lastID = ids[len(ids)-1]
-		}
+		lastID = max(lastID, high)
 	}
 	coord := checkpoint.NewCoordinator(cfg.checkpoint, lastID, att.parts, cfg.clock())
 
@@ -776,7 +818,10 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 	ended := false    // the final checkpoint committed; the sources are ending
 	ctxDone := ctx.Done()
 	stopCh := j.stop
-	var stopDeadline <-chan time.Time
+	var stopDeadline <-chan struct{}
+	// carry is the output of aborted checkpoints' epochs: the next commit
+	// commits it.
+	var carry int64
 
 	endSources := func() {
 		for _, st := range att.sources {
@@ -794,7 +839,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			p.savepoint = true
 		}
 		pending[id] = p
-		stopDeadline = time.After(att.cfg.stopTimeout)
+		stopDeadline = j.hardStop.Done()
 		att.log.Info("stopping: taking a final checkpoint", "checkpoint", id)
 	}
 	for {
@@ -819,7 +864,9 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				if ended {
 					continue // after the final checkpoint nothing else commits
 				}
-				err := att.commit(att.ctx, p)
+				cctx, cancel := att.commitContext(p)
+				err := att.commit(cctx, p, carry)
+				cancel()
 				coord.CommitDone(a.ID, err, cfg.clock())
 				if err != nil {
 					// The commit point failed: the epoch's output is gone
@@ -828,6 +875,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 					att.replySavepoint(p, "", err)
 					return fmt.Errorf("checkpoint %d could not commit: %w", a.ID, err)
 				}
+				carry = 0
 				for _, st := range att.subtasks {
 					st.mail.Post(mail{kind: mailCommitted, b: runtime.Barrier{ID: a.ID}})
 				}
@@ -839,6 +887,9 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				p := pending[a.ID]
 				delete(pending, a.ID)
 				j.cpFailed.Add(1)
+				if p != nil {
+					carry += p.out
+				}
 				att.log.Warn("checkpoint aborted", "checkpoint", a.ID, "reason", a.Err)
 				if an, ok := cfg.commitPoint.(AbortNotifier); ok {
 					an.CheckpointAborted(att.ctx, a.ID)
@@ -878,6 +929,9 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				coord.Decline(a.cp, a.part, a.err)
 				continue
 			}
+			if p != nil {
+				p.out += a.out
+			}
 			if p != nil && p.ops != nil && a.uid != "" {
 				op := p.ops[a.uid]
 				if op == nil {
@@ -916,7 +970,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			stopCh = nil
 			beginStop(nil)
 		case <-stopDeadline:
-			return fmt.Errorf("the final checkpoint did not complete within %v; stopped without it (the next start resumes from the last committed checkpoint)", att.cfg.stopTimeout)
+			return fmt.Errorf("the final checkpoint did not complete within the stop timeout %v; stopped without it (the next start resumes from the last committed checkpoint)", att.cfg.stopTimeout)
 		case <-allDone:
 			if stopping {
 				return nil
@@ -928,10 +982,30 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 	}
 }
 
-// commit performs the commit point of checkpoint p.
-func (att *attempt) commit(ctx context.Context, p *pendingCP) error {
+// commitContext bounds the commit point of p: the checkpoint's timeout
+// counts from its trigger to its commit (at least a second is left for the
+// commit itself), and a graceful stop that ran out of time cancels it.
+// Every call the commit point makes to an external system inherits the
+// deadline, so a broker that stops answering fails the checkpoint instead
+// of blocking the job, its stop and its restarts.
+func (att *attempt) commitContext(p *pendingCP) (context.Context, context.CancelFunc) {
+	deadline := p.started.Add(att.cfg.checkpoint.Timeout)
+	if now := time.Now(); deadline.Before(now.Add(time.Second)) {
+		deadline = now.Add(time.Second)
+	}
+	ctx, cancel := context.WithDeadline(att.ctx, deadline)
+	stop := context.AfterFunc(att.job.hardStop, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// commit performs the commit point of checkpoint p; carry is the output of
+// aborted checkpoints' epochs that it commits too.
+func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error {
 	j := att.job
 	cfg := att.cfg
+	counters := j.counters()
+	counters.CheckpointsCompleted++
+	counters.RecordsCommitted += carry + p.out
 	m := &storage.Manifest{
 		Version:        storage.ManifestVersion,
 		Job:            cfg.job,
@@ -939,6 +1013,10 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP) error {
 		CreatedAt:      cfg.clock(),
 		MaxParallelism: cfg.maxParallelism,
 		Operators:      p.ops,
+		Incarnation:    att.incarnation,
+		StateID:        j.stateID,
+		Final:          p.final,
+		Counters:       counters,
 	}
 	for uid, op := range m.Operators {
 		if n := j.env.uids[uid]; n != nil {
@@ -952,14 +1030,27 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP) error {
 		// No state directory: nothing can be recovered, but sinks still
 		// commit (bounded jobs without checkpointing).
 	case cfg.commitPoint != nil:
-		if err := cfg.commitPoint.Commit(ctx, att.store, m); err != nil {
+		m.CommitPoint = commitPointName(cfg.commitPoint)
+		sum, err := att.store.WritePending(m)
+		if err != nil {
 			return err
+		}
+		rec := CommitRecord{Job: cfg.job, Checkpoint: p.id, Manifest: sum, Incarnation: att.incarnation, StateID: j.stateID, Time: time.Now()}
+		if err := cfg.commitPoint.Commit(ctx, rec); err != nil {
+			return err
+		}
+		// The checkpoint is committed. Confirming it in the store is a
+		// follow-up step that recovery repeats (LoadCommitted), so a
+		// failure here fails over without undoing the checkpoint.
+		if err := att.store.Confirm(p.id, sum); err != nil {
+			att.failTask(fmt.Errorf("checkpoint %d committed but confirming its manifest failed (recovery confirms it): %w", p.id, err))
 		}
 	default:
 		if err := att.store.Commit(m); err != nil {
 			return err
 		}
 	}
+	j.committed.Add(carry + p.out)
 	if err := failpoint.Inject(failpoint.AfterCommitPoint); err != nil {
 		// Past the commit point nothing may undo the checkpoint: an
 		// injected error here fails the job over, and recovery redoes the
@@ -990,6 +1081,14 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP) error {
 		}
 	}
 	return nil
+}
+
+// commitPointName names an external commit point in manifests.
+func commitPointName(cp CommitPoint) string {
+	if s, ok := cp.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return "external"
 }
 
 func (att *attempt) replySavepoint(p *pendingCP, path string, err error) {

@@ -178,6 +178,20 @@ func StopTimeout(d time.Duration) Option { return func(c *config) { c.stopTimeou
 // transaction. Connectors that own the commit point set it for you.
 func WithCommitPoint(cp CommitPoint) Option { return func(c *config) { c.commitPoint = cp } }
 
+// jobInfo is what JobBinders learn about the job.
+func (c *config) jobInfo() JobInfo {
+	cc := c.checkpoint
+	return JobInfo{
+		Name: c.job,
+		Checkpointing: CheckpointInfo{
+			Interval: cc.Interval, ExactlyOnce: cc.Mode == checkpoint.ExactlyOnce, Timeout: cc.Timeout, MinPause: cc.MinPause,
+			MaxConcurrent: cc.MaxConcurrent, TolerableFailures: cc.TolerableFailures,
+		},
+		StopTimeout: c.stopTimeout,
+		Logger:      c.logger.With("job", c.job),
+	}
+}
+
 func (c *config) validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -206,6 +220,9 @@ func (c *config) validate() error {
 	}
 	if c.startFresh && c.resumeLatest {
 		add("StartFresh and ResumeLatestCheckpoint exclude each other: choose one")
+	}
+	if c.stopTimeout <= 0 {
+		add("stop timeout %v is not positive", c.stopTimeout)
 	}
 	if c.batchSize < 1 {
 		add("batch size %d is below 1", c.batchSize)

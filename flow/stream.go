@@ -69,6 +69,10 @@ type node struct {
 	committer func(ctx context.Context, job, uid string) (SinkCommitter, error)
 	// commitPoint is set for sinks that own the commit point.
 	commitPoint CommitPoint
+	// impl is the Source or Sink value (sources and sinks), for the
+	// optional interfaces the runtime looks for (JobBinder,
+	// PriorProgressReporter).
+	impl any
 }
 
 func (e *Env) add(n *node) *node {
@@ -138,6 +142,7 @@ func From[T any](e *Env, src Source[T], opts ...OpOption) Stream[T] {
 	if h, ok := src.(ParallelismHinter); ok {
 		n.hint = h.ParallelismHint
 	}
+	n.impl = src
 	n.runSource = func(st *subtask, out any) { runSource(st, src, out.(input[T])) }
 	return Stream[T]{e.add(n)}
 }
@@ -252,7 +257,7 @@ func Rebalance[T any](s Stream[T], opts ...OpOption) Stream[T] {
 // To writes the stream into sink.
 func To[T any](s Stream[T], sink Sink[T], opts ...OpOption) {
 	e := s.n.env
-	n := &node{name: "sink", kind: kindSink, input: s.n}
+	n := &node{name: "sink", kind: kindSink, input: s.n, impl: sink}
 	applyOpts(e, n, opts)
 	if p, ok := sink.(CommitPointProvider); ok {
 		n.commitPoint = p.CommitPoint()

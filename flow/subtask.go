@@ -253,6 +253,9 @@ type sinkOp[T any] struct {
 	w       SinkWriter[T]
 	pending []pendingHandle
 	count   int64
+	// written counts every record written; preparedAt is its value at the
+	// last barrier, so an ack carries the epoch's output.
+	written, preparedAt int64
 }
 
 func newSinkOp[T any](st *subtask, n *node, sink Sink[T]) *sinkOp[T] {
@@ -276,6 +279,7 @@ func (s *sinkOp[T]) push(x T) {
 		fail(fmt.Errorf("sink %q write: %w", s.n.uid, err))
 	}
 	s.count++
+	s.written++
 	if s.count&255 == 0 {
 		s.st.out.Add(256)
 	}
@@ -297,7 +301,9 @@ func (s *sinkOp[T]) control(c ctl) {
 			s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, err: err})
 			return
 		}
-		s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, uid: s.n.uid, blobs: map[string][]byte{pendingBlobKey(s.st.index): encodePending(s.pending)}})
+		out := s.written - s.preparedAt
+		s.preparedAt = s.written
+		s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, uid: s.n.uid, out: out, blobs: map[string][]byte{pendingBlobKey(s.st.index): encodePending(s.pending)}})
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/onceflow/onceflow/flow"
 )
 
 // SASL mechanisms [SASL].Mechanism accepts.
@@ -104,8 +106,9 @@ func (c ClientConfig) explain(err error) error {
 		return nil
 	}
 	if errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) || errors.Is(err, kerr.IllegalSaslState) {
-		return fmt.Errorf("authentication to Kafka failed for SASL %s user %q: check ClientConfig.SASL (kafka.sasl in a job file): its mechanism, user and password must match a user the brokers know: %w",
-			c.SASL.Mechanism, c.SASL.User, err)
+		// Restarting with the same credentials fails the same way.
+		return flow.Unrecoverable(fmt.Errorf("authentication to Kafka failed for SASL %s user %q: check ClientConfig.SASL (kafka.sasl in a job file): its mechanism, user and password must match a user the brokers know: %w",
+			c.SASL.Mechanism, c.SASL.User, err))
 	}
 	return err
 }

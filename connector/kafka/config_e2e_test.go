@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -23,9 +24,9 @@ import (
 // checkpoints every 50ms, on the brokers of cc.
 func startPipe(t *testing.T, cc ClientConfig, src *Source) *flow.Job {
 	t.Helper()
-	sink := newSink(t, SinkConfig{Client: cc, Job: "j", Topic: "out", OffsetsOf: []*Source{src}, CheckpointInterval: 50 * time.Millisecond})
+	sink := newSink(t, SinkConfig{Client: cc, Job: "j", Topic: "out", OffsetsOf: []*Source{src}})
 	env := flow.New(flow.JobName("j"), flow.Checkpointing(50*time.Millisecond), flow.StateDir(t.TempDir()),
-		flow.Logger(slog.New(slog.DiscardHandler)))
+		flow.Logger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	flow.To(flow.From(env, src, flow.UID("kafka-in")), sink, flow.UID("kafka-out"))
 	j, err := env.Start(testCtx(t))
 	if err != nil {
@@ -281,8 +282,8 @@ func TestSASLWrongPassword(t *testing.T) {
 			_, err = src.Open(ctx, sourceContext(0, 1), nil)
 			check("source Open", err)
 			sink := newSink(t, SinkConfig{Client: cc, Job: "j", Topic: "out"})
-			_, err = sink.CommitPoint().LastCommitted(ctx)
-			check("LastCommitted", err)
+			_, err = sink.CommitPoint().Recover(ctx)
+			check("Recover", err)
 			_, err = sink.Open(ctx, flow.SinkContext{Job: "j", Logger: slog.New(slog.DiscardHandler)})
 			check("sink Open", err)
 		})

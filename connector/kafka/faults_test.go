@@ -123,7 +123,9 @@ func TestBrokerFaults(t *testing.T) {
 		{name: "produce with an invalid producer epoch", inject: faultOnce(kmsg.Produce, "out", kerr.InvalidProducerEpoch, 0), hits: 1, restarts: restartsSome},
 		{name: "EndTxn fenced", inject: faultOnce(kmsg.EndTxn, "", kerr.ProducerFenced, 0), hits: 1, restarts: restartsSome},
 		{name: "EndTxn with an invalid producer epoch", inject: faultOnce(kmsg.EndTxn, "", kerr.InvalidProducerEpoch, 0), hits: 1, restarts: restartsSome},
-		{name: "progress marker produce fenced", inject: faultOnce(kmsg.Produce, DefaultProgressTopic, kerr.ProducerFenced, 0), hits: 1, restarts: restartsSome},
+		{name: "commit record fenced", inject: func(e faultEnv) hitCounter {
+			return e.c.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Group: DefaultProgressTopic + ".j", Err: kerr.ProducerFenced}).Hits
+		}, hits: 1, restarts: restartsSome},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,10 +147,10 @@ func TestBrokerFaults(t *testing.T) {
 			}
 			var log syncBuffer
 			j, _ := startJob(t, c, jobSpec{
-				sink:   SinkConfig{CheckpointInterval: 50 * time.Millisecond},
-				inject: inj,
-				log:    &log,
-				opts:   []flow.Option{flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 5, Delay: 10 * time.Millisecond})},
+				interval: 50 * time.Millisecond,
+				inject:   inj,
+				log:      &log,
+				opts:     []flow.Option{flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 5, Delay: 10 * time.Millisecond})},
 			})
 			if err := j.Wait(); err != nil {
 				t.Fatalf("job: %v\nits log:\n%s", err, log.String())

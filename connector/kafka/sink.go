@@ -1,42 +1,34 @@
 package kafka
 
 import (
-	"github.com/onceflow/onceflow/internal/testbreak"
-
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/flow"
-	"github.com/onceflow/onceflow/internal/checkpoint/storage"
-	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/testbreak"
 )
 
 // Sink defaults.
 const (
-	// DefaultProgressTopic is the compacted topic progress markers go to.
+	// DefaultProgressTopic is the topic whose partition 0 anchors the
+	// commit records of every job (see the package doc) and holds a copy
+	// of each, keyed by job, for people reading it.
 	DefaultProgressTopic = "__onceflow_progress"
 	// DefaultTransactionTimeout is Kafka's default transaction.max.timeout.ms,
 	// the longest timeout a default broker accepts.
 	DefaultTransactionTimeout = 15 * time.Minute
 	// DefaultMaxHeldBytes is SinkConfig.MaxHeldBytes's default.
 	DefaultMaxHeldBytes = 64 << 20
-	// defaultCheckpointTimeout mirrors the engine's default, for validation
-	// when SinkConfig.CheckpointTimeout is unset.
-	defaultCheckpointTimeout = 10 * time.Minute
 )
 
 // Delivery is the guarantee of a [Sink]'s writes.
@@ -67,9 +59,9 @@ type SinkConfig struct {
 	// offsets to their groups after each checkpoint, and the job's
 	// checkpoint manifest is its commit point.
 	Delivery Delivery
-	// Job is the job's name, as given to flow.JobName; required. The
-	// commit point needs it before any subtask opens, to find the job's
-	// progress markers; Open fails if the running job has another name.
+	// Job is the job's name, default "": the name the job runs with
+	// (flow.JobName), which the sink learns when the job starts. When set
+	// it must match that name.
 	Job string
 	// Topic is the topic every record is written to, default "": each
 	// record's Record.Topic. It wins over Record.Topic because records
@@ -90,17 +82,27 @@ type SinkConfig struct {
 	// previous one by initializing the same id: never share it between
 	// jobs.
 	TransactionalID string
-	// ProgressTopic is the compacted topic the commit point writes its
-	// progress markers to, default DefaultProgressTopic. It is created
-	// (one partition, cleanup.policy=compact) when missing.
+	// ProgressTopic is the topic whose partition 0 anchors the job's
+	// commit record (a committed offset of ProgressGroup, see the package
+	// doc) and receives a copy of each record, default
+	// DefaultProgressTopic. Recovery never reads it, so its cleanup policy
+	// and other jobs' transactions on it do not matter. It is created (one
+	// partition, compacted) when missing and the client may create topics,
+	// otherwise it must exist.
 	ProgressTopic string
+	// ProgressGroup is the consumer group the commit record is committed
+	// to, default "__onceflow_progress.<job>". No consumer joins it; one
+	// group per job keeps recovery independent of every other job's
+	// transactions.
+	ProgressGroup string
 	// TransactionTimeout is the producer's transaction.timeout.ms, default
 	// 15 minutes. A transaction is open from the first record after one
-	// checkpoint until the next checkpoint commits, so it must exceed
-	// CheckpointInterval + CheckpointTimeout, and every checkpoint the job
-	// tolerates failing adds as much again; the broker must allow it
-	// (transaction.max.timeout.ms). A transaction the broker times out only
-	// aborts an epoch: the job fails over and replays it.
+	// checkpoint until the next checkpoint commits: with f tolerable
+	// checkpoint failures that is up to (f+1) × (interval + min pause +
+	// checkpoint timeout), which it must exceed (checked when the job
+	// starts); the brokers must allow it (transaction.max.timeout.ms). A
+	// transaction the broker times out only aborts an epoch: the job fails
+	// over and replays it.
 	TransactionTimeout time.Duration
 	// MaxHeldBytes bounds the memory of records held while a checkpoint
 	// commits, default DefaultMaxHeldBytes (64 MiB); exactly-once only.
@@ -111,22 +113,11 @@ type SinkConfig struct {
 	// commit or abort of n releases them: backpressure reaches the
 	// sources instead of memory growing with the input rate.
 	MaxHeldBytes int64
-	// CheckpointInterval is the job's checkpoint interval, used only to
-	// validate TransactionTimeout (the sink cannot see the job's
-	// configuration). Default 0.
-	CheckpointInterval time.Duration
-	// CheckpointTimeout is the job's checkpoint timeout, used only to
-	// validate TransactionTimeout. Default: the engine's default, 10
-	// minutes.
-	CheckpointTimeout time.Duration
 }
 
 func (c *SinkConfig) withDefaults() {
 	if c.Delivery == "" {
 		c.Delivery = DeliveryExactlyOnce
-	}
-	if c.TransactionalID == "" && c.Job != "" {
-		c.TransactionalID = "onceflow-" + c.Job + "-0"
 	}
 	if c.ProgressTopic == "" {
 		c.ProgressTopic = DefaultProgressTopic
@@ -134,20 +125,28 @@ func (c *SinkConfig) withDefaults() {
 	if c.TransactionTimeout == 0 {
 		c.TransactionTimeout = DefaultTransactionTimeout
 	}
-	if c.CheckpointTimeout == 0 {
-		c.CheckpointTimeout = defaultCheckpointTimeout
-	}
 	if c.MaxHeldBytes == 0 {
 		c.MaxHeldBytes = DefaultMaxHeldBytes
+	}
+	c.jobDefaults()
+}
+
+// jobDefaults fills in the settings derived from the job's name.
+func (c *SinkConfig) jobDefaults() {
+	if c.Job == "" {
+		return
+	}
+	if c.TransactionalID == "" {
+		c.TransactionalID = "onceflow-" + c.Job + "-0"
+	}
+	if c.ProgressGroup == "" {
+		c.ProgressGroup = DefaultProgressTopic + "." + c.Job
 	}
 }
 
 func (c *SinkConfig) validate() error {
 	if err := c.Client.validate(); err != nil {
 		return err
-	}
-	if c.Job == "" {
-		return errors.New("the Kafka sink needs the job's name (SinkConfig.Job, as given to flow.JobName): its transactional id and progress markers are per job")
 	}
 	if c.MaxHeldBytes < 0 {
 		return fmt.Errorf("MaxHeldBytes %d is negative", c.MaxHeldBytes)
@@ -167,9 +166,33 @@ func (c *SinkConfig) validate() error {
 	if c.TransactionTimeout < time.Millisecond {
 		return fmt.Errorf("transaction timeout %v is below Kafka's 1ms resolution", c.TransactionTimeout)
 	}
-	if need := c.CheckpointInterval + c.CheckpointTimeout; c.TransactionTimeout <= need {
-		return fmt.Errorf("transaction timeout %v (transaction.timeout.ms) must exceed the checkpoint interval %v plus the checkpoint timeout %v, or the broker aborts transactions of checkpoints that are still allowed to complete; raise it (and the brokers' transaction.max.timeout.ms if needed) or lower the checkpoint timeout",
-			c.TransactionTimeout, c.CheckpointInterval, c.CheckpointTimeout)
+	return nil
+}
+
+// checkJob validates the configuration against the job it runs in.
+func (c *SinkConfig) checkJob(info flow.JobInfo) error {
+	if c.Job != info.Name {
+		return fmt.Errorf("the Kafka sink is configured for job %q but runs in job %q: leave SinkConfig.Job empty or set it to the name given to flow.JobName", c.Job, info.Name)
+	}
+	if c.Delivery != DeliveryExactlyOnce {
+		return nil
+	}
+	cp := info.Checkpointing
+	if !cp.ExactlyOnce {
+		return errors.New("an exactly-once Kafka sink needs exactly-once checkpointing (aligned barriers): at-least-once checkpoints can put records of a later epoch into a checkpoint's transaction, so a restore writes them again; use checkpointing mode exactly-once, or sink delivery at-least-once")
+	}
+	if cp.Interval == 0 {
+		return nil // bounded jobs: one transaction from start to end
+	}
+	if cp.TolerableFailures < 0 {
+		return fmt.Errorf("an exactly-once Kafka sink cannot tolerate any number of failed checkpoints: the open transaction would outlive the transaction timeout %v (transaction.timeout.ms), and the broker aborts it; set a number of tolerable failed checkpoints", c.TransactionTimeout)
+	}
+	cycle := cp.Interval + cp.MinPause + cp.Timeout
+	need := time.Duration(cp.TolerableFailures+1) * cycle
+	if c.TransactionTimeout <= need {
+		return fmt.Errorf("transaction timeout %v (transaction.timeout.ms) is too short for the checkpoint settings: a transaction stays open until the next checkpoint commits, which with %d tolerable failed checkpoints can take (%d+1) × (interval %v + min pause %v + checkpoint timeout %v) = %v; "+
+			"the broker would abort transactions of checkpoints that are still allowed to complete. Lower the checkpoint timeout or the tolerable failures, or raise the transaction timeout (and the brokers' transaction.max.timeout.ms if needed)",
+			c.TransactionTimeout, cp.TolerableFailures, cp.TolerableFailures, cp.Interval, cp.MinPause, cp.Timeout, need)
 	}
 	return nil
 }
@@ -179,13 +202,34 @@ func (c *SinkConfig) validate() error {
 // operator of one job instance; its subtasks share one transactional
 // producer.
 type Sink struct {
+	// cfg is set by NewSink and completed by BindJob (the job's name and
+	// what derives from it) before anything runs.
 	cfg SinkConfig
+	log *slog.Logger
+	// stopTimeout is the job's; the abort of an open transaction when
+	// the sink closes gets a part of it.
+	stopTimeout time.Duration
 
-	// mu guards sess and every writer's buffers and mode; the commit point
-	// holds it throughout, so no record enters a transaction it does not
-	// belong to.
+	// mu guards sess, every writer's buffers and mode, and the fields
+	// below; the commit point holds it throughout, so no record enters a
+	// transaction it does not belong to.
 	mu   sync.Mutex
 	sess *session
+	// unresolved holds, ascending, the checkpoints some writer prepared
+	// that have neither committed nor been aborted: a record written
+	// after one of them must wait for it (see writer.write). resolved
+	// remembers aborted ids above lastCommitted, so that a late Prepare of
+	// an aborted checkpoint does not hold records forever.
+	unresolved    []int64
+	aborted       map[int64]bool
+	lastCommitted int64
+	// heldBytes is the size of every writer's held records; released is
+	// closed (and replaced) whenever held records are released, waking
+	// writers that wait for room under MaxHeldBytes. maxHeld is the
+	// highest heldBytes seen, for tests and metrics.
+	heldBytes int64
+	released  chan struct{}
+	maxHeld   int64
 
 	// deadLetterTopics are the topics of DeadLetters sinks, which the
 	// partitioner partitions by key even with KeepPartition.
@@ -196,7 +240,9 @@ type Sink struct {
 var (
 	_ flow.Sink[Record]        = (*Sink)(nil)
 	_ flow.CommitPointProvider = (*Sink)(nil)
+	_ flow.JobBinder           = (*Sink)(nil)
 	_ flow.CommitPoint         = (*CommitPoint)(nil)
+	_ flow.AbortNotifier       = (*CommitPoint)(nil)
 )
 
 // NewSink validates cfg and returns a sink.
@@ -212,7 +258,30 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 			src.mu.Unlock()
 		}
 	}
-	return &Sink{cfg: cfg}, nil
+	return &Sink{cfg: cfg, log: slog.New(slog.DiscardHandler), stopTimeout: time.Minute, released: make(chan struct{}), aborted: map[int64]bool{}}, nil
+}
+
+// BindJob learns the job the sink runs in (flow calls it when the job
+// starts) and checks that the sink's settings work with it: the job's name,
+// exactly-once checkpointing for exactly-once delivery, and a transaction
+// timeout that covers the checkpoint settings.
+func (s *Sink) BindJob(info flow.JobInfo) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.Job == "" {
+		s.cfg.Job = info.Name
+		s.cfg.jobDefaults()
+	}
+	if err := s.cfg.checkJob(info); err != nil {
+		return fmt.Errorf("kafka sink: %w", err)
+	}
+	if info.Logger != nil {
+		s.log = info.Logger.With("sink", "kafka")
+	}
+	if info.StopTimeout > 0 {
+		s.stopTimeout = info.StopTimeout
+	}
+	return nil
 }
 
 func (s *Sink) exactlyOnce() bool { return s.cfg.Delivery == DeliveryExactlyOnce }
@@ -232,6 +301,9 @@ type session struct {
 	// err is sticky: a session whose transaction failed cannot commit
 	// again; the job fails over and the next start makes a new session.
 	err error
+	// ended is true when no transaction is open (it was aborted, or
+	// ending it failed in a way that leaves nothing to abort).
+	ended bool
 }
 
 // newSession creates the producer. With exactly-once it initializes its
@@ -257,11 +329,17 @@ func (s *Sink) newSession(ctx context.Context) (*session, error) {
 		}
 		return &session{cl: cl, writers: map[*writer]bool{}}, nil
 	}
+	if cfg.Job == "" {
+		return nil, errors.New("the Kafka sink does not know its job: it is not part of a started job (flow.To and Env.Start tell it), and SinkConfig.Job is empty")
+	}
 	txid := cfg.TransactionalID
 	if testbreak.Is(testbreak.NoFencing) {
 		// The broken engine of the proof suite: a fresh id per
 		// incarnation fences nobody and aborts no zombie's transaction.
 		txid += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	if err := s.ensureProgressTopic(ctx); err != nil {
+		return nil, err
 	}
 	cl, err := cfg.Client.newClient(
 		kgo.TransactionalID(txid),
@@ -271,14 +349,10 @@ func (s *Sink) newSession(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ensureProgressTopic(ctx, cl); err != nil {
-		cl.Close()
-		return nil, err
-	}
 	if _, _, err := cl.ProducerID(ctx); err != nil {
 		cl.Close()
 		if errors.Is(err, kerr.InvalidTransactionTimeout) {
-			return nil, fmt.Errorf("the broker refused the transaction timeout %v (the producer's transaction.timeout.ms): it is above the brokers' transaction.max.timeout.ms; raise that setting on the brokers or lower SinkConfig.TransactionTimeout: %w", cfg.TransactionTimeout, err)
+			return nil, flow.Unrecoverable(fmt.Errorf("the broker refused the transaction timeout %v (the producer's transaction.timeout.ms): it is above the brokers' transaction.max.timeout.ms; raise that setting on the brokers or lower SinkConfig.TransactionTimeout: %w", cfg.TransactionTimeout, err))
 		}
 		return nil, fmt.Errorf("initialize transactional id %q: %w", cfg.TransactionalID, fenced(err))
 	}
@@ -289,16 +363,29 @@ func (s *Sink) newSession(ctx context.Context) (*session, error) {
 	return &session{cl: cl, txid: txid, writers: map[*writer]bool{}}, nil
 }
 
-func (s *Sink) ensureProgressTopic(ctx context.Context, cl *kgo.Client) error {
-	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, s.cfg.ProgressTopic)
+// abortLocked aborts the session's open transaction, bounded by d, so that
+// read_committed readers of the partitions it wrote are not blocked until
+// the broker's transaction timeout. It is a no-op for a fenced producer
+// (the newer instance ended the transaction) and logs when the abort
+// fails. Caller holds s.mu.
+func (s *Sink) abortLocked(sess *session, d time.Duration, why string) {
+	if !s.exactlyOnce() || sess.ended {
+		return
+	}
+	sess.ended = true
+	if sess.err != nil && errors.Is(sess.err, ErrFenced) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	err := sess.cl.AbortBufferedRecords(ctx)
 	if err == nil {
-		err = resp.Err
+		err = sess.cl.EndTransaction(ctx, kgo.TryAbort)
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create the progress topic %q: %w", s.cfg.ProgressTopic, err)
+	if err != nil && !isFenced(err) {
+		s.log.Warn("could not abort the open transaction ("+why+"): read_committed readers of the partitions it wrote wait until the broker aborts it after the transaction timeout, or until the job's next start fences it",
+			"transactional_id", sess.txid, "transaction_timeout", s.cfg.TransactionTimeout, "err", err)
 	}
-	return nil
 }
 
 // closeSession aborts the open transaction and closes the producer. Caller
@@ -309,28 +396,23 @@ func (s *Sink) closeSession() {
 		return
 	}
 	s.sess = nil
+	budget := min(5*time.Second, max(s.stopTimeout/4, time.Second))
 	if !s.exactlyOnce() {
 		// kgo's Close fails buffered records: hand them to the brokers
 		// first, so a bounded job's last records arrive with delivery
 		// none too. Bounded, so a dead broker does not stall a restart.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
 		_ = sess.cl.Flush(ctx)
 		cancel()
-	} else if sess.err == nil {
-		// Aborting releases the last stable offset of the partitions
-		// written; otherwise read_committed readers wait for the next
-		// instance's fencing or the transaction timeout.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := sess.cl.AbortBufferedRecords(ctx); err == nil {
-			_ = sess.cl.EndTransaction(ctx, kgo.TryAbort)
-		}
-		cancel()
+	} else {
+		s.abortLocked(sess, budget, "the sink closed")
 	}
 	sess.cl.Close()
+	s.releaseAllLocked()
 }
 
-// Close releases the producer a [CommitPoint.LastCommitted] call created
-// when no writer will use it (a job refused to start). Writers release it
+// Close releases the producer a [CommitPoint.Recover] call created when no
+// writer will use it (a job refused to start). Writers release it
 // themselves; Close is for the job's owner after Run returned.
 func (s *Sink) Close() error {
 	s.mu.Lock()
@@ -342,7 +424,7 @@ func (s *Sink) Close() error {
 }
 
 // Open opens the writer of one subtask. The first writer of a (re)start
-// creates the shared producer unless LastCommitted already did.
+// creates the shared producer unless Recover already did.
 func (s *Sink) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[Record], error) {
 	w, err := s.open(ctx, sc)
 	if err != nil {
@@ -354,15 +436,19 @@ func (s *Sink) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[R
 // open opens a writer in the sink's session, for the sink's own stream or
 // a dead-letter stream.
 func (s *Sink) open(ctx context.Context, sc flow.SinkContext) (*writer, error) {
-	if sc.Job != s.cfg.Job {
-		return nil, fmt.Errorf("the Kafka sink is configured for job %q but runs in job %q: set SinkConfig.Job to the name given to flow.JobName", s.cfg.Job, sc.Job)
-	}
 	log := sc.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cfg.Job == "" {
+		s.cfg.Job = sc.Job
+		s.cfg.jobDefaults()
+	}
+	if sc.Job != s.cfg.Job {
+		return nil, fmt.Errorf("the Kafka sink is configured for job %q but runs in job %q: leave SinkConfig.Job empty or set it to the name given to flow.JobName", s.cfg.Job, sc.Job)
+	}
 	if s.sess != nil && s.sess.err != nil {
 		if len(s.sess.writers) > 0 {
 			return nil, fmt.Errorf("the sink's transaction failed: %w", s.sess.err)
@@ -383,7 +469,7 @@ func (s *Sink) open(ctx context.Context, sc flow.SinkContext) (*writer, error) {
 }
 
 // Committer returns a no-op: a checkpoint's records are committed by its
-// commit point, in the same transaction as the progress marker, so there is
+// commit point, in the same transaction as the commit record, so there is
 // nothing left to commit on recovery.
 func (s *Sink) Committer(context.Context, string, string) (flow.SinkCommitter, error) {
 	return nopCommitter{}, nil
@@ -405,10 +491,73 @@ func (s *Sink) CommitPoint() flow.CommitPoint {
 	return &CommitPoint{s: s}
 }
 
+// MaxHeldBytes returns the most bytes of records the sink's writers held
+// at once while checkpoints committed (see SinkConfig.MaxHeldBytes).
+func (s *Sink) MaxHeldBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxHeld
+}
+
+// mustHold reports whether a record written after checkpoint after has to
+// wait: some checkpoint at or below after is unresolved, so the open
+// transaction may still be committed as that checkpoint. Caller holds s.mu.
+func (s *Sink) mustHold(after int64) bool {
+	return after >= 0 && len(s.unresolved) > 0 && s.unresolved[0] <= after
+}
+
+// prepared records that a writer prepared checkpoint id. Caller holds s.mu.
+func (s *Sink) preparedLocked(id int64) {
+	if id <= s.lastCommitted || s.aborted[id] {
+		return // resolved already: a late barrier of an aborted checkpoint
+	}
+	if i, found := slices.BinarySearch(s.unresolved, id); !found {
+		s.unresolved = slices.Insert(s.unresolved, i, id)
+	}
+}
+
+// resolvedLocked records that checkpoint id committed (with every one
+// below it) or was aborted, and releases what no longer has to wait.
+// Caller holds s.mu.
+func (s *Sink) resolvedLocked(id int64, committed bool) {
+	if committed {
+		s.lastCommitted = max(s.lastCommitted, id)
+		s.unresolved = slices.DeleteFunc(s.unresolved, func(u int64) bool { return u <= id })
+		for a := range s.aborted {
+			if a <= id {
+				delete(s.aborted, a)
+			}
+		}
+	} else if id > s.lastCommitted {
+		s.aborted[id] = true
+		s.unresolved = slices.DeleteFunc(s.unresolved, func(u int64) bool { return u == id })
+	}
+	if s.sess == nil || s.sess.err != nil {
+		return
+	}
+	for w := range s.sess.writers {
+		w.releaseLocked()
+	}
+	s.wakeLocked()
+}
+
+// releaseAllLocked drops every held record (the session is gone) and wakes
+// waiting writers. Caller holds s.mu.
+func (s *Sink) releaseAllLocked() {
+	s.heldBytes = 0
+	s.wakeLocked()
+}
+
+func (s *Sink) wakeLocked() {
+	close(s.released)
+	s.released = make(chan struct{})
+}
+
 // segment is records a writer got after it prepared checkpoint after.
 type segment struct {
 	after int64
 	recs  []*kgo.Record
+	bytes int64
 }
 
 // slabSize is how many kgo.Records a writer allocates at once: kgo keeps
@@ -417,8 +566,9 @@ type segment struct {
 const slabSize = 256
 
 // writer is one subtask's writer. With exactly-once, records go straight
-// into the open transaction until the writer prepares a checkpoint; from
-// then on they are held until that checkpoint's commit point ran (see the
+// into the open transaction unless a checkpoint the writer has prepared may
+// still commit: then they are held in memory, up to the sink's
+// MaxHeldBytes, until that checkpoint committed or was aborted (see the
 // package doc). Without transactions they are produced as they come.
 type writer struct {
 	sink    *Sink
@@ -433,7 +583,6 @@ type writer struct {
 
 	// Guarded by sink.mu.
 	prepared int64 // newest checkpoint prepared, -1 none
-	holding  bool  // prepared a checkpoint that has not committed yet
 	held     []segment
 
 	inflight sync.WaitGroup
@@ -461,6 +610,26 @@ func (w *writer) produced(r *kgo.Record, err error) {
 func (w *writer) produce(ctx context.Context, r *kgo.Record) {
 	w.inflight.Add(1)
 	w.sess.cl.Produce(ctx, r, w.promise)
+}
+
+// releaseLocked produces the held segments that no longer have to wait, in
+// order; a segment that must wait keeps every later one waiting too. The
+// records outlive the call that releases them (a commit with a deadline),
+// so they are produced without a context: the transaction bounds them.
+// Caller holds sink.mu.
+func (w *writer) releaseLocked() {
+	ctx := context.Background()
+	s := w.sink
+	i := 0
+	for ; i < len(w.held) && !s.mustHold(w.held[i].after); i++ {
+		for _, r := range w.held[i].recs {
+			w.produce(ctx, r)
+		}
+		s.heldBytes -= w.held[i].bytes
+	}
+	if i > 0 {
+		w.held = slices.Delete(w.held, 0, i)
+	}
 }
 
 // newRecord returns a zeroed record from the writer's slab. Called from the
@@ -502,6 +671,16 @@ func (w *writer) Write(ctx context.Context, rec Record) error {
 	return w.write(ctx, r)
 }
 
+// heldSize is what a held record counts against MaxHeldBytes: its bytes
+// plus the fixed cost of a record.
+func heldSize(r *kgo.Record) int64 {
+	n := int64(len(r.Key)+len(r.Value)+len(r.Topic)) + 128
+	for _, h := range r.Headers {
+		n += int64(len(h.Key) + len(h.Value) + 32)
+	}
+	return n
+}
+
 func (w *writer) write(ctx context.Context, r *kgo.Record) error {
 	if err := w.firstErr(); err != nil {
 		return err
@@ -516,15 +695,35 @@ func (w *writer) write(ctx context.Context, r *kgo.Record) error {
 	if w.sess.err != nil {
 		return fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
 	}
-	if w.holding {
-		if n := len(w.held); n > 0 && w.held[n-1].after == w.prepared {
-			w.held[n-1].recs = append(w.held[n-1].recs, r)
-		} else {
-			w.held = append(w.held, segment{after: w.prepared, recs: []*kgo.Record{r}})
-		}
+	if len(w.held) == 0 && !s.mustHold(w.prepared) {
+		w.produce(ctx, r)
 		return nil
 	}
-	w.produce(ctx, r)
+	size := heldSize(r)
+	if n := len(w.held); n > 0 && w.held[n-1].after == w.prepared {
+		w.held[n-1].recs = append(w.held[n-1].recs, r)
+		w.held[n-1].bytes += size
+	} else {
+		w.held = append(w.held, segment{after: w.prepared, recs: []*kgo.Record{r}, bytes: size})
+	}
+	s.heldBytes += size
+	s.maxHeld = max(s.maxHeld, s.heldBytes)
+	// Over the budget: wait until a commit or abort releases records.
+	// The record is held already, so order is kept whatever happens.
+	for s.heldBytes > s.cfg.MaxHeldBytes && len(w.held) > 0 && s.sess == w.sess && w.sess.err == nil {
+		released := s.released
+		s.mu.Unlock()
+		select {
+		case <-released:
+			s.mu.Lock()
+		case <-ctx.Done():
+			s.mu.Lock()
+			return ctx.Err()
+		}
+	}
+	if w.sess.err != nil {
+		return fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
+	}
 	return nil
 }
 
@@ -544,7 +743,7 @@ func (w *writer) Prepare(ctx context.Context, checkpointID int64) ([]byte, error
 			return nil, fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
 		}
 		w.prepared = checkpointID
-		w.holding = true
+		s.preparedLocked(checkpointID)
 		s.mu.Unlock()
 	}
 	done := make(chan struct{})
@@ -571,7 +770,11 @@ func (w *writer) Close() error {
 	s := w.sink
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, seg := range w.held {
+		s.heldBytes -= seg.bytes
+	}
 	w.held = nil
+	s.wakeLocked()
 	if s.sess != w.sess {
 		return nil
 	}
@@ -583,18 +786,17 @@ func (w *writer) Close() error {
 }
 
 // sinkPartitioner partitions by key (murmur2), or by Record.Partition with
-// KeepPartition; progress markers go to partition 0, dead letters by key.
+// KeepPartition; commit records go to partition 0, dead letters by key.
 type sinkPartitioner struct {
 	sink  *Sink
 	byKey kgo.Partitioner
 }
 
 func (p sinkPartitioner) ForTopic(t string) kgo.TopicPartitioner {
-	cfg := &p.sink.cfg
 	switch {
 	case p.sink.isDeadLetterTopic(t):
 		return p.byKey.ForTopic(t)
-	case cfg.KeepPartition || t == cfg.ProgressTopic:
+	case p.sink.cfg.KeepPartition || t == p.sink.cfg.ProgressTopic:
 		return kgo.ManualPartitioner().ForTopic(t)
 	}
 	return p.byKey.ForTopic(t)
@@ -686,313 +888,3 @@ func (d *deadLetterWriter) Commit(ctx context.Context, id int64, h []byte) error
 }
 
 func (d *deadLetterWriter) Close() error { return d.w.Close() }
-
-// marker is the progress record of a committed checkpoint.
-type marker struct {
-	Job        string `json:"job"`
-	Checkpoint int64  `json:"checkpoint"`
-	Manifest   string `json:"manifest,omitempty"`
-}
-
-// CommitPoint is the Kafka commit point of a job: see the package doc.
-type CommitPoint struct {
-	s *Sink
-}
-
-// Commit writes m's manifest, then commits the open transaction with the
-// records of every epoch up to m.CheckpointID, the sources' offsets and the
-// progress marker. An error means the checkpoint did not commit (or its
-// outcome is unknown and LastCommitted will tell): the job must fail over.
-func (c *CommitPoint) Commit(ctx context.Context, store *storage.Store, m *storage.Manifest) error {
-	s := c.s
-	id := m.CheckpointID
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.sess
-	if sess == nil {
-		return fmt.Errorf("kafka commit point of checkpoint %d: the sink has no open producer (no writer is open)", id)
-	}
-	if sess.err != nil {
-		return fmt.Errorf("kafka commit point of checkpoint %d: the sink's transaction failed earlier: %w", id, sess.err)
-	}
-	if err := c.commitLocked(ctx, sess, store, m); err != nil {
-		sess.err = err
-		return fmt.Errorf("kafka commit point of checkpoint %d: %w", id, err)
-	}
-	// The checkpoint is committed. Failing to start the next transaction
-	// fails the writers (and the job) later, not this checkpoint.
-	if err := sess.cl.BeginTransaction(); err != nil {
-		sess.err = fmt.Errorf("begin the transaction after checkpoint %d: %w", id, fenced(err))
-		return nil
-	}
-	for w := range sess.writers {
-		var keep []segment
-		for _, seg := range w.held {
-			if seg.after == id {
-				for _, r := range seg.recs {
-					w.produce(ctx, r)
-				}
-			} else {
-				keep = append(keep, seg)
-			}
-		}
-		w.held = keep
-		w.holding = w.prepared > id
-	}
-	return nil
-}
-
-func (c *CommitPoint) commitLocked(ctx context.Context, sess *session, store *storage.Store, m *storage.Manifest) error {
-	s := c.s
-	id := m.CheckpointID
-	// Records held after checkpoints that were aborted belong to this
-	// epoch: they came before barrier id.
-	for w := range sess.writers {
-		var keep []segment
-		for _, seg := range w.held {
-			if seg.after < id {
-				for _, r := range seg.recs {
-					w.produce(ctx, r)
-				}
-			} else {
-				keep = append(keep, seg)
-			}
-		}
-		w.held = keep
-	}
-	if err := sess.cl.Flush(ctx); err != nil {
-		return fmt.Errorf("flush: %w", err)
-	}
-	for w := range sess.writers {
-		if err := w.firstErr(); err != nil {
-			return err
-		}
-	}
-	if err := storage.WriteManifest(store.Dir(id), m); err != nil {
-		return err
-	}
-	if err := c.commitOffsets(ctx, sess, m); err != nil {
-		return err
-	}
-	val, err := json.Marshal(marker{Job: s.cfg.Job, Checkpoint: id, Manifest: m.Dir})
-	if err != nil {
-		return err
-	}
-	mr := &kgo.Record{Topic: s.cfg.ProgressTopic, Partition: 0, Key: []byte(s.cfg.Job), Value: val}
-	if err := sess.cl.ProduceSync(ctx, mr).FirstErr(); err != nil {
-		return fmt.Errorf("produce the progress marker: %w", fenced(err))
-	}
-	if err := failpoint.Inject(failpoint.BeforeEndTxn); err != nil {
-		return err
-	}
-	if err := sess.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return fmt.Errorf("commit the transaction: %w", fenced(err))
-	}
-	return nil
-}
-
-// commitOffsets adds the sources' positions in m to the transaction.
-func (c *CommitPoint) commitOffsets(ctx context.Context, sess *session, m *storage.Manifest) error {
-	s := c.s
-	byGroup := map[string]map[split]int64{}
-	for _, src := range s.cfg.OffsetsOf {
-		uid, group, ok := src.opened()
-		if !ok {
-			return errors.New("a source in OffsetsOf was never opened: is it part of this job?")
-		}
-		op := m.Operators[uid]
-		if op == nil {
-			continue
-		}
-		if byGroup[group] == nil {
-			byGroup[group] = map[split]int64{}
-		}
-		for k, v := range op.Blobs {
-			sp, err := parseSplit(k)
-			if err != nil {
-				return fmt.Errorf("source %q: %w", uid, err)
-			}
-			p, err := decodePosition(v)
-			if err != nil {
-				return fmt.Errorf("source %q %s: %w", uid, sp, err)
-			}
-			byGroup[group][sp] = p.next
-		}
-	}
-	meta := offsetMetadata(s.cfg.Job, m.CheckpointID)
-	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-		if len(byGroup[g]) == 0 {
-			continue
-		}
-		if testbreak.Is(testbreak.OffsetsOutsideTxn) {
-			// The broken engine: offsets become visible before (and
-			// whether or not) the transaction commits.
-			offs := kadm.Offsets{}
-			for sp, at := range byGroup[g] {
-				offs.Add(kadm.Offset{Topic: sp.topic, Partition: sp.partition, At: at, LeaderEpoch: -1, Metadata: meta})
-			}
-			if _, err := kadm.NewClient(sess.cl).CommitOffsets(ctx, g, offs); err != nil {
-				return fmt.Errorf("commit offsets to group %q: %w", g, err)
-			}
-			continue
-		}
-		if err := txnCommitOffsets(ctx, sess.cl, sess.txid, g, byGroup[g], meta); err != nil {
-			return fmt.Errorf("commit offsets to group %q: %w", g, fenced(err))
-		}
-	}
-	return nil
-}
-
-// txnCommitOffsets stages offsets for group in cl's open transaction.
-// kgo's own transactional offset commit (GroupTransactSession) needs a
-// group membership the source does not have, so this speaks the protocol:
-// AddOffsetsToTxn enrolls the group, TxnOffsetCommit with generation -1 and
-// no member (a group without members) stages the offsets, and EndTxn
-// applies or drops them with the records.
-func txnCommitOffsets(ctx context.Context, cl *kgo.Client, txid, group string, offs map[split]int64, meta string) error {
-	pid, epoch, err := cl.ProducerID(ctx)
-	if err != nil {
-		return fmt.Errorf("producer id: %w", err)
-	}
-	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txid, pid, epoch, group
-	addResp, err := add.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("AddOffsetsToTxn: %w", err)
-	}
-	if err := kerr.ErrorForCode(addResp.ErrorCode); err != nil {
-		return fmt.Errorf("AddOffsetsToTxn: %w", err)
-	}
-	splits := slices.SortedFunc(maps.Keys(offs), compareSplits)
-	var topics []string
-	for _, sp := range splits {
-		if len(topics) == 0 || topics[len(topics)-1] != sp.topic {
-			topics = append(topics, sp.topic)
-		}
-	}
-	// Newer TxnOffsetCommit versions name topics by id.
-	details, err := kadm.NewClient(cl).ListTopics(ctx, topics...)
-	if err != nil {
-		return fmt.Errorf("topic ids: %w", err)
-	}
-	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txid, group, pid, epoch
-	req.Generation, req.MemberID = -1, ""
-	for _, sp := range splits {
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != sp.topic {
-			t := kmsg.NewTxnOffsetCommitRequestTopic()
-			t.Topic, t.TopicID = sp.topic, details[sp.topic].ID
-			req.Topics = append(req.Topics, t)
-		}
-		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = sp.partition, offs[sp], -1, kmsg.StringPtr(meta)
-		t := &req.Topics[len(req.Topics)-1]
-		t.Partitions = append(t.Partitions, p)
-	}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("TxnOffsetCommit: %w", err)
-	}
-	var errs []error
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				errs = append(errs, fmt.Errorf("TxnOffsetCommit %s/%d: %w", t.Topic, p.Partition, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// LastCommitted fences the previous instance of the job (initializing the
-// transactional id aborts its open transaction, so its outcome is final)
-// and returns the checkpoint of the job's newest progress marker that a
-// read_committed reader sees, 0 if there is none. The producer it created
-// is the one the writers of this (re)start use.
-func (c *CommitPoint) LastCommitted(ctx context.Context) (int64, error) {
-	s := c.s
-	s.mu.Lock()
-	if s.sess != nil && len(s.sess.writers) > 0 {
-		s.mu.Unlock()
-		return 0, errors.New("kafka commit point: LastCommitted was called while writers are open")
-	}
-	s.closeSession()
-	sess, err := s.newSession(ctx)
-	if err != nil {
-		s.mu.Unlock()
-		return 0, s.cfg.Client.explain(err)
-	}
-	s.sess = sess
-	s.mu.Unlock()
-	n, err := readLastMarker(ctx, s.cfg.Client, s.cfg.ProgressTopic, s.cfg.Job)
-	return n, s.cfg.Client.explain(err)
-}
-
-// readLastMarker reads the progress topic up to its last stable offset and
-// returns the newest checkpoint committed for job.
-func readLastMarker(ctx context.Context, cc ClientConfig, topic, job string) (int64, error) {
-	admCl, err := cc.newClient()
-	if err != nil {
-		return 0, err
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
-	start, err := adm.ListStartOffsets(ctx, topic)
-	if err == nil {
-		err = start.Error()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read progress markers: %w", err)
-	}
-	end, err := adm.ListCommittedOffsets(ctx, topic)
-	if err == nil {
-		err = end.Error()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read progress markers: %w", err)
-	}
-	want := map[int32]int64{}
-	from := map[int32]kgo.Offset{}
-	end.Each(func(o kadm.ListedOffset) {
-		st, _ := start.Lookup(o.Topic, o.Partition)
-		if o.Offset > st.Offset {
-			want[o.Partition] = o.Offset
-			from[o.Partition] = kgo.NewOffset().At(st.Offset)
-		}
-	})
-	if len(want) == 0 {
-		return 0, nil
-	}
-	cl, err := cc.newClient(
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	)
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	var last int64
-	for len(want) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return 0, fmt.Errorf("read progress markers: %w", err)
-		}
-		if err := fs.Err(); err != nil {
-			return 0, fmt.Errorf("read progress markers: %w", err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if e, ok := want[r.Partition]; ok && r.Offset+1 >= e {
-				delete(want, r.Partition)
-			}
-			if r.Attrs.IsControl() || string(r.Key) != job {
-				return
-			}
-			var mk marker
-			if json.Unmarshal(r.Value, &mk) == nil && mk.Job == job && mk.Checkpoint > last {
-				last = mk.Checkpoint
-			}
-		})
-	}
-	return last, nil
-}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
-	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/restart"
 )
 
@@ -50,21 +49,13 @@ func prepare(tb testing.TB, w flow.SinkWriter[Record], id int64) {
 	}
 }
 
-func manifest(id int64) *storage.Manifest {
-	return &storage.Manifest{Job: "j", CheckpointID: id, MaxParallelism: 128, Operators: map[string]*storage.OperatorState{}}
-}
-
 func TestSinkCommitPoint(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 2})
 	ctx := testCtx(t)
-	store, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	sink := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
 	cp := sink.CommitPoint()
-	if id, err := cp.LastCommitted(ctx); err != nil || id != 0 {
-		t.Fatalf("LastCommitted on a fresh job = %d, %v; want 0", id, err)
+	if r, err := cp.Recover(ctx); err != nil || r.Checkpoint != 0 {
+		t.Fatalf("Recover on a fresh job = %d, %v; want 0", r.Checkpoint, err)
 	}
 	w0, w1 := openWriter(t, sink, 0, 2), openWriter(t, sink, 1, 2)
 
@@ -74,16 +65,12 @@ func TestSinkCommitPoint(t *testing.T) {
 	prepare(t, w0, 1)
 	write(t, w0, "e2-a")
 	prepare(t, w1, 1)
-	if err := cp.Commit(ctx, store, manifest(1)); err != nil {
+	if err := cp.Commit(ctx, rec("j", 1)); err != nil {
 		t.Fatalf("commit 1: %v", err)
 	}
-	got := c.readCommitted(t, "out")
-	slices.Sort(got)
+	got := sorted(c.readCommitted(t, "out"))
 	if want := []string{"e1-a", "e1-b"}; !slices.Equal(got, want) {
 		t.Errorf("after checkpoint 1: %q, want %q (epoch 2's record held back)", got, want)
-	}
-	if _, err := store.Load(1); err != nil {
-		t.Errorf("manifest of checkpoint 1: %v", err)
 	}
 
 	// Checkpoint 2 is aborted by the engine (never committed): its epoch
@@ -92,26 +79,26 @@ func TestSinkCommitPoint(t *testing.T) {
 	prepare(t, w0, 2)
 	prepare(t, w1, 2)
 	write(t, w0, "e3-a")
+	cp.(flow.AbortNotifier).CheckpointAborted(ctx, 2)
 	write(t, w1, "e3-b")
 	prepare(t, w0, 3)
 	write(t, w0, "e4-a") // after barrier 3: not in checkpoint 3
 	prepare(t, w1, 3)
-	if err := cp.Commit(ctx, store, manifest(3)); err != nil {
+	if err := cp.Commit(ctx, rec("j", 3)); err != nil {
 		t.Fatalf("commit 3: %v", err)
 	}
-	got = c.readCommitted(t, "out")
-	slices.Sort(got)
+	got = sorted(c.readCommitted(t, "out"))
 	if want := []string{"e1-a", "e1-b", "e2-a", "e2-b", "e3-a", "e3-b"}; !slices.Equal(got, want) {
 		t.Errorf("after checkpoint 3: %q, want %q", got, want)
 	}
-	if id, err := readLastMarker(ctx, c.client(), DefaultProgressTopic, "j"); err != nil || id != 3 {
-		t.Errorf("last marker = %d, %v; want 3", id, err)
+	if r, err := cp.Peek(ctx); err != nil || r.Checkpoint != 3 {
+		t.Errorf("Peek = %d, %v; want 3", r.Checkpoint, err)
 	}
 	// Closing the writers aborts the open transaction with e4-a.
 	w0.Close()
 	w1.Close()
-	if id, err := newSink(t, SinkConfig{Client: c.client(), Job: "j"}).CommitPoint().LastCommitted(ctx); err != nil || id != 3 {
-		t.Errorf("LastCommitted after restart = %d, %v; want 3", id, err)
+	if r, err := newSink(t, SinkConfig{Client: c.client(), Job: "j"}).CommitPoint().Recover(ctx); err != nil || r.Checkpoint != 3 {
+		t.Errorf("Recover after restart = %d, %v; want 3", r.Checkpoint, err)
 	}
 	if got := c.readCommitted(t, "out"); slices.Contains(got, "e4-a") {
 		t.Errorf("uncommitted epoch visible: %q", got)
@@ -123,12 +110,8 @@ func TestSinkCommitPoint(t *testing.T) {
 func TestSinkZombieIsFenced(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 1})
 	ctx := testCtx(t)
-	store, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
-	if _, err := old.CommitPoint().LastCommitted(ctx); err != nil {
+	if _, err := old.CommitPoint().Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wOld := openWriter(t, old, 0, 1)
@@ -136,10 +119,10 @@ func TestSinkZombieIsFenced(t *testing.T) {
 	prepare(t, wOld, 1)
 
 	newer := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
-	if id, err := newer.CommitPoint().LastCommitted(ctx); err != nil || id != 0 {
-		t.Fatalf("newer LastCommitted = %d, %v; want 0", id, err)
+	if r, err := newer.CommitPoint().Recover(ctx); err != nil || r.Checkpoint != 0 {
+		t.Fatalf("newer Recover = %d, %v; want 0", r.Checkpoint, err)
 	}
-	err = old.CommitPoint().Commit(ctx, store, manifest(1))
+	err := old.CommitPoint().Commit(ctx, rec("j", 1))
 	if err == nil {
 		t.Fatal("the fenced instance committed")
 	}
@@ -154,7 +137,7 @@ func TestSinkZombieIsFenced(t *testing.T) {
 	wNew := openWriter(t, newer, 0, 1)
 	write(t, wNew, "newer")
 	prepare(t, wNew, 1)
-	if err := newer.CommitPoint().Commit(ctx, store, manifest(1)); err != nil {
+	if err := newer.CommitPoint().Commit(ctx, rec("j", 1)); err != nil {
 		t.Fatalf("newer commit: %v", err)
 	}
 	if got := c.readCommitted(t, "out"); !slices.Equal(got, []string{"newer"}) {
@@ -169,10 +152,9 @@ func TestSinkConfigValidation(t *testing.T) {
 		cfg     SinkConfig
 		wantErr string
 	}{
-		{"no job", SinkConfig{Client: cl}, "needs the job's name"},
-		{"timeout too short", SinkConfig{Client: cl, Job: "j", TransactionTimeout: time.Minute, CheckpointInterval: 30 * time.Second, CheckpointTimeout: 30 * time.Second},
-			"transaction timeout 1m0s (transaction.timeout.ms) must exceed the checkpoint interval 30s plus the checkpoint timeout 30s"},
-		{"default timeout vs long interval", SinkConfig{Client: cl, Job: "j", CheckpointInterval: 10 * time.Minute}, "must exceed"},
+		{"negative budget", SinkConfig{Client: cl, MaxHeldBytes: -1}, "MaxHeldBytes -1 is negative"},
+		{"timeout below a millisecond", SinkConfig{Client: cl, TransactionTimeout: time.Microsecond}, "below Kafka's 1ms resolution"},
+		{"no brokers", SinkConfig{}, "no Kafka brokers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,10 +168,10 @@ func TestSinkConfigValidation(t *testing.T) {
 
 func TestSinkBrokerRefusesTimeout(t *testing.T) {
 	b := startBrokerCfg(t, time.Minute)
-	sink := newSink(t, SinkConfig{Client: b.client(), Job: "j", Topic: "out", TransactionTimeout: 2 * time.Minute, CheckpointTimeout: time.Second})
-	_, err := sink.CommitPoint().LastCommitted(testCtx(t))
-	if err == nil || !strings.Contains(err.Error(), "transaction.timeout.ms") || !strings.Contains(err.Error(), "transaction.max.timeout.ms") {
-		t.Errorf("LastCommitted: %v, want an error naming transaction.timeout.ms and transaction.max.timeout.ms", err)
+	sink := newSink(t, SinkConfig{Client: b.client(), Job: "j", Topic: "out", TransactionTimeout: 2 * time.Minute})
+	_, err := sink.CommitPoint().Recover(testCtx(t))
+	if err == nil || !strings.Contains(err.Error(), "transaction.timeout.ms") || !strings.Contains(err.Error(), "transaction.max.timeout.ms") || !errors.Is(err, flow.ErrUnrecoverable) {
+		t.Errorf("Recover: %v, want an unrecoverable error naming transaction.timeout.ms and transaction.max.timeout.ms", err)
 	}
 }
 
@@ -197,7 +179,7 @@ func TestSinkBrokerRefusesTimeout(t *testing.T) {
 func runJob(t *testing.T, c cluster, maxPoll int, mapFn func(Record) Record, opts ...flow.Option) *flow.Job {
 	t.Helper()
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, Bounded: true, MaxPollRecords: maxPoll})
-	sink := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out", OffsetsOf: []*Source{src}, CheckpointInterval: 100 * time.Millisecond})
+	sink := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out", OffsetsOf: []*Source{src}})
 	env := flow.New(append([]flow.Option{
 		flow.JobName("j"), flow.Checkpointing(100 * time.Millisecond), flow.StateDir(t.TempDir()),
 		flow.Logger(slog.New(slog.DiscardHandler)),

@@ -454,10 +454,7 @@ func (b *bench) connectors(job, out string) (*kafka.Source, *kafka.Sink, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	sink, err := kafka.NewSink(kafka.SinkConfig{
-		Client: cc, Job: job, Topic: out, OffsetsOf: []*kafka.Source{src},
-		CheckpointInterval: b.cfg.CheckpointInterval,
-	})
+	sink, err := kafka.NewSink(kafka.SinkConfig{Client: cc, Job: job, Topic: out, OffsetsOf: []*kafka.Source{src}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -106,8 +106,11 @@ func ExtractKey[T any](s flow.Stream[T], uid, field string, acc RecordAccess[T],
 		key, err := jsonFieldKey(acc.Value(r), field)
 		if err != nil {
 			// The position is in the message because the engine's own
-			// position may name the source's, not this record's.
-			return r, fmt.Errorf("record %s: extract-key json-field %q: %w", acc.Position(r), field, err)
+			// position may name the source's, not this record's. The
+			// same record fails the same way after any restart: under
+			// the fail policy the job stops instead of restarting
+			// forever.
+			return r, flow.Unrecoverable(fmt.Errorf("record %s: extract-key json-field %q: %w", acc.Position(r), field, err))
 		}
 		return acc.WithKey(r, key), nil
 	}, policy, flow.UID(uid), flow.Name(OpExtractKey))

@@ -367,7 +367,8 @@ func statusAttrs(s flow.Stats, lag int64) []any {
 	}
 	return []any{
 		"records_in", s.RecordsIn,
-		"records_out", s.RecordsOut,
+		"records_written", s.RecordsOut,
+		"records_committed", s.RecordsCommitted,
 		"lag", lagV,
 		"last_checkpoint", s.LastCheckpoint,
 		"last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond),

@@ -1,0 +1,395 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+)
+
+// recovery is what resolveRestore decided for one attempt: the checkpoint
+// to restore (nil: start from the sources' startup modes) and what the
+// commit point recorded, which new checkpoint ids must exceed.
+type recovery struct {
+	manifest *storage.Manifest
+	record   CommitRecord
+	// own is true when manifest is one of the job's own checkpoints (not a
+	// savepoint the user chose), so its counters continue.
+	own bool
+}
+
+// resolveRestore decides what the attempt restores; docs/design.md,
+// "Recovery decisions", has the table this implements. Every way to get
+// it wrong silently (another job's checkpoint, a manifest whose commit
+// never completed, a fresh start over earlier progress) is refused with
+// an error that says what was found and which explicit choice resolves it.
+func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recovery, error) {
+	cfg := &j.cfg
+	cp := cfg.commitPoint
+	if cfg.fromSavepoint != "" && !j.committedThisRun.Load() {
+		m, err := storage.LoadManifest(cfg.fromSavepoint)
+		if err != nil {
+			return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, cfg.fromSavepoint, err)
+		}
+		if err := storage.Verify(m); err != nil {
+			return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, cfg.fromSavepoint, err)
+		}
+		var rec CommitRecord
+		if cp != nil && store != nil {
+			// Fence whatever ran before: the savepoint replaces it.
+			if rec, err = cp.Recover(ctx); err != nil {
+				return recovery{}, fmt.Errorf("fence earlier instances of the job before restoring the savepoint: %w", err)
+			}
+			j.noteTakeover(rec, "restoring savepoint "+cfg.fromSavepoint)
+		}
+		return recovery{manifest: m, record: rec}, nil
+	}
+	if store == nil {
+		return recovery{}, nil
+	}
+	if cp == nil {
+		return j.resolveFromStore(ctx, store)
+	}
+	explicit := cfg.startFresh || cfg.resumeLatest
+	peek, err := cp.Peek(ctx)
+	if err != nil {
+		return recovery{}, fmt.Errorf("read the job's commit record: %w", err)
+	}
+	if err := j.checkOwner(peek, store); err != nil && !explicit {
+		// Refused before Recover: fencing would abort the other
+		// installation's open transaction.
+		return recovery{}, err
+	}
+	rec, err := cp.Recover(ctx)
+	if err != nil {
+		return recovery{}, fmt.Errorf("find the last committed checkpoint: %w", err)
+	}
+	if err := j.checkOwner(rec, store); err != nil {
+		if !explicit {
+			return recovery{}, err
+		}
+		j.noteTakeover(rec, "an explicit start choice (--start-fresh or --resume-latest-checkpoint)")
+		if cfg.startFresh {
+			j.log.Warn("starting fresh, as asked: the sources start from their startup modes", "commit_record_checkpoint", rec.Checkpoint)
+			return recovery{record: rec}, nil
+		}
+		return j.resumeLatest(store, rec, "the commit record belongs to another installation of the job")
+	}
+	if rec.Checkpoint == 0 {
+		return j.resolveWithoutRecord(ctx, store)
+	}
+	if newer, err := j.confirmedAfter(store, rec.Checkpoint); err != nil {
+		return recovery{}, err
+	} else if newer != 0 {
+		// The job went on under another commit point (at-least-once or
+		// none delivery): its newest progress is in the state
+		// directory, not in the record.
+		if cfg.resumeLatest {
+			return j.resumeLatest(store, rec, "checkpoints newer than the commit record exist")
+		}
+		return recovery{}, fmt.Errorf("%w: the commit record of job %q names checkpoint %d, but %s holds confirmed checkpoint %d, newer: the job ran with another delivery since (at-least-once or none have no commit record), or the record was rolled back. "+
+			"Restoring checkpoint %d would process again what the newer checkpoints covered. Choose: --resume-latest-checkpoint restores checkpoint %d; --from-savepoint DIR restores a checkpoint directory of your choice",
+			ErrRestoreRefused, j.cfg.job, rec.Checkpoint, store.Root(), newer, rec.Checkpoint, newer)
+	}
+	m, err := store.LoadCommitted(rec.Checkpoint, rec.Manifest)
+	if err == nil && rec.Incarnation != "" && m.Incarnation != "" && m.Incarnation != rec.Incarnation {
+		err = fmt.Errorf("%w: it was written by run %s, the commit record names run %s", storage.ErrManifestMismatch, m.Incarnation, rec.Incarnation)
+	}
+	if err == nil {
+		return recovery{manifest: m, record: rec, own: true}, nil
+	}
+	return j.recordedCheckpointUnusable(store, rec, err)
+}
+
+// checkOwner refuses a commit record written from another state directory:
+// two installations of one job name, or a state directory that was lost or
+// replaced.
+func (j *Job) checkOwner(rec CommitRecord, store *storage.Store) error {
+	if rec.Checkpoint == 0 || rec.StateID == "" || rec.StateID == j.stateID {
+		return nil
+	}
+	when := ""
+	if !rec.Time.IsZero() {
+		when = " at " + rec.Time.UTC().Format(time.RFC3339)
+	}
+	return fmt.Errorf("%w: job %q's last commit on the cluster (checkpoint %d%s) was made by another installation of a job with this name: state directory id %s, while %s has id %s. "+
+		"The job name is the job's identity on the cluster. If this is a different job, give it a name of its own (job: in the file, flow.JobName); "+
+		"if another instance of this job still runs with another state directory, stop one of them; "+
+		"if this is the same job and its state directory was lost or replaced, point state.dir at the original, restore a savepoint (--from-savepoint DIR), or start over on purpose (--start-fresh)",
+		ErrRestoreRefused, j.cfg.job, rec.Checkpoint, when, rec.StateID, store.Root(), j.stateID)
+}
+
+func (j *Job) noteTakeover(rec CommitRecord, why string) {
+	if rec.Checkpoint == 0 || rec.StateID == "" || rec.StateID == j.stateID {
+		return
+	}
+	j.log.Warn("taking over the job from another installation because of "+why+"; it is fenced and cannot commit any more",
+		"their_state_id", rec.StateID, "their_last_checkpoint", rec.Checkpoint, "state_id", j.stateID)
+}
+
+// resolveFromStore is recovery when the manifest write is the commit
+// point: the newest committed checkpoint in the store.
+func (j *Job) resolveFromStore(ctx context.Context, store *storage.Store) (recovery, error) {
+	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.allowFallback})
+	if err != nil {
+		return recovery{}, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+	}
+	if report != nil {
+		for _, c := range report.Skipped {
+			j.log.Warn("skipped a damaged checkpoint because fallback is allowed; records after the older checkpoint are processed again and non-idempotent sinks may see them twice", "damaged", c.Error())
+		}
+	}
+	if m != nil {
+		return recovery{manifest: m, own: true}, nil
+	}
+	evidence, err := j.priorProgress(ctx, store)
+	if err != nil {
+		return recovery{}, err
+	}
+	if len(evidence) == 0 {
+		return recovery{}, nil
+	}
+	if j.cfg.startFresh {
+		j.log.Warn("starting fresh, as asked, although earlier progress of the job exists", "found", strings.Join(evidence, "; "))
+		return recovery{}, nil
+	}
+	return recovery{}, fmt.Errorf("%w: job %q has no committed checkpoint in %s, but earlier progress of the job exists: %s. "+
+		"Starting from the startup mode would process input again or skip it. "+
+		"Point state.dir at the job's state directory, restore a savepoint (--from-savepoint DIR), or start over on purpose (--start-fresh)",
+		ErrRestoreRefused, j.cfg.job, store.Root(), strings.Join(evidence, "; "))
+}
+
+// resolveWithoutRecord is recovery when the commit point has no record of
+// the job: a first start, or a record that was lost.
+func (j *Job) resolveWithoutRecord(ctx context.Context, store *storage.Store) (recovery, error) {
+	evidence, err := j.priorProgress(ctx, store)
+	if err != nil {
+		return recovery{}, err
+	}
+	if len(evidence) == 0 {
+		return recovery{}, nil
+	}
+	switch {
+	case j.cfg.resumeLatest:
+		return j.resumeLatest(store, CommitRecord{}, "the commit point has no record of the job")
+	case j.cfg.startFresh:
+		j.log.Warn("starting fresh, as asked, although earlier progress of the job exists", "found", strings.Join(evidence, "; "))
+		return recovery{}, nil
+	}
+	resume := "there is no confirmed checkpoint to resume from"
+	if ids, _ := store.List(); len(ids) > 0 {
+		resume = "--resume-latest-checkpoint restores checkpoint " + strconv.FormatInt(ids[len(ids)-1], 10) + ", the newest one confirmed there"
+	}
+	return recovery{}, fmt.Errorf("%w: the commit point has no record of job %q, but earlier progress of the job exists: %s. "+
+		"This happens when the job's commit record was deleted (the progress topic or the job's progress group), when the job ran with another delivery before (at-least-once has no commit record), or when the state directory belongs to another job. "+
+		"Starting from the startup mode would process input again that the output already holds, or skip input. Choose: %s; or --start-fresh starts from the startup mode on purpose",
+		ErrRestoreRefused, j.cfg.job, strings.Join(evidence, "; "), resume)
+}
+
+// resumeLatest restores the newest checkpoint confirmed in the store, on
+// the user's explicit request.
+func (j *Job) resumeLatest(store *storage.Store, rec CommitRecord, why string) (recovery, error) {
+	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.allowFallback})
+	if err != nil {
+		return recovery{}, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+	}
+	if report != nil {
+		for _, c := range report.Skipped {
+			j.log.Warn("skipped a damaged checkpoint because fallback is allowed", "damaged", c.Error())
+		}
+	}
+	if m == nil {
+		return recovery{}, fmt.Errorf("%w: --resume-latest-checkpoint was given but %s holds no confirmed checkpoint to resume from; use --start-fresh to start from the startup mode", ErrRestoreRefused, store.Root())
+	}
+	pending, _ := store.Pending()
+	var newer []int64
+	for _, id := range pending {
+		if id > m.CheckpointID {
+			newer = append(newer, id)
+		}
+	}
+	if len(newer) > 0 {
+		j.log.Warn("checkpoints newer than the resumed one were written but their commit was never confirmed; they are not used: records after the resumed checkpoint are processed again, so the output may hold some twice",
+			"resumed", m.CheckpointID, "unconfirmed", newer)
+	}
+	j.log.Warn("resuming the newest confirmed checkpoint, as asked, because "+why, "checkpoint", m.CheckpointID, "dir", m.Dir)
+	return recovery{manifest: m, record: rec, own: true}, nil
+}
+
+// recordedCheckpointUnusable handles a commit record whose checkpoint
+// cannot be restored (missing, damaged, or another run's manifest).
+func (j *Job) recordedCheckpointUnusable(store *storage.Store, rec CommitRecord, cause error) (recovery, error) {
+	var ce *storage.CorruptError
+	var what string
+	switch {
+	case errors.Is(cause, storage.ErrNoManifest):
+		what = fmt.Sprintf("its manifest is missing from %s: was the state directory lost, moved or replaced?", store.Dir(rec.Checkpoint))
+	case errors.Is(cause, storage.ErrManifestMismatch):
+		what = fmt.Sprintf("the manifest in %s is not the one that was committed (%v): the directory holds another run's checkpoint %d; was it copied from another job or restored from an old backup?", store.Dir(rec.Checkpoint), cause, rec.Checkpoint)
+	case errors.As(cause, &ce):
+		what = "it is damaged: " + ce.Error()
+	default:
+		return recovery{}, fmt.Errorf("%w: load committed checkpoint %d: %w", ErrRestoreRefused, rec.Checkpoint, cause)
+	}
+	if j.cfg.allowFallback {
+		m, err := j.newestOlderThan(store, rec.Checkpoint)
+		if err != nil {
+			return recovery{}, err
+		}
+		if m != nil {
+			j.log.Warn("falling back to an older checkpoint, as allowed: the output of the checkpoints after it is already committed and is written again (duplicates in the output)",
+				"committed", rec.Checkpoint, "restored", m.CheckpointID, "reason", what)
+			return recovery{manifest: m, record: rec, own: true}, nil
+		}
+	}
+	if j.cfg.startFresh {
+		j.log.Warn("starting fresh, as asked, although checkpoint "+strconv.FormatInt(rec.Checkpoint, 10)+" is committed: "+what, "checkpoint", rec.Checkpoint)
+		return recovery{record: rec}, nil
+	}
+	fallback := "--allow-checkpoint-fallback finds no older intact checkpoint there"
+	if m, _ := j.newestOlderThan(store, rec.Checkpoint); m != nil {
+		fallback = fmt.Sprintf("--allow-checkpoint-fallback restores checkpoint %d, the newest older one (the output of the checkpoints after it is written again: duplicates)", m.CheckpointID)
+	}
+	return recovery{}, fmt.Errorf("%w: checkpoint %d of job %q is committed, but %s. Choose: restore a savepoint (--from-savepoint DIR); %s; or --start-fresh starts from the startup mode",
+		ErrRestoreRefused, rec.Checkpoint, j.cfg.job, what, fallback)
+}
+
+// confirmedAfter returns the newest confirmed checkpoint above id, 0 if
+// there is none.
+func (j *Job) confirmedAfter(store *storage.Store, id int64) (int64, error) {
+	ids, err := store.List()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+	}
+	if n := len(ids); n > 0 && ids[n-1] > id {
+		return ids[n-1], nil
+	}
+	return 0, nil
+}
+
+// newestOlderThan returns the newest intact confirmed checkpoint below id.
+func (j *Job) newestOlderThan(store *storage.Store, id int64) (*storage.Manifest, error) {
+	ids, err := store.List()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+	}
+	for _, c := range slices.Backward(ids) {
+		if c >= id {
+			continue
+		}
+		if m, err := store.Load(c); err == nil {
+			return m, nil
+		}
+	}
+	return nil, nil
+}
+
+// priorProgress lists traces of earlier progress of the job: checkpoints
+// in the state directory and what sources and sinks report.
+func (j *Job) priorProgress(ctx context.Context, store *storage.Store) ([]string, error) {
+	var found []string
+	committed, err := store.List()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+	}
+	pending, err := store.Pending()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+	}
+	if len(committed) > 0 {
+		found = append(found, fmt.Sprintf("%s holds confirmed checkpoints %s", store.Root(), idList(committed)))
+	}
+	if len(pending) > 0 {
+		found = append(found, fmt.Sprintf("%s holds checkpoints %s whose commit was never confirmed", store.Root(), idList(pending)))
+	}
+	for _, n := range j.env.nodes {
+		r, ok := n.impl.(PriorProgressReporter)
+		if !ok {
+			continue
+		}
+		got, err := r.PriorProgress(ctx, j.cfg.job)
+		if err != nil {
+			return nil, fmt.Errorf("operator %q: look for earlier progress of the job: %w", n.uid, err)
+		}
+		found = append(found, got...)
+	}
+	return found, nil
+}
+
+func idList(ids []int64) string {
+	if len(ids) > 4 {
+		return fmt.Sprintf("%d, %d, … %d (%d in all)", ids[0], ids[1], ids[len(ids)-1], len(ids))
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (j *Job) checkRestore(m *storage.Manifest) error {
+	if m == nil {
+		return nil
+	}
+	if m.MaxParallelism != 0 && m.MaxParallelism != j.cfg.maxParallelism {
+		return fmt.Errorf("%w: checkpoint %d was taken with max parallelism %d and the job now has %d; keyed state is sharded by it: set it back to %d (state.max-parallelism in a job file, flow.MaxParallelism in Go)", ErrRestoreRefused, m.CheckpointID, m.MaxParallelism, j.cfg.maxParallelism, m.MaxParallelism)
+	}
+	var missing []string
+	for uid := range m.Operators {
+		if _, ok := j.env.uids[uid]; !ok {
+			missing = append(missing, uid)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		if !j.cfg.allowNonRestored {
+			return fmt.Errorf("%w: checkpoint %d in %s holds state for operators this job does not have: %s; give the operators their old uids (uid: in a job file step, flow.UID in Go), or allow dropping that state (--allow-non-restored-state, flow.AllowNonRestoredState)", ErrRestoreRefused, m.CheckpointID, m.Dir, strings.Join(missing, ", "))
+		}
+		j.log.Warn("dropping state of operators the job no longer has", "operators", missing)
+	}
+	return nil
+}
+
+// recoverSinks commits the sink handles of the restored checkpoint: its
+// commit point passed, so whatever it prepared must become visible.
+func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
+	if m == nil {
+		return nil
+	}
+	for _, n := range j.env.nodes {
+		if n.kind != kindSink {
+			continue
+		}
+		op := m.Operators[n.uid]
+		if op == nil {
+			continue
+		}
+		ps, err := restoredPending(op.Blobs)
+		if err != nil {
+			return fmt.Errorf("%w: checkpoint %d sink %q: %w", ErrRestoreRefused, m.CheckpointID, n.uid, err)
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		c, err := n.committer(ctx, j.cfg.job, n.uid)
+		if err != nil {
+			return fmt.Errorf("sink %q: open committer for recovery: %w", n.uid, err)
+		}
+		for _, p := range ps {
+			if err := c.Commit(ctx, p.id, p.handle); err != nil {
+				c.Close()
+				return fmt.Errorf("sink %q: commit checkpoint %d on recovery: %w", n.uid, p.id, err)
+			}
+		}
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("sink %q: close recovery committer: %w", n.uid, err)
+		}
+	}
+	return nil
+}
