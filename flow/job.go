@@ -95,6 +95,9 @@ type Job struct {
 	deadLettered atomic.Int64
 	inBase       atomic.Int64 // records counted by finished attempts
 	outBase      atomic.Int64
+	// attemptRan is true once the current attempt's tasks started (its
+	// recovery is over).
+	attemptRan atomic.Bool
 	// committedThisRun is true once the job committed a checkpoint of its
 	// own; from then on it restores from its own checkpoints, not from
 	// FromSavepoint.
@@ -432,10 +435,14 @@ func (j *Job) run(ctx context.Context) error {
 			return err
 		}
 		if rctx.Err() != nil {
-			// Asked to stop while recovering: nothing ran, nothing is
-			// lost; the next start recovers.
-			j.log.Warn("stopped while the job was recovering", "err", err)
-			return nil
+			if !j.attemptRan.Load() {
+				// Asked to stop while recovering: nothing ran,
+				// nothing is lost; the next start recovers.
+				j.log.Warn("stopped while the job was recovering", "err", err)
+				return nil
+			}
+			j.log.Error("stopped without a final checkpoint; the next start resumes from the last committed checkpoint", "err", err)
+			return fmt.Errorf("stopped without a final checkpoint (the next start resumes from the last committed checkpoint): %w", err)
 		}
 		d := strategy.OnFailure(j.cfg.clock())
 		if !d.Restart {
@@ -462,7 +469,7 @@ func (j *Job) run(ctx context.Context) error {
 // cleanupBudget is the part of StopTimeout kept for cleanup after a stop
 // gave up on its final checkpoint (aborting an open transaction, closing
 // clients), so that the whole stop ends within StopTimeout.
-func cleanupBudget(stop time.Duration) time.Duration { return min(5*time.Second, stop/4) }
+func cleanupBudget(stop time.Duration) time.Duration { return min(5*time.Second, stop/2) }
 
 func (j *Job) statusLoop() func() {
 	t := time.NewTicker(j.cfg.statusInterval)
@@ -637,6 +644,7 @@ func sanitize(s string) string {
 }
 
 func (j *Job) runAttempt(ctx context.Context) (err error) {
+	j.attemptRan.Store(false)
 	cfg := &j.cfg
 	var store *storage.Store
 	if cfg.stateDir != "" {
@@ -739,6 +747,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	j.mu.Lock()
 	j.cur = att
 	j.mu.Unlock()
+	j.attemptRan.Store(true)
 	defer func() {
 		j.mu.Lock()
 		j.cur = nil

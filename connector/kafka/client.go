@@ -73,7 +73,10 @@ func (c ClientConfig) opts() []kgo.Opt {
 	if id == "" {
 		id = "onceflow"
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID(id)}
+	// No KIP-714 client metrics push: onceflow reports its own metrics,
+	// and kgo's Close gives a final push a second on a broker that does
+	// not answer, which a stop cannot spare.
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID(id), kgo.DisableClientMetrics()}
 	if c.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(c.TLS))
 	}

@@ -190,7 +190,7 @@ func (c *CommitPoint) Commit(ctx context.Context, rec flow.CommitRecord) error {
 	if err := c.commitLocked(ctx, sess, rec); err != nil {
 		sess.err = err
 		if !errors.Is(err, ErrFenced) {
-			s.abortLocked(sess, min(5*time.Second, max(s.stopTimeout/4, time.Second)), fmt.Sprintf("the commit of checkpoint %d failed", id))
+			s.abortLocked(sess, min(5*time.Second, max(s.stopTimeout/4, 500*time.Millisecond)), fmt.Sprintf("the commit of checkpoint %d failed", id))
 		} else {
 			sess.ended = true
 		}
@@ -245,6 +245,20 @@ func (c *CommitPoint) commitLocked(ctx context.Context, sess *session, rec flow.
 	return nil
 }
 
+// produceWait produces r and waits for the answer or the end of ctx,
+// whichever comes first. kgo's ProduceSync waits for a record already sent
+// until the broker answers, whatever ctx says; a commit must not.
+func produceWait(ctx context.Context, cl *kgo.Client, r *kgo.Record) error {
+	done := make(chan error, 1)
+	cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("no answer from the broker: %w", ctx.Err())
+	}
+}
+
 // offsetAt is one offset to commit and its metadata.
 type offsetAt struct {
 	at   int64
@@ -283,7 +297,7 @@ func (c *CommitPoint) commitOffsets(ctx context.Context, sess *session, rec flow
 	// without output: it only ends transactions it added a partition to,
 	// and it does not know about the offsets staged below.
 	mr := &kgo.Record{Topic: s.cfg.ProgressTopic, Partition: 0, Key: []byte(s.cfg.Job), Value: []byte(recMeta)}
-	if err := sess.cl.ProduceSync(ctx, mr).FirstErr(); err != nil {
+	if err := produceWait(ctx, sess.cl, mr); err != nil {
 		return fmt.Errorf("write the commit record to %s: %w", s.cfg.ProgressTopic, fenced(err))
 	}
 	pg := s.cfg.ProgressGroup

@@ -396,7 +396,7 @@ func (s *Sink) closeSession() {
 		return
 	}
 	s.sess = nil
-	budget := min(5*time.Second, max(s.stopTimeout/4, time.Second))
+	budget := min(5*time.Second, max(s.stopTimeout/4, 500*time.Millisecond))
 	if !s.exactlyOnce() {
 		// kgo's Close fails buffered records: hand them to the brokers
 		// first, so a bounded job's last records arrive with delivery

@@ -77,7 +77,7 @@ func TestRunRestoreFlags(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(tc.switches) || o.fromSavepoint != tc.savepoint {
 				t.Errorf("switches %v, savepoint %q; want %v, %q", got, o.fromSavepoint, tc.switches, tc.savepoint)
 			}
-			want := len(tc.switches)
+			want := len(tc.switches) + 1 // flow.StopTimeout
 			if tc.savepoint != "" {
 				want++ // flow.FromSavepoint
 			}

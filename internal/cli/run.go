@@ -67,6 +67,9 @@ var restoreSwitches = []restoreSwitch{
 func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 	status := fs.Duration("status-interval", 5*time.Second, "how often to log a status line: records in and out, lag, last checkpoint, failures, skipped and dead-lettered records (0: never)")
 	connect := fs.Duration("connect-timeout", 15*time.Second, "how long to wait for a Kafka broker to answer before giving up")
+	stop := fs.Duration("stop-timeout", time.Minute, "how long a graceful stop (SIGINT, SIGTERM) may take: past it the final checkpoint (or a commit stuck on an\n"+
+		"unreachable broker) is given up, its transaction aborted, and the job exits; nothing is lost, the next start resumes\n"+
+		"from the last committed checkpoint")
 	savepoint := fs.String("from-savepoint", "", "start from the savepoint in `DIR` (relative to the working directory), or from a retained checkpoint\n"+
 		"(STATE_DIR/JOB/checkpoints/chk-N), instead of the job's latest checkpoint: to move a job to another\n"+
 		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Remove it once the\n"+
@@ -77,7 +80,10 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		set[i] = fs.Bool(sw.flag, false, sw.usage)
 	}
 	return func() (runOptions, error) {
-		o := runOptions{status: *status, connectTimeout: *connect}
+		if *stop <= 0 {
+			return runOptions{}, fmt.Errorf("%w: --stop-timeout %v must be positive", errUsage, *stop)
+		}
+		o := runOptions{status: *status, connectTimeout: *connect, stopTimeout: *stop}
 		on := map[string]bool{}
 		for i, sw := range restoreSwitches {
 			if *set[i] {
@@ -118,6 +124,7 @@ func absPath(p string) string {
 type runOptions struct {
 	status         time.Duration
 	connectTimeout time.Duration
+	stopTimeout    time.Duration
 	// fromSavepoint is --from-savepoint, absolute; switches are the
 	// restoreSwitches given.
 	fromSavepoint string
@@ -127,6 +134,9 @@ type runOptions struct {
 // flowOptions are the engine options the run flags ask for.
 func (o runOptions) flowOptions() []flow.Option {
 	var opts []flow.Option
+	if o.stopTimeout > 0 {
+		opts = append(opts, flow.StopTimeout(o.stopTimeout))
+	}
 	if o.fromSavepoint != "" {
 		opts = append(opts, flow.FromSavepoint(o.fromSavepoint))
 	}

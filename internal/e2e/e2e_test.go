@@ -127,12 +127,18 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 // produceInput writes n records: key k<i%keys>, value "seq-<i>".
 func produceInput(t *testing.T, addr, topic string, n, keys int) {
 	t.Helper()
+	produceRange(t, addr, topic, 0, n, keys)
+}
+
+// produceRange writes records from..from+n-1: key k<i%keys>, value "seq-<i>".
+func produceRange(t *testing.T, addr, topic string, from, n, keys int) {
+	t.Helper()
 	cl := client(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for i := 0; i < n; i++ {
+	for i := from; i < from+n; i++ {
 		wg.Add(1)
 		cl.Produce(ctx, &kgo.Record{Key: []byte("k" + strconv.Itoa(i%keys)), Value: []byte("seq-" + strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
 			if err != nil {
