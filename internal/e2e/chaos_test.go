@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -26,8 +28,16 @@ import (
 // ChaosReport is what a chaos run found; scripts/chaos prints it and
 // docs/guarantees.md quotes the last long run.
 type ChaosReport struct {
-	Seed           uint64         `json:"seed"`
-	Duration       string         `json:"duration"`
+	Seed           uint64                     `json:"seed"`
+	Duration       string                     `json:"duration"`
+	Jobs           map[string]*ChaosJobReport `json:"jobs"`
+	BrokerRestarts int                        `json:"broker_restarts"`
+	BrokerKills    int                        `json:"broker_kills,omitempty"`
+	OK             bool                       `json:"ok"`
+}
+
+// ChaosJobReport is one job's part of a chaos run.
+type ChaosJobReport struct {
 	Records        int64          `json:"records"`
 	Faults         map[string]int `json:"faults"`
 	RecoveryP50    string         `json:"recovery_p50"`
@@ -47,12 +57,40 @@ func chaosDuration() time.Duration {
 	return 40 * time.Second
 }
 
-// TestChaos runs a pass-through job under a stream of faults while a
-// generator keeps writing and a read_committed reader keeps reading, then
-// checks the committed output with the verifier. Faults: SIGKILL of the job,
-// a failpoint crash at a random protocol step, SIGSTOP/SIGCONT of the job,
-// and a stop + restart of the broker process. The CI run is short
-// (40s); `scripts/chaos --duration 30m` runs the long one.
+// chaosJob is one of the jobs a chaos run drives, with its own faults.
+type chaosJob struct {
+	name, input, output string
+	mode                verify.Mode
+	file                string
+	log                 *logWriter
+	runner              *jobRunner
+
+	// Owned by the job's fault loop.
+	cmd        *exec.Cmd
+	done       chan error
+	faults     map[string]int
+	recoveries []time.Duration
+
+	// The live read_committed reader's view: how often each identity
+	// (pass-through: the value; count: key=count; dedupe: the key) was seen.
+	liveMu   sync.Mutex
+	live     map[string]int
+	liveSeen atomic.Int64
+}
+
+// TestChaos runs three jobs at once on one broker — a pass-through, a keyed
+// count and a dedupe, the first two reading the same topic — while
+// generators keep writing and a read_committed reader per job keeps
+// reading. Each job gets its own stream of faults: SIGKILL, a failpoint
+// crash at a random protocol step, SIGSTOP/SIGCONT at a random moment, and
+// a SIGSTOP at the worst moment (after its commit record is written, before
+// EndTxn: its transaction stays open on the shared progress topic while the
+// other jobs crash and recover). The broker is stopped and restarted from
+// time to time. At the end the verifier checks each job's committed output
+// (pass-through: every input once; count: 1..n per key; dedupe: one output
+// per distinct key) and that no live reader ever saw more than exactly
+// once. The CI run is short (40s); `scripts/chaos --duration 20m` runs the
+// long one.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test skipped in -short mode")
@@ -65,26 +103,39 @@ func TestChaos(t *testing.T) {
 	addr := freeAddr(t)
 	brk := runBroker(t, addr, brokerDir) // kept: the chaos loop stops and restarts it
 	createTopic(t, addr, "in", 4)
-	createTopic(t, addr, "out-chaos", 4)
-	jobFile := writeJob(t, dir, "chaos", addr, "")
-	// The job rides through broker restarts in-process; SIGKILLs are ours.
-	data, _ := os.ReadFile(jobFile)
-	data = []byte(strings.Replace(string(data), "strategy: none", "strategy: fixed-delay\n  attempts: 1000\n  delay: 200ms", 1))
-	if err := os.WriteFile(jobFile, data, 0o644); err != nil {
-		t.Fatal(err)
+	createTopic(t, addr, "in-dedupe", 4)
+	jobs := []*chaosJob{
+		{name: "chaos-pass", input: "in", mode: verify.PassThrough},
+		{name: "chaos-count", input: "in", mode: verify.Count},
+		{name: "chaos-dedupe", input: "in-dedupe", mode: verify.Dedupe},
+	}
+	pipelines := map[string]string{
+		"chaos-pass":   "",
+		"chaos-count":  "pipeline:\n  - count: {key: record.key}\n",
+		"chaos-dedupe": "pipeline:\n  - dedupe: {key: record.key, ttl: 24h}\n",
+	}
+	for _, j := range jobs {
+		j.output = "out-" + j.name
+		createTopic(t, addr, j.output, 4)
+		j.file = writeChaosJob(t, dir, j.name, addr, j.input, j.output, pipelines[j.name])
+		j.log = &logWriter{t: t, name: j.name}
+		j.runner = &jobRunner{t: t, bin: bin, file: j.file, log: j.log}
+		j.faults = map[string]int{}
+		j.live = map[string]int{}
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 
-	// Generator: unique values seq-<n>, a few thousand records a second.
+	// Generators: unique values seq-<n> on "in"; on "in-dedupe" keys u<n>
+	// where one record in ten repeats an earlier key (the duplicates the
+	// dedupe job drops), a few thousand records a second in all.
 	var produced atomic.Int64
 	genCtx, stopGen := context.WithCancel(ctx)
-	wg.Add(1)
-	go func() {
+	generate := func(topic string, next func(n int) *kgo.Record) {
 		defer wg.Done()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("in"), kgo.ProducerLinger(5*time.Millisecond),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
 			kgo.RecordRetries(1000), kgo.RequestRetries(1000))
 		if err != nil {
 			t.Error(err)
@@ -96,8 +147,8 @@ func TestChaos(t *testing.T) {
 		n := 0
 		for genCtx.Err() == nil {
 			<-tick.C
-			for i := 0; i < 60; i++ {
-				rec := &kgo.Record{Key: []byte("k" + strconv.Itoa(n%1000)), Value: []byte("seq-" + strconv.Itoa(n))}
+			for i := 0; i < 30; i++ {
+				rec := next(n)
 				n++
 				// A record whose write failed (the broker was killed) may
 				// still have landed: move on to the next value rather than
@@ -109,185 +160,332 @@ func TestChaos(t *testing.T) {
 				produced.Add(1)
 			}
 		}
-	}()
+	}
+	wg.Add(2)
+	go generate("in", func(n int) *kgo.Record {
+		return &kgo.Record{Key: []byte("k" + strconv.Itoa(n%1000)), Value: []byte("seq-" + strconv.Itoa(n))}
+	})
+	dupRng := rand.New(rand.NewPCG(seedVal, 7))
+	go generate("in-dedupe", func(n int) *kgo.Record {
+		k := n
+		if n > 100 && dupRng.IntN(10) == 0 {
+			k = n - 1 - dupRng.IntN(100) // a key written shortly before
+		}
+		return &kgo.Record{Key: []byte("u" + strconv.Itoa(k)), Value: []byte("v" + strconv.Itoa(n))}
+	})
 
-	// Live read_committed reader: nothing may be visible more often than it
-	// is in the input, ever (checked against the input at the end).
-	var liveSeen atomic.Int64
-	var liveMu sync.Mutex
-	live := map[string]int{}
+	// Live read_committed readers: nothing may be visible more often than
+	// it is expected, ever (checked against the inputs at the end).
 	readCtx, stopRead := context.WithCancel(ctx)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("out-chaos"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer cl.Close()
-		for readCtx.Err() == nil {
-			cl.PollFetches(readCtx).EachRecord(func(r *kgo.Record) {
-				liveSeen.Add(1)
-				liveMu.Lock()
-				live[string(r.Value)]++
-				liveMu.Unlock()
-			})
-		}
-	}()
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(j.output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer cl.Close()
+			for readCtx.Err() == nil {
+				cl.PollFetches(readCtx).EachRecord(func(r *kgo.Record) {
+					j.liveSeen.Add(1)
+					var id string
+					switch j.mode {
+					case verify.Count:
+						id = string(r.Key) + "=" + string(r.Value)
+					case verify.Dedupe:
+						id = string(r.Key)
+					default:
+						id = string(r.Value)
+					}
+					j.liveMu.Lock()
+					j.live[id]++
+					j.liveMu.Unlock()
+				})
+			}
+		}()
+	}
 
-	lw := &logWriter{t: t, name: "job"}
-	r := &jobRunner{t: t, bin: bin, file: jobFile, log: lw}
 	adm := kadm.NewClient(client(t, addr))
-	lastCheckpoint := func() int64 { return groupCheckpoint(adm, "chaos") }
-	// recovered waits until a checkpoint newer than before commits.
-	recovered := func(before int64, since time.Time) (time.Duration, bool) {
-		for time.Since(since) < 2*time.Minute {
-			if lastCheckpoint() > before {
-				return time.Since(since), true
+	var brokerMu sync.RWMutex // a fault loop holds it to read; the broker loop to restart
+	fps := []string{failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite, failpoint.AfterSinkPrepare, failpoint.BeforeEndTxn, failpoint.AfterCommitPoint, failpoint.DuringRestore}
+	deadline := time.Now().Add(dur)
+	only := os.Getenv("ONCEFLOW_CHAOS_ONLY") // reproduce one kind of fault alone
+
+	// Each job's fault loop, with its own random stream.
+	var faultWG sync.WaitGroup
+	for ji, j := range jobs {
+		j.cmd, j.done = j.runner.start()
+		faultWG.Add(1)
+		go func() {
+			defer faultWG.Done()
+			rng := rand.New(rand.NewPCG(seedVal, uint64(ji)+1))
+			lastCheckpoint := func() int64 { return groupCheckpoint(adm, j.name) }
+			// selfStopped is when the job stopped itself at a "stop"
+			// failpoint; it is resumed a random moment later.
+			var selfStopped time.Time
+			var resumeAfter time.Duration
+			wait := func(d time.Duration) {
+				for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+					select {
+					case <-j.done:
+						// A failpoint crash ends the child by itself.
+						j.cmd, j.done = j.runner.start()
+						selfStopped = time.Time{}
+					default:
+					}
+					if selfStopped.IsZero() && processStopped(j.cmd.Process.Pid) {
+						selfStopped, resumeAfter = time.Now(), time.Duration(200+rng.IntN(2800))*time.Millisecond
+					}
+					if !selfStopped.IsZero() && time.Since(selfStopped) > resumeAfter {
+						_ = j.cmd.Process.Signal(syscall.SIGCONT)
+						selfStopped = time.Time{}
+					}
+				}
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		return 0, false
+			for time.Now().Before(deadline) && !t.Failed() {
+				wait(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+				if !selfStopped.IsZero() {
+					continue // frozen between its commit record and EndTxn
+				}
+				brokerMu.RLock()
+				k := rng.IntN(10)
+				switch only {
+				case "sigkill-job":
+					k = 0
+				case "failpoint":
+					k = 4
+				case "sigstop-job":
+					k = 6
+				case "stop-before-end-txn":
+					k = 8
+				}
+				switch {
+				case k < 4: // SIGKILL the job and time the recovery
+					before := lastCheckpoint()
+					_ = j.cmd.Process.Signal(syscall.SIGKILL)
+					<-j.done
+					start := time.Now()
+					j.cmd, j.done = j.runner.start()
+					j.faults["sigkill-job"]++
+					brokerMu.RUnlock()
+					recovered := false
+					for time.Since(start) < 2*time.Minute {
+						if lastCheckpoint() > before {
+							j.recoveries = append(j.recoveries, time.Since(start))
+							recovered = true
+							break
+						}
+						wait(20 * time.Millisecond)
+					}
+					if !recovered {
+						t.Errorf("%s: no checkpoint committed within 2 minutes after a restart\n%s", j.name, j.log)
+					}
+					continue
+				case k < 6: // crash at a random protocol step
+					fp := fps[rng.IntN(len(fps))]
+					_ = j.cmd.Process.Signal(syscall.SIGKILL)
+					<-j.done
+					j.cmd, j.done = j.runner.startEnv(failpoint.EnvVar + "=" + fp + "=crash@" + strconv.Itoa(1+rng.IntN(3)))
+					j.faults["failpoint-"+fp]++
+				case k < 8: // pause the job for a moment
+					_ = j.cmd.Process.Signal(syscall.SIGSTOP)
+					time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
+					_ = j.cmd.Process.Signal(syscall.SIGCONT)
+					j.faults["sigstop-job"]++
+				default: // freeze it between its commit record and EndTxn
+					_ = j.cmd.Process.Signal(syscall.SIGKILL)
+					<-j.done
+					j.cmd, j.done = j.runner.startEnv(failpoint.EnvVar + "=" + failpoint.BeforeEndTxn + "=stop@" + strconv.Itoa(1+rng.IntN(5)))
+					j.faults["sigstop-before-end-txn"]++
+				}
+				brokerMu.RUnlock()
+			}
+			if !selfStopped.IsZero() {
+				_ = j.cmd.Process.Signal(syscall.SIGCONT)
+			}
+		}()
 	}
 
-	faults := map[string]int{}
-	var recoveries []time.Duration
-	cmd, done := r.start()
-	deadline := time.Now().Add(dur)
-	fps := []string{failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite, failpoint.AfterSinkPrepare, failpoint.BeforeEndTxn, failpoint.AfterCommitPoint, failpoint.DuringRestore}
-	for time.Now().Before(deadline) {
-		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
-		select {
-		case err := <-done:
-			// A failpoint crash ends the child by itself.
-			_ = err
-			cmd, done = r.start()
+	// The broker's own faults, shared by all jobs.
+	var brokerRestarts, brokerKills int
+	for time.Now().Before(deadline) && !t.Failed() {
+		time.Sleep(time.Duration(2000+rng.IntN(4000)) * time.Millisecond)
+		if time.Now().After(deadline) || (only != "" && only != "restart-broker" && only != "sigkill-broker") {
 			continue
-		default:
 		}
-		k := rng.IntN(10)
-		if only := os.Getenv("ONCEFLOW_CHAOS_ONLY"); only != "" {
-			// Reproduce one kind of fault alone: sigkill-job, failpoint,
-			// sigstop-job or sigkill-broker.
-			k = map[string]int{"sigkill-job": 0, "failpoint": 5, "sigstop-job": 7, "restart-broker": 9, "sigkill-broker": 10}[only]
-		}
-		switch {
-		case k < 5: // SIGKILL the job and time the recovery
-			before := lastCheckpoint()
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			start := time.Now()
-			cmd, done = r.start()
-			faults["sigkill-job"]++
-			if d, ok := recovered(before, start); ok {
-				recoveries = append(recoveries, d)
-			} else {
-				t.Fatalf("no checkpoint committed within 2 minutes after a restart\n%s", lw)
-			}
-		case k < 7: // crash at a random protocol step
-			fp := fps[rng.IntN(len(fps))]
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			cmd, done = r.startEnv(failpoint.EnvVar + "=" + fp + "=crash@" + strconv.Itoa(1+rng.IntN(3)))
-			faults["failpoint-"+fp]++
-		case k < 9: // pause the job for a moment
-			_ = cmd.Process.Signal(syscall.SIGSTOP)
-			time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-			faults["sigstop-job"]++
-		case k == 9: // stop the broker (SIGTERM) and start it again on its data dir
-			brk.stop()
-			brk = runBroker(t, addr, brokerDir)
-			faults["restart-broker"]++
-		default: // SIGKILL the broker: see the note on brokerProc.kill
+		brokerMu.Lock()
+		if only == "sigkill-broker" { // see the note on brokerProc.kill
 			brk.kill()
-			brk = runBroker(t, addr, brokerDir)
-			faults["sigkill-broker"]++
+			brokerKills++
+		} else {
+			brk.stop()
+			brokerRestarts++
 		}
+		brk = runBroker(t, addr, brokerDir)
+		brokerMu.Unlock()
 	}
-	// Quiesce: stop the generator, let the job (restarted if a failpoint
+	faultWG.Wait()
+
+	// Quiesce: stop the generators, let each job (restarted if a failpoint
 	// ended it) catch up, stop it gracefully, check everything.
 	stopGen()
-	for {
+	for _, j := range jobs {
+		_ = j.cmd.Process.Signal(syscall.SIGCONT)
+		for {
+			select {
+			case <-j.done:
+				j.cmd, j.done = j.runner.start()
+			default:
+			}
+			if caughtUp(t, adm, j.name, j.input) {
+				break
+			}
+			if time.Now().After(deadline.Add(3 * time.Minute)) {
+				t.Fatalf("%s did not catch up within 3 minutes after the faults\n%s", j.name, j.log)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		_ = j.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
-			cmd, done = r.start()
-		default:
+		case <-j.done:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: no graceful stop within a minute\n%s", j.name, j.log)
 		}
-		if caughtUp(t, adm, "chaos", "in") {
-			break
-		}
-		if time.Now().After(deadline.Add(3 * time.Minute)) {
-			t.Fatalf("the job did not catch up within 3 minutes after the faults\n%s", lw)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatalf("no graceful stop within a minute\n%s", lw)
 	}
 	time.Sleep(500 * time.Millisecond)
 	stopRead()
-	rep, err := verify.Run(ctx, verify.Config{Brokers: []string{addr}, Input: "in", Output: "out-chaos", Sentinels: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	wg.Wait()
-	inputs, err := verify.ReadTopic(ctx, []string{addr}, "in", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make(map[string]int, len(inputs))
-	for _, r := range inputs {
-		want[r.Value]++
-	}
-	var liveDups atomic.Int64
-	for v, n := range live {
-		if n > want[v] {
-			liveDups.Add(int64(n - want[v]))
+
+	report := ChaosReport{Seed: seedVal, Duration: dur.String(), Jobs: map[string]*ChaosJobReport{}, BrokerRestarts: brokerRestarts, BrokerKills: brokerKills, OK: true}
+	total := brokerRestarts + brokerKills
+	for _, j := range jobs {
+		rep, err := verify.Run(ctx, verify.Config{Brokers: []string{addr}, Input: j.input, Output: j.output, Mode: j.mode, Sentinels: true})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	sort.Slice(recoveries, func(i, j int) bool { return recoveries[i] < recoveries[j] })
-	pct := func(p float64) string {
-		if len(recoveries) == 0 {
-			return "n/a"
+		dups := liveDuplicates(t, ctx, addr, j)
+		jr := &ChaosJobReport{Records: int64(rep.Inputs), Faults: j.faults, Recoveries: len(j.recoveries),
+			LiveReaderDups: dups, LiveReaderSeen: int(j.liveSeen.Load()), Verify: rep.String(), OK: rep.OK() && dups == 0}
+		jr.RecoveryP50, jr.RecoveryP99, jr.RecoveryMax = percentiles(j.recoveries)
+		report.Jobs[j.name] = jr
+		report.OK = report.OK && jr.OK
+		for _, n := range j.faults {
+			total += n
 		}
-		return recoveries[min(len(recoveries)-1, int(p*float64(len(recoveries))))].Round(time.Millisecond).String()
-	}
-	report := ChaosReport{
-		Seed: seedVal, Duration: dur.String(), Records: int64(rep.Inputs), Faults: faults,
-		RecoveryP50: pct(0.50), RecoveryP99: pct(0.99), Recoveries: len(recoveries),
-		LiveReaderDups: int(liveDups.Load()), LiveReaderSeen: int(liveSeen.Load()),
-		Verify: rep.String(), OK: rep.OK() && liveDups.Load() == 0,
-	}
-	if len(recoveries) > 0 {
-		report.RecoveryMax = recoveries[len(recoveries)-1].Round(time.Millisecond).String()
+		if dups > 0 {
+			t.Errorf("%s: the live read_committed reader saw %d records more often than exactly once", j.name, dups)
+		}
+		if !rep.OK() {
+			t.Errorf("%s: verifier found anomalies:\n%s", j.name, rep)
+		}
 	}
 	js, _ := json.MarshalIndent(report, "", "  ")
 	t.Logf("chaos report:\n%s", js)
 	if path := os.Getenv("ONCEFLOW_CHAOS_REPORT"); path != "" {
 		_ = os.WriteFile(path, js, 0o644)
 	}
-	total := 0
-	for _, n := range faults {
-		total += n
-	}
 	if total == 0 {
 		t.Fatal("no fault was injected")
 	}
-	if liveDups.Load() > 0 {
-		t.Errorf("the live read_committed reader saw %d records twice", liveDups.Load())
+	inputs, err := verify.ReadTopic(ctx, []string{addr}, "in", true)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !rep.OK() {
-		t.Fatalf("verifier found anomalies:\n%s", rep)
+	if len(inputs) < int(produced.Load())/4 {
+		t.Fatalf("input topic has %d records, the generators tried %d: most writes failed", len(inputs), produced.Load())
 	}
-	if rep.Inputs < int(produced.Load())/2 {
-		t.Fatalf("input topic has %d records, the generator tried %d: most writes failed", rep.Inputs, produced.Load())
+}
+
+// liveDuplicates returns how many records j's live reader saw more often
+// than the job's contract allows, judged against the input as it is now.
+func liveDuplicates(t *testing.T, ctx context.Context, addr string, j *chaosJob) int {
+	t.Helper()
+	inputs, err := verify.ReadTopic(ctx, []string{addr}, j.input, true)
+	if err != nil {
+		t.Fatal(err)
 	}
+	want := map[string]int{}
+	switch j.mode {
+	case verify.Count:
+		n := map[string]int{}
+		for _, r := range inputs {
+			n[r.Key]++
+			want[r.Key+"="+strconv.Itoa(n[r.Key])] = 1
+		}
+	case verify.Dedupe:
+		for _, r := range inputs {
+			want[r.Key] = 1
+		}
+	default:
+		for _, r := range inputs {
+			want[r.Value]++
+		}
+	}
+	j.liveMu.Lock()
+	defer j.liveMu.Unlock()
+	dups := 0
+	for id, n := range j.live {
+		if n > want[id] {
+			dups += n - want[id]
+		}
+	}
+	return dups
+}
+
+func percentiles(ds []time.Duration) (p50, p99, maxD string) {
+	if len(ds) == 0 {
+		return "n/a", "n/a", "n/a"
+	}
+	sort.Slice(ds, func(i, k int) bool { return ds[i] < ds[k] })
+	at := func(p float64) string {
+		return ds[min(len(ds)-1, int(p*float64(len(ds))))].Round(time.Millisecond).String()
+	}
+	return at(0.50), at(0.99), ds[len(ds)-1].Round(time.Millisecond).String()
+}
+
+// processStopped reports whether pid is stopped (SIGSTOP), from its
+// /proc/<pid>/stat.
+func processStopped(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
+}
+
+// writeChaosJob writes a job file reading input into output through
+// pipeline, restarting in-process on failures (the SIGKILLs are ours).
+func writeChaosJob(t *testing.T, dir, name, addr, input, output, pipeline string) string {
+	t.Helper()
+	job := fmt.Sprintf(`job: %s
+kafka:
+  brokers: [%s]
+source:
+  topics: [%s]
+  group: %s
+  startup: earliest
+%ssink:
+  topic: %s
+checkpointing:
+  interval: 100ms
+  timeout: 1m
+state:
+  dir: %s
+restart:
+  strategy: fixed-delay
+  attempts: 1000
+  delay: 200ms
+`, name, addr, input, name, pipeline, output, filepath.Join(dir, "state"))
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (r *jobRunner) startEnv(env ...string) (*exec.Cmd, chan error) {

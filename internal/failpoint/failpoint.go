@@ -8,8 +8,10 @@
 //	NAME=ACTION[@N]
 //
 // ACTION is "crash" (the process kills itself with SIGKILL: no deferred
-// cleanup, no flush, like a power cut), "error" (Inject returns an error
-// wrapping ErrInjected) or "panic". @N fires on the Nth hit only (default:
+// cleanup, no flush, like a power cut), "stop" (the process stops itself
+// with SIGSTOP, frozen at that step until someone sends SIGCONT: a paused
+// VM or a long GC pause at the worst moment), "error" (Inject returns an
+// error wrapping ErrInjected) or "panic". @N fires on the Nth hit only (default:
 // the first); @every fires on every hit.
 //
 //	ONCEFLOW_FAILPOINTS="after-snapshot-written=crash@3;before-end-txn=error"
@@ -55,6 +57,7 @@ const (
 	actCrash action = iota
 	actError
 	actPanic
+	actStop
 )
 
 type point struct {
@@ -107,8 +110,10 @@ func Enable(spec string) error {
 			p.act = actError
 		case "panic":
 			p.act = actPanic
+		case "stop":
+			p.act = actStop
 		default:
-			return fmt.Errorf("failpoint %s: unknown action %q (crash, error, panic)", name, act)
+			return fmt.Errorf("failpoint %s: unknown action %q (crash, stop, error, panic)", name, act)
 		}
 		switch {
 		case at == "":
@@ -153,6 +158,10 @@ func Inject(name string) error {
 		select {} // wait for the signal
 	case actPanic:
 		panic(fmt.Sprintf("failpoint %s (hit %d)", name, hit))
+	case actStop:
+		fmt.Fprintf(os.Stderr, "onceflow: failpoint %s: stopping (SIGSTOP) until SIGCONT (hit %d)\n", name, hit)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		return nil
 	}
 	return fmt.Errorf("failpoint %s (hit %d): %w", name, hit, ErrInjected)
 }

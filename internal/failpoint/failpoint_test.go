@@ -2,8 +2,13 @@ package failpoint
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestSpecAndFiring(t *testing.T) {
@@ -48,5 +53,47 @@ func TestBadSpecs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", spec, err, want)
 		}
+	}
+}
+
+// "stop" freezes the process at the failpoint until SIGCONT, then goes on:
+// a child process stops itself, the parent sees it stopped, resumes it,
+// and the child finishes normally.
+func TestStopFreezesUntilContinued(t *testing.T) {
+	if os.Getenv("FAILPOINT_STOP_CHILD") != "" {
+		if err := Inject(BeforeEndTxn); err != nil {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to see the child's state")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStopFreezesUntilContinued$")
+	cmd.Env = append(os.Environ(), "FAILPOINT_STOP_CHILD=1", EnvVar+"="+BeforeEndTxn+"=stop")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err != nil {
+			break
+		}
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "T" {
+			stopped = true
+			break
+		}
+	}
+	if !stopped {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal("the child did not stop itself at the failpoint")
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the child did not go on after SIGCONT: %v", err)
 	}
 }
