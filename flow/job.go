@@ -533,6 +533,8 @@ type attempt struct {
 	writers   sync.WaitGroup
 	// incarnation identifies this attempt in manifests and commit records.
 	incarnation string
+	// origin is the savepoint this attempt's checkpoints descend from.
+	origin *storage.Origin
 }
 
 // newIncarnation returns 16 random hex digits.
@@ -685,7 +687,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		job: j, cfg: cfg, log: j.log, ctx: actx, cancel: cancel, store: store, restored: restored,
 		par: par, partBase: map[*node]int{}, exchanges: map[*node]exchangeImpl{},
 		failures: make(chan error, 1), finished: make(chan struct{}),
-		incarnation: newIncarnation(),
+		incarnation: newIncarnation(), origin: rec.originOf(),
 	}
 	for _, n := range j.env.nodes {
 		att.partBase[n] = att.parts
@@ -1026,6 +1028,7 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 		StateID:        j.stateID,
 		Final:          p.final,
 		Counters:       counters,
+		Origin:         att.origin,
 	}
 	for uid, op := range m.Operators {
 		if n := j.env.uids[uid]; n != nil {

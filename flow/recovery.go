@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +23,20 @@ type recovery struct {
 	// own is true when manifest is one of the job's own checkpoints (not a
 	// savepoint the user chose), so its counters continue.
 	own bool
+	// origin is the savepoint being restored, nil for the job's own
+	// checkpoints (which carry their origin).
+	origin *storage.Origin
+}
+
+// originOf is the savepoint the checkpoints taken after r descend from.
+func (r recovery) originOf() *storage.Origin {
+	if r.origin != nil {
+		return r.origin
+	}
+	if r.manifest != nil {
+		return r.manifest.Origin
+	}
+	return nil
 }
 
 // resolveRestore decides what the attempt restores; docs/design.md,
@@ -33,22 +48,7 @@ func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recover
 	cfg := &j.cfg
 	cp := cfg.commitPoint
 	if cfg.fromSavepoint != "" && !j.committedThisRun.Load() {
-		m, err := storage.LoadManifest(cfg.fromSavepoint)
-		if err != nil {
-			return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, cfg.fromSavepoint, err)
-		}
-		if err := storage.Verify(m); err != nil {
-			return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, cfg.fromSavepoint, err)
-		}
-		var rec CommitRecord
-		if cp != nil && store != nil {
-			// Fence whatever ran before: the savepoint replaces it.
-			if rec, err = cp.Recover(ctx); err != nil {
-				return recovery{}, fmt.Errorf("fence earlier instances of the job before restoring the savepoint: %w", err)
-			}
-			j.noteTakeover(rec, "restoring savepoint "+cfg.fromSavepoint)
-		}
-		return recovery{manifest: m, record: rec}, nil
+		return j.resolveSavepoint(ctx, store)
 	}
 	if store == nil {
 		return recovery{}, nil
@@ -105,6 +105,55 @@ func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recover
 		return recovery{manifest: m, record: rec, own: true}, nil
 	}
 	return j.recordedCheckpointUnusable(store, rec, err)
+}
+
+// resolveSavepoint restores FromSavepoint, unless the job's newest own
+// checkpoint descends from that savepoint already: then the flag was left
+// in place from an earlier start, and restoring the savepoint again would
+// write everything the job committed since a second time.
+func (j *Job) resolveSavepoint(ctx context.Context, store *storage.Store) (recovery, error) {
+	cfg := &j.cfg
+	dir := cfg.fromSavepoint
+	m, err := storage.LoadManifest(dir)
+	if err != nil {
+		if errors.Is(err, storage.ErrNoManifest) {
+			if pending, _ := filepath.Glob(filepath.Join(dir, "_manifest.pending")); len(pending) > 0 {
+				err = fmt.Errorf("%w: the directory holds a checkpoint whose commit was never confirmed (its transaction may have aborted); name a savepoint or a confirmed checkpoint", err)
+			}
+		}
+		return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, dir, err)
+	}
+	if err := storage.Verify(m); err != nil {
+		return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, dir, err)
+	}
+	sum, err := storage.ManifestSHA256(dir)
+	if err != nil {
+		return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, dir, err)
+	}
+	origin := &storage.Origin{Dir: dir, Checkpoint: m.CheckpointID, Manifest: sum}
+	if store == nil {
+		return recovery{manifest: m, origin: origin}, nil
+	}
+	var rec CommitRecord
+	var own *storage.Manifest
+	if cp := cfg.commitPoint; cp != nil {
+		// Fence whatever ran before: the savepoint replaces it.
+		if rec, err = cp.Recover(ctx); err != nil {
+			return recovery{}, fmt.Errorf("fence earlier instances of the job before restoring the savepoint: %w", err)
+		}
+		if rec.Checkpoint > 0 && (rec.StateID == "" || rec.StateID == j.stateID) {
+			own, _ = store.LoadCommitted(rec.Checkpoint, rec.Manifest)
+		}
+	} else {
+		own, _, _ = store.Latest(storage.LatestOptions{})
+	}
+	if own != nil && own.Origin != nil && own.Origin.Manifest == sum {
+		j.log.Warn("--from-savepoint names the savepoint this job was started from already; its newest checkpoint descends from it, so the job resumes that checkpoint instead of going back (remove the flag; to go back anyway, start from the savepoint with a new state directory)",
+			"savepoint", dir, "checkpoint", own.CheckpointID)
+		return recovery{manifest: own, record: rec, own: true}, nil
+	}
+	j.noteTakeover(rec, "restoring savepoint "+dir)
+	return recovery{manifest: m, record: rec, origin: origin}, nil
 }
 
 // checkOwner refuses a commit record written from another state directory:
@@ -187,7 +236,7 @@ func (j *Job) resolveWithoutRecord(ctx context.Context, store *storage.Store) (r
 		resume = "--resume-latest-checkpoint restores checkpoint " + strconv.FormatInt(ids[len(ids)-1], 10) + ", the newest one confirmed there"
 	}
 	return recovery{}, fmt.Errorf("%w: the commit point has no record of job %q, but earlier progress of the job exists: %s. "+
-		"This happens when the job's commit record was deleted (the progress topic or the job's progress group), when the job ran with another delivery before (at-least-once has no commit record), or when the state directory belongs to another job. "+
+		"This happens when the job's commit record was deleted (the progress topic or the job's progress group) or expired (Kafka drops the committed offsets of a group without members offsets.retention.minutes after their last commit, 7 days by default, so a job stopped longer loses its record), when the job ran with another delivery before (at-least-once has no commit record), or when the state directory belongs to another job. "+
 		"Starting from the startup mode would process input again that the output already holds, or skip input. Choose: %s; or --start-fresh starts from the startup mode on purpose",
 		ErrRestoreRefused, j.cfg.job, strings.Join(evidence, "; "), resume)
 }

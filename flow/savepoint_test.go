@@ -135,3 +135,61 @@ func TestSavepointWhileRunningAndUIDMapping(t *testing.T) {
 		t.Fatalf("with AllowNonRestoredState: %v", err)
 	}
 }
+
+// --from-savepoint left in place after the job started from the savepoint
+// once: the next start must not go back to the savepoint (that would count
+// everything since a second time); it resumes the job's newest checkpoint,
+// which descends from the savepoint. With a new state directory the same
+// flag still restores the savepoint.
+func TestSavepointFlagLeftInPlace(t *testing.T) {
+	const keys, perKey = 20, 10
+	spDir := filepath.Join(t.TempDir(), "sp")
+	sink := flowtest.NewSink[count]()
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
+	job, err := countJob(src, sink, 2, flow.Checkpointing(10*time.Millisecond), flow.StateDir(t.TempDir())).Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all records committed", func() bool { return len(sink.Committed()) == keys*perKey })
+	path, err := job.StopWithSavepoint(context.Background(), spDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	state := t.TempDir()
+	run := func(perKey int, opts ...flow.Option) []count {
+		t.Helper()
+		n0 := len(sink.Committed())
+		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2))
+		if err := countJob(src, sink, 2, append([]flow.Option{flow.Checkpointing(10 * time.Millisecond), flow.FromSavepoint(path)}, opts...)...).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return sink.Committed()[n0:]
+	}
+	// Started from the savepoint: one more event per key, counts 11.
+	for _, c := range run(perKey+1, flow.StateDir(state)) {
+		if c.N != perKey+1 {
+			t.Fatalf("first start from the savepoint: key %s count %d, want %d", c.Key, c.N, perKey+1)
+		}
+	}
+	// The flag is still there and the input grew again: counts continue
+	// at 12; going back to the savepoint would count 11 and 12 again.
+	got := run(perKey+2, flow.StateDir(state))
+	if len(got) != keys {
+		t.Fatalf("second start: %d outputs, want %d (one per key)", len(got), keys)
+	}
+	for _, c := range got {
+		if c.N != perKey+2 {
+			t.Fatalf("second start with the flag left in place: key %s count %d, want %d", c.Key, c.N, perKey+2)
+		}
+	}
+	// A new state directory restores the savepoint itself.
+	for _, c := range run(perKey+1, flow.StateDir(t.TempDir())) {
+		if c.N != perKey+1 {
+			t.Fatalf("start from the savepoint with a new state directory: key %s count %d, want %d", c.Key, c.N, perKey+1)
+		}
+	}
+}

@@ -179,7 +179,7 @@ func TestRunFromSavepointIsUsed(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "savepoint "+empty+": ") {
 		t.Errorf("exit code %d, want 1 with the savepoint named; stderr:\n%s", code, stderr)
 	}
-	if !strings.Contains(stderr, "remove --from-savepoint once the job has committed a checkpoint") {
-		t.Errorf("no warning about leaving --from-savepoint set:\n%s", stderr)
+	if !strings.Contains(stderr, "starting from a savepoint") {
+		t.Errorf("the start from a savepoint is not logged:\n%s", stderr)
 	}
 }

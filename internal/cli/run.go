@@ -32,7 +32,7 @@ func runFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		}
 		e.log.Info("starting job", "job", jf.Job, "file", absPath(jf.Path), "state_dir", jf.State.Dir, "checkpoints", filepath.Join(jf.State.Dir, jf.Job))
 		if o.fromSavepoint != "" {
-			e.log.Warn("starting from a savepoint: remove --from-savepoint once the job has committed a checkpoint, or a later start goes back to the savepoint", "savepoint", o.fromSavepoint)
+			e.log.Info("starting from a savepoint; once the job has checkpoints that descend from it, a later start with the same --from-savepoint resumes them instead", "savepoint", o.fromSavepoint)
 		}
 		return restoreHint(runJob(ctx, e, jf, o), jf)
 	}
@@ -72,9 +72,9 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		"from the last committed checkpoint")
 	savepoint := fs.String("from-savepoint", "", "start from the savepoint in `DIR` (relative to the working directory), or from a retained checkpoint\n"+
 		"(STATE_DIR/JOB/checkpoints/chk-N), instead of the job's latest checkpoint: to move a job to another\n"+
-		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Remove it once the\n"+
-		"job has committed a checkpoint: a process started again with it goes back to DIR, and what the job\n"+
-		"wrote since then is written again")
+		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Left in place, it is\n"+
+		"ignored once the job's newest checkpoint descends from DIR (a later start resumes that checkpoint, it\n"+
+		"does not go back); to go back to DIR again, use a new state.dir")
 	set := make([]*bool, len(restoreSwitches))
 	for i, sw := range restoreSwitches {
 		set[i] = fs.Bool(sw.flag, false, sw.usage)

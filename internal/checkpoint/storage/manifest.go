@@ -78,11 +78,30 @@ type Manifest struct {
 	StateID string `json:"state_id,omitempty"`
 	// Final is true for the checkpoint a graceful stop took last.
 	Final bool `json:"final,omitempty"`
+	// Origin is the savepoint the job was last started from, carried by
+	// every checkpoint taken since; nil if it never was.
+	Origin *Origin `json:"origin,omitempty"`
 	// Counters carry the job's counters across processes.
 	Counters Counters `json:"counters"`
 	// Dir is the directory the manifest was loaded from or written to. It is
 	// not stored: a savepoint can be moved.
 	Dir string `json:"-"`
+}
+
+// Origin names a savepoint a job was started from.
+type Origin struct {
+	// Dir is where the savepoint was when the job started from it.
+	Dir string `json:"dir"`
+	// Checkpoint is the id of the checkpoint the savepoint was taken as.
+	Checkpoint int64 `json:"checkpoint"`
+	// Manifest is the hex SHA-256 of the savepoint's manifest file: it
+	// identifies the savepoint wherever it is copied.
+	Manifest string `json:"manifest"`
+}
+
+// ManifestSHA256 returns the hex SHA-256 of the manifest file in dir.
+func ManifestSHA256(dir string) (string, error) {
+	return fileSHA256(filepath.Join(dir, manifestName))
 }
 
 // Counters are job counters as of a checkpoint, so that a new process
