@@ -288,9 +288,7 @@ func TestLostCommitRecordIsRefused(t *testing.T) {
 	if err := runTestJob(t, c, testJob{dir: dir, opts: []flow.Option{flow.ResumeLatestCheckpoint()}}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if got := sorted(c.readCommitted(t, "out")); !slices.Equal(got, []string{"1", "2", "3", "4"}) {
-		t.Errorf("output after resuming = %q, want each input once", got)
-	}
+	wantOutput(t, c, "after resuming", "1", "2", "3", "4")
 }
 
 // Renaming the progress topic or the transactional id in the configuration
@@ -317,9 +315,7 @@ func TestRecoveryAfterConfigRenamesAndGroupReset(t *testing.T) {
 	if err := runTestJob(t, c, testJob{dir: dir}); err != nil {
 		t.Fatalf("after resetting the source group: %v", err)
 	}
-	if got := sorted(c.readCommitted(t, "out")); !slices.Equal(got, []string{"1", "2", "3", "4"}) {
-		t.Errorf("output = %q, want each input once", got)
-	}
+	wantOutput(t, c, "after the restarts", "1", "2", "3", "4")
 }
 
 // Switching delivery: exactly-once → at-least-once restores the newest
@@ -336,9 +332,7 @@ func TestDeliverySwitches(t *testing.T) {
 	if err := runTestJob(t, c, testJob{dir: dir, sink: SinkConfig{Delivery: DeliveryAtLeastOnce}}); err != nil {
 		t.Fatalf("exactly-once → at-least-once: %v", err)
 	}
-	if got := sorted(c.readCommitted(t, "out")); !slices.Equal(got, []string{"1", "2", "3"}) {
-		t.Errorf("output after the switch to at-least-once = %q, want each input once (it restored the last checkpoint)", got)
-	}
+	wantOutput(t, c, "after the switch to at-least-once (it restores the last checkpoint)", "1", "2", "3")
 	c.produce(t, "in", 0, time.Time{}, "4")
 	// The commit record names the last exactly-once checkpoint; the
 	// at-least-once run's checkpoints are newer: refused, then resumed.
@@ -349,9 +343,7 @@ func TestDeliverySwitches(t *testing.T) {
 	if err := runTestJob(t, c, testJob{dir: dir, opts: []flow.Option{flow.ResumeLatestCheckpoint()}}); err != nil {
 		t.Fatalf("resume after the switch: %v", err)
 	}
-	if got := sorted(c.readCommitted(t, "out")); !slices.Equal(got, []string{"1", "2", "3", "4"}) {
-		t.Errorf("output = %q, want each input once", got)
-	}
+	wantOutput(t, c, "after the restarts", "1", "2", "3", "4")
 }
 
 // A job that never had exactly-once delivery switches to it: no commit
@@ -371,9 +363,7 @@ func TestAtLeastOnceToExactlyOnceIsRefused(t *testing.T) {
 	if err := runTestJob(t, c, testJob{dir: dir, opts: []flow.Option{flow.ResumeLatestCheckpoint()}}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if got := sorted(c.readCommitted(t, "out")); !slices.Equal(got, []string{"1", "2", "3"}) {
-		t.Errorf("output = %q, want each input once", got)
-	}
+	wantOutput(t, c, "after the restarts", "1", "2", "3")
 }
 
 // The state directory was lost (a new one has a new state id) while the
@@ -733,5 +723,15 @@ func TestTxnOffsetsSkipMissingPartitions(t *testing.T) {
 	}
 	if err := txnCommitOffsets(ctx, s.sess.cl, s.sess.txid, "g", offs, true); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("required offsets with a missing topic: %v, want an error naming it", err)
+	}
+}
+
+// wantOutput fails the test unless read_committed sees exactly want (in
+// any order) in topic "out"; what names the moment.
+func wantOutput(t *testing.T, c cluster, what string, want ...string) {
+	t.Helper()
+	got := sorted(c.readCommitted(t, "out"))
+	if !slices.Equal(got, sorted(want)) {
+		t.Errorf("%s: output %q, want each input once: %q", what, got, want)
 	}
 }
