@@ -232,7 +232,7 @@ func (e *Env) plan(ctx context.Context, cfg *config) (map[*node]int, error) {
 			par[n] = par[n.input]
 		}
 		if n.kind == kindKeyed && par[n] > cfg.maxParallelism {
-			errs = append(errs, fmt.Errorf("keyed operator %q has parallelism %d above the max parallelism %d: lower it or raise flow.MaxParallelism (before the first checkpoint; it cannot change later)", n.uid, par[n], cfg.maxParallelism))
+			errs = append(errs, fmt.Errorf("keyed operator %q has parallelism %d above the max parallelism %d: lower the parallelism (source.parallelism in a job file: by default a Kafka source takes one subtask per partition) or raise the max parallelism (state.max-parallelism in a job file, flow.MaxParallelism in Go) before the first checkpoint; it cannot change later", n.uid, par[n], cfg.maxParallelism))
 		}
 	}
 	if len(errs) > 0 {

@@ -1,0 +1,87 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/flow/flowtest"
+	"github.com/onceflow/onceflow/internal/restart"
+)
+
+// The job's counters continue across processes: restarts (failovers, and a
+// process that follows one that did not stop gracefully) and the records
+// committed, which count output once even when an aborted epoch was
+// written again.
+func TestCountersCarryAcrossProcesses(t *testing.T) {
+	const keys = 10
+	state := t.TempDir()
+	sink := flowtest.NewSink[count]()
+	// run runs the count job over perKey events per key; failAt > 0 makes
+	// the failAt-th record seen panic once (after a checkpoint committed).
+	run := func(perKey int, failAt int64, opts ...flow.Option) (flow.Stats, error) {
+		t.Helper()
+		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.PerPoll(5))
+		env := flow.New(append([]flow.Option{flow.JobName("counters"), quiet(), flow.StateDir(state), flow.Checkpointing(5 * time.Millisecond)}, opts...)...)
+		var seen atomic.Int64
+		var job atomic.Pointer[flow.Job]
+		var failed atomic.Bool
+		in := flow.Map(flow.From(env, src, flow.UID("src")), func(e event) event {
+			time.Sleep(100 * time.Microsecond)
+			if n := seen.Add(1); failAt > 0 && !failed.Load() && n >= failAt {
+				if j := job.Load(); j != nil && j.Stats().LastCheckpoint > 0 && failed.CompareAndSwap(false, true) {
+					panic("injected failure")
+				}
+			}
+			return e
+		})
+		keyed := flow.KeyBy(in, func(e event) string { return e.Key })
+		flow.To(flow.Process(keyed, "count", countFn), sink, flow.UID("sink"))
+		j, err := env.Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Store(j)
+		err = j.Wait()
+		return j.Stats(), err
+	}
+	oneRestart := flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 1, Delay: time.Millisecond})
+
+	// Process 1 fails over once, then ends its bounded input gracefully.
+	s, err := run(20, 50, oneRestart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Restarts != 1 || s.RecordsCommitted != keys*20 {
+		t.Fatalf("process 1: restarts %d, committed %d; want 1 and %d", s.Restarts, s.RecordsCommitted, keys*20)
+	}
+	if s.RecordsOut < s.RecordsCommitted {
+		t.Errorf("process 1 wrote %d records and committed %d: written counts every record written, replays included", s.RecordsOut, s.RecordsCommitted)
+	}
+	t.Logf("process 1: written %d (replays included), committed %d", s.RecordsOut, s.RecordsCommitted)
+	// Process 2 follows a graceful stop: no restart to count.
+	if s, err = run(30, 0); err != nil {
+		t.Fatal(err)
+	}
+	if s.Restarts != 1 || s.RecordsCommitted != keys*30 || s.RecordsOut != keys*10 {
+		t.Fatalf("process 2: restarts %d, committed %d, written %d; want 1, %d, %d", s.Restarts, s.RecordsCommitted, s.RecordsOut, keys*30, keys*10)
+	}
+	// Process 3 dies (no restart allowed) after committing checkpoints.
+	var te *flow.TaskError
+	if _, err = run(60, 150, flow.Restart(restart.Config{Strategy: restart.None})); !errors.As(err, &te) {
+		t.Fatalf("process 3: %v, want the injected failure", err)
+	}
+	// Process 4 follows one that failed: that is a restart.
+	if s, err = run(60, 0); err != nil {
+		t.Fatal(err)
+	}
+	if s.Restarts != 2 || s.RecordsCommitted != keys*60 {
+		t.Fatalf("process 4: restarts %d, committed %d; want 2 and %d", s.Restarts, s.RecordsCommitted, keys*60)
+	}
+	if got := len(sink.Committed()); got != keys*60 {
+		t.Fatalf("the sink holds %d committed records, want %d", got, keys*60)
+	}
+}
