@@ -196,22 +196,11 @@ type JobInfo struct {
 	// Name is the job's name (flow.JobName).
 	Name string
 	// Checkpointing holds the checkpoint settings, defaults applied.
-	Checkpointing CheckpointInfo
+	Checkpointing CheckpointSettings
 	// StopTimeout bounds a graceful stop (flow.StopTimeout).
 	StopTimeout time.Duration
 	// Logger is the job's logger.
 	Logger *slog.Logger
-}
-
-// CheckpointInfo is the checkpoint configuration a job runs with.
-type CheckpointInfo struct {
-	// Interval is 0 when periodic checkpoints are off.
-	Interval          time.Duration
-	ExactlyOnce       bool // false: at-least-once (no barrier alignment)
-	Timeout           time.Duration
-	MinPause          time.Duration
-	MaxConcurrent     int
-	TolerableFailures int // -1: any number
 }
 
 // JobBinder is implemented by sources, sinks and commit points that need

@@ -72,10 +72,20 @@ func Checkpointing(interval time.Duration) Option {
 	return func(c *config) { c.checkpoint.Interval = interval }
 }
 
-// CheckpointMode selects exactly-once (aligned barriers, the default) or
-// at-least-once (no alignment: lower latency, records may be replayed after
-// a failure).
-func CheckpointMode(m checkpoint.Mode) Option { return func(c *config) { c.checkpoint.Mode = m } }
+// CheckpointingMode is the consistency checkpoints give: ExactlyOnce
+// (aligned barriers, the default) or AtLeastOnce (no alignment: lower
+// latency under backpressure, records may be replayed into the state and
+// the output after a failure).
+type CheckpointingMode = checkpoint.Mode
+
+// The checkpointing modes.
+const (
+	ExactlyOnce = checkpoint.ExactlyOnce
+	AtLeastOnce = checkpoint.AtLeastOnce
+)
+
+// CheckpointMode selects the checkpointing mode. Default ExactlyOnce.
+func CheckpointMode(m CheckpointingMode) Option { return func(c *config) { c.checkpoint.Mode = m } }
 
 // CheckpointTimeout aborts a checkpoint that has not completed after d.
 // Default 10 minutes.
@@ -102,16 +112,48 @@ func TolerableCheckpointFailures(n int) Option {
 // Default 1.
 func RetainedCheckpoints(n int) Option { return func(c *config) { c.checkpoint.NumRetained = n } }
 
-// CheckpointConfig sets all checkpoint options at once (the YAML layer uses it).
-func CheckpointConfig(cc checkpoint.Config) Option { return func(c *config) { c.checkpoint = cc } }
+// CheckpointSettings are all checkpoint options at once, with Flink's names
+// and defaults: Interval (0: off), Mode, Timeout (10 min), MinPause (0),
+// MaxConcurrent (1), TolerableFailures (0; -1 tolerates any number),
+// NumRetained (1). A zero field means its default.
+type CheckpointSettings = checkpoint.Config
+
+// CheckpointConfig sets all checkpoint options at once (the YAML layer uses
+// it); it replaces what the other checkpoint options set before it.
+func CheckpointConfig(cc CheckpointSettings) Option { return func(c *config) { c.checkpoint = cc } }
 
 // StateDir is where checkpoints are stored (under DIR/<job>). Required when
 // checkpointing is on. Default: none.
 func StateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
 
+// RestartConfig selects a restart strategy and tunes it; a zero field means
+// the strategy's default (Flink's). See the RestartStrategy constants.
+type RestartConfig = restart.Config
+
+// RestartStrategy names a restart strategy.
+type RestartStrategy = restart.Kind
+
+// The restart strategies (Flink's, with its defaults).
+const (
+	// NoRestart fails the job at the first failure.
+	NoRestart = restart.None
+	// FixedDelay restarts up to Attempts times (1), Delay (1s) apart.
+	FixedDelay = restart.FixedDelay
+	// FailureRate restarts after Delay (1s) as long as at most
+	// MaxFailuresPerInterval (1) failures happened within
+	// FailureRateInterval (1 min).
+	FailureRate = restart.FailureRate
+	// ExponentialDelay restarts after a backoff that grows from
+	// InitialBackoff (1s) by Multiplier (1.5) up to MaxBackoff (1 min),
+	// with Jitter (0.1), reset after ResetThreshold (1h) without failure.
+	ExponentialDelay = restart.ExponentialDelay
+)
+
 // Restart sets the restart strategy. Default: exponential-delay when
-// checkpointing is on, none when it is off (as in Flink).
-func Restart(rc restart.Config) Option {
+// checkpointing is on, none when it is off (as in Flink). Errors that a
+// restart cannot fix (ErrUnrecoverable, a refused restore, an invalid job)
+// are never retried.
+func Restart(rc RestartConfig) Option {
 	return func(c *config) { c.restart = rc; c.restartSet = true }
 }
 
@@ -180,13 +222,9 @@ func WithCommitPoint(cp CommitPoint) Option { return func(c *config) { c.commitP
 
 // jobInfo is what JobBinders learn about the job.
 func (c *config) jobInfo() JobInfo {
-	cc := c.checkpoint
 	return JobInfo{
-		Name: c.job,
-		Checkpointing: CheckpointInfo{
-			Interval: cc.Interval, ExactlyOnce: cc.Mode == checkpoint.ExactlyOnce, Timeout: cc.Timeout, MinPause: cc.MinPause,
-			MaxConcurrent: cc.MaxConcurrent, TolerableFailures: cc.TolerableFailures,
-		},
+		Name:          c.job,
+		Checkpointing: c.checkpoint.WithDefaults(),
 		StopTimeout: c.stopTimeout,
 		Logger:      c.logger.With("job", c.job),
 	}

@@ -178,7 +178,7 @@ func (c *SinkConfig) checkJob(info flow.JobInfo) error {
 		return nil
 	}
 	cp := info.Checkpointing
-	if !cp.ExactlyOnce {
+	if cp.Mode != flow.ExactlyOnce {
 		return errors.New("an exactly-once Kafka sink needs exactly-once checkpointing (aligned barriers): at-least-once checkpoints can put records of a later epoch into a checkpoint's transaction, so a restore writes them again; use checkpointing mode exactly-once, or sink delivery at-least-once")
 	}
 	if cp.Interval == 0 {
@@ -187,7 +187,7 @@ func (c *SinkConfig) checkJob(info flow.JobInfo) error {
 	if cp.TolerableFailures < 0 {
 		return fmt.Errorf("an exactly-once Kafka sink cannot tolerate any number of failed checkpoints: the open transaction would outlive the transaction timeout %v (transaction.timeout.ms), and the broker aborts it; set a number of tolerable failed checkpoints", c.TransactionTimeout)
 	}
-	cycle := cp.Interval + cp.MinPause + cp.Timeout
+	cycle := cp.Interval + cp.MinPause + cp.Timeout // WithDefaults applied
 	need := time.Duration(cp.TolerableFailures+1) * cycle
 	if c.TransactionTimeout <= need {
 		return fmt.Errorf("transaction timeout %v (transaction.timeout.ms) is too short for the checkpoint settings: a transaction stays open until the next checkpoint commits, which with %d tolerable failed checkpoints can take (%d+1) × (interval %v + min pause %v + checkpoint timeout %v) = %v; "+
