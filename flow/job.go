@@ -587,7 +587,7 @@ func (att *attempt) sourceRestore(uid string) map[string][]byte {
 	return map[string][]byte{}
 }
 
-func (att *attempt) restoreKeyed(uid string, s *state.Store) error {
+func (att *attempt) restoreKeyed(uid string, s *state.Runtime) error {
 	if att.restored == nil {
 		return nil
 	}
@@ -613,7 +613,7 @@ func (att *attempt) restoreKeyed(uid string, s *state.Store) error {
 
 // writeKeyed writes a keyed snapshot in the background and acks when done,
 // so the operator goes on processing while the file is written and synced.
-func (att *attempt) writeKeyed(cp int64, n *node, subtask, part int, s *state.Store, groups map[int][]byte) {
+func (att *attempt) writeKeyed(cp int64, n *node, subtask, part int, s *state.Runtime, groups map[int][]byte) {
 	if att.store == nil {
 		att.ack(ackMsg{cp: cp, part: part, uid: n.uid})
 		return

@@ -122,7 +122,7 @@ type keyedOp[T, U any] struct {
 	st      *subtask
 	n       *node
 	part    int
-	store   *state.Store
+	store   *state.Runtime
 	fn      ProcessFunc[T, U]
 	ctx     Context
 	out     Collector[U]
@@ -132,8 +132,8 @@ type keyedOp[T, U any] struct {
 func newKeyedOp[T, U any](st *subtask, n *node, setup func(*state.Store) ProcessFunc[T, U], out input[U]) *keyedOp[T, U] {
 	att := st.att
 	first, last := state.KeyGroupRange(st.index, st.par, att.cfg.maxParallelism)
-	store := state.NewStore(first, last, att.cfg.maxParallelism, att.cfg.clock)
-	fn := setup(store)
+	store := state.NewRuntime(first, last, att.cfg.maxParallelism, att.cfg.clock, nil)
+	fn := setup(store.Store())
 	if fn == nil {
 		panic(userError{fmt.Errorf("keyed operator %q: setup returned a nil ProcessFunc", n.uid)})
 	}
@@ -165,7 +165,10 @@ func (k *keyedOp[T, U]) pushKeyed(key string, kg int, x T) {
 func (k *keyedOp[T, U]) control(c ctl) {
 	if c.kind == ctlBarrier {
 		k.store.ClearKey()
-		snap := k.store.Snapshot()
+		snap, err := k.store.Snapshot()
+		if err != nil {
+			fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
+		}
 		k.st.att.writeKeyed(c.b.ID, k.n, k.st.index, k.part, k.store, snap)
 	}
 	k.out.out.control(c)

@@ -196,7 +196,7 @@ func KeyBy[T any](s Stream[T], key func(T) string) KeyedStream[T] {
 // Context is what a keyed process function sees besides the record.
 type Context struct {
 	st *subtask
-	kv *state.Store
+	kv *state.Runtime
 }
 
 // Key returns the key of the record being processed.

@@ -9,8 +9,16 @@
 // fixed once a job has state: changing it would move keys between groups.
 //
 // State handles are created in the setup function of a keyed operator (see
-// flow.Process) from the *Store passed to it; there is no other way to obtain
-// a Store, so keyed state cannot be used outside a keyed operator.
+// flow.Process) from the *Store passed to it. The runtime scopes them to the
+// key of the record being processed through a Runtime, which user code never
+// sees; a test of a process function can make one (NewRuntime) to drive it.
+//
+// Where state lives is the runtime's choice, per job: in the Go heap as Go
+// values (the default: no codec runs per access, only at snapshot and
+// restore), or in a Backend that keeps bytes outside the heap (a disk-based
+// store for state larger than memory). Handles and operators are the same
+// either way, and so is the snapshot format, so a checkpoint taken with one
+// restores into the other. statetest checks a Backend against the heap.
 package state
 
 // DefaultMaxParallelism is the number of key groups when the job does not set

@@ -2,7 +2,9 @@ package state
 
 import (
 	"reflect"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,18 +54,90 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func TestValueMapListSnapshotRestore(t *testing.T) {
+// newKV is a test Backend: a sorted map per key group and state.
+func newKV() Backend { return &kvBackend{m: map[string]map[string][]byte{}} }
+
+type kvBackend struct{ m map[string]map[string][]byte }
+
+func (b *kvBackend) table(kg int, st string) map[string][]byte {
+	id := strconv.Itoa(kg) + "/" + st
+	if b.m[id] == nil {
+		b.m[id] = map[string][]byte{}
+	}
+	return b.m[id]
+}
+
+func (b *kvBackend) Get(kg int, st string, key []byte) ([]byte, bool, error) {
+	v, ok := b.table(kg, st)[string(key)]
+	return v, ok, nil
+}
+
+func (b *kvBackend) Put(kg int, st string, key, value []byte) error {
+	b.table(kg, st)[string(key)] = append([]byte(nil), value...)
+	return nil
+}
+
+func (b *kvBackend) Delete(kg int, st string, key []byte) error {
+	delete(b.table(kg, st), string(key))
+	return nil
+}
+
+func (b *kvBackend) DeletePrefix(kg int, st string, prefix []byte) error {
+	for k := range b.table(kg, st) {
+		if strings.HasPrefix(k, string(prefix)) {
+			delete(b.table(kg, st), k)
+		}
+	}
+	return nil
+}
+
+func (b *kvBackend) Range(kg int, st string, prefix []byte, fn func(key, value []byte) bool) error {
+	t := b.table(kg, st)
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		if strings.HasPrefix(k, string(prefix)) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !fn([]byte(k), t[k]) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// backends runs f with state in the heap and in a Backend.
+func backends(t *testing.T, f func(t *testing.T, newBackend func() Backend)) {
+	t.Run("heap", func(t *testing.T) { f(t, func() Backend { return nil }) })
+	t.Run("backend", func(t *testing.T) { f(t, newKV) })
+}
+
+func snapshot(t *testing.T, rt *Runtime) map[int][]byte {
+	t.Helper()
+	snap, err := rt.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func TestValueMapListSnapshotRestore(t *testing.T) { backends(t, testValueMapListSnapshotRestore) }
+
+func testValueMapListSnapshotRestore(t *testing.T, newBackend func() Backend) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	s := NewStore(0, 127, 128, clk.now)
+	rt := NewRuntime(0, 127, 128, clk.now, newBackend())
+	s := rt.Store()
 	v := NewValue[int64](s, "v")
 	m := NewMap[string, float64](s, "m")
 	l := NewList[string](s, "l")
 	type rec struct{ A int }
 	j := NewValue[rec](s, "json")
-	s.Seal()
+	rt.Seal()
 	for i := 0; i < 50; i++ {
 		k := "k" + strconv.Itoa(i)
-		s.SetKey(k)
+		rt.SetKey(k)
 		v.Set(int64(i))
 		m.Put("x", float64(i)/2)
 		m.Put("y", 1)
@@ -71,21 +145,28 @@ func TestValueMapListSnapshotRestore(t *testing.T) {
 		l.Add(k + "-2")
 		j.Set(rec{A: i})
 	}
-	s.SetKey("k3")
+	rt.SetKey("k3")
 	m.Delete("y")
-	snap := s.Snapshot()
+	snap := snapshot(t, rt)
 
-	s2 := NewStore(0, 127, 128, clk.now)
+	// Restored into the other kind of state: the snapshot format is the
+	// same for every backend.
+	other := newKV()
+	if newBackend() != nil {
+		other = nil
+	}
+	rt2 := NewRuntime(0, 127, 128, clk.now, other)
+	s2 := rt2.Store()
 	v2 := NewValue[int64](s2, "v")
 	m2 := NewMap[string, float64](s2, "m")
 	l2 := NewList[string](s2, "l")
 	j2 := NewValue[rec](s2, "json")
-	if err := s2.Restore(snap); err != nil {
+	if err := rt2.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ {
 		k := "k" + strconv.Itoa(i)
-		s2.SetKey(k)
+		rt2.SetKey(k)
 		if got, ok := v2.Get(); !ok || got != int64(i) {
 			t.Fatalf("%s: value %d %v", k, got, ok)
 		}
@@ -110,21 +191,23 @@ func TestValueMapListSnapshotRestore(t *testing.T) {
 
 // Restoring into a narrower range takes only that range (rescale), and
 // unknown state names survive to the next snapshot.
-func TestRestoreSubsetAndUnclaimed(t *testing.T) {
-	s := NewStore(0, 127, 128, nil)
-	v := NewValue[string](s, "v")
-	old := NewValue[string](s, "old")
+func TestRestoreSubsetAndUnclaimed(t *testing.T) { backends(t, testRestoreSubsetAndUnclaimed) }
+
+func testRestoreSubsetAndUnclaimed(t *testing.T, newBackend func() Backend) {
+	rt := NewRuntime(0, 127, 128, nil, newBackend())
+	v := NewValue[string](rt.Store(), "v")
+	old := NewValue[string](rt.Store(), "old")
 	keys := map[string]int{}
 	for i := 0; i < 200; i++ {
 		k := strconv.Itoa(i)
-		keys[k] = s.SetKey(k)
+		keys[k] = rt.SetKey(k)
 		v.Set(k)
 		old.Set("o" + k)
 	}
-	snap := s.Snapshot()
+	snap := snapshot(t, rt)
 	first, last := KeyGroupRange(1, 4, 128)
-	s2 := NewStore(first, last, 128, nil)
-	v2 := NewValue[string](s2, "v")
+	s2 := NewRuntime(first, last, 128, nil, newBackend())
+	v2 := NewValue[string](s2.Store(), "v")
 	if err := s2.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
@@ -145,15 +228,15 @@ func TestRestoreSubsetAndUnclaimed(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no key fell in the range")
 	}
-	again := s2.Snapshot()
+	again := snapshot(t, s2)
 	for kg := range again {
 		if kg < first || kg > last {
 			t.Fatalf("snapshot has key group %d outside %d..%d", kg, first, last)
 		}
 	}
-	s3 := NewStore(first, last, 128, nil)
-	NewValue[string](s3, "v")
-	old3 := NewValue[string](s3, "old")
+	s3 := NewRuntime(first, last, 128, nil, newBackend())
+	NewValue[string](s3.Store(), "v")
+	old3 := NewValue[string](s3.Store(), "old")
 	if err := s3.Restore(again); err != nil {
 		t.Fatal(err)
 	}
@@ -168,17 +251,22 @@ func TestRestoreSubsetAndUnclaimed(t *testing.T) {
 	}
 }
 
-func TestTTL(t *testing.T) {
+func TestTTL(t *testing.T) { backends(t, testTTL) }
+
+func testTTL(t *testing.T, newBackend func() Backend) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	s := NewStore(0, 127, 128, clk.now)
-	v := NewValue[bool](s, "seen", WithTTL(time.Hour))
-	l := NewList[int](s, "l", WithTTL(time.Hour))
+	s := NewRuntime(0, 127, 128, clk.now, newBackend())
+	v := NewValue[bool](s.Store(), "seen", WithTTL(time.Hour))
+	l := NewList[int](s.Store(), "l", WithTTL(time.Hour))
+	m := NewMap[string, int](s.Store(), "m", WithTTL(time.Hour))
 	s.SetKey("a")
 	v.Set(true)
 	l.Add(1)
+	m.Put("old", 1)
 	clk.t = clk.t.Add(30 * time.Minute)
 	s.SetKey("a")
 	l.Add(2)
+	m.Put("new", 2)
 	if _, ok := v.Get(); !ok {
 		t.Fatal("expired too early")
 	}
@@ -190,16 +278,35 @@ func TestTTL(t *testing.T) {
 	if got := l.Get(); !reflect.DeepEqual(got, []int{2}) {
 		t.Fatalf("list after first element expired: %v", got)
 	}
-	snap := s.Snapshot()
-	s2 := NewStore(0, 127, 128, clk.now)
-	v2 := NewValue[bool](s2, "seen", WithTTL(time.Hour))
-	NewList[int](s2, "l", WithTTL(time.Hour))
+	if _, ok := m.Get("old"); ok || m.Len() != 1 {
+		t.Fatalf("map after one entry expired: len %d", m.Len())
+	}
+	snap := snapshot(t, s)
+	s2 := NewRuntime(0, 127, 128, clk.now, newBackend())
+	v2 := NewValue[bool](s2.Store(), "seen", WithTTL(time.Hour))
+	l2 := NewList[int](s2.Store(), "l", WithTTL(time.Hour))
+	m2 := NewMap[string, int](s2.Store(), "m", WithTTL(time.Hour))
 	if err := s2.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
 	s2.SetKey("a")
 	if _, ok := v2.Get(); ok {
 		t.Fatal("expired entry survived a snapshot")
+	}
+	if got := l2.Get(); !reflect.DeepEqual(got, []int{2}) {
+		t.Fatalf("restored list %v", got)
+	}
+	if got, ok := m2.Get("new"); !ok || got != 2 || m2.Len() != 1 {
+		t.Fatalf("restored map: new=%d %v, len %d", got, ok, m2.Len())
+	}
+	l2.Add(3)
+	l2.Update(append(l2.Get(), 4))
+	if got := l2.Get(); !reflect.DeepEqual(got, []int{2, 3, 4}) {
+		t.Fatalf("list after Add and Update on restored state: %v", got)
+	}
+	m2.Clear()
+	if m2.Len() != 0 {
+		t.Fatal("map not empty after Clear")
 	}
 }
 
@@ -213,13 +320,15 @@ func TestRegistrationRules(t *testing.T) {
 		}()
 		f()
 	}
-	s := NewStore(0, 127, 128, nil)
+	rt := NewRuntime(0, 127, 128, nil, nil)
+	s := rt.Store()
 	NewValue[int](s, "a")
 	mustPanic("duplicate name", func() { NewValue[int](s, "a") })
-	s.Seal()
+	rt.Seal()
 	mustPanic("after seal", func() { NewValue[int](s, "b") })
+	mustPanic("no current key", func() { NewValue[int](NewRuntime(0, 1, 128, nil, nil).Store(), "x").Get() })
 	mustPanic("wrong key group", func() {
-		narrow := NewStore(0, 0, 128, nil)
+		narrow := NewRuntime(0, 0, 128, nil, nil)
 		for i := 0; ; i++ {
 			k := strconv.Itoa(i)
 			if KeyGroup(k, 128) != 0 {

@@ -12,82 +12,115 @@ import (
 // processing of a record, where there is no current key.
 var ErrNoKey = errors.New("keyed state used without a current key: state is only reachable while a keyed operator processes a record")
 
-// Store holds the keyed state of one keyed operator subtask: every state it
-// registered, for the key groups it owns. It is not safe for concurrent use;
-// the runtime drives it from the subtask's goroutine.
+// Store is what a keyed operator's setup function gets: the place its state
+// handles are registered (NewValue, NewMap, NewList). It has no other use;
+// the runtime drives the current key, snapshots and restores through a
+// Runtime, which user code never sees.
 type Store struct {
+	sc *scope
+}
+
+// Runtime is the runtime's control over the keyed state of one keyed
+// operator subtask: it sets the current key before each record, seals
+// registration after setup, snapshots and restores key groups. It is not
+// safe for concurrent use; the runtime drives it from the subtask's
+// goroutine. Tests of process functions can drive one too.
+type Runtime struct {
+	sc *scope
+}
+
+// scope holds the state of the key groups first..last.
+type scope struct {
 	first, last, maxPar int
+	backend             Backend // nil: Go values in the heap
 	tables              []table
 	byName              map[string]table
 	sealed              bool
 	key                 string
-	local               int // key group of key, minus first; -1 when no key is set
+	kvKey               []byte // key, length-prefixed, for backend keys; built on demand
+	local               int    // key group of key, minus first; -1 when no key is set
 	now                 func() time.Time
 	nowMs               int64
 	orphans             map[int][]byte // restored state of names nobody registered, kept for the next snapshot
 }
 
-// NewStore returns a store for the key groups first..last (inclusive) out of
-// maxParallelism. now is the processing-time clock used for TTL (nil: time.Now).
-func NewStore(first, last, maxParallelism int, now func() time.Time) *Store {
+// NewRuntime returns keyed state for the key groups first..last (inclusive)
+// out of maxParallelism, kept in backend (nil: in the Go heap). now is the
+// processing-time clock used for TTL (nil: time.Now).
+func NewRuntime(first, last, maxParallelism int, now func() time.Time, backend Backend) *Runtime {
 	if first < 0 || last < first || last >= maxParallelism {
 		panic(fmt.Sprintf("state: invalid key-group range %d..%d of %d", first, last, maxParallelism))
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{first: first, last: last, maxPar: maxParallelism, byName: map[string]table{}, local: -1, now: now}
+	return &Runtime{sc: &scope{first: first, last: last, maxPar: maxParallelism, backend: backend, byName: map[string]table{}, local: -1, now: now}}
 }
 
-// KeyGroups returns the inclusive key-group range this store owns.
-func (s *Store) KeyGroups() (first, last int) { return s.first, s.last }
+// Store returns the store handles are registered in.
+func (r *Runtime) Store() *Store { return &Store{sc: r.sc} }
+
+// KeyGroups returns the inclusive key-group range this state owns.
+func (r *Runtime) KeyGroups() (first, last int) { return r.sc.first, r.sc.last }
 
 // SetKey makes key the current key and returns its key group. The runtime
 // calls it before handing each record to the operator.
-func (s *Store) SetKey(key string) int {
-	kg := KeyGroup(key, s.maxPar)
-	s.SetKeyInGroup(key, kg)
+func (r *Runtime) SetKey(key string) int {
+	kg := KeyGroup(key, r.sc.maxPar)
+	r.SetKeyInGroup(key, kg)
 	return kg
 }
 
 // SetKeyInGroup is SetKey for a caller that already computed the key group.
-func (s *Store) SetKeyInGroup(key string, kg int) {
+func (r *Runtime) SetKeyInGroup(key string, kg int) {
+	s := r.sc
 	if kg < s.first || kg > s.last {
 		panic(fmt.Sprintf("state: key %q is in key group %d, outside this subtask's range %d..%d (records were routed to the wrong subtask)", key, kg, s.first, s.last))
 	}
 	s.key = key
+	s.kvKey = s.kvKey[:0]
 	s.local = kg - s.first
 	s.nowMs = 0
 }
 
 // ClearKey leaves the record scope; state access fails until the next SetKey.
-func (s *Store) ClearKey() { s.local = -1 }
+func (r *Runtime) ClearKey() { r.sc.local = -1 }
 
 // CurrentKey returns the current key.
-func (s *Store) CurrentKey() string { return s.key }
+func (r *Runtime) CurrentKey() string { return r.sc.key }
 
 // Seal forbids registering more state: handles must be created in the
 // operator's setup function, before the first record.
-func (s *Store) Seal() { s.sealed = true }
+func (r *Runtime) Seal() { r.sc.sealed = true }
 
-func (s *Store) groups() int { return s.last - s.first + 1 }
+func (s *scope) groups() int { return s.last - s.first + 1 }
 
 // cur returns the local key-group index of the current key.
-func (s *Store) cur() int {
+func (s *scope) cur() int {
 	if s.local < 0 {
 		panic(ErrNoKey)
 	}
 	return s.local
 }
 
-func (s *Store) millis() int64 {
+// kvPrefix returns the current key, length-prefixed: the start of every
+// backend key of the current key's entries.
+func (s *scope) kvPrefix() []byte {
+	if len(s.kvKey) == 0 {
+		s.kvKey = binary.AppendUvarint(s.kvKey, uint64(len(s.key)))
+		s.kvKey = append(s.kvKey, s.key...)
+	}
+	return s.kvKey
+}
+
+func (s *scope) millis() int64 {
 	if s.nowMs == 0 {
 		s.nowMs = s.now().UnixMilli()
 	}
 	return s.nowMs
 }
 
-func (s *Store) register(t table) {
+func (s *scope) register(t table) {
 	name := t.name()
 	if s.sealed {
 		panic(fmt.Sprintf("onceflow: keyed state %q registered while processing records; create state handles in the operator's setup function", name))
@@ -102,10 +135,18 @@ func (s *Store) register(t table) {
 	s.tables = append(s.tables, t)
 }
 
+// backendFailed fails the record being processed: the task fails and the
+// job restores its last checkpoint.
+func backendFailed(state string, err error) {
+	panic(fmt.Errorf("onceflow: keyed state %q: the state backend failed: %w", state, err))
+}
+
 // Snapshot serialises the state of every key group that has any, dropping
-// expired TTL entries. The result is the store's consistent state at the
-// moment of the call; the caller may write it out while processing goes on.
-func (s *Store) Snapshot() map[int][]byte {
+// expired TTL entries. The result is the state at the moment of the call,
+// in one format whatever the backend, so a checkpoint restores into any
+// backend; the caller may write it out while processing goes on.
+func (r *Runtime) Snapshot() (map[int][]byte, error) {
+	s := r.sc
 	out := make(map[int][]byte)
 	now := s.now().UnixMilli()
 	var buf []byte
@@ -113,7 +154,11 @@ func (s *Store) Snapshot() map[int][]byte {
 		kg := s.first + local
 		var blob []byte
 		for _, t := range s.tables {
-			buf = t.encode(local, buf[:0], now)
+			var err error
+			buf, err = t.encode(local, buf[:0], now)
+			if err != nil {
+				return nil, fmt.Errorf("snapshot state %q key group %d: %w", t.name(), kg, err)
+			}
 			if len(buf) == 0 {
 				continue
 			}
@@ -126,15 +171,16 @@ func (s *Store) Snapshot() map[int][]byte {
 			out[kg] = blob
 		}
 	}
-	return out
+	return out, nil
 }
 
-// Restore loads snapshot data for key groups in this store's range; groups
+// Restore loads snapshot data for key groups in this state's range; groups
 // outside it are ignored (they belong to another subtask after a rescale).
 // State names that no handle registered are kept and written again by the
 // next snapshot, so an operator that stops using a state does not destroy it
 // by accident.
-func (s *Store) Restore(groups map[int][]byte) error {
+func (r *Runtime) Restore(groups map[int][]byte) error {
+	s := r.sc
 	kgs := make([]int, 0, len(groups))
 	for kg := range groups {
 		kgs = append(kgs, kg)
@@ -168,9 +214,9 @@ func (s *Store) Restore(groups map[int][]byte) error {
 }
 
 // Unclaimed lists restored state names that no handle registered.
-func (s *Store) Unclaimed() []string {
+func (r *Runtime) Unclaimed() []string {
 	seen := map[string]bool{}
-	for _, data := range s.orphans {
+	for _, data := range r.sc.orphans {
 		for len(data) > 0 {
 			name, _, rest, err := readChunk(data)
 			if err != nil {
@@ -191,8 +237,10 @@ func (s *Store) Unclaimed() []string {
 // table is one registered state, sharded by local key group.
 type table interface {
 	name() string
-	// encode appends the live entries of local key group g to dst.
-	encode(g int, dst []byte, nowMs int64) []byte
+	// encode appends the live entries of local key group g to dst, in the
+	// snapshot format of its kind, dropping expired ones.
+	encode(g int, dst []byte, nowMs int64) ([]byte, error)
+	// decode loads entries in that format into local key group g.
 	decode(g int, src []byte) error
 }
 

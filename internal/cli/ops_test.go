@@ -226,8 +226,8 @@ func TestCountValuesAreDistinctPerKey(t *testing.T) {
 func TestDedupeTTL(t *testing.T) {
 	// The TTL logic runs against a store with a clock the test moves.
 	now := time.Unix(1000, 0)
-	st := state.NewStore(0, 127, 128, func() time.Time { return now })
-	seen := state.NewValue[bool](st, "seen", state.WithTTL(time.Minute))
+	st := state.NewRuntime(0, 127, 128, func() time.Time { return now }, nil)
+	seen := state.NewValue[bool](st.Store(), "seen", state.WithTTL(time.Minute))
 	st.Seal()
 	step := func(key string, advance time.Duration) bool {
 		now = now.Add(advance)

@@ -1,0 +1,5 @@
+package statetest
+
+import "os"
+
+func getenv(k string) string { return os.Getenv(k) }
