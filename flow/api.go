@@ -15,7 +15,9 @@ type SourceContext struct {
 	// RestoredCheckpoint is the id of the checkpoint the job restores from,
 	// 0 on a fresh start.
 	RestoredCheckpoint int64
-	Logger             *slog.Logger
+	// Checkpointing is the job's checkpoint configuration, defaults applied.
+	Checkpointing CheckpointSettings
+	Logger        *slog.Logger
 }
 
 // Source produces the records of a stream. It is opened once per subtask
@@ -87,7 +89,9 @@ type SinkContext struct {
 	// later checkpoint never reached the commit point and must be aborted by
 	// Open (for example prepared transactions with a higher id).
 	RestoredCheckpoint int64
-	Logger             *slog.Logger
+	// Checkpointing is the job's checkpoint configuration, defaults applied.
+	Checkpointing CheckpointSettings
+	Logger        *slog.Logger
 }
 
 // Sink writes the records of a stream out of the job. The two-phase-commit
@@ -226,11 +230,3 @@ type AbortNotifier interface {
 type CommitPointProvider interface {
 	CommitPoint() CommitPoint
 }
-
-// Collector receives the records an operator emits.
-type Collector[T any] struct {
-	out input[T]
-}
-
-// Emit sends rec downstream.
-func (c Collector[T]) Emit(rec T) { c.out.push(rec) }

@@ -1,6 +1,17 @@
 package flow
 
-import "errors"
+import "github.com/onceflow/onceflow/internal/engine"
+
+// ErrInvalidJob is wrapped by every error that rejects a job definition
+// before it runs.
+var ErrInvalidJob = engine.ErrInvalidJob
+
+// ErrRestoreRefused is wrapped by errors that stop a job before it starts
+// because restoring its state would be wrong (damaged checkpoint, state for
+// operators that no longer exist, changed max parallelism, a commit record
+// that does not match what the state directory holds: docs/design.md,
+// "Recovery decisions"). Restarting does not help; the error says what does.
+var ErrRestoreRefused = engine.ErrRestoreRefused
 
 // ErrUnrecoverable is wrapped by errors that restarting the job cannot fix:
 // a poison record under the fail policy, a startup mode that finds no
@@ -8,20 +19,15 @@ import "errors"
 // restart strategy does not retry them: the job stops and Run returns the
 // error, so a supervisor sees an exit with the reason instead of a job that
 // restarts forever.
-var ErrUnrecoverable = errors.New("unrecoverable")
+var ErrUnrecoverable = engine.ErrUnrecoverable
 
 // Unrecoverable marks err so that the job does not restart on it (see
 // ErrUnrecoverable). Connectors and user code use it for failures that
 // come back the same after every restart. It returns nil for nil.
-func Unrecoverable(err error) error {
-	if err == nil || errors.Is(err, ErrUnrecoverable) {
-		return err
-	}
-	return &unrecoverableError{err}
-}
+func Unrecoverable(err error) error { return engine.Unrecoverable(err) }
 
-type unrecoverableError struct{ err error }
-
-func (e *unrecoverableError) Error() string { return e.err.Error() }
-
-func (e *unrecoverableError) Unwrap() []error { return []error{ErrUnrecoverable, e.err} }
+// TaskError is a failure of user code or a connector inside a subtask:
+// Operator (the uid of the task's head operator), Subtask, Position (the
+// record or source position being processed, if known), Panic and Stack
+// (when user code panicked) and Err.
+type TaskError = engine.TaskError

@@ -1,6 +1,10 @@
 package flow
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/onceflow/onceflow/internal/engine"
+)
 
 // ErrorPolicy says what happens to a record whose function returned an
 // error (a poison record: it would fail again after every restart).
@@ -60,60 +64,17 @@ type Failure[T any] struct {
 // Both streams are chained to the operator: no extra goroutine or copy
 // between subtasks.
 func TryMap[T, U any](s Stream[T], f func(T) (U, error), policy ErrorPolicy, opts ...OpOption) (Stream[U], Stream[Failure[T]]) {
-	e := s.n.env
-	n := &node{name: "trymap", kind: kindOp, input: s.n, fanout: typedFanout[tryResult[T, U]]}
-	applyOpts(e, n, opts)
-	n.chain = func(st *subtask, n *node, out any) any {
-		return &tryMapOp[T, U]{stateless: newStateless(st, n), n: n, f: f, policy: policy, out: out.(input[tryResult[T, U]])}
-	}
-	n.exchange = rebalanceOf[T]
-	both := Stream[tryResult[T, U]]{e.add(n)}
-	good := FlatMap(both, func(r tryResult[T, U], out Collector[U]) {
-		if r.err == nil {
-			out.Emit(r.out)
+	both := Stream[engine.TryResult[T, U]]{engine.AddTryMap(s.n, f, int(policy), nodeOpts(opts)...)}
+	name, uid := both.n.Name(), both.n.UID()
+	good := FlatMap(both, func(r engine.TryResult[T, U], out Collector[U]) {
+		if r.Err == nil {
+			out.Emit(r.Out)
 		}
-	}, Name(n.name+"-ok"), UID(n.uid+"-ok"))
-	bad := FlatMap(both, func(r tryResult[T, U], out Collector[Failure[T]]) {
-		if r.err != nil {
-			out.Emit(Failure[T]{Record: r.in, Err: r.err})
+	}, Name(name+"-ok"), UID(uid+"-ok"))
+	bad := FlatMap(both, func(r engine.TryResult[T, U], out Collector[Failure[T]]) {
+		if r.Err != nil {
+			out.Emit(Failure[T]{Record: r.In, Err: r.Err})
 		}
-	}, Name(n.name+"-failures"), UID(n.uid+"-failures"))
+	}, Name(name+"-failures"), UID(uid+"-failures"))
 	return good, bad
-}
-
-type tryResult[T, U any] struct {
-	in  T
-	out U
-	err error
-}
-
-type tryMapOp[T, U any] struct {
-	stateless
-	n      *node
-	f      func(T) (U, error)
-	policy ErrorPolicy
-	out    input[tryResult[T, U]]
-}
-
-func (m *tryMapOp[T, U]) push(x T) {
-	u, err := m.f(x)
-	if err == nil {
-		m.out.push(tryResult[T, U]{out: u})
-		return
-	}
-	switch m.policy {
-	case SkipOnError:
-		m.st.att.job.skipped.Add(1)
-		m.st.att.log.Warn("skipped a record its function rejected (error policy skip)", "operator", m.n.uid, "subtask", m.st.index, "position", m.st.position(), "err", err)
-	case DeadLetterOnError:
-		m.st.att.job.deadLettered.Add(1)
-		m.out.push(tryResult[T, U]{in: x, err: err})
-	default:
-		fail(fmt.Errorf("operator %q: %w (error policy fail; set skip or dead-letter to let the job go past such records)", m.n.uid, err))
-	}
-}
-
-func (m *tryMapOp[T, U]) control(c ctl) {
-	m.barrier(c)
-	m.out.control(c)
 }

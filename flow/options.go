@@ -1,75 +1,33 @@
 package flow
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/restart"
-	"github.com/onceflow/onceflow/state"
 )
 
-// ErrInvalidJob is wrapped by every error that rejects a job definition
-// before it runs.
-var ErrInvalidJob = errors.New("invalid job")
-
 // Option configures an Env.
-type Option func(*config)
-
-type config struct {
-	job              string
-	parallelism      int
-	maxParallelism   int
-	checkpoint       checkpoint.Config
-	stateDir         string
-	restart          restart.Config
-	restartSet       bool
-	fromSavepoint    string
-	allowNonRestored bool
-	allowFallback    bool
-	startFresh       bool
-	resumeLatest     bool
-	logger           *slog.Logger
-	batchSize        int
-	channelCapacity  int
-	clock            func() time.Time
-	statusInterval   time.Duration
-	stopTimeout      time.Duration
-	commitPoint      CommitPoint
-	errs             []error
-}
-
-func defaultConfig() config {
-	return config{
-		job:             "job",
-		parallelism:     1,
-		maxParallelism:  state.DefaultMaxParallelism,
-		batchSize:       512,
-		channelCapacity: 8,
-		clock:           time.Now,
-		stopTimeout:     time.Minute,
-	}
-}
+type Option func(*Env)
 
 // Job names the job. The name scopes its checkpoints under the state
 // directory (and, for Kafka, its transactional ids). Default "job".
-func JobName(name string) Option { return func(c *config) { c.job = name } }
+func JobName(name string) Option { return func(c *Env) { c.g.Cfg.Job = name } }
 
 // Parallelism sets the default parallelism of sources that do not suggest
 // one; other operators inherit their input's. Default 1.
-func Parallelism(n int) Option { return func(c *config) { c.parallelism = n } }
+func Parallelism(n int) Option { return func(c *Env) { c.g.Cfg.Parallelism = n } }
 
 // MaxParallelism sets the number of key groups keyed state is sharded into:
 // the upper bound for any keyed operator's parallelism. It cannot change once
 // the job has checkpoints. Default 128.
-func MaxParallelism(n int) Option { return func(c *config) { c.maxParallelism = n } }
+func MaxParallelism(n int) Option { return func(c *Env) { c.g.Cfg.MaxParallelism = n } }
 
 // Checkpointing turns on periodic checkpoints every interval. Default: off
 // (bounded jobs still commit their sinks once at the end of input).
 func Checkpointing(interval time.Duration) Option {
-	return func(c *config) { c.checkpoint.Interval = interval }
+	return func(c *Env) { c.g.Cfg.Checkpoint.Interval = interval }
 }
 
 // CheckpointingMode is the consistency checkpoints give: ExactlyOnce
@@ -85,32 +43,34 @@ const (
 )
 
 // CheckpointMode selects the checkpointing mode. Default ExactlyOnce.
-func CheckpointMode(m CheckpointingMode) Option { return func(c *config) { c.checkpoint.Mode = m } }
+func CheckpointMode(m CheckpointingMode) Option { return func(c *Env) { c.g.Cfg.Checkpoint.Mode = m } }
 
 // CheckpointTimeout aborts a checkpoint that has not completed after d.
 // Default 10 minutes.
-func CheckpointTimeout(d time.Duration) Option { return func(c *config) { c.checkpoint.Timeout = d } }
+func CheckpointTimeout(d time.Duration) Option {
+	return func(c *Env) { c.g.Cfg.Checkpoint.Timeout = d }
+}
 
 // MinPauseBetweenCheckpoints is the least time from the end of one checkpoint
 // to the start of the next. Default 0.
 func MinPauseBetweenCheckpoints(d time.Duration) Option {
-	return func(c *config) { c.checkpoint.MinPause = d }
+	return func(c *Env) { c.g.Cfg.Checkpoint.MinPause = d }
 }
 
 // MaxConcurrentCheckpoints bounds checkpoints in flight. Default 1.
 func MaxConcurrentCheckpoints(n int) Option {
-	return func(c *config) { c.checkpoint.MaxConcurrent = n }
+	return func(c *Env) { c.g.Cfg.Checkpoint.MaxConcurrent = n }
 }
 
 // TolerableCheckpointFailures is how many consecutive checkpoints may fail
 // (time out or be declined) before the job fails over. Default 0.
 func TolerableCheckpointFailures(n int) Option {
-	return func(c *config) { c.checkpoint.TolerableFailures = n }
+	return func(c *Env) { c.g.Cfg.Checkpoint.TolerableFailures = n }
 }
 
 // RetainedCheckpoints is how many committed checkpoints are kept on disk.
 // Default 1.
-func RetainedCheckpoints(n int) Option { return func(c *config) { c.checkpoint.NumRetained = n } }
+func RetainedCheckpoints(n int) Option { return func(c *Env) { c.g.Cfg.Checkpoint.NumRetained = n } }
 
 // CheckpointSettings are all checkpoint options at once, with Flink's names
 // and defaults: Interval (0: off), Mode, Timeout (10 min), MinPause (0),
@@ -120,11 +80,11 @@ type CheckpointSettings = checkpoint.Config
 
 // CheckpointConfig sets all checkpoint options at once (the YAML layer uses
 // it); it replaces what the other checkpoint options set before it.
-func CheckpointConfig(cc CheckpointSettings) Option { return func(c *config) { c.checkpoint = cc } }
+func CheckpointConfig(cc CheckpointSettings) Option { return func(c *Env) { c.g.Cfg.Checkpoint = cc } }
 
 // StateDir is where checkpoints are stored (under DIR/<job>). Required when
 // checkpointing is on. Default: none.
-func StateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
+func StateDir(dir string) Option { return func(c *Env) { c.g.Cfg.StateDir = dir } }
 
 // RestartConfig selects a restart strategy and tunes it; a zero field means
 // the strategy's default (Flink's). See the RestartStrategy constants.
@@ -154,24 +114,24 @@ const (
 // restart cannot fix (ErrUnrecoverable, a refused restore, an invalid job)
 // are never retried.
 func Restart(rc RestartConfig) Option {
-	return func(c *config) { c.restart = rc; c.restartSet = true }
+	return func(c *Env) { c.g.Cfg.Restart = rc; c.g.Cfg.RestartSet = true }
 }
 
 // FromSavepoint starts the job from the savepoint (or retained checkpoint)
 // in dir instead of the job's own latest checkpoint. Default: none.
-func FromSavepoint(dir string) Option { return func(c *config) { c.fromSavepoint = dir } }
+func FromSavepoint(dir string) Option { return func(c *Env) { c.g.Cfg.FromSavepoint = dir } }
 
 // AllowNonRestoredState lets a job start from a savepoint that holds state
 // for operators the job no longer has; that state is dropped. Default: off,
 // such a start fails naming the operators.
-func AllowNonRestoredState() Option { return func(c *config) { c.allowNonRestored = true } }
+func AllowNonRestoredState() Option { return func(c *Env) { c.g.Cfg.AllowNonRestored = true } }
 
 // AllowCheckpointFallback lets recovery skip a damaged committed checkpoint
 // and use an older one. The cost: records between the two are processed
 // again, and sinks that already committed their output (anything not
 // idempotent) will see it twice. Default: off, recovery stops with an error
 // naming the damaged file.
-func AllowCheckpointFallback() Option { return func(c *config) { c.allowFallback = true } }
+func AllowCheckpointFallback() Option { return func(c *Env) { c.g.Cfg.AllowFallback = true } }
 
 // StartFresh lets a job that has no committed checkpoint start from its
 // sources' startup modes even though earlier progress of the job exists:
@@ -182,95 +142,47 @@ func AllowCheckpointFallback() Option { return func(c *config) { c.allowFallback
 // or skip input. It applies only when there is no checkpoint to restore, so
 // leaving it set cannot throw away a checkpoint the job committed later.
 // Default: off.
-func StartFresh() Option { return func(c *config) { c.startFresh = true } }
+func StartFresh() Option { return func(c *Env) { c.g.Cfg.StartFresh = true } }
 
 // ResumeLatestCheckpoint lets a job whose commit point has no record of it
 // (a Kafka progress record that was deleted, or a switch from at-least-once
 // to exactly-once delivery) restore the newest checkpoint in its state
 // directory whose commit is confirmed there. Without it such a start is
 // refused. It applies only when the commit point has no record. Default: off.
-func ResumeLatestCheckpoint() Option { return func(c *config) { c.resumeLatest = true } }
+func ResumeLatestCheckpoint() Option { return func(c *Env) { c.g.Cfg.ResumeLatest = true } }
 
 // Logger sets the logger. Default slog.Default().
-func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func Logger(l *slog.Logger) Option { return func(c *Env) { c.g.Cfg.Logger = l } }
 
 // BatchSize is how many records travel between subtasks in one message.
 // Default 512.
-func BatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+func BatchSize(n int) Option { return func(c *Env) { c.g.Cfg.BatchSize = n } }
 
 // ChannelCapacity is how many batches may wait between two subtasks before
 // the sender blocks (backpressure). Default 8.
-func ChannelCapacity(n int) Option { return func(c *config) { c.channelCapacity = n } }
+func ChannelCapacity(n int) Option { return func(c *Env) { c.g.Cfg.ChannelCapacity = n } }
 
 // Clock replaces the processing-time clock (state TTL, checkpoint timing);
 // for tests. Default time.Now.
-func Clock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+func Clock(now func() time.Time) Option { return func(c *Env) { c.g.Cfg.Clock = now } }
 
 // StatusInterval logs a status line (records, checkpoints) this often.
 // Default 0: no status lines.
-func StatusInterval(d time.Duration) Option { return func(c *config) { c.statusInterval = d } }
+func StatusInterval(d time.Duration) Option { return func(c *Env) { c.g.Cfg.StatusInterval = d } }
 
 // StopTimeout bounds a graceful stop: if the final checkpoint has not
 // committed after d, the job stops without it (nothing is lost: the next
 // start resumes from the last committed checkpoint). Default 1 minute.
-func StopTimeout(d time.Duration) Option { return func(c *config) { c.stopTimeout = d } }
+func StopTimeout(d time.Duration) Option { return func(c *Env) { c.g.Cfg.StopTimeout = d } }
 
 // WithCommitPoint replaces the commit point (the atomic write of the
 // checkpoint manifest) with another single atomic action, such as a Kafka
 // transaction. Connectors that own the commit point set it for you.
-func WithCommitPoint(cp CommitPoint) Option { return func(c *config) { c.commitPoint = cp } }
-
-// jobInfo is what JobBinders learn about the job.
-func (c *config) jobInfo() JobInfo {
-	return JobInfo{
-		Name:          c.job,
-		Checkpointing: c.checkpoint.WithDefaults(),
-		StopTimeout: c.stopTimeout,
-		Logger:      c.logger.With("job", c.job),
-	}
-}
-
-func (c *config) validate() error {
-	var errs []error
-	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if c.job == "" {
-		add("job name is empty: pass flow.JobName(\"name\")")
-	}
-	if c.parallelism < 1 {
-		add("parallelism %d is below 1: use 1 or more", c.parallelism)
-	}
-	if c.maxParallelism < 1 || c.maxParallelism > 32768 {
-		add("max parallelism %d is out of range: use 1..32768 (default 128)", c.maxParallelism)
-	}
-	if err := c.checkpoint.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.checkpoint.Interval > 0 && c.stateDir == "" {
-		add("checkpointing is on but no state directory is set: pass flow.StateDir(dir) so checkpoints survive a restart")
-	}
-	if c.fromSavepoint != "" && c.stateDir == "" {
-		add("starting from a savepoint needs a state directory for the job's own checkpoints: pass flow.StateDir(dir)")
-	}
-	if c.restartSet {
-		if err := c.restart.WithDefaults().Validate(); err != nil {
-			errs = append(errs, err)
+func WithCommitPoint(cp CommitPoint) Option {
+	return func(c *Env) {
+		c.g.Cfg.CommitPoint = nil
+		if cp != nil {
+			c.g.Cfg.CommitPoint = commitPointAdapter{cp}
 		}
 	}
-	if c.startFresh && c.resumeLatest {
-		add("StartFresh and ResumeLatestCheckpoint exclude each other: choose one")
-	}
-	if c.stopTimeout <= 0 {
-		add("stop timeout %v is not positive", c.stopTimeout)
-	}
-	if c.batchSize < 1 {
-		add("batch size %d is below 1", c.batchSize)
-	}
-	if c.channelCapacity < 1 {
-		add("channel capacity %d is below 1", c.channelCapacity)
-	}
-	errs = append(errs, c.errs...)
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
 }

@@ -267,3 +267,38 @@ func (s *Store) remove(id int64, committed bool) error {
 	}
 	return nil
 }
+
+// Storage is where a job's checkpoints live. Store (a local directory) is
+// the implementation today; object storage implements the same methods
+// later. The engine uses nothing else of this package for a job's own
+// checkpoints; savepoints are self-contained directories (CopyTo,
+// LoadManifest).
+type Storage interface {
+	// Root names the storage in messages.
+	Root() string
+	// Dir names checkpoint id's location in messages and in Manifest.Dir.
+	Dir(id int64) string
+	// StateID returns the storage's identity (see Store.StateID).
+	StateID() (string, error)
+	WriteKeyedFile(id int64, name string, first, last int, groups map[int][]byte) (KeyedFile, error)
+	// ReadKeyed reads the key groups lo..hi of f, a state file of m.
+	ReadKeyed(m *Manifest, f KeyedFile, lo, hi int) (map[int][]byte, error)
+	Commit(m *Manifest) error
+	WritePending(m *Manifest) (string, error)
+	Confirm(id int64, sum string) error
+	Load(id int64) (*Manifest, error)
+	LoadCommitted(id int64, sum string) (*Manifest, error)
+	Latest(opts LatestOptions) (*Manifest, *FallbackReport, error)
+	List() ([]int64, error)
+	Pending() ([]int64, error)
+	HighestID() (int64, error)
+	GC(retain int, keep ...int64) ([]int64, error)
+}
+
+var _ Storage = (*Store)(nil)
+
+// ReadKeyed reads the key groups lo..hi of state file f of m (see
+// ReadKeyedFile).
+func (s *Store) ReadKeyed(m *Manifest, f KeyedFile, lo, hi int) (map[int][]byte, error) {
+	return ReadKeyedFile(m.Dir, f, lo, hi)
+}

@@ -1,4 +1,4 @@
-package flow
+package engine
 
 import (
 	"context"
@@ -44,10 +44,10 @@ func (r recovery) originOf() *storage.Origin {
 // it wrong silently (another job's checkpoint, a manifest whose commit
 // never completed, a fresh start over earlier progress) is refused with
 // an error that says what was found and which explicit choice resolves it.
-func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recovery, error) {
+func (j *Job) resolveRestore(ctx context.Context, store storage.Storage) (recovery, error) {
 	cfg := &j.cfg
-	cp := cfg.commitPoint
-	if cfg.fromSavepoint != "" && !j.committedThisRun.Load() {
+	cp := cfg.CommitPoint
+	if cfg.FromSavepoint != "" && !j.committedThisRun.Load() {
 		return j.resolveSavepoint(ctx, store)
 	}
 	if store == nil {
@@ -56,7 +56,7 @@ func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recover
 	if cp == nil {
 		return j.resolveFromStore(ctx, store)
 	}
-	explicit := cfg.startFresh || cfg.resumeLatest
+	explicit := cfg.StartFresh || cfg.ResumeLatest
 	peek, err := cp.Peek(ctx)
 	if err != nil {
 		return recovery{}, fmt.Errorf("read the job's commit record: %w", err)
@@ -75,7 +75,7 @@ func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recover
 			return recovery{}, err
 		}
 		j.noteTakeover(rec, "an explicit start choice (--start-fresh or --resume-latest-checkpoint)")
-		if cfg.startFresh {
+		if cfg.StartFresh {
 			j.log.Warn("starting fresh, as asked: the sources start from their startup modes", "commit_record_checkpoint", rec.Checkpoint)
 			return recovery{record: rec}, nil
 		}
@@ -90,12 +90,12 @@ func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recover
 		// The job went on under another commit point (at-least-once or
 		// none delivery): its newest progress is in the state
 		// directory, not in the record.
-		if cfg.resumeLatest {
+		if cfg.ResumeLatest {
 			return j.resumeLatest(store, rec, "checkpoints newer than the commit record exist")
 		}
 		return recovery{}, fmt.Errorf("%w: the commit record of job %q names checkpoint %d, but %s holds confirmed checkpoint %d, newer: the job ran with another delivery since (at-least-once or none have no commit record), or the record was rolled back. "+
 			"Restoring checkpoint %d would process again what the newer checkpoints covered. Choose: --resume-latest-checkpoint restores checkpoint %d; --from-savepoint DIR restores a checkpoint directory of your choice",
-			ErrRestoreRefused, j.cfg.job, rec.Checkpoint, store.Root(), newer, rec.Checkpoint, newer)
+			ErrRestoreRefused, j.cfg.Job, rec.Checkpoint, store.Root(), newer, rec.Checkpoint, newer)
 	}
 	m, err := store.LoadCommitted(rec.Checkpoint, rec.Manifest)
 	if err == nil && rec.Incarnation != "" && m.Incarnation != "" && m.Incarnation != rec.Incarnation {
@@ -111,9 +111,9 @@ func (j *Job) resolveRestore(ctx context.Context, store *storage.Store) (recover
 // checkpoint descends from that savepoint already: then the flag was left
 // in place from an earlier start, and restoring the savepoint again would
 // write everything the job committed since a second time.
-func (j *Job) resolveSavepoint(ctx context.Context, store *storage.Store) (recovery, error) {
+func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (recovery, error) {
 	cfg := &j.cfg
-	dir := cfg.fromSavepoint
+	dir := cfg.FromSavepoint
 	m, err := storage.LoadManifest(dir)
 	if err != nil {
 		if errors.Is(err, storage.ErrNoManifest) {
@@ -136,7 +136,7 @@ func (j *Job) resolveSavepoint(ctx context.Context, store *storage.Store) (recov
 	}
 	var rec CommitRecord
 	var own *storage.Manifest
-	if cp := cfg.commitPoint; cp != nil {
+	if cp := cfg.CommitPoint; cp != nil {
 		// Fence whatever ran before: the savepoint replaces it.
 		if rec, err = cp.Recover(ctx); err != nil {
 			return recovery{}, fmt.Errorf("fence earlier instances of the job before restoring the savepoint: %w", err)
@@ -159,7 +159,7 @@ func (j *Job) resolveSavepoint(ctx context.Context, store *storage.Store) (recov
 // checkOwner refuses a commit record written from another state directory:
 // two installations of one job name, or a state directory that was lost or
 // replaced.
-func (j *Job) checkOwner(rec CommitRecord, store *storage.Store) error {
+func (j *Job) checkOwner(rec CommitRecord, store storage.Storage) error {
 	if rec.Checkpoint == 0 || rec.StateID == "" || rec.StateID == j.stateID {
 		return nil
 	}
@@ -171,7 +171,7 @@ func (j *Job) checkOwner(rec CommitRecord, store *storage.Store) error {
 		"The job name is the job's identity on the cluster. If this is a different job, give it a name of its own (job: in the file, flow.JobName); "+
 		"if another instance of this job still runs with another state directory, stop one of them; "+
 		"if this is the same job and its state directory was lost or replaced, point state.dir at the original, restore a savepoint (--from-savepoint DIR), or start over on purpose (--start-fresh)",
-		ErrRestoreRefused, j.cfg.job, rec.Checkpoint, when, rec.StateID, store.Root(), j.stateID)
+		ErrRestoreRefused, j.cfg.Job, rec.Checkpoint, when, rec.StateID, store.Root(), j.stateID)
 }
 
 func (j *Job) noteTakeover(rec CommitRecord, why string) {
@@ -184,8 +184,8 @@ func (j *Job) noteTakeover(rec CommitRecord, why string) {
 
 // resolveFromStore is recovery when the manifest write is the commit
 // point: the newest committed checkpoint in the store.
-func (j *Job) resolveFromStore(ctx context.Context, store *storage.Store) (recovery, error) {
-	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.allowFallback})
+func (j *Job) resolveFromStore(ctx context.Context, store storage.Storage) (recovery, error) {
+	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.AllowFallback})
 	if err != nil {
 		return recovery{}, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
 	}
@@ -204,19 +204,19 @@ func (j *Job) resolveFromStore(ctx context.Context, store *storage.Store) (recov
 	if len(evidence) == 0 {
 		return recovery{}, nil
 	}
-	if j.cfg.startFresh {
+	if j.cfg.StartFresh {
 		j.log.Warn("starting fresh, as asked, although earlier progress of the job exists", "found", strings.Join(evidence, "; "))
 		return recovery{}, nil
 	}
 	return recovery{}, fmt.Errorf("%w: job %q has no committed checkpoint in %s, but earlier progress of the job exists: %s. "+
 		"Starting from the startup mode would process input again or skip it. "+
 		"Point state.dir at the job's state directory, restore a savepoint (--from-savepoint DIR), or start over on purpose (--start-fresh)",
-		ErrRestoreRefused, j.cfg.job, store.Root(), strings.Join(evidence, "; "))
+		ErrRestoreRefused, j.cfg.Job, store.Root(), strings.Join(evidence, "; "))
 }
 
 // resolveWithoutRecord is recovery when the commit point has no record of
 // the job: a first start, or a record that was lost.
-func (j *Job) resolveWithoutRecord(ctx context.Context, store *storage.Store) (recovery, error) {
+func (j *Job) resolveWithoutRecord(ctx context.Context, store storage.Storage) (recovery, error) {
 	evidence, err := j.priorProgress(ctx, store)
 	if err != nil {
 		return recovery{}, err
@@ -225,9 +225,9 @@ func (j *Job) resolveWithoutRecord(ctx context.Context, store *storage.Store) (r
 		return recovery{}, nil
 	}
 	switch {
-	case j.cfg.resumeLatest:
+	case j.cfg.ResumeLatest:
 		return j.resumeLatest(store, CommitRecord{}, "the commit point has no record of the job")
-	case j.cfg.startFresh:
+	case j.cfg.StartFresh:
 		j.log.Warn("starting fresh, as asked, although earlier progress of the job exists", "found", strings.Join(evidence, "; "))
 		return recovery{}, nil
 	}
@@ -238,13 +238,13 @@ func (j *Job) resolveWithoutRecord(ctx context.Context, store *storage.Store) (r
 	return recovery{}, fmt.Errorf("%w: the commit point has no record of job %q, but earlier progress of the job exists: %s. "+
 		"This happens when the job's commit record was deleted (the progress topic or the job's progress group) or expired (Kafka drops the committed offsets of a group without members offsets.retention.minutes after their last commit, 7 days by default, so a job stopped longer loses its record), when the job ran with another delivery before (at-least-once has no commit record), or when the state directory belongs to another job. "+
 		"Starting from the startup mode would process input again that the output already holds, or skip input. Choose: %s; or --start-fresh starts from the startup mode on purpose",
-		ErrRestoreRefused, j.cfg.job, strings.Join(evidence, "; "), resume)
+		ErrRestoreRefused, j.cfg.Job, strings.Join(evidence, "; "), resume)
 }
 
 // resumeLatest restores the newest checkpoint confirmed in the store, on
 // the user's explicit request.
-func (j *Job) resumeLatest(store *storage.Store, rec CommitRecord, why string) (recovery, error) {
-	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.allowFallback})
+func (j *Job) resumeLatest(store storage.Storage, rec CommitRecord, why string) (recovery, error) {
+	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.AllowFallback})
 	if err != nil {
 		return recovery{}, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
 	}
@@ -273,7 +273,7 @@ func (j *Job) resumeLatest(store *storage.Store, rec CommitRecord, why string) (
 
 // recordedCheckpointUnusable handles a commit record whose checkpoint
 // cannot be restored (missing, damaged, or another run's manifest).
-func (j *Job) recordedCheckpointUnusable(store *storage.Store, rec CommitRecord, cause error) (recovery, error) {
+func (j *Job) recordedCheckpointUnusable(store storage.Storage, rec CommitRecord, cause error) (recovery, error) {
 	var ce *storage.CorruptError
 	var what string
 	switch {
@@ -286,7 +286,7 @@ func (j *Job) recordedCheckpointUnusable(store *storage.Store, rec CommitRecord,
 	default:
 		return recovery{}, fmt.Errorf("%w: load committed checkpoint %d: %w", ErrRestoreRefused, rec.Checkpoint, cause)
 	}
-	if j.cfg.allowFallback {
+	if j.cfg.AllowFallback {
 		m, err := j.newestOlderThan(store, rec.Checkpoint)
 		if err != nil {
 			return recovery{}, err
@@ -297,7 +297,7 @@ func (j *Job) recordedCheckpointUnusable(store *storage.Store, rec CommitRecord,
 			return recovery{manifest: m, record: rec, own: true}, nil
 		}
 	}
-	if j.cfg.startFresh {
+	if j.cfg.StartFresh {
 		j.log.Warn("starting fresh, as asked, although checkpoint "+strconv.FormatInt(rec.Checkpoint, 10)+" is committed: "+what, "checkpoint", rec.Checkpoint)
 		return recovery{record: rec}, nil
 	}
@@ -306,12 +306,12 @@ func (j *Job) recordedCheckpointUnusable(store *storage.Store, rec CommitRecord,
 		fallback = fmt.Sprintf("--allow-checkpoint-fallback restores checkpoint %d, the newest older one (the output of the checkpoints after it is written again: duplicates)", m.CheckpointID)
 	}
 	return recovery{}, fmt.Errorf("%w: checkpoint %d of job %q is committed, but %s. Choose: restore a savepoint (--from-savepoint DIR); %s; or --start-fresh starts from the startup mode",
-		ErrRestoreRefused, rec.Checkpoint, j.cfg.job, what, fallback)
+		ErrRestoreRefused, rec.Checkpoint, j.cfg.Job, what, fallback)
 }
 
 // confirmedAfter returns the newest confirmed checkpoint above id, 0 if
 // there is none.
-func (j *Job) confirmedAfter(store *storage.Store, id int64) (int64, error) {
+func (j *Job) confirmedAfter(store storage.Storage, id int64) (int64, error) {
 	ids, err := store.List()
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
@@ -323,7 +323,7 @@ func (j *Job) confirmedAfter(store *storage.Store, id int64) (int64, error) {
 }
 
 // newestOlderThan returns the newest intact confirmed checkpoint below id.
-func (j *Job) newestOlderThan(store *storage.Store, id int64) (*storage.Manifest, error) {
+func (j *Job) newestOlderThan(store storage.Storage, id int64) (*storage.Manifest, error) {
 	ids, err := store.List()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
@@ -341,7 +341,7 @@ func (j *Job) newestOlderThan(store *storage.Store, id int64) (*storage.Manifest
 
 // priorProgress lists traces of earlier progress of the job: checkpoints
 // in the state directory and what sources and sinks report.
-func (j *Job) priorProgress(ctx context.Context, store *storage.Store) ([]string, error) {
+func (j *Job) priorProgress(ctx context.Context, store storage.Storage) ([]string, error) {
 	var found []string
 	committed, err := store.List()
 	if err != nil {
@@ -357,12 +357,12 @@ func (j *Job) priorProgress(ctx context.Context, store *storage.Store) ([]string
 	if len(pending) > 0 {
 		found = append(found, fmt.Sprintf("%s holds checkpoints %s whose commit was never confirmed", store.Root(), idList(pending)))
 	}
-	for _, n := range j.env.nodes {
+	for _, n := range j.g.nodes {
 		r, ok := n.impl.(PriorProgressReporter)
 		if !ok {
 			continue
 		}
-		got, err := r.PriorProgress(ctx, j.cfg.job)
+		got, err := r.PriorProgress(ctx, j.cfg.Job)
 		if err != nil {
 			return nil, fmt.Errorf("operator %q: look for earlier progress of the job: %w", n.uid, err)
 		}
@@ -386,18 +386,18 @@ func (j *Job) checkRestore(m *storage.Manifest) error {
 	if m == nil {
 		return nil
 	}
-	if m.MaxParallelism != 0 && m.MaxParallelism != j.cfg.maxParallelism {
-		return fmt.Errorf("%w: checkpoint %d was taken with max parallelism %d and the job now has %d; keyed state is sharded by it: set it back to %d (state.max-parallelism in a job file, flow.MaxParallelism in Go)", ErrRestoreRefused, m.CheckpointID, m.MaxParallelism, j.cfg.maxParallelism, m.MaxParallelism)
+	if m.MaxParallelism != 0 && m.MaxParallelism != j.cfg.MaxParallelism {
+		return fmt.Errorf("%w: checkpoint %d was taken with max parallelism %d and the job now has %d; keyed state is sharded by it: set it back to %d (state.max-parallelism in a job file, flow.MaxParallelism in Go)", ErrRestoreRefused, m.CheckpointID, m.MaxParallelism, j.cfg.MaxParallelism, m.MaxParallelism)
 	}
 	var missing []string
 	for uid := range m.Operators {
-		if _, ok := j.env.uids[uid]; !ok {
+		if _, ok := j.g.uids[uid]; !ok {
 			missing = append(missing, uid)
 		}
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		if !j.cfg.allowNonRestored {
+		if !j.cfg.AllowNonRestored {
 			return fmt.Errorf("%w: checkpoint %d in %s holds state for operators this job does not have: %s; give the operators their old uids (uid: in a job file step, flow.UID in Go), or allow dropping that state (--allow-non-restored-state, flow.AllowNonRestoredState)", ErrRestoreRefused, m.CheckpointID, m.Dir, strings.Join(missing, ", "))
 		}
 		j.log.Warn("dropping state of operators the job no longer has", "operators", missing)
@@ -411,7 +411,7 @@ func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
 	if m == nil {
 		return nil
 	}
-	for _, n := range j.env.nodes {
+	for _, n := range j.g.nodes {
 		if n.kind != kindSink {
 			continue
 		}
@@ -426,7 +426,7 @@ func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
 		if len(ps) == 0 {
 			continue
 		}
-		c, err := n.committer(ctx, j.cfg.job, n.uid)
+		c, err := n.committer(ctx, j.cfg.Job, n.uid)
 		if err != nil {
 			return fmt.Errorf("sink %q: open committer for recovery: %w", n.uid, err)
 		}

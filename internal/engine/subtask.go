@@ -1,4 +1,4 @@
-package flow
+package engine
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type mail struct {
 // in its own goroutine.
 type subtask struct {
 	att        *attempt
-	head       *node
+	head       *Node
 	index, par int
 	mail       *runtime.Mailbox[mail]
 	onCommit   []func(ctx context.Context, id int64)
@@ -41,6 +41,9 @@ type subtask struct {
 	onClose    []func(failed bool)
 	in         atomic.Int64 // records taken in by the head
 	out        atomic.Int64 // records written by sinks in this chain
+	// backpressured is how long, in nanoseconds, the subtask waited for
+	// room in an exchange channel.
+	backpressured atomic.Int64
 	// describe and describeRecord name the record being processed when
 	// user code fails (set by the head of the chain).
 	describe       func() string
@@ -77,29 +80,6 @@ func (st *subtask) handleMail() {
 		}
 	}
 }
-
-// TaskError is a failure of user code or a connector inside a subtask.
-type TaskError struct {
-	Operator string // uid of the task's head operator
-	Subtask  int
-	Position string // the record or source position being processed, if known
-	Panic    any    // the panic value, when user code panicked
-	Stack    []byte
-	Err      error
-}
-
-func (e *TaskError) Error() string {
-	s := fmt.Sprintf("task %s[%d]", e.Operator, e.Subtask)
-	if e.Position != "" {
-		s += " at " + e.Position
-	}
-	if e.Panic != nil {
-		return fmt.Sprintf("%s: panic: %v", s, e.Panic)
-	}
-	return fmt.Sprintf("%s: %v", s, e.Err)
-}
-
-func (e *TaskError) Unwrap() error { return e.Err }
 
 // run executes the subtask and turns panics into a TaskError. The returned
 // error is nil when the stream ended or the attempt was canceled.
@@ -157,11 +137,11 @@ func (st *subtask) position() string {
 
 // runSource is the loop of a source subtask: poll, and between polls inject
 // barriers and handle the coordinator's mail.
-func runSource[T any](st *subtask, src Source[T], out input[T]) {
+func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 	att := st.att
 	n := st.head
-	sc := SourceContext{Job: att.cfg.job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Logger: att.log.With("operator", n.uid, "subtask", st.index)}
-	reader, err := src.Open(att.ctx, sc, att.sourceRestore(n.uid))
+	sc := SourceContext{Job: att.cfg.Job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Checkpointing: att.cfg.Checkpoint, Logger: att.log.With("operator", n.uid, "subtask", st.index)}
+	reader, err := open(att.ctx, sc, att.sourceRestore(n.uid))
 	if err != nil {
 		fail(fmt.Errorf("open source %q subtask %d: %w", n.uid, st.index, err))
 	}
@@ -248,7 +228,7 @@ func runSource[T any](st *subtask, src Source[T], out input[T]) {
 // sinkOp drives a SinkWriter through the two-phase-commit contract.
 type sinkOp[T any] struct {
 	st      *subtask
-	n       *node
+	n       *Node
 	part    int
 	w       SinkWriter[T]
 	pending []pendingHandle
@@ -258,10 +238,10 @@ type sinkOp[T any] struct {
 	written, preparedAt int64
 }
 
-func newSinkOp[T any](st *subtask, n *node, sink Sink[T]) *sinkOp[T] {
+func newSinkOp[T any](st *subtask, n *Node, open SinkOpener[T]) *sinkOp[T] {
 	att := st.att
-	sc := SinkContext{Job: att.cfg.job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Logger: att.log.With("operator", n.uid, "subtask", st.index)}
-	w, err := sink.Open(att.ctx, sc)
+	sc := SinkContext{Job: att.cfg.Job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Checkpointing: att.cfg.Checkpoint, Logger: att.log.With("operator", n.uid, "subtask", st.index)}
+	w, err := open(att.ctx, sc)
 	if err != nil {
 		fail(fmt.Errorf("open sink %q subtask %d: %w", n.uid, st.index, err))
 	}

@@ -1,4 +1,4 @@
-package flow
+package engine
 
 import (
 	"encoding/binary"
@@ -34,6 +34,13 @@ type input[T any] interface {
 	control(ctl)
 }
 
+// Input is where an operator's function emits records: the typed input of
+// the operators downstream.
+type Input[T any] struct{ in input[T] }
+
+// Push hands rec downstream.
+func (i Input[T]) Push(rec T) { i.in.push(rec) }
+
 // keyedInput is the entry of a keyed operator: the exchange already computed
 // the key and its key group.
 type keyedInput[T any] interface {
@@ -68,7 +75,7 @@ type stateless struct {
 	part int
 }
 
-func newStateless(st *subtask, n *node) stateless {
+func newStateless(st *subtask, n *Node) stateless {
 	return stateless{st: st, part: st.att.partOf(n, st.index)}
 }
 
@@ -89,12 +96,12 @@ func (m *mapOp[T, U]) control(c ctl) { m.barrier(c); m.out.control(c) }
 
 type flatMapOp[T, U any] struct {
 	stateless
-	f   func(T, Collector[U])
-	out Collector[U]
+	f   func(T)
+	out input[U]
 }
 
-func (m *flatMapOp[T, U]) push(x T)      { m.f(x, m.out) }
-func (m *flatMapOp[T, U]) control(c ctl) { m.barrier(c); m.out.out.control(c) }
+func (m *flatMapOp[T, U]) push(x T)      { m.f(x) }
+func (m *flatMapOp[T, U]) control(c ctl) { m.barrier(c); m.out.control(c) }
 
 type filterOp[T any] struct {
 	stateless
@@ -117,26 +124,53 @@ type identityOp[T any] struct {
 func (m *identityOp[T]) push(x T)      { m.out.push(x) }
 func (m *identityOp[T]) control(c ctl) { m.barrier(c); m.out.control(c) }
 
-// keyedOp runs a ProcessFunc with keyed state.
+// KeyedContext is what a keyed function sees besides the record: the
+// current key and its subtask.
+type KeyedContext struct{ op keyedState }
+
+type keyedState interface {
+	key() string
+	subtask() int
+}
+
+// Key returns the key of the record being processed.
+func (c KeyedContext) Key() string { return c.op.key() }
+
+// Subtask returns the index of the subtask processing the record.
+func (c KeyedContext) Subtask() int { return c.op.subtask() }
+
+// KeyedSetup builds a keyed operator's function for one subtask: it
+// registers state handles in s and returns the function called with each
+// record (the current key set), emitting to out.
+type KeyedSetup[T, U any] func(s *state.Store, ctx KeyedContext, out Input[U]) (func(T) error, error)
+
+// keyedOp runs a keyed function with keyed state.
 type keyedOp[T, U any] struct {
 	st      *subtask
-	n       *node
+	n       *Node
 	part    int
 	store   *state.Runtime
-	fn      ProcessFunc[T, U]
-	ctx     Context
-	out     Collector[U]
+	fn      func(T) error
+	out     input[U]
 	lastKey string
 }
 
-func newKeyedOp[T, U any](st *subtask, n *node, setup func(*state.Store) ProcessFunc[T, U], out input[U]) *keyedOp[T, U] {
+func (k *keyedOp[T, U]) key() string  { return k.store.CurrentKey() }
+func (k *keyedOp[T, U]) subtask() int { return k.st.index }
+
+func newKeyedOp[T, U any](st *subtask, n *Node, setup KeyedSetup[T, U], out input[U]) *keyedOp[T, U] {
 	att := st.att
-	first, last := state.KeyGroupRange(st.index, st.par, att.cfg.maxParallelism)
-	store := state.NewRuntime(first, last, att.cfg.maxParallelism, att.cfg.clock, nil)
-	fn := setup(store.Store())
+	first, last := state.KeyGroupRange(st.index, st.par, att.cfg.MaxParallelism)
+	store := state.NewRuntime(first, last, att.cfg.MaxParallelism, att.cfg.Clock, nil)
+	op := &keyedOp[T, U]{st: st, n: n, part: att.partOf(n, st.index), store: store, out: out}
+	fn, err := setup(store.Store(), KeyedContext{op}, Input[U]{out})
+	if err != nil {
+		panic(userError{fmt.Errorf("keyed operator %q: %w", n.uid, err)})
+	}
 	if fn == nil {
 		panic(userError{fmt.Errorf("keyed operator %q: setup returned a nil ProcessFunc", n.uid)})
 	}
+	op.fn = fn
 	store.Seal()
 	if err := att.restoreKeyed(n.uid, store); err != nil {
 		panic(userError{err})
@@ -144,8 +178,6 @@ func newKeyedOp[T, U any](st *subtask, n *node, setup func(*state.Store) Process
 	if names := store.Unclaimed(); len(names) > 0 {
 		att.log.Warn("restored keyed state that no handle registered is kept but unused", "operator", n.uid, "states", names)
 	}
-	op := &keyedOp[T, U]{st: st, n: n, part: att.partOf(n, st.index), store: store, fn: fn, out: Collector[U]{out}}
-	op.ctx = Context{st: st, kv: store}
 	st.describe = func() string { return fmt.Sprintf("key %q", op.lastKey) }
 	return op
 }
@@ -157,7 +189,7 @@ func (k *keyedOp[T, U]) push(x T) {
 func (k *keyedOp[T, U]) pushKeyed(key string, kg int, x T) {
 	k.lastKey = key
 	k.store.SetKeyInGroup(key, kg)
-	if err := k.fn(k.ctx, x, k.out); err != nil {
+	if err := k.fn(x); err != nil {
 		fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
 	}
 }
@@ -171,7 +203,53 @@ func (k *keyedOp[T, U]) control(c ctl) {
 		}
 		k.st.att.writeKeyed(c.b.ID, k.n, k.st.index, k.part, k.store, snap)
 	}
-	k.out.out.control(c)
+	k.out.control(c)
+}
+
+// Error policies of TryMap (flow.ErrorPolicy has the same values).
+const (
+	FailOnError = iota
+	SkipOnError
+	DeadLetterOnError
+)
+
+// TryResult is what a TryMap operator emits: the result, or the input and
+// the error of a failed record under DeadLetterOnError.
+type TryResult[T, U any] struct {
+	In  T
+	Out U
+	Err error
+}
+
+type tryMapOp[T, U any] struct {
+	stateless
+	n      *Node
+	f      func(T) (U, error)
+	policy int
+	out    input[TryResult[T, U]]
+}
+
+func (m *tryMapOp[T, U]) push(x T) {
+	u, err := m.f(x)
+	if err == nil {
+		m.out.push(TryResult[T, U]{Out: u})
+		return
+	}
+	switch m.policy {
+	case SkipOnError:
+		m.st.att.job.skipped.Add(1)
+		m.st.att.log.Warn("skipped a record its function rejected (error policy skip)", "operator", m.n.uid, "subtask", m.st.index, "position", m.st.position(), "err", err)
+	case DeadLetterOnError:
+		m.st.att.job.deadLettered.Add(1)
+		m.out.push(TryResult[T, U]{In: x, Err: err})
+	default:
+		fail(fmt.Errorf("operator %q: %w (error policy fail; set skip or dead-letter to let the job go past such records)", m.n.uid, err))
+	}
+}
+
+func (m *tryMapOp[T, U]) control(c ctl) {
+	m.barrier(c)
+	m.out.control(c)
 }
 
 // pendingHandle is a prepared sink epoch not yet known to be committed.

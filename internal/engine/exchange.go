@@ -1,7 +1,8 @@
-package flow
+package engine
 
 import (
 	"reflect"
+	"time"
 
 	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/runtime"
@@ -43,12 +44,12 @@ func newExchange[T any](att *attempt, senders, receivers int, key func(T) string
 	for r := range ex.chans {
 		ex.chans[r] = make([]chan exMsg[T], senders)
 		for s := range ex.chans[r] {
-			ex.chans[r][s] = make(chan exMsg[T], att.cfg.channelCapacity)
+			ex.chans[r][s] = make(chan exMsg[T], att.cfg.ChannelCapacity)
 		}
 	}
 	ex.free = make([]chan exMsg[T], senders)
 	for s := range ex.free {
-		ex.free[s] = make(chan exMsg[T], receivers*(att.cfg.channelCapacity+1))
+		ex.free[s] = make(chan exMsg[T], receivers*(att.cfg.ChannelCapacity+1))
 	}
 	return ex
 }
@@ -64,7 +65,7 @@ type exWriter[T any] struct {
 }
 
 func (ex *exchange[T]) writer(st *subtask) any {
-	w := &exWriter[T]{ex: ex, st: st, sender: st.index, bufs: make([]exMsg[T], ex.receivers), batch: ex.att.cfg.batchSize, maxPar: ex.att.cfg.maxParallelism}
+	w := &exWriter[T]{ex: ex, st: st, sender: st.index, bufs: make([]exMsg[T], ex.receivers), batch: ex.att.cfg.BatchSize, maxPar: ex.att.cfg.MaxParallelism}
 	for r := range w.bufs {
 		w.bufs[r] = w.newBuf()
 	}
@@ -120,8 +121,10 @@ func sendMsg[T any](st *subtask, ch chan exMsg[T], m exMsg[T]) {
 	select {
 	case ch <- m:
 	default:
+		start := time.Now()
 		select {
 		case ch <- m:
+			st.backpressured.Add(int64(time.Since(start)))
 		case <-st.att.ctx.Done():
 			panic(errAttemptCanceled)
 		}

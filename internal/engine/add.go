@@ -1,0 +1,109 @@
+package engine
+
+import "fmt"
+
+// The generic constructors flow's operators call: each adds a node whose
+// closures build the typed operator for every subtask.
+
+func typedFanout[T any](outs []any) any {
+	ins := make([]input[T], len(outs))
+	for i, o := range outs {
+		ins[i] = o.(input[T])
+	}
+	return fanout[T](ins)
+}
+
+func rebalanceOf[T any](att *attempt, senders, receivers int) exchangeImpl {
+	return newExchange[T](att, senders, receivers, nil)
+}
+
+// AddSource adds a source. impl is the user's value (for optional
+// interfaces such as ParallelismHinter).
+func AddSource[T any](g *Graph, open SourceOpener[T], impl any, opts ...NodeOption) *Node {
+	n := &Node{name: "source", kind: kindSource, fanout: typedFanout[T], impl: impl}
+	if h, ok := impl.(ParallelismHinter); ok {
+		n.hint = h.ParallelismHint
+	}
+	n.runSource = func(st *subtask, out any) { runSource(st, open, out.(input[T])) }
+	return g.add(n, opts)
+}
+
+// AddMap adds an operator applying f to each record.
+func AddMap[T, U any](in *Node, f func(T) U, opts ...NodeOption) *Node {
+	n := &Node{name: "map", kind: kindOp, input: in, fanout: typedFanout[U]}
+	n.chain = func(st *subtask, n *Node, out any) any {
+		return &mapOp[T, U]{stateless: newStateless(st, n), f: f, out: out.(input[U])}
+	}
+	n.exchange = rebalanceOf[T]
+	return in.g.add(n, opts)
+}
+
+// AddFlatMap adds an operator emitting zero or more records per record:
+// build makes, per subtask, the function called with each record, given
+// where it emits.
+func AddFlatMap[T, U any](in *Node, build func(out Input[U]) func(T), opts ...NodeOption) *Node {
+	n := &Node{name: "flatmap", kind: kindOp, input: in, fanout: typedFanout[U]}
+	n.chain = func(st *subtask, n *Node, out any) any {
+		o := out.(input[U])
+		return &flatMapOp[T, U]{stateless: newStateless(st, n), f: build(Input[U]{o}), out: o}
+	}
+	n.exchange = rebalanceOf[T]
+	return in.g.add(n, opts)
+}
+
+// AddFilter adds an operator keeping the records keep accepts.
+func AddFilter[T any](in *Node, keep func(T) bool, opts ...NodeOption) *Node {
+	n := &Node{name: "filter", kind: kindOp, input: in, fanout: typedFanout[T]}
+	n.chain = func(st *subtask, n *Node, out any) any {
+		return &filterOp[T]{stateless: newStateless(st, n), f: keep, out: out.(input[T])}
+	}
+	n.exchange = rebalanceOf[T]
+	return in.g.add(n, opts)
+}
+
+// AddKeyed adds a keyed operator with state, fed through a key-by
+// exchange partitioned by key.
+func AddKeyed[T, U any](in *Node, uid string, key func(T) string, setup KeyedSetup[T, U], opts ...NodeOption) *Node {
+	g := in.g
+	n := &Node{name: "process", uid: uid, kind: kindKeyed, input: in, edge: edgeKeyed, fanout: typedFanout[U]}
+	if uid == "" {
+		g.Cfg.Errs = append(g.Cfg.Errs, fmt.Errorf("keyed operator #%d has an empty uid: keyed state needs a stable uid to be found again after a restart", len(g.nodes)))
+	}
+	n.exchange = func(att *attempt, senders, receivers int) exchangeImpl {
+		return newExchange[T](att, senders, receivers, key)
+	}
+	n.chain = func(st *subtask, n *Node, out any) any {
+		return newKeyedOp(st, n, setup, out.(input[U]))
+	}
+	return g.add(n, opts)
+}
+
+// AddRebalance adds a round-robin redistribution.
+func AddRebalance[T any](in *Node, opts ...NodeOption) *Node {
+	n := &Node{name: "rebalance", kind: kindOp, input: in, edge: edgeRebalance, fanout: typedFanout[T]}
+	n.chain = func(st *subtask, n *Node, out any) any {
+		return &identityOp[T]{stateless: newStateless(st, n), out: out.(input[T])}
+	}
+	n.exchange = rebalanceOf[T]
+	return in.g.add(n, opts)
+}
+
+// AddSink adds a sink. cp is its commit point, nil if it has none; impl is
+// the user's value.
+func AddSink[T any](in *Node, open SinkOpener[T], committer CommitterOpener, cp CommitPoint, impl any, opts ...NodeOption) *Node {
+	n := &Node{name: "sink", kind: kindSink, input: in, impl: impl, commitPoint: cp, committer: committer}
+	n.chain = func(st *subtask, n *Node, _ any) any { return newSinkOp(st, n, open) }
+	n.exchange = rebalanceOf[T]
+	return in.g.add(n, opts)
+}
+
+// AddTryMap adds an operator applying f, with policy (FailOnError,
+// SkipOnError or DeadLetterOnError) for the records it fails on.
+func AddTryMap[T, U any](in *Node, f func(T) (U, error), policy int, opts ...NodeOption) *Node {
+	n := &Node{name: "trymap", kind: kindOp, input: in, fanout: typedFanout[TryResult[T, U]]}
+	n.chain = func(st *subtask, n *Node, out any) any {
+		return &tryMapOp[T, U]{stateless: newStateless(st, n), n: n, f: f, policy: policy, out: out.(input[TryResult[T, U]])}
+	}
+	n.exchange = rebalanceOf[T]
+	return in.g.add(n, opts)
+}

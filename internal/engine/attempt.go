@@ -1,0 +1,341 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/runtime"
+	"github.com/onceflow/onceflow/internal/testbreak"
+	"github.com/onceflow/onceflow/state"
+)
+
+// ackMsg is a participant's answer to a barrier.
+type ackMsg struct {
+	cp    int64
+	part  int
+	uid   string
+	keyed *storage.KeyedFile
+	blobs map[string][]byte
+	out   int64 // records a sink wrote in the epoch it prepared
+	err   error
+}
+
+// pendingCP collects the acks of one checkpoint into its manifest.
+type pendingCP struct {
+	id        int64
+	savepoint bool
+	started   time.Time
+	ops       map[string]*storage.OperatorState
+	req       *request // savepoint requester
+	final     bool     // the job stops once it commits
+	out       int64    // records the sinks wrote in the epoch
+}
+
+// attempt is one run of the job's graph, from restore to failure or end.
+type attempt struct {
+	job      *Job
+	cfg      *Config
+	log      *slog.Logger
+	ctx      context.Context
+	cancel   context.CancelFunc
+	store    storage.Storage
+	restored *storage.Manifest
+	par      map[*Node]int
+	partBase map[*Node]int
+	parts    int
+
+	acks      chan ackMsg
+	failures  chan error
+	finished  chan struct{}
+	subtasks  []*subtask
+	sources   []*subtask
+	exchanges map[*Node]exchangeImpl
+	writers   sync.WaitGroup
+	// incarnation identifies this attempt in manifests and commit records.
+	incarnation string
+	// origin is the savepoint this attempt's checkpoints descend from.
+	origin *storage.Origin
+}
+
+// newIncarnation returns 16 random hex digits.
+func newIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (att *attempt) exactlyOnce() bool { return att.cfg.Checkpoint.Mode == checkpoint.ExactlyOnce }
+
+func (att *attempt) restoredID() int64 {
+	if att.restored == nil {
+		return 0
+	}
+	return att.restored.CheckpointID
+}
+
+func (att *attempt) partOf(n *Node, subtask int) int { return att.partBase[n] + subtask }
+
+func (att *attempt) ack(a ackMsg) {
+	select {
+	case att.acks <- a:
+	case <-att.ctx.Done():
+	}
+}
+
+// failTask fails the attempt from the run loop's side.
+func (att *attempt) failTask(err error) {
+	select {
+	case att.failures <- err:
+	default:
+	}
+}
+
+func (att *attempt) sourceFinished() {
+	select {
+	case att.finished <- struct{}{}:
+	case <-att.ctx.Done():
+	}
+}
+
+func (att *attempt) sourceRestore(uid string) map[string][]byte {
+	if att.restored == nil || testbreak.Is(testbreak.NoRewind) {
+		return nil
+	}
+	if op := att.restored.Operators[uid]; op != nil {
+		return op.Blobs
+	}
+	return map[string][]byte{}
+}
+
+func (att *attempt) restoreKeyed(uid string, s *state.Runtime) error {
+	if att.restored == nil {
+		return nil
+	}
+	op := att.restored.Operators[uid]
+	if op == nil {
+		return nil
+	}
+	first, last := s.KeyGroups()
+	for _, f := range op.Keyed {
+		if f.LastKeyGroup < first || f.FirstKeyGroup > last {
+			continue
+		}
+		groups, err := att.store.ReadKeyed(att.restored, f, first, last)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrRestoreRefused, err)
+		}
+		if err := s.Restore(groups); err != nil {
+			return fmt.Errorf("%w: operator %q: %w", ErrRestoreRefused, uid, err)
+		}
+	}
+	return nil
+}
+
+// writeKeyed writes a keyed snapshot in the background and acks when done,
+// so the operator goes on processing while the file is written and synced.
+func (att *attempt) writeKeyed(cp int64, n *Node, subtask, part int, s *state.Runtime, groups map[int][]byte) {
+	if att.store == nil {
+		att.ack(ackMsg{cp: cp, part: part, uid: n.uid})
+		return
+	}
+	first, last := s.KeyGroups()
+	name := fmt.Sprintf("%s-%d.state", sanitize(n.uid), subtask)
+	att.writers.Add(1)
+	go func() {
+		defer att.writers.Done()
+		kf, err := att.store.WriteKeyedFile(cp, name, first, last, groups)
+		if err == nil {
+			err = failpoint.Inject(failpoint.AfterSnapshotWritten)
+		}
+		if err != nil {
+			att.ack(ackMsg{cp: cp, part: part, err: fmt.Errorf("write state of %q subtask %d: %w", n.uid, subtask, err)})
+			return
+		}
+		att.ack(ackMsg{cp: cp, part: part, uid: n.uid, keyed: &kf})
+	}()
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func (j *Job) runAttempt(ctx context.Context) (err error) {
+	j.attemptRan.Store(false)
+	cfg := &j.cfg
+	var store storage.Storage
+	if cfg.StateDir != "" {
+		store, err = cfg.OpenStorage(cfg.StateDir, cfg.Job)
+		if err != nil {
+			return fmt.Errorf("%w: open state directory: %w", ErrInvalidJob, err)
+		}
+	}
+	rec, err := j.resolveRestore(ctx, store)
+	if err != nil {
+		return err
+	}
+	restored := rec.manifest
+	if err := j.checkRestore(restored); err != nil {
+		return err
+	}
+	if restored != nil {
+		if err := failpoint.Inject(failpoint.DuringRestore); err != nil {
+			return err
+		}
+	}
+	j.restoreCounters(rec)
+	j.restored.Store(0)
+	if restored != nil {
+		j.restored.Store(restored.CheckpointID)
+		j.log.Info("restoring", "checkpoint", restored.CheckpointID, "dir", restored.Dir, "savepoint", restored.Savepoint)
+		cfg.Hooks.restored(Restored{Job: cfg.Job, ID: restored.CheckpointID, Savepoint: restored.Savepoint, Dir: restored.Dir, Time: time.Now()})
+	}
+	if err := j.recoverSinks(ctx, restored); err != nil {
+		return err
+	}
+	par, err := j.g.plan(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	att := &attempt{
+		job: j, cfg: cfg, log: j.log, ctx: actx, cancel: cancel, store: store, restored: restored,
+		par: par, partBase: map[*Node]int{}, exchanges: map[*Node]exchangeImpl{},
+		failures: make(chan error, 1), finished: make(chan struct{}),
+		incarnation: newIncarnation(), origin: rec.originOf(),
+	}
+	for _, n := range j.g.nodes {
+		att.partBase[n] = att.parts
+		att.parts += par[n]
+	}
+	att.acks = make(chan ackMsg, att.parts*4)
+	// New ids continue above every id in use: the restored one, any
+	// directory in the store, and what the commit point recorded.
+	lastID := max(att.restoredID(), rec.record.Checkpoint)
+	if store != nil {
+		high, err := store.HighestID()
+		if err != nil {
+			return err
+		}
+		lastID = max(lastID, high)
+	}
+	coord := checkpoint.NewCoordinator(cfg.Checkpoint, lastID, att.parts, cfg.Clock())
+
+	// Build tasks: a task starts at a source or at a node fed by an exchange.
+	chained := func(n *Node) bool {
+		return n.kind != kindSource && n.edge == edgeForward && par[n] == par[n.input]
+	}
+	for _, n := range j.g.nodes {
+		if n.kind != kindSource && !chained(n) {
+			att.exchanges[n] = n.exchange(att, par[n.input], par[n])
+		}
+	}
+	var build func(st *subtask, n *Node) any
+	build = func(st *subtask, n *Node) any {
+		outs := make([]any, 0, len(n.consumers))
+		for _, c := range n.consumers {
+			if chained(c) {
+				var down any
+				if c.kind != kindSink {
+					down = build(st, c)
+				}
+				outs = append(outs, c.chain(st, c, down))
+			} else {
+				outs = append(outs, att.exchanges[c].writer(st))
+			}
+		}
+		if len(outs) == 1 {
+			return outs[0]
+		}
+		return n.fanout(outs)
+	}
+	for _, n := range j.g.nodes {
+		if n.kind != kindSource && chained(n) {
+			continue
+		}
+		for i := 0; i < par[n]; i++ {
+			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail]()}
+			att.subtasks = append(att.subtasks, st)
+			if n.kind == kindSource {
+				att.sources = append(att.sources, st)
+			}
+		}
+	}
+	j.mu.Lock()
+	j.cur = att
+	j.mu.Unlock()
+	j.attemptRan.Store(true)
+	defer func() {
+		j.mu.Lock()
+		j.cur = nil
+		j.mu.Unlock()
+		for _, st := range att.subtasks {
+			j.inBase.Add(st.in.Load())
+			j.outBase.Add(st.out.Load())
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for _, st := range att.subtasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := st.head
+			err := st.run(func() {
+				if n.kind == kindSource {
+					n.runSource(st, build(st, n))
+					return
+				}
+				var in any
+				if n.kind == kindSink {
+					in = n.chain(st, n, nil)
+				} else {
+					in = n.chain(st, n, build(st, n))
+				}
+				att.exchanges[n].receive(st, in)
+			})
+			if err != nil {
+				select {
+				case att.failures <- err:
+				default:
+				}
+				cancel()
+			}
+		}()
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); att.writers.Wait(); close(allDone) }()
+
+	result := att.loop(ctx, coord, allDone)
+	if result != nil {
+		cancel()
+	}
+	<-allDone
+	select {
+	case e := <-att.failures:
+		if result == nil || errors.Is(result, errAttemptCanceled) {
+			result = e
+		}
+	default:
+	}
+	if errors.Is(result, errAttemptCanceled) {
+		result = nil
+	}
+	return result
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/state"
+)
+
+// Config is a job's configuration; flow's options set its fields (their
+// documentation is there).
+type Config struct {
+	Job              string
+	Parallelism      int
+	MaxParallelism   int
+	Checkpoint       checkpoint.Config
+	StateDir         string
+	Restart          restart.Config
+	RestartSet       bool
+	FromSavepoint    string
+	AllowNonRestored bool
+	AllowFallback    bool
+	StartFresh       bool
+	ResumeLatest     bool
+	Logger           *slog.Logger
+	BatchSize        int
+	ChannelCapacity  int
+	Clock            func() time.Time
+	StatusInterval   time.Duration
+	StopTimeout      time.Duration
+	CommitPoint      CommitPoint
+	Hooks            Hooks
+	// OpenStorage opens where the job's checkpoints live, given StateDir
+	// and the job's name; default: a local directory StateDir/<job>
+	// (storage.Open). Object storage plugs in here.
+	OpenStorage func(stateDir, job string) (storage.Storage, error)
+	// Errs collects mistakes found while the graph was built; Start
+	// reports them with the rest.
+	Errs []error
+}
+
+// DefaultConfig returns the defaults flow documents.
+func DefaultConfig() Config {
+	return Config{
+		Job:             "job",
+		Parallelism:     1,
+		MaxParallelism:  state.DefaultMaxParallelism,
+		BatchSize:       512,
+		ChannelCapacity: 8,
+		Clock:           time.Now,
+		StopTimeout:     time.Minute,
+		OpenStorage:     openLocal,
+	}
+}
+
+// Validate checks the configuration on its own (not the graph).
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Job == "" {
+		add("job name is empty: pass flow.JobName(\"name\")")
+	}
+	if c.Parallelism < 1 {
+		add("parallelism %d is below 1: use 1 or more", c.Parallelism)
+	}
+	if c.MaxParallelism < 1 || c.MaxParallelism > 32768 {
+		add("max parallelism %d is out of range: use 1..32768 (default 128)", c.MaxParallelism)
+	}
+	if err := c.Checkpoint.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Checkpoint.Interval > 0 && c.StateDir == "" {
+		add("checkpointing is on but no state directory is set: pass flow.StateDir(dir) so checkpoints survive a restart")
+	}
+	if c.FromSavepoint != "" && c.StateDir == "" {
+		add("starting from a savepoint needs a state directory for the job's own checkpoints: pass flow.StateDir(dir)")
+	}
+	if c.RestartSet {
+		if err := c.Restart.WithDefaults().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.StartFresh && c.ResumeLatest {
+		add("StartFresh and ResumeLatestCheckpoint exclude each other: choose one")
+	}
+	if c.StopTimeout <= 0 {
+		add("stop timeout %v is not positive", c.StopTimeout)
+	}
+	if c.BatchSize < 1 {
+		add("batch size %d is below 1", c.BatchSize)
+	}
+	if c.ChannelCapacity < 1 {
+		add("channel capacity %d is below 1", c.ChannelCapacity)
+	}
+	errs = append(errs, c.Errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
+}
+
+func openLocal(stateDir, job string) (storage.Storage, error) {
+	return storage.Open(filepath.Join(stateDir, job))
+}

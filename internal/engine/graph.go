@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Graph is a job definition: its configuration and its operators in
+// topological order (inputs first). flow.Env wraps one.
+type Graph struct {
+	Cfg   Config
+	nodes []*Node
+	uids  map[string]*Node
+}
+
+// NewGraph returns an empty graph with cfg.
+func NewGraph(cfg Config) *Graph { return &Graph{Cfg: cfg, uids: map[string]*Node{}} }
+
+type nodeKind int
+
+const (
+	kindSource nodeKind = iota
+	kindOp
+	kindKeyed
+	kindSink
+)
+
+type edgeKind int
+
+const (
+	edgeForward edgeKind = iota // same parallelism: chained
+	edgeRebalance
+	edgeKeyed
+)
+
+// Node is one operator of the graph, with its type erased; the typed
+// behaviour lives in the closures the generic Add functions set.
+type Node struct {
+	g         *Graph
+	id        int
+	uid       string
+	name      string
+	kind      nodeKind
+	par       int // explicit parallelism, 0 = inherit
+	input     *Node
+	edge      edgeKind
+	consumers []*Node
+
+	// hint returns the source's own parallelism (sources only).
+	hint func(ctx context.Context) (int, error)
+	// runSource runs one source subtask (sources only).
+	runSource func(st *subtask, out any)
+	// chain builds this operator for subtask st, pushing to out (the typed
+	// input of its consumers, fanned out) and returns its own typed input.
+	chain func(st *subtask, n *Node, out any) any
+	// fanout combines the typed inputs of several consumers into one.
+	fanout func(outs []any) any
+	// exchange creates the typed channels of an exchange edge into this node.
+	exchange func(att *attempt, senders, receivers int) exchangeImpl
+	// committer returns the sink's recovery committer (sinks only).
+	committer CommitterOpener
+	// commitPoint is set for sinks that own the commit point.
+	commitPoint CommitPoint
+	// impl is the user's Source or Sink value, for optional interfaces.
+	impl any
+}
+
+// NodeOption configures a node as it is added.
+type NodeOption func(*Node)
+
+// UID sets the node's uid.
+func UID(uid string) NodeOption { return func(n *Node) { n.uid = uid } }
+
+// Name sets the node's display name.
+func Name(name string) NodeOption { return func(n *Node) { n.name = name } }
+
+// Parallelism sets the node's parallelism.
+func Parallelism(p int) NodeOption {
+	return func(n *Node) {
+		if p < 1 {
+			n.g.Cfg.Errs = append(n.g.Cfg.Errs, fmt.Errorf("operator %q: parallelism %d is below 1", n.name, p))
+			return
+		}
+		n.par = p
+	}
+}
+
+// Graph returns the graph the node belongs to.
+func (n *Node) Graph() *Graph { return n.g }
+
+// UID returns the node's uid.
+func (n *Node) UID() string { return n.uid }
+
+// Name returns the node's display name.
+func (n *Node) Name() string { return n.name }
+
+// Impl returns the user's Source or Sink value of a source or sink node.
+func (n *Node) Impl() any { return n.impl }
+
+// Nodes returns the graph's nodes in topological order.
+func (g *Graph) Nodes() []*Node { return g.nodes }
+
+func (g *Graph) add(n *Node, opts []NodeOption) *Node {
+	n.g = g
+	for _, o := range opts {
+		o(n)
+	}
+	n.id = len(g.nodes)
+	if n.uid == "" {
+		n.uid = fmt.Sprintf("%s-%d", n.name, n.id)
+	} else if prev, dup := g.uids[n.uid]; dup {
+		g.Cfg.Errs = append(g.Cfg.Errs, fmt.Errorf("operator uid %q is used by both %s (#%d) and %s (#%d): uids map state in checkpoints to operators, give each a different one", n.uid, prev.name, prev.id, n.name, n.id))
+	}
+	if n.kind == kindKeyed {
+		if other, clash := g.stateFiles(n); clash {
+			g.Cfg.Errs = append(g.Cfg.Errs, fmt.Errorf("operators %q and %q would write the same state files (%q): give one of them another uid", other, n.uid, sanitize(n.uid)))
+		}
+	}
+	g.uids[n.uid] = n
+	g.nodes = append(g.nodes, n)
+	if n.input != nil {
+		n.input.consumers = append(n.input.consumers, n)
+	}
+	return n
+}
+
+// stateFiles reports whether another keyed node's uid maps to the same
+// state file names as n's.
+func (g *Graph) stateFiles(n *Node) (string, bool) {
+	for _, o := range g.nodes {
+		if o.kind == kindKeyed && o.uid != n.uid && sanitize(o.uid) == sanitize(n.uid) {
+			return o.uid, true
+		}
+	}
+	return "", false
+}
+
+// validate checks the graph's structure and finds the commit point.
+func (g *Graph) validate(cfg *Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	var sources, sinks int
+	var cps []*Node
+	for _, n := range g.nodes {
+		switch n.kind {
+		case kindSource:
+			sources++
+		case kindSink:
+			sinks++
+			if n.commitPoint != nil {
+				cps = append(cps, n)
+			}
+		}
+	}
+	if sources == 0 {
+		errs = append(errs, errors.New("the job has no source: add one with flow.From"))
+	}
+	if sinks == 0 {
+		errs = append(errs, errors.New("the job has no sink: nothing it computes would leave it; add one with flow.To"))
+	}
+	if len(cps) > 1 {
+		errs = append(errs, fmt.Errorf("sinks %q and %q both want to own the job's commit point; a job can have one transactional Kafka sink", cps[0].uid, cps[1].uid))
+	}
+	if len(cps) == 1 {
+		if cfg.CommitPoint != nil {
+			errs = append(errs, fmt.Errorf("sink %q owns the commit point and WithCommitPoint sets another: use one", cps[0].uid))
+		}
+		cfg.CommitPoint = cps[0].commitPoint
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
+	}
+	return nil
+}
+
+// CommitPointOf returns the commit point the job would use: the one a sink
+// owns, else cfg's.
+func (g *Graph) CommitPointOf() CommitPoint {
+	for _, n := range g.nodes {
+		if n.commitPoint != nil {
+			return n.commitPoint
+		}
+	}
+	return g.Cfg.CommitPoint
+}
+
+// plan computes every node's parallelism.
+func (g *Graph) plan(ctx context.Context, cfg *Config) (map[*Node]int, error) {
+	par := map[*Node]int{}
+	var errs []error
+	for _, n := range g.nodes { // nodes are in topological order: inputs come first
+		switch {
+		case n.par > 0:
+			par[n] = n.par
+		case n.kind == kindSource && n.hint != nil:
+			h, err := n.hint(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("source %q: %w", n.uid, err)
+			}
+			par[n] = max(h, 1)
+		case n.kind == kindSource:
+			par[n] = cfg.Parallelism
+		default:
+			par[n] = par[n.input]
+		}
+		if n.kind == kindKeyed && par[n] > cfg.MaxParallelism {
+			errs = append(errs, fmt.Errorf("keyed operator %q has parallelism %d above the max parallelism %d: lower the parallelism (source.parallelism in a job file: by default a Kafka source takes one subtask per partition) or raise the max parallelism (state.max-parallelism in a job file, flow.MaxParallelism in Go) before the first checkpoint; it cannot change later", n.uid, par[n], cfg.MaxParallelism))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidJob, errors.Join(errs...))
+	}
+	return par, nil
+}

@@ -1,0 +1,108 @@
+package engine
+
+import "time"
+
+// Hooks are the job's observers: flow turns the user's hook values
+// (flow.HookCheckpointCompleted, ...) into these functions. Each is called
+// from the job's run loop, so it must return quickly; nil hooks are skipped.
+type Hooks struct {
+	CheckpointStarted   func(CheckpointStarted)
+	CheckpointCompleted func(CheckpointCompleted)
+	CheckpointFailed    func(CheckpointFailed)
+	Restored            func(Restored)
+	Restarting          func(Restarting)
+	JobEnded            func(JobEnded)
+}
+
+// CheckpointStarted is the trigger of a checkpoint or savepoint.
+type CheckpointStarted struct {
+	Job       string
+	ID        int64
+	Savepoint bool
+	Time      time.Time
+}
+
+// CheckpointCompleted is a committed checkpoint.
+type CheckpointCompleted struct {
+	Job       string
+	ID        int64
+	Savepoint bool
+	// Duration is from the trigger to the end of the commit point.
+	Duration time.Duration
+	// StateBytes is the size of the state files it wrote.
+	StateBytes int64
+	// Records is how many records the sinks wrote in the epochs it
+	// committed.
+	Records int64
+	Time    time.Time
+}
+
+// CheckpointFailed is an aborted checkpoint or a failed commit.
+type CheckpointFailed struct {
+	Job       string
+	ID        int64
+	Savepoint bool
+	Err       error
+	Time      time.Time
+}
+
+// Restored is the start of an attempt from a checkpoint (ID 0: none).
+type Restored struct {
+	Job       string
+	ID        int64
+	Savepoint bool
+	Dir       string
+	Time      time.Time
+}
+
+// Restarting is a failover the restart strategy allowed.
+type Restarting struct {
+	Job     string
+	Attempt int
+	Delay   time.Duration
+	Err     error
+	Time    time.Time
+}
+
+// JobEnded is the end of the job (Err nil: it finished or was stopped).
+type JobEnded struct {
+	Job  string
+	Err  error
+	Time time.Time
+}
+
+func (h *Hooks) started(e CheckpointStarted) {
+	if h.CheckpointStarted != nil {
+		h.CheckpointStarted(e)
+	}
+}
+
+func (h *Hooks) completed(e CheckpointCompleted) {
+	if h.CheckpointCompleted != nil {
+		h.CheckpointCompleted(e)
+	}
+}
+
+func (h *Hooks) failed(e CheckpointFailed) {
+	if h.CheckpointFailed != nil {
+		h.CheckpointFailed(e)
+	}
+}
+
+func (h *Hooks) restored(e Restored) {
+	if h.Restored != nil {
+		h.Restored(e)
+	}
+}
+
+func (h *Hooks) restarting(e Restarting) {
+	if h.Restarting != nil {
+		h.Restarting(e)
+	}
+}
+
+func (h *Hooks) ended(e JobEnded) {
+	if h.JobEnded != nil {
+		h.JobEnded(e)
+	}
+}

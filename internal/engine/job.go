@@ -1,0 +1,415 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/dirlock"
+	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/internal/testbreak"
+)
+
+// Stats is a snapshot of a running job's counters. Counters marked
+// "job life" continue across restarts and processes: the checkpoints carry
+// them. The others count this process only.
+type Stats struct {
+	RecordsIn int64 // records read by sources (this process)
+	// RecordsOut counts records written to sinks by this process,
+	// including those of epochs whose commit later failed and that were
+	// written again after a restore.
+	RecordsOut int64
+	// RecordsCommitted counts records written in checkpoints that
+	// committed (job life): what readers of the output see.
+	RecordsCommitted       int64
+	CheckpointsCompleted   int64         // job life
+	CheckpointsFailed      int64         // job life
+	LastCheckpoint         int64         // id of the newest committed checkpoint
+	LastCheckpointDuration time.Duration // trigger to commit
+	// Restarts counts failovers inside this process plus starts of a
+	// process after one that did not stop gracefully (job life).
+	Restarts            int64
+	RestoredCheckpoint  int64 // id of the checkpoint or savepoint the current (or last) attempt restored, 0 for none
+	RecordsSkipped      int64 // poison records dropped by TryMap with SkipOnError
+	RecordsDeadLettered int64 // poison records sent to a dead-letter stream by TryMap
+	Running             bool
+	Tasks               []TaskStats
+}
+
+// TaskStats are one task's counters (flow.TaskStats).
+type TaskStats struct {
+	UID                   string
+	Name                  string
+	Parallelism           int
+	RecordsIn, RecordsOut int64
+	Backpressured         time.Duration
+}
+
+// Job is a running job.
+type Job struct {
+	g    *Graph
+	cfg  Config
+	log  *slog.Logger
+	reqs chan request
+	done chan struct{}
+	err  error
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	// hardStop is canceled when a graceful stop has run out of time
+	// (StopTimeout less the time kept for cleanup): a commit stuck on an
+	// unreachable system gives up then.
+	hardStop context.Context
+
+	// stateID identifies the state directory (storage.Store.StateID).
+	stateID string
+
+	mu       sync.Mutex
+	cur      *attempt
+	restarts atomic.Int64
+	cpDone   atomic.Int64
+	cpFailed atomic.Int64
+	lastCP   atomic.Int64
+	lastDur  atomic.Int64
+	restored atomic.Int64
+	// committed counts records of committed checkpoints.
+	committed atomic.Int64
+	// base holds the counters restored from the first checkpoint this
+	// process restored (set once, before the first attempt runs).
+	baseMu  sync.Mutex
+	base    storage.Counters
+	baseSet bool
+	// skipped and deadLettered count poison records over the job's life
+	// (a replayed record counts again).
+	skipped      atomic.Int64
+	deadLettered atomic.Int64
+	inBase       atomic.Int64 // records counted by finished attempts
+	outBase      atomic.Int64
+	// attemptRan is true once the current attempt's tasks started (its
+	// recovery is over).
+	attemptRan atomic.Bool
+	// committedThisRun is true once the job committed a checkpoint of its
+	// own; from then on it restores from its own checkpoints, not from
+	// FromSavepoint.
+	committedThisRun atomic.Bool
+}
+
+type request struct {
+	dir   string
+	stop  bool
+	reply chan savepointResult
+}
+
+type savepointResult struct {
+	path string
+	err  error
+}
+
+// Start validates the graph and runs the job in the background. Whatever
+// the user's components must learn about the job (flow.JobBinder) is done
+// by the caller before.
+func Start(ctx context.Context, g *Graph) (*Job, error) {
+	cfg := g.Cfg
+	cfg.Checkpoint = cfg.Checkpoint.WithDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := g.validate(&cfg); err != nil {
+		return nil, err
+	}
+	if _, err := g.plan(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	if testbreak.Any() {
+		cfg.Logger.Error("TEST-ONLY SWITCHES THAT BREAK EXACTLY-ONCE ARE ON (" + testbreak.EnvVar + "); never run production jobs like this")
+	}
+	j := &Job{g: g, cfg: cfg, log: cfg.Logger.With("job", cfg.Job), reqs: make(chan request), done: make(chan struct{}), stop: make(chan struct{})}
+	go func() {
+		defer close(j.done)
+		j.err = j.run(ctx)
+		cfg.Hooks.ended(JobEnded{Job: cfg.Job, Err: j.err, Time: time.Now()})
+	}()
+	return j, nil
+}
+
+// Validate checks the graph and its configuration without running it and
+// returns the configuration the job would run with (defaults applied, the
+// commit point found).
+func Validate(g *Graph) (Config, error) {
+	cfg := g.Cfg
+	cfg.Checkpoint = cfg.Checkpoint.WithDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	err := g.validate(&cfg)
+	return cfg, err
+}
+
+// Wait blocks until the job ends and returns why it failed, or nil.
+func (j *Job) Wait() error {
+	<-j.done
+	return j.err
+}
+
+// Done is closed when the job has ended.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Stop asks the job to stop gracefully: a final checkpoint commits what was
+// processed, then the sources end. Wait returns when it has stopped.
+func (j *Job) Stop() { j.stopOnce.Do(func() { close(j.stop) }) }
+
+// TriggerSavepoint takes a savepoint of the running job into dir (a new or
+// empty directory) and returns its path.
+func (j *Job) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, false)
+}
+
+// StopWithSavepoint takes a savepoint into dir and stops the job right after
+// it, so nothing is processed after the savepoint. Resume with FromSavepoint.
+func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, true)
+}
+
+func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
+	if dir == "" {
+		return "", errors.New("savepoint directory is empty: name a directory to write the savepoint into")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	r := request{dir: abs, stop: stop, reply: make(chan savepointResult, 1)}
+	select {
+	case j.reqs <- r:
+	case <-j.done:
+		return "", errors.New("the job is not running")
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	select {
+	case res := <-r.reply:
+		return res.path, res.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Stats returns the job's counters.
+func (j *Job) Stats() Stats {
+	b := j.counters()
+	s := Stats{
+		RecordsIn:              j.inBase.Load(),
+		RecordsOut:             j.outBase.Load(),
+		RecordsCommitted:       b.RecordsCommitted,
+		CheckpointsCompleted:   b.CheckpointsCompleted,
+		CheckpointsFailed:      b.CheckpointsFailed,
+		LastCheckpoint:         j.lastCP.Load(),
+		LastCheckpointDuration: time.Duration(j.lastDur.Load()),
+		Restarts:               b.Restarts,
+		RestoredCheckpoint:     j.restored.Load(),
+		RecordsSkipped:         j.skipped.Load(),
+		RecordsDeadLettered:    j.deadLettered.Load(),
+	}
+	j.mu.Lock()
+	att := j.cur
+	j.mu.Unlock()
+	if att != nil {
+		s.Running = true
+		byHead := map[*Node]int{}
+		for _, st := range att.subtasks {
+			in, out := st.in.Load(), st.out.Load()
+			s.RecordsIn += in
+			s.RecordsOut += out
+			i, ok := byHead[st.head]
+			if !ok {
+				i = len(s.Tasks)
+				byHead[st.head] = i
+				s.Tasks = append(s.Tasks, TaskStats{UID: st.head.uid, Name: st.head.name})
+			}
+			t := &s.Tasks[i]
+			t.Parallelism++
+			t.RecordsIn += in
+			t.RecordsOut += out
+			t.Backpressured += time.Duration(st.backpressured.Load())
+		}
+	}
+	return s
+}
+
+// counters returns the job-life counters: those restored plus this
+// process's.
+func (j *Job) counters() storage.Counters {
+	j.baseMu.Lock()
+	b := j.base
+	j.baseMu.Unlock()
+	return storage.Counters{
+		Restarts:             b.Restarts + j.restarts.Load(),
+		RecordsCommitted:     b.RecordsCommitted + j.committed.Load(),
+		CheckpointsCompleted: b.CheckpointsCompleted + j.cpDone.Load(),
+		CheckpointsFailed:    b.CheckpointsFailed + j.cpFailed.Load(),
+	}
+}
+
+// restoreCounters continues the counters of the first checkpoint this
+// process restores. A process that restores one of the job's own
+// checkpoints that a graceful stop did not take follows one that failed:
+// that counts as a restart.
+func (j *Job) restoreCounters(r recovery) {
+	j.baseMu.Lock()
+	defer j.baseMu.Unlock()
+	if j.baseSet {
+		return
+	}
+	j.baseSet = true
+	if r.manifest == nil {
+		return
+	}
+	j.base = r.manifest.Counters
+	if r.own && !r.manifest.Final {
+		j.base.Restarts++
+	}
+}
+
+func (j *Job) run(ctx context.Context) error {
+	rc := j.cfg.Restart
+	if !j.cfg.RestartSet {
+		if j.cfg.Checkpoint.Enabled() {
+			rc = restart.Config{Strategy: restart.ExponentialDelay}
+		} else {
+			rc = restart.Config{Strategy: restart.None}
+		}
+	}
+	strategy, err := restart.New(rc.WithDefaults(), nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	}
+	if j.cfg.StateDir != "" {
+		// One live instance per state directory: a second one (or a
+		// paused zombie coming back) would write the same checkpoint
+		// directories and, without Kafka fencing, commit sinks twice.
+		root := filepath.Join(j.cfg.StateDir, j.cfg.Job)
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return fmt.Errorf("%w: create state directory: %w", ErrInvalidJob, err)
+		}
+		release, err := dirlock.Lock(filepath.Join(root, "LOCK"))
+		if err != nil {
+			if errors.Is(err, dirlock.ErrLocked) {
+				return fmt.Errorf("%w: state directory %s is in use by another instance of job %q (%w): stop that instance first, or give this one its own state directory", ErrInvalidJob, root, j.cfg.Job, err)
+			}
+			return fmt.Errorf("%w: lock state directory: %w", ErrInvalidJob, err)
+		}
+		defer release()
+		store, err := j.cfg.OpenStorage(j.cfg.StateDir, j.cfg.Job)
+		if err != nil {
+			return fmt.Errorf("%w: open state directory: %w", ErrInvalidJob, err)
+		}
+		if j.stateID, err = store.StateID(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+		}
+		j.log.Info("state directory", "dir", root, "state_id", j.stateID)
+	}
+	// A stop request cancels recovery at once (nothing to save yet) and,
+	// StopTimeout less the cleanup budget later, whatever still blocks a
+	// graceful stop.
+	quit := make(chan struct{})
+	defer close(quit)
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	hard, hardCancel := context.WithCancel(context.Background())
+	defer hardCancel()
+	j.hardStop = hard
+	go func() {
+		select {
+		case <-j.stop:
+			rcancel()
+		case <-ctx.Done():
+		case <-quit:
+			return
+		}
+		t := time.NewTimer(j.cfg.StopTimeout - cleanupBudget(j.cfg.StopTimeout))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			hardCancel()
+		case <-quit:
+		}
+	}()
+	var stopStatus func()
+	if j.cfg.StatusInterval > 0 {
+		stopStatus = j.statusLoop()
+		defer stopStatus()
+	}
+	for {
+		err := j.runAttempt(rctx)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrRestoreRefused) || errors.Is(err, ErrInvalidJob) || errors.Is(err, ErrUnrecoverable) {
+			j.log.Error("job failed and will not restart: restarting cannot fix this", "err", err)
+			return err
+		}
+		if rctx.Err() != nil {
+			if !j.attemptRan.Load() {
+				// Asked to stop while recovering: nothing ran,
+				// nothing is lost; the next start recovers.
+				j.log.Warn("stopped while the job was recovering", "err", err)
+				return nil
+			}
+			j.log.Error("stopped without a final checkpoint; the next start resumes from the last committed checkpoint", "err", err)
+			return fmt.Errorf("stopped without a final checkpoint (the next start resumes from the last committed checkpoint): %w", err)
+		}
+		d := strategy.OnFailure(j.cfg.Clock())
+		if !d.Restart {
+			j.log.Error("job failed", "err", err, "restart", d.Reason)
+			return fmt.Errorf("job %q failed and will not restart (%s): %w", j.cfg.Job, d.Reason, err)
+		}
+		j.restarts.Add(1)
+		j.cfg.Hooks.restarting(Restarting{Job: j.cfg.Job, Attempt: d.Attempt, Delay: d.Delay, Err: err, Time: time.Now()})
+		var te *TaskError
+		if errors.As(err, &te) && te.Stack != nil {
+			j.log.Error("task failed; restoring the last committed checkpoint", "err", err, "attempt", d.Attempt, "delay", d.Delay, "stack", string(te.Stack))
+		} else {
+			j.log.Error("task failed; restoring the last committed checkpoint", "err", err, "attempt", d.Attempt, "delay", d.Delay)
+		}
+		select {
+		case <-time.After(d.Delay):
+		case <-ctx.Done():
+			return nil
+		case <-j.stop:
+			return nil
+		}
+	}
+}
+
+// cleanupBudget is the part of StopTimeout kept for cleanup after a stop
+// gave up on its final checkpoint (aborting an open transaction, closing
+// clients), so that the whole stop ends within StopTimeout.
+func cleanupBudget(stop time.Duration) time.Duration { return min(5*time.Second, stop/2) }
+
+func (j *Job) statusLoop() func() {
+	t := time.NewTicker(j.cfg.StatusInterval)
+	quit := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s := j.Stats()
+				j.log.Info("status", "records_in", s.RecordsIn, "records_written", s.RecordsOut, "records_committed", s.RecordsCommitted, "checkpoints", s.CheckpointsCompleted, "failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "restarts", s.Restarts)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit) }
+}
