@@ -115,6 +115,12 @@ type SinkContext struct {
 //     On recovery the runtime commits the handles in the restored checkpoint
 //     and Open aborts everything prepared with a higher id. Close aborts
 //     what is written but not prepared.
+//   - A handle may be nil (an epoch with nothing to commit later); Commit
+//     then gets nil.
+//   - After a restore with fewer subtasks than before, epochs prepared by
+//     subtasks that no longer exist must be aborted too: the convention
+//     (flowtest's sinks follow it) is that subtask i of the new parallelism
+//     p aborts those of every former subtask j with j % p == i.
 //
 // A sink that does not need transactions (at-least-once) flushes in Prepare
 // and does nothing in Commit.

@@ -87,7 +87,22 @@ func CheckpointConfig(cc CheckpointSettings) Option { return func(c *Env) { c.g.
 func StateDir(dir string) Option { return func(c *Env) { c.g.Cfg.StateDir = dir } }
 
 // RestartConfig selects a restart strategy and tunes it; a zero field means
-// the strategy's default (Flink's). See the RestartStrategy constants.
+// the strategy's default (Flink's). Its fields:
+//
+//	Strategy                 RestartStrategy (NoRestart, FixedDelay, FailureRate, ExponentialDelay)
+//	Attempts                 fixed-delay: restarts before giving up (1)
+//	Delay, NoDelay           fixed-delay and failure-rate: pause before a restart (1s); NoDelay for none
+//	MaxFailuresPerInterval   failure-rate: failures tolerated per interval (1)
+//	FailureRateInterval      failure-rate: the interval (1 min)
+//	InitialBackoff           exponential-delay: first pause (1s)
+//	MaxBackoff               exponential-delay: longest pause (1 min)
+//	Multiplier               exponential-delay: growth per failure (1.5)
+//	Jitter, NoJitter         exponential-delay: random spread (0.1); NoJitter for none
+//	ResetThreshold           exponential-delay: time without failure that resets the backoff (1h)
+//	AttemptsBeforeReset      exponential-delay: restarts before giving up, 0 for no limit
+//
+// Config.Validate rejects impossible combinations with a sentence naming
+// the job-file key.
 type RestartConfig = restart.Config
 
 // RestartStrategy names a restart strategy.
@@ -162,8 +177,10 @@ func BatchSize(n int) Option { return func(c *Env) { c.g.Cfg.BatchSize = n } }
 // the sender blocks (backpressure). Default 8.
 func ChannelCapacity(n int) Option { return func(c *Env) { c.g.Cfg.ChannelCapacity = n } }
 
-// Clock replaces the processing-time clock (state TTL, checkpoint timing);
-// for tests. Default time.Now.
+// Clock replaces the processing-time clock; for tests. It drives state TTL
+// and checkpoint timing alike: a test that moves it forward by hours to
+// expire state also times out a checkpoint in flight, unless it sets a
+// longer CheckpointTimeout. Default time.Now.
 func Clock(now func() time.Time) Option { return func(c *Env) { c.g.Cfg.Clock = now } }
 
 // StatusInterval logs a status line (records, checkpoints) this often.

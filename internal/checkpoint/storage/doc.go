@@ -6,8 +6,8 @@
 //	    <state files>    one per operator subtask (or part of its key-group range)
 //	    _manifest        written last; its presence is what makes checkpoint 42 committed
 //
-// The manifest is the commit point when Kafka is not involved (architecture
-// §3.3): it is written to _manifest.tmp, fsynced, renamed to _manifest and
+// The manifest is the commit point when Kafka is not involved
+// (docs/design.md, invariant 3): it is written to _manifest.tmp, fsynced, renamed to _manifest and
 // the directory is fsynced, so after a crash a checkpoint directory either
 // has a complete, checksummed manifest or it was never committed. Directories
 // without a manifest are garbage that GC removes; they are never restored.
