@@ -146,39 +146,78 @@ func (c Config) WithDefaults() Config {
 // Enabled reports whether periodic checkpoints are on.
 func (c Config) Enabled() bool { return c.Interval > 0 }
 
-// Validate reports every problem in c, each as a sentence saying what to
-// change, joined into one error that wraps ErrInvalidConfig. Zero values that
-// mean "default" are valid; Validate judges c as WithDefaults would complete
-// it.
+// FieldError is one problem Validate found. Key is the configuration key
+// it is about, as a job file spells it (checkpointing.timeout), or
+// "checkpointing" when the problem is how two settings combine; Msg is the
+// sentence saying what to change. It wraps ErrInvalidConfig.
+type FieldError struct {
+	Key string
+	Msg string
+}
+
+func (e *FieldError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Msg }
+
+// Unwrap returns ErrInvalidConfig.
+func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
+
+// Configuration keys as a job file spells them, for FieldError.Key.
+const (
+	keySection           = "checkpointing"
+	keyInterval          = "checkpointing.interval"
+	keyMode              = "checkpointing.mode"
+	keyTimeout           = "checkpointing.timeout"
+	keyMinPause          = "checkpointing.min-pause"
+	keyMaxConcurrent     = "checkpointing.max-concurrent"
+	keyTolerableFailures = "checkpointing.tolerable-failures"
+	keyRetained          = "checkpointing.retained"
+)
+
+// Validate reports every problem in c, each as a *FieldError whose
+// sentence says what to change, joined with errors.Join; each wraps
+// ErrInvalidConfig. Zero values that mean "default" are valid; Validate
+// judges c as WithDefaults would complete it.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	if c.Interval < 0 {
-		bad("checkpoint interval %v is negative: set 0 to turn periodic checkpoints off, or a positive duration such as 10s", c.Interval)
+		bad(keyInterval, "checkpoint interval %v is negative: set 0 to turn periodic checkpoints off, or a positive duration such as 10s", c.Interval)
 	}
 	if c.Mode != ExactlyOnce && c.Mode != AtLeastOnce {
-		bad("unknown checkpointing mode %d: use exactly-once or at-least-once", int(c.Mode))
+		bad(keyMode, "unknown checkpointing mode %d: use exactly-once or at-least-once", int(c.Mode))
 	}
 	if c.Timeout < 0 {
-		bad("checkpoint timeout %v is negative: set a positive duration, or 0 for the default %v", c.Timeout, DefaultTimeout)
+		bad(keyTimeout, "checkpoint timeout %v is negative: set a positive duration, or 0 for the default %v", c.Timeout, DefaultTimeout)
 	}
 	if c.MinPause < 0 {
-		bad("checkpoint min pause %v is negative: set 0 for no pause, or a positive duration", c.MinPause)
+		bad(keyMinPause, "checkpoint min pause %v is negative: set 0 for no pause, or a positive duration", c.MinPause)
 	}
 	if c.MaxConcurrent < 0 {
-		bad("max concurrent checkpoints %d is negative: set 1 or more, or 0 for the default %d", c.MaxConcurrent, DefaultMaxConcurrent)
+		bad(keyMaxConcurrent, "max concurrent checkpoints %d is negative: set 1 or more, or 0 for the default %d", c.MaxConcurrent, DefaultMaxConcurrent)
 	}
 	if c.TolerableFailures < -1 {
-		bad("tolerable failed checkpoints %d is invalid: set -1 for unlimited, 0 to fail the job on the first failed checkpoint, or a positive count", c.TolerableFailures)
+		bad(keyTolerableFailures, "tolerable failed checkpoints %d is invalid: set -1 for unlimited, 0 to fail the job on the first failed checkpoint, or a positive count", c.TolerableFailures)
 	}
 	if c.NumRetained < 0 {
-		bad("retained checkpoints %d is negative: set 1 or more, or 0 for the default %d", c.NumRetained, DefaultNumRetained)
+		bad(keyRetained, "retained checkpoints %d is negative: set 1 or more, or 0 for the default %d", c.NumRetained, DefaultNumRetained)
 	}
 	d := c.WithDefaults()
 	if d.Interval > 0 && d.Timeout > 0 && d.Timeout < d.Interval {
-		bad("checkpoint timeout %v is shorter than the interval %v: checkpoints slower than %v are abandoned although the next one would not be triggered before %v anyway (the two values are easily swapped); set timeout >= interval", d.Timeout, d.Interval, d.Timeout, d.Interval)
+		// Either value may be the wrong one: the problem is their pair.
+		bad(keySection, "checkpoint timeout %v is shorter than the interval %v: checkpoints slower than %v are abandoned although the next one would not be triggered before %v anyway (the two values are easily swapped); set timeout >= interval", d.Timeout, d.Interval, d.Timeout, d.Interval)
 	}
 	return errors.Join(errs...)
 }
+
+// The range of a job's max parallelism, the number of key groups its keyed
+// state is sharded into. Every checkpoint records it and a restore needs
+// the same, so it is checked before a job starts.
+const (
+	MinMaxParallelism = 1
+	MaxMaxParallelism = 32768
+)
+
+// ValidMaxParallelism reports whether n is within MinMaxParallelism and
+// MaxMaxParallelism.
+func ValidMaxParallelism(n int) bool { return n >= MinMaxParallelism && n <= MaxMaxParallelism }

@@ -140,3 +140,43 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// Each problem is a *FieldError naming the key it is about, so a job file
+// can point at its line; a problem of two settings together names the
+// section.
+func TestConfigValidateFieldErrors(t *testing.T) {
+	err := Config{Interval: 10 * time.Second, Timeout: 5 * time.Second, MaxConcurrent: -2, NumRetained: -1}.Validate()
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate() = %v (%T), want the problems joined", err, err)
+	}
+	want := []FieldError{
+		{"checkpointing.max-concurrent", "max concurrent checkpoints -2 is negative: set 1 or more, or 0 for the default 1"},
+		{"checkpointing.retained", "retained checkpoints -1 is negative: set 1 or more, or 0 for the default 1"},
+		{"checkpointing", "checkpoint timeout 5s is shorter than the interval 10s: checkpoints slower than 5s are abandoned although the next one would not be triggered before 10s anyway (the two values are easily swapped); set timeout >= interval"},
+	}
+	problems := joined.Unwrap()
+	if len(problems) != len(want) {
+		t.Fatalf("problems %v, want %d", problems, len(want))
+	}
+	for i, e := range problems {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			t.Fatalf("problem %v is a %T, not a *FieldError", e, e)
+		}
+		if *fe != want[i] {
+			t.Errorf("problem %d = %+v, want %+v", i, *fe, want[i])
+		}
+		if !errors.Is(e, ErrInvalidConfig) || e.Error() != "invalid checkpoint config: "+fe.Msg {
+			t.Errorf("problem %q does not read \"invalid checkpoint config: \" + Msg, or does not wrap ErrInvalidConfig", e)
+		}
+	}
+}
+
+func TestValidMaxParallelism(t *testing.T) {
+	for n, want := range map[int]bool{-1: false, 0: false, 1: true, 128: true, 32768: true, 32769: false} {
+		if got := ValidMaxParallelism(n); got != want {
+			t.Errorf("ValidMaxParallelism(%d) = %v, want %v", n, got, want)
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
-	"github.com/onceflow/onceflow/state"
+	"github.com/onceflow/onceflow/pipeline"
 )
 
 // rec is the record type of these tests.
@@ -133,7 +133,7 @@ func runPipelineWith(t testing.TB, in []rec, steps []Step, parallelism int, poli
 	flow.To(s, sink, flow.UID("sink"))
 	for i, f := range failures {
 		dl := flow.Map(f, func(f flow.Failure[rec]) rec {
-			if !errors.Is(f.Err, ErrNotExtractable) {
+			if !errors.Is(f.Err, pipeline.ErrNotExtractable) {
 				return rec{Key: "unexpected error", Value: f.Err.Error()}
 			}
 			return f.Record
@@ -166,8 +166,10 @@ func recs(kv ...string) []rec {
 
 func TestPipelineOperators(t *testing.T) {
 	in := recs("a", "1", "b", "1", "a", "2", "c", "1", "a", "3", "b", "2")
-	dedupe := Step{Op: OpDedupe, Key: KeyRecordKey, TTL: time.Hour, UID: "dedupe-0"}
-	count := Step{Op: OpCount, Key: KeyRecordKey, UID: "count-1"}
+	// As a job file gives them, and as Go code (the demo) writes them.
+	dedupe := Step{Op: OpDedupe, Params: pipeline.Params{"key": KeyRecordKey, "ttl": time.Hour}, UID: "dedupe-0"}
+	count := Step{Op: OpCount, Params: pipeline.Params{"key": KeyRecordKey}, UID: "count-1"}
+	dedupeInGo := Step{Op: OpDedupe, Key: KeyRecordKey, TTL: time.Hour, UID: "dedupe"}
 	for _, tc := range []struct {
 		name    string
 		steps   []Step
@@ -178,6 +180,7 @@ func TestPipelineOperators(t *testing.T) {
 		{"dedupe keeps the first record of each key", []Step{dedupe}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
 		{"count emits the running count", []Step{count}, map[string][]string{"a": {"1", "2", "3"}, "b": {"1", "2"}, "c": {"1"}}, 0},
 		{"dedupe then count", []Step{dedupe, count}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
+		{"dedupe written in Go", []Step{dedupeInGo}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
 	} {
 		for _, par := range []int{1, 3} {
 			t.Run(tc.name+"/parallelism "+strconv.Itoa(par), func(t *testing.T) {
@@ -193,117 +196,21 @@ func TestPipelineOperators(t *testing.T) {
 	}
 }
 
-func TestCountValuesAreDistinctPerKey(t *testing.T) {
-	// Many keys over several subtasks: every key's counts are 1..n in order.
-	var in []rec
-	n := map[string]int{}
-	for i := range 500 {
-		k := "k" + strconv.Itoa(i%37)
-		n[k]++
-		in = append(in, rec{k, strconv.Itoa(i)})
-	}
-	got, _ := runPipeline(t, in, []Step{{Op: OpCount, Key: KeyRecordKey, UID: "c"}}, 4)
-	keys := make([]string, 0, len(got))
-	for k := range got {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) != len(n) {
-		t.Fatalf("got %d keys, want %d", len(keys), len(n))
-	}
-	for _, k := range keys {
-		for i, v := range got[k] {
-			if v != strconv.Itoa(i+1) {
-				t.Fatalf("key %s: count #%d is %s, want %d (all: %v)", k, i, v, i+1, got[k])
-			}
-		}
-		if len(got[k]) != n[k] {
-			t.Errorf("key %s: %d counts, want %d", k, len(got[k]), n[k])
-		}
-	}
-}
-
-func TestDedupeTTL(t *testing.T) {
-	// The TTL logic runs against a store with a clock the test moves.
-	now := time.Unix(1000, 0)
-	st := state.NewRuntime(0, 127, 128, func() time.Time { return now }, nil)
-	seen := state.NewValue[bool](st.Store(), "seen", state.WithTTL(time.Minute))
-	st.Seal()
-	step := func(key string, advance time.Duration) bool {
-		now = now.Add(advance)
-		st.SetKey(key)
-		return seenBefore(seen)
-	}
-	for i, tc := range []struct {
-		key     string
-		advance time.Duration
-		dup     bool
-	}{
-		{"a", 0, false},
-		{"a", 30 * time.Second, true},  // within the TTL
-		{"b", 0, false},                // other keys are independent
-		{"a", 59 * time.Second, true},  // the sighting above restarted a's TTL
-		{"a", 61 * time.Second, false}, // expired: passes again
-		{"b", 0, false},                // b was last seen 2m ago: expired
-	} {
-		if got := step(tc.key, tc.advance); got != tc.dup {
-			t.Errorf("step %d (%s after %v): duplicate = %v, want %v", i, tc.key, tc.advance, got, tc.dup)
-		}
-	}
-}
-
+// BuildPipeline checks steps built in Go too, and names their lines.
 func TestBuildPipelineRejectsUnsupportedSteps(t *testing.T) {
 	env := flow.New()
 	s := flow.From(env, memSource{}, flow.UID("src"))
-	for _, st := range []Step{
-		{Op: "window", Key: KeyRecordKey, Line: 3},
-		{Op: OpCount, Key: "record.value", Line: 4},
-		{Op: OpDedupe, Key: KeyRecordKey, Line: 5},
-		{Op: OpExtractKey, Line: 6},
-	} {
-		if _, _, err := BuildPipeline(s, []Step{st}, recAccess, flow.FailOnError, nil); err == nil {
-			t.Errorf("step %+v accepted", st)
-		}
-	}
-}
-
-func TestJSONFieldKey(t *testing.T) {
 	for _, tc := range []struct {
-		value, field string
-		key          string // when ok
-		err          string // message after the ErrNotExtractable prefix
+		step Step
+		want string
 	}{
-		{value: `{"user":"alice","n":1}`, field: "user", key: "alice"},
-		{value: ` { "user" : "al\u0069ce" } `, field: "user", key: "alice"},
-		{value: `{"user":42}`, field: "user", key: "42"},
-		{value: `{"user":-4.2e1}`, field: "user", key: "-4.2e1"},
-		{value: `{"user":12345678901234567890123}`, field: "user", key: "12345678901234567890123"},
-		{value: `{"user":""}`, field: "user", key: ""},
-		{value: `{"a.b":"x"}`, field: "a.b", key: "x"},
-		{value: `{"user":"alice"}`, field: "id", err: `the JSON object has no field "id"`},
-		{value: `hello`, field: "user", err: `the value is not JSON (invalid character 'h' looking for beginning of value)`},
-		{value: `{"user":"alice"} trailing`, field: "user", err: `the value is not JSON (invalid character 't' after top-level value)`},
-		{value: ``, field: "user", err: `the value is empty, not a JSON object`},
-		{value: `[1,2]`, field: "user", err: `the value is a JSON array, not an object`},
-		{value: `"alice"`, field: "user", err: `the value is a JSON string, not an object`},
-		{value: `null`, field: "user", err: `the value is JSON null, not an object`},
-		{value: `{"user":true}`, field: "user", err: `field "user" is a boolean, not a string or number`},
-		{value: `{"user":null}`, field: "user", err: `field "user" is null, not a string or number`},
-		{value: `{"user":{"id":1}}`, field: "user", err: `field "user" is an object, not a string or number`},
-		{value: `{"user":["a"]}`, field: "user", err: `field "user" is a list, not a string or number`},
+		{Step{Op: "window", Line: 3}, `pipeline operator window (line 3): unknown operator "window"; supported operators: count, dedupe, extract-key`},
+		{Step{Op: OpCount, Key: "record.value", Line: 4}, `pipeline operator count (line 4): key: unsupported key expression "record.value": only record.key is supported for now`},
+		{Step{Op: OpDedupe, Key: KeyRecordKey, Line: 5}, `pipeline operator dedupe (line 5): ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)`},
+		{Step{Op: OpExtractKey, Params: pipeline.Params{"json-field": ""}, Line: 6}, `pipeline operator extract-key (line 6): json-field is empty: name the JSON field whose value becomes the record key, such as json-field: user`},
 	} {
-		key, err := jsonFieldKey([]byte(tc.value), tc.field)
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("%s [%s]: %v", tc.value, tc.field, err)
-		case tc.err == "" && string(key) != tc.key:
-			t.Errorf("%s [%s]: key %q, want %q", tc.value, tc.field, key, tc.key)
-		case tc.err != "" && err == nil:
-			t.Errorf("%s [%s]: key %q, want error %q", tc.value, tc.field, key, tc.err)
-		case tc.err != "":
-			if want := ErrNotExtractable.Error() + ": " + tc.err; err.Error() != want || !errors.Is(err, ErrNotExtractable) {
-				t.Errorf("%s [%s]: error\n%v\nwant\n%s", tc.value, tc.field, err, want)
-			}
+		if _, _, err := BuildPipeline(s, []Step{tc.step}, recAccess, flow.FailOnError, nil); err == nil || err.Error() != tc.want {
+			t.Errorf("step %+v: error\n%v\nwant\n%s", tc.step, err, tc.want)
 		}
 	}
 }
@@ -321,8 +228,8 @@ func TestExtractKeyPolicies(t *testing.T) {
 		"k7", `{"user":false}`,
 	)
 	steps := []Step{
-		{Op: OpExtractKey, JSONField: "user", UID: "extract-key-0", Line: 1},
-		{Op: OpCount, Key: KeyRecordKey, UID: "count-1", Line: 2},
+		{Op: OpExtractKey, Params: pipeline.Params{"json-field": "user"}, UID: "extract-key-0", Line: 1},
+		{Op: OpCount, UID: "count-1", Line: 2},
 	}
 	good := map[string][]string{"alice": {"1", "2"}, "bob": {"1"}, "7": {"1"}}
 	poison := []rec{{"k2", `not json`}, {"k4", `{"id":7}`}, {"k7", `{"user":false}`}}
@@ -350,7 +257,7 @@ func TestExtractKeyPolicies(t *testing.T) {
 			dead := append([]rec(nil), r.dead...)
 			sort.Slice(dead, func(i, j int) bool { return dead[i].Key < dead[j].Key })
 			if !reflect.DeepEqual(dead, poison) {
-				t.Errorf("dead letters %v, want %v (unchanged, with an ErrNotExtractable error)", dead, poison)
+				t.Errorf("dead letters %v, want %v (unchanged, with an pipeline.ErrNotExtractable error)", dead, poison)
 			}
 			if r.stats.RecordsDeadLettered != 3 || r.stats.RecordsSkipped != 0 {
 				t.Errorf("dead-lettered %d, skipped %d; want 3 dead-lettered", r.stats.RecordsDeadLettered, r.stats.RecordsSkipped)
@@ -367,8 +274,8 @@ func TestExtractKeyPolicies(t *testing.T) {
 				t.Errorf("error does not contain %q:\n%v", want, r.err)
 			}
 		}
-		if !errors.Is(r.err, ErrNotExtractable) {
-			t.Errorf("error does not wrap ErrNotExtractable: %v", r.err)
+		if !errors.Is(r.err, pipeline.ErrNotExtractable) {
+			t.Errorf("error does not wrap pipeline.ErrNotExtractable: %v", r.err)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -85,14 +86,7 @@ func describeJob(w io.Writer, jf *JobFile) {
 		if st.UIDSet {
 			uid += ", from the file"
 		}
-		switch st.Op {
-		case OpDedupe:
-			fmt.Fprintf(w, "  %-11s dedupe by %s, ttl %s (%s)\n", label, st.Key, fmtDuration(st.TTL), uid)
-		case OpExtractKey:
-			fmt.Fprintf(w, "  %-11s extract-key from JSON field %q of the value (%s)\n", label, st.JSONField, uid)
-		default:
-			fmt.Fprintf(w, "  %-11s %s by %s (%s)\n", label, st.Op, st.Key, uid)
-		}
+		fmt.Fprintf(w, "  %-11s %s (%s)\n", label, describeStep(st), uid)
 	}
 	fmt.Fprintf(w, "  sink:       %s, delivery %s", jf.Sink.Topic, jf.Sink.Delivery)
 	if jf.Sink.Delivery == DeliveryExactlyOnce {
@@ -123,6 +117,15 @@ func describeJob(w io.Writer, jf *JobFile) {
 	} else if cp.Enabled() {
 		fmt.Fprintln(w, "  restart:    exponential-delay (default)")
 	}
+}
+
+// describeStep says what a pipeline step does, as its operator's spec
+// puts it (pipeline.Spec.Explain).
+func describeStep(st Step) string {
+	if spec, ok := pipeline.Lookup(st.Op); ok {
+		return spec.Explain(st.params())
+	}
+	return st.Op
 }
 
 // uidPlain are the characters a uid can be written with, unquoted, in a

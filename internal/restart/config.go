@@ -212,14 +212,30 @@ func normalizeKind(k Kind) Kind {
 	return k
 }
 
-// Validate reports every problem with c in one error that wraps
-// ErrInvalidConfig. It judges c as New would use it, that is after
-// WithDefaults, so a zero field never counts as a mistake.
+// FieldError is one problem Validate found. Key is the configuration key
+// it is about, as a job file spells it (restart.attempts); Msg is the
+// sentence saying what to change, which starts with Key. It wraps
+// ErrInvalidConfig.
+type FieldError struct {
+	Key string
+	Msg string
+}
+
+func (e *FieldError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Msg }
+
+// Unwrap returns ErrInvalidConfig.
+func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
+
+// Validate reports every problem with c: one *FieldError per problem,
+// joined with errors.Join, each wrapping ErrInvalidConfig. It judges c as
+// New would use it, that is after WithDefaults, so a zero field never
+// counts as a mistake.
 func (c Config) Validate() error {
 	d := c.WithDefaults()
-	var problems []string
-	add := func(format string, args ...any) {
-		problems = append(problems, fmt.Sprintf(format, args...))
+	var problems []error
+	// add reports a problem about key; the sentence starts with the key.
+	add := func(key, format string, args ...any) {
+		problems = append(problems, &FieldError{Key: key, Msg: key + " " + fmt.Sprintf(format, args...)})
 	}
 
 	if !isKnown(d.Strategy) {
@@ -227,7 +243,7 @@ func (c Config) Validate() error {
 		for i, k := range kinds {
 			names[i] = string(k)
 		}
-		add("%s %q is not a restart strategy; use one of %s", keyStrategy, string(c.Strategy), strings.Join(names, ", "))
+		add(keyStrategy, "%q is not a restart strategy; use one of %s", string(c.Strategy), strings.Join(names, ", "))
 	}
 
 	// A negative value is a typo whatever the strategy, so these are checked
@@ -243,7 +259,7 @@ func (c Config) Validate() error {
 		{keyResetThreshold, d.ResetThreshold},
 	} {
 		if f.v < 0 {
-			add("%s must not be negative (got %s)", f.key, formatDuration(f.v))
+			add(f.key, "must not be negative (got %s)", formatDuration(f.v))
 		}
 	}
 	for _, f := range []struct {
@@ -255,36 +271,32 @@ func (c Config) Validate() error {
 		{keyAttemptsBeforeReset, d.AttemptsBeforeReset},
 	} {
 		if f.v < 0 {
-			add("%s must not be negative (got %d)", f.key, f.v)
+			add(f.key, "must not be negative (got %d)", f.v)
 		}
 	}
 
 	if (d.Strategy == FixedDelay || d.Strategy == FailureRate) && d.NoDelay && d.Delay != 0 {
-		add("%s is %s but NoDelay asks for no delay; set only one of them", keyDelay, formatDuration(d.Delay))
+		add(keyDelay, "is %s but NoDelay asks for no delay; set only one of them", formatDuration(d.Delay))
 	}
 
 	if d.Strategy == ExponentialDelay {
 		// Written as !(x >= 1) so that NaN is rejected too.
 		if !(d.Multiplier >= 1) {
-			add("%s must be at least 1 so the backoff never shrinks (got %s); 1 keeps it constant", keyMultiplier, formatFloat(d.Multiplier))
+			add(keyMultiplier, "must be at least 1 so the backoff never shrinks (got %s); 1 keeps it constant", formatFloat(d.Multiplier))
 		}
 		if !(d.Jitter >= 0 && d.Jitter <= 1) {
-			add("%s must be a fraction between 0 and 1, e.g. 0.1 for ±10%% (got %s)", keyJitter, formatFloat(d.Jitter))
+			add(keyJitter, "must be a fraction between 0 and 1, e.g. 0.1 for ±10%% (got %s)", formatFloat(d.Jitter))
 		}
 		if d.NoJitter && d.Jitter != 0 {
-			add("%s is %s but NoJitter turns jitter off; set only one of them", keyJitter, formatFloat(d.Jitter))
+			add(keyJitter, "is %s but NoJitter turns jitter off; set only one of them", formatFloat(d.Jitter))
 		}
 		if d.InitialBackoff > 0 && d.MaxBackoff > 0 && d.MaxBackoff < d.InitialBackoff {
-			add("%s (%s%s) is shorter than %s (%s%s); raise the maximum or lower the initial backoff",
-				keyMaxBackoff, formatDuration(d.MaxBackoff), defaultNote(c.MaxBackoff == 0),
+			add(keyMaxBackoff, "(%s%s) is shorter than %s (%s%s); raise the maximum or lower the initial backoff",
+				formatDuration(d.MaxBackoff), defaultNote(c.MaxBackoff == 0),
 				keyInitialBackoff, formatDuration(d.InitialBackoff), defaultNote(c.InitialBackoff == 0))
 		}
 	}
-
-	if len(problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	return errors.Join(problems...)
 }
 
 func isKnown(k Kind) bool {

@@ -265,3 +265,43 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// Each problem is a *FieldError naming its key, so a job file can point at
+// the line; the sentences start with the key.
+func TestValidateFieldErrors(t *testing.T) {
+	err := Config{Multiplier: 0.5, MaxBackoff: time.Second, InitialBackoff: 5 * time.Second, AttemptsBeforeReset: -1}.Validate()
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Validate() = %v, does not wrap ErrInvalidConfig", err)
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate() = %T, want the problems joined", err)
+	}
+	var got []FieldError
+	for _, e := range joined.Unwrap() {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			t.Fatalf("problem %v is a %T, not a *FieldError", e, e)
+		}
+		if !errors.Is(e, ErrInvalidConfig) || e.Error() != ErrInvalidConfig.Error()+": "+fe.Msg {
+			t.Errorf("problem %q does not read \"invalid restart config: \" + Msg, or does not wrap ErrInvalidConfig", e)
+		}
+		got = append(got, *fe)
+	}
+	want := []FieldError{
+		{keyAttemptsBeforeReset, "restart.attempts-before-reset must not be negative (got -1)"},
+		{keyMultiplier, "restart.multiplier must be at least 1 so the backoff never shrinks (got 0.5); 1 keeps it constant"},
+		{keyMaxBackoff, "restart.max-backoff (1s) is shorter than restart.initial-backoff (5s); raise the maximum or lower the initial backoff"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("problem %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("Config{}.Validate() = %v", err)
+	}
+}

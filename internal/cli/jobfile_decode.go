@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"go.yaml.in/yaml/v3"
+
+	"github.com/onceflow/onceflow/flow"
+)
+
+// The decoders of the top level and of the small sections. Every decoder
+// reports what it finds wrong in a single field (d.errorf) and leaves what
+// spans fields to jobfile_validate.go.
+
+// decodeRoot decodes the whole file: one decoder per section.
+func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
+	d.mapping("", root, map[string]field{
+		"job":           d.str(&jf.Job),
+		"kafka":         func(p string, v *yaml.Node) { d.decodeKafka(p, v, &jf.Kafka) },
+		"source":        func(p string, v *yaml.Node) { d.decodeSource(p, v, &jf.Source) },
+		"pipeline":      func(p string, v *yaml.Node) { d.decodePipeline(p, v, jf) },
+		"sink":          func(p string, v *yaml.Node) { d.decodeSink(p, v, &jf.Sink) },
+		"errors":        func(p string, v *yaml.Node) { d.decodeErrors(p, v, &jf.Errors) },
+		"checkpointing": func(p string, v *yaml.Node) { d.decodeCheckpointing(p, v, &jf.Checkpointing) },
+		"state":         func(p string, v *yaml.Node) { d.decodeState(p, v, &jf.State) },
+		"restart": func(p string, v *yaml.Node) {
+			jf.RestartSet = true
+			d.decodeRestart(p, v, &jf.Restart)
+		},
+	})
+}
+
+func (d *decoder) decodeSink(path string, v *yaml.Node, s *SinkConfig) {
+	d.mapping(path, v, map[string]field{
+		"topic":          d.str(&s.Topic),
+		"delivery":       d.oneOf(&s.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
+		"max-held-bytes": d.size(&s.MaxHeldBytes),
+	})
+}
+
+func (d *decoder) decodeErrors(path string, v *yaml.Node, e *ErrorsConfig) {
+	var policy string
+	d.mapping(path, v, map[string]field{
+		"policy":            d.oneOf(&policy, errorPolicies...),
+		"dead-letter-topic": d.str(&e.DeadLetterTopic),
+	})
+	p, err := flow.ParseErrorPolicy(policy)
+	if err != nil { // unreachable: oneOf checked the spelling
+		d.errorf(d.at(path+".policy"), "%v", err)
+	}
+	e.Policy = p
+}
+
+func (d *decoder) decodeState(path string, v *yaml.Node, s *StateConfig) {
+	d.mapping(path, v, map[string]field{
+		"dir":             d.str(&s.Dir),
+		"max-parallelism": d.integer(&s.MaxParallelism),
+	})
+}

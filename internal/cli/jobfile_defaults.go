@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/pipeline"
+)
+
+// applyDefaults fills in what the file leaves out, and resolves the paths
+// it gives against its directory. It runs after decoding, before
+// validate, so the checks see the job as it will run. A value the file
+// gives is kept even when it is invalid: validate reports it.
+func (d *decoder) applyDefaults(jf *JobFile) {
+	if jf.Kafka.ClientID == "" {
+		jf.Kafka.ClientID = "onceflow"
+	}
+	tls := &jf.Kafka.TLS
+	tls.CAFile, tls.CertFile, tls.KeyFile = d.abs(tls.CAFile), d.abs(tls.CertFile), d.abs(tls.KeyFile)
+
+	src := &jf.Source
+	if src.Group == "" {
+		src.Group = "onceflow-" + jf.Job // the Kafka connector's default, spelled out for describeJob
+	}
+	if src.Startup.Mode == "" {
+		src.Startup.Mode = StartEarliest
+	}
+	if src.Startup.Reset == "" && (src.Startup.Mode == StartGroupOffsets || src.Startup.Mode == StartSpecificOffsets) {
+		src.Startup.Reset = "earliest"
+	}
+	if src.Isolation == "" {
+		src.Isolation = IsolationReadCommitted
+	}
+	if src.OnTopicRecreated == "" {
+		src.OnTopicRecreated = RecreatedEarliest
+	}
+
+	applyPipelineDefaults(jf.Pipeline)
+
+	if jf.Sink.Delivery == "" {
+		jf.Sink.Delivery = DeliveryExactlyOnce
+	}
+	if jf.Sink.Delivery == DeliveryExactlyOnce && d.at("sink.max-held-bytes") == 0 {
+		jf.Sink.MaxHeldBytes = kafka.DefaultMaxHeldBytes // spelled out for describeJob
+	}
+
+	if jf.State.Dir == "" {
+		jf.State.Dir = DefaultStateDir
+	}
+	jf.State.Dir = d.abs(jf.State.Dir)
+}
+
+// applyPipelineDefaults gives every step its operator's defaults
+// (pipeline.Spec.WithDefaults) and every step without uid: its default id
+// (pipeline.IDs).
+func applyPipelineDefaults(steps []Step) {
+	ps := make([]pipeline.Step, len(steps))
+	for i, st := range steps {
+		if spec, ok := pipeline.Lookup(st.Op); ok {
+			steps[i].Params = spec.WithDefaults(st.Params)
+		}
+		ps[i] = pipeline.Step{Op: st.Op, Params: steps[i].Params}
+		if st.UIDSet {
+			ps[i].UID = st.UID
+		}
+	}
+	for i, id := range pipeline.IDs(ps) {
+		steps[i].UID = id
+	}
+}

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/onceflow/onceflow/pipeline"
+)
+
+// The decoder of the pipeline section. It knows no operator: each step is
+// decoded, given its defaults and checked from its operator's spec
+// (pipeline.Lookup), so an operator is added in package pipeline alone.
+
+func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
+	if isNull(v) {
+		return // "pipeline:" with nothing: pass-through
+	}
+	if v.Kind != yaml.SequenceNode {
+		d.errorf(v.Line, "pipeline must be a list of operators (- dedupe: {...}), not %s", describe(v))
+		return
+	}
+	names := pipeline.Names()
+	for i, item := range v.Content {
+		item = resolve(item)
+		where := fmt.Sprintf("%s[%d]", path, i)
+		if item.Kind != yaml.MappingNode || len(item.Content) != 2 {
+			d.errorf(item.Line, "%s must name one operator, such as \"- count: {key: record.key}\"; supported operators: %s", where, strings.Join(names, ", "))
+			continue
+		}
+		k, params := resolve(item.Content[0]), resolve(item.Content[1])
+		spec, ok := pipeline.Lookup(k.Value)
+		if !ok {
+			d.errorf(k.Line, "%s: unknown operator %q%s; supported operators: %s", where, k.Value, suggest(k.Value, names), strings.Join(names, ", "))
+			continue
+		}
+		jf.Pipeline = append(jf.Pipeline, d.decodeStep(where+"."+spec.Name, k.Line, params, spec))
+	}
+}
+
+// decodeStep decodes the fields of a step of spec's operator at line
+// (params may be empty: "- count:"), then checks them with the spec
+// (pipeline.Spec.Check, defaults applied). Problems with a field are
+// reported at its line, others (a missing field) at the step's.
+func (d *decoder) decodeStep(where string, line int, params *yaml.Node, spec pipeline.Spec) Step {
+	st := Step{Op: spec.Name, Line: line, Params: pipeline.Params{}}
+	failed := map[string]bool{} // fields whose value was reported as wrong
+	fields := map[string]field{
+		"uid": func(p string, v *yaml.Node) {
+			before := len(d.errs)
+			d.str(&st.UID)(p, v)
+			if len(d.errs) == before && st.UID == "" {
+				d.errorf(v.Line, "%s is empty: give it a value or remove it for the default id", p)
+			}
+			st.UIDSet = true
+		},
+	}
+	for _, f := range spec.Fields {
+		fields[f.Name] = func(p string, v *yaml.Node) {
+			if val, ok := d.value(p, v, f.Type); ok {
+				st.Params[f.Name] = val
+			} else {
+				failed[f.Name] = true
+			}
+		}
+	}
+	if !isNull(params) {
+		d.mapping(where, params, fields)
+	}
+	for _, err := range splitJoined(spec.Check(spec.WithDefaults(st.Params))) {
+		var fe *pipeline.FieldError
+		if !errors.As(err, &fe) {
+			d.errorf(line, "%s: %v", where, err)
+			continue
+		}
+		if failed[fe.Field] {
+			continue // reported already
+		}
+		at := d.at(where + "." + fe.Field)
+		if at == 0 {
+			at = line
+		}
+		d.errorf(at, "%s.%v", where, fe)
+	}
+	return st
+}
+
+// value decodes a step's field of type t.
+func (d *decoder) value(path string, v *yaml.Node, t pipeline.Type) (any, bool) {
+	before := len(d.errs)
+	var val any
+	switch t {
+	case pipeline.Duration:
+		var dur time.Duration
+		d.duration(&dur)(path, v)
+		val = dur
+	default: // pipeline.String, pipeline.KeyExpr: text
+		var s string
+		d.str(&s)(path, v)
+		val = s
+	}
+	if len(d.errs) > before {
+		return nil, false
+	}
+	if err := t.Check(val); err != nil {
+		d.errorf(v.Line, "%s: %v", path, err)
+		return nil, false
+	}
+	return val, true
+}
+
+// stateful tells whether a step of operator op keeps keyed state.
+func stateful(op string) bool {
+	spec, ok := pipeline.Lookup(op)
+	return ok && spec.Stateful
+}
+
+// positionalUID is the id a step had by default before pipeline.IDs: the
+// operator and its position in the pipeline (from 0). Checkpoints taken
+// then name the steps' state by it.
+func positionalUID(st Step, position int) string {
+	return fmt.Sprintf("%s-%d", st.Op, position)
+}
+
+// reservedUID tells whether uid is one the run wiring gives the job's own
+// operators, which a pipeline step cannot use, and whose it is.
+func reservedUID(uid string) (what string, ok bool) {
+	switch {
+	case uid == "source":
+		return "the Kafka source", true
+	case uid == "sink":
+		return "the Kafka sink", true
+	case uid == "dead-letters", strings.HasPrefix(uid, "dead-letters-"):
+		return "a dead-letter writer", true
+	}
+	return "", false
+}
+
+// stateFileName is the part of a keyed operator's state file name that
+// comes from its uid: the engine replaces every character but letters,
+// digits, '.', '_' and '-' with '_' (flow's sanitize), so two uids that
+// differ only there would write the same file.
+func stateFileName(uid string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, uid)
+}

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"maps"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/pipeline"
+)
+
+// The job file's schema: what a job file holds once it is read, its
+// defaults filled in. jobfile.go reads it (ParseJobFile).
+
+// JobFile is a job file (`onceflow run FILE.yaml`) after parsing and
+// validation. Every default is already applied, so the run wiring only
+// translates it.
+type JobFile struct {
+	// Path is the file the job was read from, as given. Relative paths in
+	// the file (state.dir, kafka.tls files) are resolved against its
+	// directory, so the job finds its state whatever the working directory.
+	Path string
+	// Job names the job; it scopes checkpoints, transactional ids and the
+	// default consumer group. Required.
+	Job      string
+	Kafka    KafkaConfig
+	Source   SourceConfig
+	Pipeline []Step
+	Sink     SinkConfig
+	// Errors is the errors section; without one, policy fail.
+	Errors ErrorsConfig
+	// Checkpointing holds checkpointing.*, with zero meaning the
+	// checkpoint package's default (WithDefaults is not applied).
+	Checkpointing checkpoint.Config
+	State         StateConfig
+	// Restart holds restart.*; RestartSet tells whether the file has a
+	// restart section at all (without one the engine picks its default).
+	Restart    restart.Config
+	RestartSet bool
+}
+
+// KafkaConfig is the kafka section: how to reach the cluster.
+type KafkaConfig struct {
+	// Brokers are the bootstrap host:port addresses. Required.
+	Brokers []string
+	// ClientID is sent with every request (shows in broker logs and
+	// quotas). Default "onceflow".
+	ClientID string
+	TLS      TLSConfig
+	SASL     SASLConfig
+}
+
+// TLSConfig is kafka.tls. Naming any file turns TLS on unless enabled is
+// written as false, which is then an error. The file names are absolute:
+// relative ones are resolved against the job file's directory.
+type TLSConfig struct {
+	Enabled            bool
+	CAFile             string // PEM CA bundle; default: the system roots
+	CertFile           string // PEM client certificate (mutual TLS); needs KeyFile
+	KeyFile            string // PEM client key; needs CertFile
+	InsecureSkipVerify bool   // do not verify the broker's certificate; for tests only
+}
+
+// SASLConfig is kafka.sasl. An empty Mechanism means no SASL.
+type SASLConfig struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (normalized to
+	// upper case).
+	Mechanism string
+	// Username and Password may be written as ${ENV_VAR} to keep secrets
+	// out of the file; they are then read from the environment.
+	Username string
+	Password string
+}
+
+// SourceConfig is the source section: what to read.
+type SourceConfig struct {
+	// Topics to read; exactly one of Topics and TopicRegex is set.
+	Topics []string
+	// TopicRegex selects topics by a Go regular expression matched
+	// against the whole topic name.
+	TopicRegex string
+	// Group is the consumer group offsets are committed to (for
+	// monitoring and group-offsets startup; the source never joins it).
+	// Default "onceflow-<job>".
+	Group   string
+	Startup Startup
+	// DiscoveryInterval is how often new partitions (and topics matching
+	// TopicRegex) are looked for. Default 0: the connector's default.
+	DiscoveryInterval time.Duration
+	// Isolation is IsolationReadCommitted (default) or
+	// IsolationReadUncommitted.
+	Isolation string
+	// Bounded stops the source at the end offsets it sees when it starts,
+	// so the job ends. Default false.
+	Bounded bool
+	// Parallelism is the source's parallelism. Default 0: one subtask per
+	// partition.
+	Parallelism int
+	// OnTopicRecreated is what the source does when a topic it read was
+	// deleted and created again under the same name: RecreatedEarliest
+	// (default: read the new topic from its start) or RecreatedFail (stop
+	// the job so an operator decides).
+	OnTopicRecreated string
+}
+
+// Values of SourceConfig.OnTopicRecreated.
+const (
+	RecreatedEarliest = "earliest"
+	RecreatedFail     = "fail"
+)
+
+// Isolation levels of SourceConfig.Isolation.
+const (
+	IsolationReadCommitted   = "read_committed"
+	IsolationReadUncommitted = "read_uncommitted"
+)
+
+// StartupMode is where a source starts reading when the job has no
+// checkpoint to resume from.
+type StartupMode string
+
+// The startup modes.
+const (
+	StartEarliest        StartupMode = "earliest"
+	StartLatest          StartupMode = "latest"
+	StartTimestamp       StartupMode = "timestamp"
+	StartSpecificOffsets StartupMode = "specific-offsets"
+	StartGroupOffsets    StartupMode = "group-offsets"
+)
+
+var startupModes = []string{string(StartEarliest), string(StartLatest), string(StartTimestamp), string(StartSpecificOffsets), string(StartGroupOffsets)}
+
+// Startup is source.startup. Default mode earliest (as Flink's
+// KafkaSource).
+type Startup struct {
+	Mode StartupMode
+	// Timestamp is the first record time to read, for StartTimestamp.
+	Timestamp time.Time
+	// Offsets is topic -> partition -> offset, for StartSpecificOffsets.
+	Offsets map[string]map[int32]int64
+	// Reset is where partitions without an offset start (group-offsets:
+	// no committed offset; specific-offsets: partition not listed):
+	// "earliest" (default), "latest", or "none" to fail instead.
+	Reset string
+}
+
+// Step is one pipeline step: an operator of package pipeline with its
+// fields.
+type Step struct {
+	// Op names the operator, such as OpDedupe (pipeline.Names lists them).
+	Op string
+	// Params are the step's fields as its operator's spec decoded them
+	// (pipeline.Spec), the spec's defaults filled in.
+	Params pipeline.Params
+	// UID identifies the step's state in checkpoints. Without uid: in the
+	// file it is the step's default id (pipeline.IDs): derived from what
+	// the step is, not where it is, so inserting, removing or reordering
+	// other steps keeps it.
+	UID string
+	// UIDSet tells whether UID was written in the file (uid:).
+	UIDSet bool
+	// Line is where the step is in the file, for messages.
+	Line int
+	// Key and TTL are the key expression and ttl of a step written in Go
+	// rather than read from a file (the demo's); they count as
+	// Params["key"] and Params["ttl"] where Params has none. A job file's
+	// steps have every field in Params.
+	Key string
+	TTL time.Duration
+}
+
+// params are the step's fields, Key and TTL included.
+func (st Step) params() pipeline.Params {
+	if st.Key == "" && st.TTL == 0 {
+		return st.Params
+	}
+	p := maps.Clone(st.Params)
+	if p == nil {
+		p = pipeline.Params{}
+	}
+	if _, ok := p["key"]; !ok && st.Key != "" {
+		p["key"] = st.Key
+	}
+	if _, ok := p["ttl"]; !ok && st.TTL != 0 {
+		p["ttl"] = st.TTL
+	}
+	return p
+}
+
+// Names of the operators package pipeline registers and of its record key
+// expression, for Go code that builds steps (the demo).
+const (
+	OpDedupe     = "dedupe"
+	OpCount      = "count"
+	OpExtractKey = "extract-key"
+	KeyRecordKey = pipeline.KeyRecordKey
+)
+
+// ErrorsConfig is the errors section: what happens to a poison record, one
+// a pipeline operator cannot process (extract-key given a value that is not
+// a JSON object with the field). Such a record fails the same way after
+// every restart, so the policy decides whether the job may go past it.
+type ErrorsConfig struct {
+	// Policy is flow.FailOnError (default: the job fails and the restart
+	// strategy decides), flow.SkipOnError (drop, count and log the record)
+	// or flow.DeadLetterOnError (write it to DeadLetterTopic).
+	Policy flow.ErrorPolicy
+	// DeadLetterTopic receives the poison records under
+	// flow.DeadLetterOnError, committed together with the sink's output.
+	// Required with that policy, and only allowed with it; it must differ
+	// from the source and sink topics.
+	DeadLetterTopic string
+}
+
+// errorPolicies are the spellings of errors.policy.
+var errorPolicies = []string{"fail", "skip", "dead-letter"}
+
+// SinkConfig is the sink section: where results go.
+type SinkConfig struct {
+	// Topic to write to. Required.
+	Topic string
+	// Delivery is DeliveryExactlyOnce (default), DeliveryAtLeastOnce or
+	// DeliveryNone.
+	Delivery string
+	// MaxHeldBytes bounds the memory of records the exactly-once sink
+	// holds while a checkpoint commits; when it is reached, the sink
+	// blocks until the commit (backpressure). Default
+	// kafka.DefaultMaxHeldBytes (64 MiB); only with DeliveryExactlyOnce.
+	MaxHeldBytes int64
+}
+
+// Delivery guarantees of SinkConfig.Delivery.
+const (
+	DeliveryNone        = "none"
+	DeliveryAtLeastOnce = "at-least-once"
+	DeliveryExactlyOnce = "exactly-once"
+)
+
+// StateConfig is the state section.
+type StateConfig struct {
+	// Dir holds the job's checkpoints (under Dir/<job>). Absolute: a
+	// relative state.dir, and the default "./onceflow-data", are resolved
+	// against the job file's directory, not the working directory.
+	Dir string
+	// MaxParallelism is the number of key groups; it cannot change once a
+	// job has checkpoints. Default 0: the engine's (128).
+	MaxParallelism int
+}
+
+// DefaultStateDir is StateConfig.Dir's default, relative to the job
+// file's directory.
+const DefaultStateDir = "./onceflow-data"

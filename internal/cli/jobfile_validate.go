@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/state"
+)
+
+// The validation pass: what the decoders cannot check field by field,
+// because it spans fields or sections or depends on a default. It runs on
+// a decoded file with its defaults applied (applyDefaults) and changes
+// nothing.
+
+// validate checks the whole job and reports the problems in line order.
+func (d *decoder) validate(jf *JobFile) {
+	d.validateJob(jf)
+	d.validateKafka(jf.Kafka)
+	sourceTopics := d.validateSource(jf.Source)
+	d.validateSink(jf.Sink, sourceTopics)
+	d.validateErrors(jf, sourceTopics)
+	d.validateCheckpointing(jf)
+	d.validateState(jf)
+	d.validateUIDs(jf.Pipeline)
+	if jf.RestartSet {
+		d.configErrors("restart", jf.Restart.Validate())
+	}
+	sort.SliceStable(d.errs, func(i, j int) bool { return lineOf(d.errs[i]) < lineOf(d.errs[j]) })
+}
+
+func (d *decoder) validateJob(jf *JobFile) {
+	if jf.Job == "" {
+		d.errorf(d.at("job"), "job is missing: name the job, such as job: orders-count (it scopes checkpoints and transactional ids, so keep it stable)")
+	} else if !validName(jf.Job) {
+		d.errorf(d.at("job"), "job %q may only use letters, digits, '.', '_' and '-' (it becomes part of directory names and transactional ids)", jf.Job)
+	}
+}
+
+var hostPort = regexp.MustCompile(`^[^\s:]+:\d+$|^\[[0-9a-fA-F:.]+\]:\d+$`)
+
+func (d *decoder) validateKafka(k KafkaConfig) {
+	if len(k.Brokers) == 0 {
+		line := d.first("kafka.brokers", "kafka")
+		d.errorf(line, "kafka.brokers is missing: list the bootstrap brokers, such as brokers: [127.0.0.1:9092]")
+	}
+	for i, b := range k.Brokers {
+		if !hostPort.MatchString(b) {
+			d.errorf(d.at("kafka.brokers"), "kafka.brokers[%d] %q is not host:port, such as 127.0.0.1:9092", i, b)
+		}
+	}
+	t := k.TLS
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		d.errorf(d.at("kafka.tls"), "kafka.tls.cert-file and kafka.tls.key-file go together (mutual TLS): set both or neither")
+	}
+	for _, f := range []struct{ key, path string }{{"ca-file", t.CAFile}, {"cert-file", t.CertFile}, {"key-file", t.KeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			d.errorf(d.at("kafka.tls."+f.key), "kafka.tls.%s: %v", f.key, err)
+		}
+	}
+	s := k.SASL
+	if s.Mechanism == "" && (s.Username != "" || s.Password != "") {
+		d.errorf(d.at("kafka.sasl"), "kafka.sasl has credentials but no mechanism: set mechanism to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	}
+	if s.Mechanism != "" && (s.Username == "" || s.Password == "") {
+		d.errorf(d.at("kafka.sasl"), "kafka.sasl.mechanism %s needs both username and password", s.Mechanism)
+	}
+}
+
+// validateSource checks the source section and returns the topics it
+// lists, for the checks of the topics the job writes.
+func (d *decoder) validateSource(src SourceConfig) (topics map[string]bool) {
+	switch {
+	case len(src.Topics) == 0 && src.TopicRegex == "":
+		line := d.first("source.topics", "source")
+		d.errorf(line, "source.topics is missing: list the topics to read, such as topics: [orders], or set source.topic-regex")
+	case len(src.Topics) > 0 && src.TopicRegex != "":
+		d.errorf(d.at("source.topic-regex"), "source.topics and source.topic-regex are both set: use one")
+	case src.TopicRegex != "":
+		if _, err := kafka.CompileTopicRegex(src.TopicRegex); err != nil {
+			d.errorf(d.at("source.topic-regex"), "source.topic-regex %q is not a regular expression: %v", src.TopicRegex, err)
+		}
+	}
+	topics = map[string]bool{}
+	for i, topic := range src.Topics {
+		if err := kafka.ValidateTopicName(topic); err != nil {
+			d.errorf(d.at("source.topics"), "source.topics[%d]: %v", i, err)
+		} else if topics[topic] {
+			d.errorf(d.at("source.topics"), "source.topics lists %q twice", topic)
+		}
+		topics[topic] = true
+	}
+	if d.at("source.parallelism") != 0 && src.Parallelism < 1 {
+		d.errorf(d.at("source.parallelism"), "source.parallelism %d is below 1: use 1 or more, or remove it for one subtask per partition", src.Parallelism)
+	}
+	return topics
+}
+
+func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
+	if sink.Topic == "" {
+		line := d.first("sink.topic", "sink")
+		d.errorf(line, "sink.topic is missing: name the topic to write to")
+	} else if err := kafka.ValidateTopicName(sink.Topic); err != nil {
+		d.errorf(d.at("sink.topic"), "sink.topic: %v", err)
+	} else if sourceTopics[sink.Topic] {
+		d.errorf(d.at("sink.topic"), "sink.topic %q is also a source topic: the job would read its own output", sink.Topic)
+	}
+	if line := d.at("sink.max-held-bytes"); line != 0 {
+		switch {
+		case sink.Delivery != DeliveryExactlyOnce:
+			d.errorf(line, "sink.max-held-bytes only applies to delivery exactly-once (records are held while a checkpoint's transaction commits), and sink.delivery is %s: remove it", sink.Delivery)
+		case sink.MaxHeldBytes == 0:
+			d.errorf(line, "sink.max-held-bytes must be positive: it bounds the memory of records held while a checkpoint commits; remove it for the default %s", formatSize(kafka.DefaultMaxHeldBytes))
+		}
+	}
+}
+
+// validateErrors checks the errors section against the topics the job
+// reads and writes.
+func (d *decoder) validateErrors(jf *JobFile, sourceTopics map[string]bool) {
+	e := jf.Errors
+	dlq := e.DeadLetterTopic
+	switch {
+	case e.Policy == flow.DeadLetterOnError && dlq == "":
+		if d.at("errors.dead-letter-topic") == 0 { // else: reported as empty
+			d.errorf(d.at("errors.policy"), "errors.dead-letter-topic is missing: policy dead-letter writes poison records to a topic of their own, such as dead-letter-topic: %s-dlq", orDefault(jf.Sink.Topic, "orders"))
+		}
+	case dlq != "" && e.Policy != flow.DeadLetterOnError:
+		how := "is " + e.Policy.String()
+		if d.at("errors.policy") == 0 {
+			how = "is not set (default fail)"
+		}
+		d.errorf(d.at("errors.dead-letter-topic"), "errors.dead-letter-topic only applies to policy dead-letter, and errors.policy %s: set policy: dead-letter, or remove the topic", how)
+	case dlq != "":
+		line := d.at("errors.dead-letter-topic")
+		if err := kafka.ValidateTopicName(dlq); err != nil {
+			d.errorf(line, "errors.dead-letter-topic: %v", err)
+		} else if sourceTopics[dlq] {
+			d.errorf(line, "errors.dead-letter-topic %q is also a source topic: the job would read its own dead letters", dlq)
+		} else if dlq == jf.Sink.Topic {
+			d.errorf(line, "errors.dead-letter-topic %q is also sink.topic: poison records would be mixed into the output; use a topic of their own", dlq)
+		} else if re, err := kafka.CompileTopicRegex(jf.Source.TopicRegex); jf.Source.TopicRegex != "" && err == nil && re.MatchString(dlq) {
+			d.errorf(line, "errors.dead-letter-topic %q matches source.topic-regex %q: the job would read its own dead letters", dlq, jf.Source.TopicRegex)
+		}
+	}
+}
+
+func (d *decoder) validateCheckpointing(jf *JobFile) {
+	cp := jf.Checkpointing
+	d.configErrors("checkpointing", cp.Validate())
+	if jf.Sink.Delivery == DeliveryExactlyOnce && cp.Mode != checkpoint.ExactlyOnce {
+		d.errorf(d.at("checkpointing.mode"), "sink.delivery exactly-once needs checkpointing.mode exactly-once: at-least-once checkpoints can replay records into the output")
+	}
+	if jf.Sink.Delivery != DeliveryNone && cp.Interval == 0 && !jf.Source.Bounded {
+		line := d.first("checkpointing.interval", "checkpointing", "sink.delivery", "sink")
+		d.errorf(line, "sink.delivery %s commits output at checkpoints, but checkpointing.interval is not set: set it, such as checkpointing: {interval: 10s}", jf.Sink.Delivery)
+	}
+	for _, c := range []struct {
+		key string
+		v   int
+	}{{"max-concurrent", cp.MaxConcurrent}, {"retained", cp.NumRetained}} {
+		if line := d.at("checkpointing." + c.key); line != 0 && c.v == 0 {
+			d.errorf(line, "checkpointing.%s must be 1 or more", c.key)
+		}
+	}
+}
+
+func (d *decoder) validateState(jf *JobFile) {
+	if mp := jf.State.MaxParallelism; d.at("state.max-parallelism") != 0 && !checkpoint.ValidMaxParallelism(mp) {
+		d.errorf(d.at("state.max-parallelism"), "state.max-parallelism %d is out of range: use %d..%d (default %d)", mp, checkpoint.MinMaxParallelism, checkpoint.MaxMaxParallelism, state.DefaultMaxParallelism)
+	}
+	if p := jf.Source.Parallelism; p > 0 && jf.State.MaxParallelism > 0 && p > jf.State.MaxParallelism {
+		d.errorf(d.at("source.parallelism"), "source.parallelism %d is above state.max-parallelism %d", p, jf.State.MaxParallelism)
+	}
+}
+
+// validateUIDs checks that the pipeline's uids can each be found again in
+// a checkpoint: unique, not the job's own operators', and distinct as
+// state file names.
+func (d *decoder) validateUIDs(steps []Step) {
+	byUID := map[string]Step{}
+	byFile := map[string]Step{}
+	for _, st := range steps {
+		if first, dup := byUID[st.UID]; dup {
+			msg := fmt.Sprintf("pipeline operator uid %q is used twice (first on line %d): uids must be unique", st.UID, first.Line)
+			if !st.UIDSet || !first.UIDSet {
+				msg += "; a step without uid: has the id of its operator and key, so give one of the two a uid: of its own"
+			}
+			d.errorf(st.Line, "%s", msg)
+			continue
+		}
+		byUID[st.UID] = st
+		if what, ok := reservedUID(st.UID); ok {
+			d.errorf(st.Line, "pipeline operator uid %q is the uid of %s: choose another", st.UID, what)
+			continue
+		}
+		if !stateful(st.Op) {
+			continue // no state, so no state file
+		}
+		file := stateFileName(st.UID)
+		if first, dup := byFile[file]; dup {
+			d.errorf(st.Line, "pipeline operator uid %q and %q (line %d) differ only in characters the engine replaces with '_' in state file names, so their state would be written to the same file: make them differ in letters, digits, '.', '_' or '-'", st.UID, first.UID, first.Line)
+			continue
+		}
+		byFile[file] = st
+	}
+}
+
+// configErrors reports the problems a Config.Validate of internal/restart
+// or internal/checkpoint found, each at the line of the key it names
+// (their *FieldError), or of section when the file does not have that
+// key.
+func (d *decoder) configErrors(section string, err error) {
+	for _, e := range splitJoined(err) {
+		key, msg := section, e.Error()
+		var rfe *restart.FieldError
+		var cfe *checkpoint.FieldError
+		switch {
+		case errors.As(e, &rfe):
+			key, msg = rfe.Key, rfe.Msg
+		case errors.As(e, &cfe):
+			key, msg = cfe.Key, cfe.Msg
+		}
+		line := d.at(key)
+		if line == 0 {
+			line = d.at(section)
+		}
+		d.errorf(line, "%s", msg)
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func lineOf(err error) int {
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return fe.Line
+	}
+	return 0
+}
+
+// splitJoined undoes errors.Join, so each problem gets its own line; nil
+// gives none.
+func splitJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// validName tells whether s may name a job: it becomes part of directory
+// names and transactional ids.
+func validName(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return s != "" && s != "." && s != ".."
+}

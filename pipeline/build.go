@@ -1,0 +1,203 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/state"
+)
+
+// Operator is what an operator does to each record, written against Record
+// so that it runs over any record type. Spec.Build returns it, and the Go
+// entry points (Dedupe, Count, ExtractKey) apply it. Exactly one of
+// Process and Map is set.
+type Operator struct {
+	// Process makes a keyed operator: the stream is partitioned by the
+	// record key (RecordAccess.Key), and Process runs once per subtask, and
+	// again after every restore, to create the state handles on st (keyed
+	// state, scoped to the current record's key and checkpointed under the
+	// step's id). The function it returns handles one record: it may change
+	// it and returns whether it goes on (false drops it). An error fails
+	// the task; the restart strategy decides what happens next.
+	Process func(st *state.Store) func(r Record) (keep bool, err error)
+	// Map makes a stateless operator that changes each record in place.
+	// An error makes the record a poison record, which the error policy
+	// handles (Env.Policy): fail the job, skip it, or send it to the
+	// failure stream (dead-letter). Return flow.Unrecoverable(err) when
+	// the record fails the same way every time, so that the fail policy
+	// stops the job instead of restarting into it.
+	Map func(r Record) error
+	// Uses is the set of RecordAccess functions the operator calls (a
+	// keyed operator also needs Key); they are checked when the operator
+	// is applied.
+	Uses Access
+}
+
+// Env is what steps are built with besides their params.
+type Env struct {
+	// Policy is what stateless operators (extract-key) do with a record
+	// they cannot process. Default flow.FailOnError.
+	Policy flow.ErrorPolicy
+	// Counter returns the counter the caller keeps for the named event
+	// (such as DuplicatesDropped), or nil. Nil: no counters.
+	Counter func(name string) *atomic.Int64
+}
+
+func (e Env) counter(name string) *atomic.Int64 {
+	if e.Counter == nil {
+		return nil
+	}
+	return e.Counter(name)
+}
+
+// Step is one configured operator of a pipeline.
+type Step struct {
+	// Op is the operator's registered name.
+	Op string
+	// Params are the step's fields; missing ones take their defaults.
+	Params Params
+	// UID is the step's id, which names its state in checkpoints. Empty:
+	// its default id (see IDs).
+	UID string
+}
+
+// IDs returns the id of each step: its UID if set, else its operator's
+// DefaultID, with "#n" appended for the n-th step (n >= 2) with the same
+// DefaultID. Steps with an explicit UID count among the n, so giving one
+// of them a uid does not move the others:
+//
+//	dedupe {ttl: 1h}             -> dedupe:record.key
+//	count {uid: c}               -> c
+//	dedupe {ttl: 2h}             -> dedupe:record.key#2
+//	extract-key {json-field: a}  -> extract-key:a
+//
+// An id is derived from what a step is, not where it is, so inserting,
+// removing or reordering other steps keeps it.
+func IDs(steps []Step) []string {
+	ids := make([]string, len(steps))
+	seen := map[string]int{}
+	for i, st := range steps {
+		base := st.Op
+		if spec, ok := Lookup(st.Op); ok {
+			base = spec.DefaultID(st.Params)
+		}
+		seen[base]++
+		switch {
+		case st.UID != "":
+			ids[i] = st.UID
+		case seen[base] > 1:
+			ids[i] = base + "#" + strconv.Itoa(seen[base])
+		default:
+			ids[i] = base
+		}
+	}
+	return ids
+}
+
+// StepError is the error of Build about one step.
+type StepError struct {
+	// Index is the step's position in the list given to Build.
+	Index int
+	Op    string
+	Err   error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("pipeline step %d (%s): %v", e.Index, e.Op, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Build applies steps to s in order, each with the id IDs gives it; no
+// steps returns s unchanged (pass-through). Each step's params get their
+// defaults and are checked (Spec.Check) first. Under
+// flow.DeadLetterOnError the returned failure streams, one per stateless
+// step, carry the records those steps could not process and must be
+// connected to a sink; otherwise there are none. The error is a
+// *StepError.
+func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+	ids := IDs(steps)
+	var failures []flow.Stream[flow.Failure[T]]
+	for i, st := range steps {
+		fail := func(err error) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+			return s, nil, &StepError{Index: i, Op: st.Op, Err: err}
+		}
+		spec, ok := Lookup(st.Op)
+		if !ok {
+			return fail(fmt.Errorf("unknown operator %q; supported operators: %s", st.Op, strings.Join(Names(), ", ")))
+		}
+		p := spec.WithDefaults(st.Params)
+		if err := spec.Check(p); err != nil {
+			return fail(err)
+		}
+		op, err := spec.Build(p, env)
+		if err != nil {
+			return fail(err)
+		}
+		if spec.Stateful != (op.Process != nil) {
+			return fail(fmt.Errorf("the operator's spec says stateful %v, and its Build returned an operator with Process %v", spec.Stateful, op.Process != nil))
+		}
+		out, bad, err := apply(s, acc, spec.Name, ids[i], op, env.Policy)
+		if err != nil {
+			return fail(err)
+		}
+		s = out
+		if bad != nil && env.Policy == flow.DeadLetterOnError {
+			failures = append(failures, *bad)
+		}
+	}
+	return s, failures, nil
+}
+
+// apply adds op to s as the operator name with id uid; opts come after
+// the name and id, so they can override both. The failure stream is
+// returned for a stateless operator.
+func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
+	uses := op.Uses
+	switch {
+	case (op.Process == nil) == (op.Map == nil):
+		return s, nil, errors.New("the operator must set exactly one of Process and Map")
+	case op.Process != nil:
+		uses |= UsesKey
+	}
+	if missing := acc.missing(uses); len(missing) == 1 {
+		return s, nil, fmt.Errorf("%s is nil: %s needs it", missing[0], name)
+	} else if len(missing) > 1 {
+		return s, nil, fmt.Errorf("%s are nil: %s needs them", describeAccess(missing), name)
+	}
+	if op.Process != nil {
+		setup := func(st *state.Store) flow.ProcessFunc[T, T] {
+			fn := op.Process(st)
+			h := &handle[T]{acc: &acc}
+			return func(_ flow.Context, rec T, out flow.Collector[T]) error {
+				h.rec = rec
+				keep, err := fn(h)
+				rec = h.rec
+				var zero T
+				h.rec = zero // do not hold on to the record
+				if err != nil {
+					return err
+				}
+				if keep {
+					out.Emit(rec)
+				}
+				return nil
+			}
+		}
+		return flow.Process(flow.KeyBy(s, acc.Key), uid, setup, append([]flow.OpOption{flow.Name(name)}, opts...)...), nil, nil
+	}
+	f := func(rec T) (T, error) {
+		h := &handle[T]{acc: &acc, rec: rec}
+		if err := op.Map(h); err != nil {
+			return rec, err // the record as it came, for the failure stream
+		}
+		return h.rec, nil
+	}
+	out, bad := flow.TryMap(s, f, policy, append([]flow.OpOption{flow.UID(uid), flow.Name(name)}, opts...)...)
+	return out, &bad, nil
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+import "strings"
+
+// RecordAccess tells the operators how to handle a record type T. An
+// operator needs only some of the functions (Dedupe: Key; Count: Key and
+// WithCount; ExtractKey: Value, WithKey and Position); the others may be
+// nil.
+type RecordAccess[T any] struct {
+	// Key returns the record's key: the key expression record.key, which
+	// keyed operators partition the stream by.
+	Key func(T) string
+	// WithCount returns the record count emits for rec: rec with the
+	// running count of its key as its value.
+	WithCount func(rec T, count int64) T
+	// Value returns the record's value (what extract-key parses).
+	Value func(T) []byte
+	// WithKey returns rec with key as its key (what extract-key emits).
+	WithKey func(rec T, key []byte) T
+	// Position names where the record came from, such as orders/0@42, for
+	// errors about the record.
+	Position func(T) string
+}
+
+// Access is a set of RecordAccess functions an operator calls.
+type Access uint8
+
+// The RecordAccess functions, as an Access set.
+const (
+	UsesKey Access = 1 << iota
+	UsesValue
+	UsesPosition
+	UsesWithKey
+	UsesWithCount
+)
+
+// accessNames are the RecordAccess field names of the Access bits, in bit
+// order.
+var accessNames = []string{"Key", "Value", "Position", "WithKey", "WithCount"}
+
+// missing returns the names of the functions in uses that acc lacks.
+func (acc *RecordAccess[T]) missing(uses Access) []string {
+	set := []bool{acc.Key != nil, acc.Value != nil, acc.Position != nil, acc.WithKey != nil, acc.WithCount != nil}
+	var names []string
+	for i, name := range accessNames {
+		if uses&(1<<i) != 0 && !set[i] {
+			names = append(names, "RecordAccess."+name)
+		}
+	}
+	return names
+}
+
+// Record is the record an operator's function handles, whatever the
+// stream's record type: it reads and changes the record through the
+// stream's RecordAccess. It is only valid during the call it is passed
+// to.
+type Record interface {
+	// Key returns the record's key (RecordAccess.Key).
+	Key() string
+	// Value returns the record's value (RecordAccess.Value).
+	Value() []byte
+	// Position names where the record came from (RecordAccess.Position).
+	Position() string
+	// SetKey replaces the record with one whose key is key
+	// (RecordAccess.WithKey).
+	SetKey(key []byte)
+	// SetCount replaces the record with the one count emits for it
+	// (RecordAccess.WithCount).
+	SetCount(n int64)
+}
+
+// handle is the Record of a T. A keyed operator reuses one per subtask,
+// so records pass through it without an allocation.
+type handle[T any] struct {
+	acc *RecordAccess[T]
+	rec T
+}
+
+func (h *handle[T]) Key() string      { return h.acc.Key(h.rec) }
+func (h *handle[T]) Value() []byte    { return h.acc.Value(h.rec) }
+func (h *handle[T]) Position() string { return h.acc.Position(h.rec) }
+func (h *handle[T]) SetKey(key []byte) {
+	h.rec = h.acc.WithKey(h.rec, key)
+}
+func (h *handle[T]) SetCount(n int64) { h.rec = h.acc.WithCount(h.rec, n) }
+
+// describeAccess lists two or more names for a message: "a and b", "a, b
+// and c".
+func describeAccess(names []string) string {
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}

@@ -1,0 +1,376 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Spec describes an operator for the registry: how a job file writes it,
+// what its fields are, how they are checked, and how the operator is
+// built. Operators register their spec in init with Register; the job
+// file reader, Build and the reference docs (docs/operators.md) all read
+// it, so an operator is added in one place.
+type Spec struct {
+	// Name is the operator's name in a job file ("dedupe").
+	Name string
+	// Summary says in one sentence what the operator does.
+	Summary string
+	// Doc says more, in Markdown paragraphs, for the reference docs.
+	// Optional.
+	Doc string
+	// Fields are the step's parameters, in the order the docs list them.
+	// Every step also takes uid: (its id), which is not listed here.
+	Fields []Field
+	// IDField names the field whose value is part of the step's default id
+	// (name:value, such as dedupe:record.key): the one that says what the
+	// step's state is about. Empty: the id is the name.
+	IDField string
+	// Stateful tells whether the operator keeps keyed state under the
+	// step's id (Build returns an Operator with Process), or none (Map).
+	Stateful bool
+	// Validate checks the rules beyond the fields' types on params with
+	// defaults applied, every required field set and every value of its
+	// field's type; it returns *FieldError values, joined. Optional.
+	Validate func(p Params) error
+	// Build returns the operator for params that passed Check.
+	Build func(p Params, env Env) (Operator, error)
+	// Describe says in a few words what the step does with these params,
+	// for `onceflow validate` ("dedupe by record.key, ttl 24h"). Optional.
+	Describe func(p Params) string
+	// GoFunc names the Go entry point of the operator ("Dedupe"), for the
+	// reference docs. Optional.
+	GoFunc string
+	// Example is a step as a job file writes it, for the reference docs
+	// ("- dedupe: { key: record.key, ttl: 24h }").
+	Example string
+}
+
+// Field is one parameter of a step.
+type Field struct {
+	// Name is the field's key in a job file ("ttl").
+	Name string
+	Type Type
+	// Default is the value when the field is not given, of Type's Go type;
+	// nil for none.
+	Default any
+	// Required fields must be given. Missing is then what the error for a
+	// missing field tells the user to do, after "is missing: ".
+	Required bool
+	Missing  string
+	// Description says what the field means.
+	Description string
+	// Example is a value as a job file writes it ("24h").
+	Example string
+}
+
+// Type is the kind of value a field holds.
+type Type int
+
+// The field types.
+const (
+	// String is text, held as a string.
+	String Type = iota + 1
+	// Duration is a time span, held as a time.Duration. A job file writes
+	// it with a unit: 500ms, 10s, 5m, 24h or 7d.
+	Duration
+	// KeyExpr is a key expression, held as a string: what a keyed
+	// operator partitions records by. KeyRecordKey is the only one for
+	// now.
+	KeyExpr
+)
+
+// KeyRecordKey is the key expression of the record's own key
+// (RecordAccess.Key).
+const KeyRecordKey = "record.key"
+
+func (t Type) String() string {
+	switch t {
+	case String:
+		return "string"
+	case Duration:
+		return "duration"
+	case KeyExpr:
+		return "key expression"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Check reports what is wrong with v as a value of type t, or nil.
+func (t Type) Check(v any) error {
+	switch t {
+	case String:
+		if _, ok := v.(string); ok {
+			return nil
+		}
+	case Duration:
+		if _, ok := v.(time.Duration); ok {
+			return nil
+		}
+	case KeyExpr:
+		if s, ok := v.(string); ok {
+			if s != KeyRecordKey {
+				return fmt.Errorf("unsupported key expression %q: only %s is supported for now", s, KeyRecordKey)
+			}
+			return nil
+		}
+	default:
+		return fmt.Errorf("unknown field type %d", int(t))
+	}
+	return fmt.Errorf("%v is a %T, not a %s", v, v, t)
+}
+
+// Params are a step's field values by field name: a string for String and
+// KeyExpr fields, a time.Duration for Duration fields.
+type Params map[string]any
+
+// Text returns the string value of field name, or "".
+func (p Params) Text(name string) string {
+	s, _ := p[name].(string)
+	return s
+}
+
+// Duration returns the time.Duration value of field name, or 0.
+func (p Params) Duration(name string) time.Duration {
+	d, _ := p[name].(time.Duration)
+	return d
+}
+
+// FieldError is a problem with one field of a step. Its text starts with
+// the field's name: "ttl must be positive: …" (Msg), or "key:
+// unsupported key expression …" (Err, what is wrong with the value).
+type FieldError struct {
+	Field string
+	// Msg is the rest of the sentence after the field's name.
+	Msg string
+	// Err, when set, is the error about the field's value; Msg is then
+	// unused.
+	Err error
+}
+
+func (e *FieldError) Error() string {
+	if e.Err != nil {
+		return e.Field + ": " + e.Err.Error()
+	}
+	return e.Field + " " + e.Msg
+}
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Field returns the field called name.
+func (s Spec) Field(name string) (Field, bool) {
+	for _, f := range s.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// FieldNames returns the names of the fields, sorted.
+func (s Spec) FieldNames() []string {
+	names := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		names[i] = f.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// WithDefaults returns a copy of p in which every field that has a default
+// and no value has its default.
+func (s Spec) WithDefaults(p Params) Params {
+	out := make(Params, len(s.Fields))
+	for k, v := range p {
+		out[k] = v
+	}
+	for _, f := range s.Fields {
+		if _, ok := out[f.Name]; !ok && f.Default != nil {
+			out[f.Name] = f.Default
+		}
+	}
+	return out
+}
+
+// Check checks p (with defaults applied): that every value belongs to a
+// field and is of its type, that every required field has one, and then
+// the operator's own rules (Validate). The error joins one *FieldError per
+// problem, in field order.
+func (s Spec) Check(p Params) error {
+	var errs []error
+	for _, name := range sortedKeys(p) {
+		if _, ok := s.Field(name); !ok {
+			errs = append(errs, &FieldError{Field: name, Msg: fmt.Sprintf("is not a field of %s; known fields: %s", s.Name, strings.Join(s.FieldNames(), ", "))})
+		}
+	}
+	for _, f := range s.Fields {
+		v, ok := p[f.Name]
+		switch {
+		case !ok && f.Required:
+			errs = append(errs, &FieldError{Field: f.Name, Msg: "is missing: " + f.Missing})
+		case ok:
+			if err := f.Type.Check(v); err != nil {
+				errs = append(errs, &FieldError{Field: f.Name, Err: err})
+			}
+		}
+	}
+	if len(errs) == 0 && s.Validate != nil {
+		return s.Validate(p)
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultID is the id of a step of this operator with params p (defaults
+// applied here) and no explicit uid: the name, and the value of IDField
+// after a colon.
+func (s Spec) DefaultID(p Params) string {
+	if s.IDField == "" {
+		return s.Name
+	}
+	v, ok := s.WithDefaults(p)[s.IDField]
+	if !ok {
+		return s.Name + ":"
+	}
+	return s.Name + ":" + fmt.Sprint(v)
+}
+
+// Explain says in a few words what a step with params p does: Describe,
+// or the name and the field values.
+func (s Spec) Explain(p Params) string {
+	p = s.WithDefaults(p)
+	if s.Describe != nil {
+		return s.Describe(p)
+	}
+	var parts []string
+	for _, f := range s.Fields {
+		if v, ok := p[f.Name]; ok {
+			parts = append(parts, f.Name+" "+formatValue(v))
+		}
+	}
+	if len(parts) == 0 {
+		return s.Name
+	}
+	return s.Name + ", " + strings.Join(parts, ", ")
+}
+
+var registry = struct {
+	sync.RWMutex
+	specs map[string]Spec
+}{specs: map[string]Spec{}}
+
+// Register adds an operator to the registry; operators call it from init.
+// It panics when the spec is incomplete or its name is taken: both are
+// mistakes in the program, not in a job.
+func Register(s Spec) {
+	if err := s.selfCheck(); err != nil {
+		panic(fmt.Sprintf("pipeline.Register(%q): %v", s.Name, err))
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.specs[s.Name]; dup {
+		panic(fmt.Sprintf("pipeline.Register: operator %q is registered twice", s.Name))
+	}
+	s.Fields = slices.Clone(s.Fields)
+	registry.specs[s.Name] = s
+}
+
+// selfCheck finds mistakes in a spec before it is registered.
+func (s Spec) selfCheck() error {
+	switch {
+	case s.Name == "":
+		return errors.New("the operator has no name")
+	case s.Summary == "":
+		return errors.New("no summary")
+	case s.Build == nil:
+		return errors.New("no Build function")
+	}
+	seen := map[string]bool{"uid": true} // every step's own field
+	for _, f := range s.Fields {
+		switch {
+		case f.Name == "":
+			return errors.New("a field has no name")
+		case seen[f.Name]:
+			return fmt.Errorf("field %q is declared twice, or is uid (every step has it)", f.Name)
+		case f.Required && f.Missing == "":
+			return fmt.Errorf("required field %q says nothing (Missing) about how to set it", f.Name)
+		case f.Required && f.Default != nil:
+			return fmt.Errorf("field %q is required and has a default", f.Name)
+		case f.Description == "":
+			return fmt.Errorf("field %q has no description", f.Name)
+		}
+		if f.Type < String || f.Type > KeyExpr {
+			return fmt.Errorf("field %q has an unknown type %d", f.Name, int(f.Type))
+		}
+		if f.Default != nil {
+			if err := f.Type.Check(f.Default); err != nil {
+				return fmt.Errorf("field %q: the default: %v", f.Name, err)
+			}
+		}
+		seen[f.Name] = true
+	}
+	if _, ok := s.Field(s.IDField); s.IDField != "" && !ok {
+		return fmt.Errorf("IDField %q is not a field", s.IDField)
+	}
+	return nil
+}
+
+// Lookup returns the spec of the operator called name.
+func Lookup(name string) (Spec, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	s, ok := registry.specs[name]
+	return s, ok
+}
+
+// Specs returns every registered spec, by name.
+func Specs() []Spec {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]Spec, 0, len(registry.specs))
+	for _, name := range sortedKeys(registry.specs) {
+		out = append(out, registry.specs[name])
+	}
+	return out
+}
+
+// Names returns the names of the registered operators, sorted.
+func Names() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	return sortedKeys(registry.specs)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// formatValue writes a field value as a job file would.
+func formatValue(v any) string {
+	if d, ok := v.(time.Duration); ok {
+		return formatDuration(d)
+	}
+	return fmt.Sprint(v)
+}
+
+// formatDuration drops the zero tails of time.Duration.String ("24h", not
+// "24h0m0s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
