@@ -69,8 +69,8 @@ func (c *Config) Validate() error {
 	if c.Parallelism < 1 {
 		add("parallelism %d is below 1: use 1 or more", c.Parallelism)
 	}
-	if c.MaxParallelism < 1 || c.MaxParallelism > 32768 {
-		add("max parallelism %d is out of range: use 1..32768 (default 128)", c.MaxParallelism)
+	if !checkpoint.ValidMaxParallelism(c.MaxParallelism) {
+		add("max parallelism %d is out of range: use %d..%d (default 128)", c.MaxParallelism, checkpoint.MinMaxParallelism, checkpoint.MaxMaxParallelism)
 	}
 	if err := c.Checkpoint.Validate(); err != nil {
 		errs = append(errs, err)
