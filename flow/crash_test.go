@@ -197,9 +197,18 @@ func runCrashTest(t *testing.T, mode string, kills int) {
 	t.Logf("at-least-once: %d outputs for %d inputs", len(got), crashKeys*crashPerKey)
 }
 
+// requireFailpoints skips a test in a build without failpoints.
+func requireFailpoints(t *testing.T) {
+	t.Helper()
+	if !failpoint.Available() {
+		t.Skip("needs failpoints: run with -tags " + failpoint.BuildTag + " (./scripts/test does)")
+	}
+}
+
 // Every failpoint of the engine's commit protocol, as a crash of the whole
 // process: the restarted job's output is still exactly once.
 func TestFailpointCrashes(t *testing.T) {
+	requireFailpoints(t)
 	rng := crashSeed(t)
 	for _, fp := range []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
 		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore} {
@@ -244,6 +253,7 @@ func TestSIGKILLAtLeastOnce(t *testing.T) { runCrashTest(t, "at-least-once", cra
 // through the restart strategy (or declines the checkpoint) and the output
 // is still exactly once.
 func TestFailpointErrors(t *testing.T) {
+	requireFailpoints(t)
 	for _, fp := range []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
 		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore} {
 		t.Run(fp, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // startPipe runs an unbounded or bounded exactly-once job src -> out with
@@ -28,7 +29,7 @@ func startPipe(t *testing.T, cc ClientConfig, src *Source) *flow.Job {
 	env := flow.New(flow.JobName("j"), flow.Checkpointing(50*time.Millisecond), flow.StateDir(t.TempDir()),
 		flow.Logger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	flow.To(flow.From(env, src, flow.UID("kafka-in")), sink, flow.UID("kafka-out"))
-	j, err := env.Start(testCtx(t))
+	j, err := env.Start(kafkatest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func startPipe(t *testing.T, cc ClientConfig, src *Source) *flow.Job {
 // seen every value of want, and fails the test when the context ends first.
 func awaitValues(t *testing.T, cl *kgo.Client, seen map[string]int, want []string) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	for slices.ContainsFunc(want, func(v string) bool { return seen[v] == 0 }) {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -61,30 +62,30 @@ func awaitValues(t *testing.T, cl *kgo.Client, seen map[string]int, want []strin
 func TestRegexDiscoversNewTopic(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in-a": 2, "out": 3})
 	first := slices.Concat(values(20, "a"), values(20, "b"))
-	c.produce(t, "in-a", 0, time.Time{}, values(20, "a")...)
-	c.produce(t, "in-a", 1, time.Time{}, values(20, "b")...)
+	c.produceValues(t, "in-a", 0, time.Time{}, values(20, "a")...)
+	c.produceValues(t, "in-a", 1, time.Time{}, values(20, "b")...)
 	src := newSource(t, SourceConfig{Client: c.client(), TopicRegex: "in-.*", DiscoveryInterval: 50 * time.Millisecond})
 	j := startPipe(t, c.client(), src)
-	out := c.kgo(t, kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	out := c.Client(t, kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	seen := map[string]int{}
 	awaitValues(t, out, seen, first)
 
 	// Records written before discovery notices the topic are read too:
 	// a discovered partition starts at its earliest offset.
-	adm := c.admin(t)
+	adm := c.Admin(t)
 	for _, topic := range []string{"in-new", "not-in"} {
-		if _, err := adm.CreateTopic(testCtx(t), 1, 1, nil, topic); err != nil {
+		if _, err := adm.CreateTopic(kafkatest.Context(t), 1, 1, nil, topic); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.produce(t, "in-new", 0, time.Time{}, values(10, "n")...)
-	c.produce(t, "not-in", 0, time.Time{}, values(10, "x")...)
+	c.produceValues(t, "in-new", 0, time.Time{}, values(10, "n")...)
+	c.produceValues(t, "not-in", 0, time.Time{}, values(10, "x")...)
 	awaitValues(t, out, seen, values(10, "n"))
 	j.Stop()
 	if err := j.Wait(); err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	got := c.readCommitted(t, "out")
+	got := c.ReadCommitted(t, "out")
 	slices.Sort(got)
 	want := slices.Concat(first, values(10, "n"))
 	slices.Sort(want)
@@ -116,12 +117,12 @@ func TestStartTimestampBeforeRetention(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startBroker(t, map[string]int32{"in": 1})
-			c.produce(t, "in", 0, t0, "a0", "a1")
-			c.produce(t, "in", 0, t0.Add(10*time.Second), "b0", "b1", "b2")
+			c.produceValues(t, "in", 0, t0, "a0", "a1")
+			c.produceValues(t, "in", 0, t0.Add(10*time.Second), "b0", "b1", "b2")
 			if tt.deleteBefore > 0 {
 				offs := kadm.Offsets{}
 				offs.Add(kadm.Offset{Topic: "in", Partition: 0, At: tt.deleteBefore, LeaderEpoch: -1})
-				resp, err := c.admin(t).DeleteRecords(testCtx(t), offs)
+				resp, err := c.Admin(t).DeleteRecords(kafkatest.Context(t), offs)
 				if err == nil {
 					err = resp.Error()
 				}
@@ -134,7 +135,7 @@ func TestStartTimestampBeforeRetention(t *testing.T) {
 				StartupMode: StartTimestamp, StartTimestamp: t0.Add(5 * time.Second)})
 			sc := sourceContext(0, 1)
 			sc.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			r, err := src.Open(testCtx(t), sc, nil)
+			r, err := src.Open(kafkatest.Context(t), sc, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +229,7 @@ func TestSASL(t *testing.T) {
 					want = append(want, v)
 				}
 			}
-			if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+			if err := cl.ProduceSync(kafkatest.Context(t), recs...).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
 			src := newSource(t, SourceConfig{Client: cc, Topics: []string{"in"}, Bounded: true})
@@ -274,7 +275,7 @@ func TestSASLWrongPassword(t *testing.T) {
 					}
 				}
 			}
-			ctx, cancel := context.WithTimeout(testCtx(t), 15*time.Second)
+			ctx, cancel := context.WithTimeout(kafkatest.Context(t), 15*time.Second)
 			defer cancel()
 			src := newSource(t, SourceConfig{Client: cc, Topics: []string{"in"}})
 			_, err := src.ParallelismHint(ctx)
@@ -301,9 +302,9 @@ func TestDeadSeedBroker(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	cc := ClientConfig{Brokers: []string{dead, c.addr}}
+	cc := ClientConfig{Brokers: []string{dead, c.Addr}}
 	src := newSource(t, SourceConfig{Client: cc, Topics: []string{"in"}, Bounded: true})
-	if n, err := src.ParallelismHint(testCtx(t)); err != nil || n != 3 {
+	if n, err := src.ParallelismHint(kafkatest.Context(t)); err != nil || n != 3 {
 		t.Fatalf("ParallelismHint = %d, %v; want 3", n, err)
 	}
 	j := startPipe(t, cc, src)

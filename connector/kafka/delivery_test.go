@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/restart"
 )
 
@@ -38,7 +39,7 @@ func isPoison(v string) bool {
 // values sorted.
 func produceWithHeaders(t *testing.T, c cluster) []string {
 	t.Helper()
-	cl := c.kgo(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var (
 		rs  []*kgo.Record
 		all []string
@@ -50,7 +51,7 @@ func produceWithHeaders(t *testing.T, c cluster) []string {
 			all = append(all, v)
 		}
 	}
-	if err := cl.ProduceSync(testCtx(t), rs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(kafkatest.Context(t), rs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	slices.Sort(all)
@@ -166,7 +167,7 @@ func startJob(t *testing.T, c cluster, spec jobSpec) (*flow.Job, *Sink) {
 			flow.To(bad, sink.DeadLetters("dlq"), flow.UID("kafka-dlq"))
 		}
 	}
-	j, err := env.Start(testCtx(t))
+	j, err := env.Start(kafkatest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestDeliveryWithoutTransactions(t *testing.T) {
 			var dlq []*kgo.Record
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				out, dlq = c.readCommitted(t, "out"), c.readCommittedRecords(t, "dlq")
+				out, dlq = c.ReadCommitted(t, "out"), c.ReadCommittedRecords(t, "dlq")
 				if len(out)+len(dlq) >= len(input) || tt.delivery != DeliveryNone || time.Now().After(deadline) {
 					break
 				}
@@ -301,7 +302,7 @@ func TestDeliveryWithoutTransactions(t *testing.T) {
 				t.Errorf("duplicates without a failure: %q", dups)
 			}
 			// The source committed the final positions to its group.
-			offs := c.groupOffsets(t, "onceflow-j", "in")
+			offs := c.GroupOffsets(t, "onceflow-j", "in")
 			if len(offs) != 3 {
 				t.Errorf("group offsets %+v, want 3 partitions", offs)
 			}
@@ -341,13 +342,13 @@ func TestDeadLettersExactlyOnce(t *testing.T) {
 			if s.RecordsDeadLettered < int64(len(poison)) || !fail && s.RecordsDeadLettered != int64(len(poison)) {
 				t.Errorf("RecordsDeadLettered = %d, want %d", s.RecordsDeadLettered, len(poison))
 			}
-			out := c.readCommitted(t, "out")
+			out := c.ReadCommitted(t, "out")
 			slices.Sort(out)
 			if !slices.Equal(out, good) {
 				miss, dups := missing(good, out)
 				t.Errorf("output has %d records, want the %d good ones exactly once; missing %q, duplicated %q", len(out), len(good), miss, dups)
 			}
-			dlq := c.readCommittedRecords(t, "dlq")
+			dlq := c.ReadCommittedRecords(t, "dlq")
 			if dl := values0(dlq); !slices.Equal(dl, poison) {
 				t.Errorf("dead letters %q, want %q exactly once", dl, poison)
 			}
@@ -367,7 +368,7 @@ func TestSkipPolicyCounts(t *testing.T) {
 	if s := j.Stats(); s.RecordsSkipped != int64(len(poison)) || s.RecordsDeadLettered != 0 {
 		t.Errorf("skipped %d, dead-lettered %d; want %d and 0", s.RecordsSkipped, s.RecordsDeadLettered, len(poison))
 	}
-	out := c.readCommitted(t, "out")
+	out := c.ReadCommitted(t, "out")
 	slices.Sort(out)
 	if !slices.Equal(out, good) {
 		t.Errorf("output has %d records, want the %d good ones exactly once", len(out), len(good))
@@ -382,7 +383,7 @@ func TestBrokerFailsCommit(t *testing.T) {
 	input := produceInput(t, c, perPartition)
 	var fault atomic.Pointer[kfake.FaultHandle]
 	inj := &injector{n: 200, action: func(*flow.Job) {
-		fault.Store(c.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownServerError}))
+		fault.Store(c.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownServerError}))
 	}}
 	j, _ := startJob(t, c, jobSpec{inject: inj})
 	if err := j.Wait(); err != nil {
@@ -404,7 +405,7 @@ func TestBrokerFailsCommit(t *testing.T) {
 // recovery finds the checkpoint before it.
 func TestBrokerTimesOutTransaction(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 1})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	const txnTimeout = 300 * time.Millisecond
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out", TransactionTimeout: txnTimeout})
 	cp := s.CommitPoint()
@@ -427,7 +428,7 @@ func TestBrokerTimesOutTransaction(t *testing.T) {
 		t.Errorf("commit of the timed-out transaction: %v, want fenced or INVALID_TXN_STATE", err)
 	}
 	t.Logf("commit after the broker's timeout: %v", err)
-	if got := c.readCommitted(t, "out"); !slices.Equal(got, []string{"j-1"}) {
+	if got := c.ReadCommitted(t, "out"); !slices.Equal(got, []string{"j-1"}) {
 		t.Errorf("read_committed = %q, want only the committed epoch", got)
 	}
 	if r, err := newSink(t, SinkConfig{Client: c.client(), Job: "j"}).CommitPoint().Recover(ctx); err != nil || r.Checkpoint != 1 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/restart"
 )
 
@@ -34,7 +35,7 @@ type hitCounter func() int
 
 func faultOnce(key kmsg.Key, topic string, err *kerr.Error, count int) func(faultEnv) hitCounter {
 	return func(e faultEnv) hitCounter {
-		return e.c.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{key}, Topic: topic, Err: err, Count: count}).Hits
+		return e.c.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{key}, Topic: topic, Err: err, Count: count}).Hits
 	}
 }
 
@@ -83,7 +84,7 @@ func TestBrokerFaults(t *testing.T) {
 		// broker acted: kgo retries on a new connection.
 		{name: "EndTxn connection dropped before the broker acts", inject: func(e faultEnv) hitCounter {
 			var n atomic.Int32
-			e.c.b.Cluster().ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+			e.c.Broker.Cluster().ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
 				n.Add(1)
 				return nil, errors.New("injected: drop the connection"), true
 			})
@@ -102,7 +103,7 @@ func TestBrokerFaults(t *testing.T) {
 		{name: "EndTxn answer lost after the broker committed, retry refused", inject: func(e faultEnv) hitCounter {
 			var retry atomic.Pointer[kfake.FaultHandle]
 			e.proxy.onCut = func() {
-				retry.Store(e.c.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownServerError}))
+				retry.Store(e.c.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownServerError}))
 			}
 			e.proxy.armed.Store(true)
 			return func() int {
@@ -124,7 +125,7 @@ func TestBrokerFaults(t *testing.T) {
 		{name: "EndTxn fenced", inject: faultOnce(kmsg.EndTxn, "", kerr.ProducerFenced, 0), hits: 1, restarts: restartsSome},
 		{name: "EndTxn with an invalid producer epoch", inject: faultOnce(kmsg.EndTxn, "", kerr.InvalidProducerEpoch, 0), hits: 1, restarts: restartsSome},
 		{name: "commit record fenced", inject: func(e faultEnv) hitCounter {
-			return e.c.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Group: DefaultProgressTopic + ".j", Err: kerr.ProducerFenced}).Hits
+			return e.c.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Group: DefaultProgressTopic + ".j", Err: kerr.ProducerFenced}).Hits
 		}, hits: 1, restarts: restartsSome},
 	}
 	for _, tt := range tests {
@@ -187,7 +188,7 @@ func TestBrokerFaults(t *testing.T) {
 func TestNoAddPartitionsToTxn(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 3, "out": 3})
 	input := produceInput(t, c, 20)
-	obs := c.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.AddPartitionsToTxn}, Count: -1, Observe: true})
+	obs := c.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.AddPartitionsToTxn}, Count: -1, Observe: true})
 	defer obs.Remove()
 	j, _ := startJob(t, c, jobSpec{})
 	if err := j.Wait(); err != nil {
@@ -210,10 +211,10 @@ func startProxiedBroker(tb testing.TB, topics map[string]int32) (cluster, *cutPr
 	}
 	p := &cutProxy{ln: ln}
 	tb.Cleanup(p.close)
-	b := broker.StartForTest(tb, broker.Config{Topics: topics, AdvertisedAddr: ln.Addr().String()})
+	b := kafkatest.StartBroker(tb, broker.Config{Topics: topics, AdvertisedAddr: ln.Addr().String()})
 	p.target = b.Addr()
 	go p.accept()
-	return cluster{b: b, addr: ln.Addr().String()}, p
+	return cluster{kafkatest.Cluster{Broker: b, Addr: ln.Addr().String()}}, p
 }
 
 // cutProxy forwards Kafka connections to target. When armed, it closes the

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // Lag sums, over this process's open readers, the records between each
@@ -14,11 +15,11 @@ import (
 // last stable offset, so records of an open transaction do not count.
 func TestSourceLag(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 2})
-	ctx := testCtx(t)
-	c.produce(t, "in", 0, time.Time{}, values(50, "a")...)
-	c.produce(t, "in", 1, time.Time{}, values(50, "b")...)
+	ctx := kafkatest.Context(t)
+	c.produceValues(t, "in", 0, time.Time{}, values(50, "a")...)
+	c.produceValues(t, "in", 1, time.Time{}, values(50, "b")...)
 	// An open transaction on partition 0 behind the committed records.
-	p := c.kgo(t, kgo.TransactionalID("open"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p := c.Client(t, kgo.TransactionalID("open"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := p.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestLagKnownWhenCaughtUp(t *testing.T) {
 	for i := range 3 {
 		rs = append(rs, openReader(t, src, i, 3, nil))
 	}
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	deadline := time.Now().Add(5 * time.Second)
 	for src.Lag() != 0 {
 		if time.Now().After(deadline) {

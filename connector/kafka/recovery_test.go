@@ -23,6 +23,7 @@ import (
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/restart"
 )
 
@@ -41,7 +42,7 @@ func commitEpochs(t *testing.T, cp flow.CommitPoint, w flow.SinkWriter[Record], 
 	for id := first; id <= last; id++ {
 		write(t, w, fmt.Sprintf("%s-%d", job, id))
 		prepare(t, w, id)
-		if err := cp.Commit(testCtx(t), rec(job, id)); err != nil {
+		if err := cp.Commit(kafkatest.Context(t), rec(job, id)); err != nil {
 			t.Fatalf("commit %d of %s: %v", id, job, err)
 		}
 	}
@@ -54,7 +55,7 @@ func commitEpochs(t *testing.T, cp flow.CommitPoint, w flow.SinkWriter[Record], 
 // checkpoint 3 instead of 6.)
 func TestRecoveryIgnoresOtherJobsTransactions(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 1})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	a := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"})
 	cp := a.CommitPoint()
 	if r, err := cp.Recover(ctx); err != nil || r.Checkpoint != 0 {
@@ -66,7 +67,7 @@ func TestRecoveryIgnoresOtherJobsTransactions(t *testing.T) {
 	// Job b pauses between writing to the progress topic and EndTxn (an
 	// old onceflow's marker), and job c between its offset commit and
 	// EndTxn: both transactions stay open for the whole test.
-	b := c.kgo(t, kgo.TransactionalID("onceflow-b-0"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	b := c.Client(t, kgo.TransactionalID("onceflow-b-0"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := b.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +110,9 @@ func TestRecoveryIgnoresOtherJobsTransactions(t *testing.T) {
 // at once, so read_committed readers are not blocked until the broker's
 // transaction timeout. (Before, the transaction stayed open: LSO 0 < HW 1.)
 func TestFailedCommitAbortsTransaction(t *testing.T) {
+	kafkatest.RequireFaults(t) // failpoint.Enable
 	c := startBroker(t, map[string]int32{"out": 1})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"})
 	cp := s.CommitPoint()
 	if _, err := cp.Recover(ctx); err != nil {
@@ -132,7 +134,7 @@ func TestFailedCommitAbortsTransaction(t *testing.T) {
 	if lso != hw {
 		t.Errorf("after the failed commit: last stable offset %d < high watermark %d: the transaction is still open", lso, hw)
 	}
-	if got := c.readCommitted(t, "out"); !slices.Equal(got, []string{"a-1"}) {
+	if got := c.ReadCommitted(t, "out"); !slices.Equal(got, []string{"a-1"}) {
 		t.Errorf("read_committed = %q, want only the committed epoch", got)
 	}
 	if r, err := newSink(t, SinkConfig{Client: c.client(), Job: "a"}).CommitPoint().Recover(ctx); err != nil || r.Checkpoint != 1 {
@@ -144,12 +146,12 @@ func TestFailedCommitAbortsTransaction(t *testing.T) {
 // partition.
 func (c cluster) stableAndHigh(tb testing.TB, topic string, p int32) (int64, int64) {
 	tb.Helper()
-	adm := c.admin(tb)
-	lso, err := adm.ListCommittedOffsets(testCtx(tb), topic)
+	adm := c.Admin(tb)
+	lso, err := adm.ListCommittedOffsets(kafkatest.Context(tb), topic)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hw, err := adm.ListEndOffsets(testCtx(tb), topic)
+	hw, err := adm.ListEndOffsets(kafkatest.Context(tb), topic)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func (c cluster) stableAndHigh(tb testing.TB, topic string, p int32) (int64, int
 // fails the commit within its deadline instead of blocking forever.
 func TestCommitHasADeadline(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 1})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"})
 	cp := s.CommitPoint()
 	if _, err := cp.Recover(ctx); err != nil {
@@ -173,9 +175,9 @@ func TestCommitHasADeadline(t *testing.T) {
 	prepare(t, w, 1)
 	wake := make(chan struct{})
 	defer close(wake)
-	c.b.Cluster().ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.b.Cluster().KeepControl() // every EndTxn, the abort's too
-		c.b.Cluster().SleepControl(func() { <-wake })
+	c.Broker.Cluster().ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.Broker.Cluster().KeepControl() // every EndTxn, the abort's too
+		c.Broker.Cluster().SleepControl(func() { <-wake })
 		return nil, nil, false
 	})
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -202,7 +204,7 @@ func TestHeldRecordsStayWithinBudget(t *testing.T) {
 		size    = 1024
 	)
 	c := startBroker(t, map[string]int32{"out": 2})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out", MaxHeldBytes: budget})
 	cp := s.CommitPoint()
 	if _, err := cp.Recover(ctx); err != nil {
@@ -252,7 +254,7 @@ func TestHeldRecordsStayWithinBudget(t *testing.T) {
 	if peakHeap > 200<<20 {
 		t.Errorf("heap reached %d MiB for a %d MiB budget: the burst was buffered", peakHeap>>20, budget>>20)
 	}
-	if n := len(c.readCommitted(t, "out")); n != records+1 {
+	if n := len(c.ReadCommitted(t, "out")); n != records+1 {
 		t.Errorf("read_committed has %d records, want %d", n, records+1)
 	}
 }
@@ -265,14 +267,14 @@ func TestHeldRecordsStayWithinBudget(t *testing.T) {
 func TestLostCommitRecordIsRefused(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
 	dir := t.TempDir()
-	c.produce(t, "in", 0, time.Time{}, "1", "2", "3")
+	c.produceValues(t, "in", 0, time.Time{}, "1", "2", "3")
 	if err := runTestJob(t, c, testJob{dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.admin(t).DeleteGroup(testCtx(t), DefaultProgressTopic+".a"); err != nil {
+	if _, err := c.Admin(t).DeleteGroup(kafkatest.Context(t), DefaultProgressTopic+".a"); err != nil {
 		t.Fatal(err)
 	}
-	c.produce(t, "in", 0, time.Time{}, "4")
+	c.produceValues(t, "in", 0, time.Time{}, "4")
 	err := runTestJob(t, c, testJob{dir: dir})
 	if !errors.Is(err, flow.ErrRestoreRefused) {
 		t.Fatalf("start without a commit record: %v, want ErrRestoreRefused", err)
@@ -282,7 +284,7 @@ func TestLostCommitRecordIsRefused(t *testing.T) {
 			t.Errorf("the refusal does not say %q: %v", want, err)
 		}
 	}
-	if got := c.readCommitted(t, "out"); len(got) != 3 {
+	if got := c.ReadCommitted(t, "out"); len(got) != 3 {
 		t.Fatalf("the refused start wrote output: %q", got)
 	}
 	if err := runTestJob(t, c, testJob{dir: dir, opts: []flow.Option{flow.ResumeLatestCheckpoint()}}); err != nil {
@@ -298,20 +300,20 @@ func TestLostCommitRecordIsRefused(t *testing.T) {
 func TestRecoveryAfterConfigRenamesAndGroupReset(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
 	dir := t.TempDir()
-	c.produce(t, "in", 0, time.Time{}, "1", "2")
+	c.produceValues(t, "in", 0, time.Time{}, "1", "2")
 	if err := runTestJob(t, c, testJob{dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	c.produce(t, "in", 0, time.Time{}, "3")
+	c.produceValues(t, "in", 0, time.Time{}, "3")
 	if err := runTestJob(t, c, testJob{dir: dir, sink: SinkConfig{ProgressTopic: "renamed-progress", TransactionalID: "renamed-txid"}}); err != nil {
 		t.Fatalf("after renaming the progress topic and transactional id: %v", err)
 	}
 	reset := kadm.Offsets{}
 	reset.Add(kadm.Offset{Topic: "in", Partition: 0, At: 0, LeaderEpoch: -1})
-	if _, err := c.admin(t).CommitOffsets(testCtx(t), "onceflow-a", reset); err != nil {
+	if _, err := c.Admin(t).CommitOffsets(kafkatest.Context(t), "onceflow-a", reset); err != nil {
 		t.Fatal(err)
 	}
-	c.produce(t, "in", 0, time.Time{}, "4")
+	c.produceValues(t, "in", 0, time.Time{}, "4")
 	if err := runTestJob(t, c, testJob{dir: dir}); err != nil {
 		t.Fatalf("after resetting the source group: %v", err)
 	}
@@ -324,16 +326,16 @@ func TestRecoveryAfterConfigRenamesAndGroupReset(t *testing.T) {
 func TestDeliverySwitches(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
 	dir := t.TempDir()
-	c.produce(t, "in", 0, time.Time{}, "1", "2")
+	c.produceValues(t, "in", 0, time.Time{}, "1", "2")
 	if err := runTestJob(t, c, testJob{dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	c.produce(t, "in", 0, time.Time{}, "3")
+	c.produceValues(t, "in", 0, time.Time{}, "3")
 	if err := runTestJob(t, c, testJob{dir: dir, sink: SinkConfig{Delivery: DeliveryAtLeastOnce}}); err != nil {
 		t.Fatalf("exactly-once → at-least-once: %v", err)
 	}
 	wantOutput(t, c, "after the switch to at-least-once (it restores the last checkpoint)", "1", "2", "3")
-	c.produce(t, "in", 0, time.Time{}, "4")
+	c.produceValues(t, "in", 0, time.Time{}, "4")
 	// The commit record names the last exactly-once checkpoint; the
 	// at-least-once run's checkpoints are newer: refused, then resumed.
 	err := runTestJob(t, c, testJob{dir: dir})
@@ -351,11 +353,11 @@ func TestDeliverySwitches(t *testing.T) {
 func TestAtLeastOnceToExactlyOnceIsRefused(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
 	dir := t.TempDir()
-	c.produce(t, "in", 0, time.Time{}, "1", "2")
+	c.produceValues(t, "in", 0, time.Time{}, "1", "2")
 	if err := runTestJob(t, c, testJob{dir: dir, sink: SinkConfig{Delivery: DeliveryAtLeastOnce}}); err != nil {
 		t.Fatal(err)
 	}
-	c.produce(t, "in", 0, time.Time{}, "3")
+	c.produceValues(t, "in", 0, time.Time{}, "3")
 	err := runTestJob(t, c, testJob{dir: dir})
 	if !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), "at-least-once has no commit record") {
 		t.Fatalf("at-least-once → exactly-once: %v, want a refusal that names the delivery switch", err)
@@ -372,7 +374,7 @@ func TestAtLeastOnceToExactlyOnceIsRefused(t *testing.T) {
 // its source group shows earlier progress.
 func TestLostStateDirectoryIsRefused(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
-	c.produce(t, "in", 0, time.Time{}, "1", "2")
+	c.produceValues(t, "in", 0, time.Time{}, "1", "2")
 	if err := runTestJob(t, c, testJob{dir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +386,7 @@ func TestLostStateDirectoryIsRefused(t *testing.T) {
 		t.Fatalf("--start-fresh: %v", err)
 	}
 
-	c.produce(t, "in", 0, time.Time{}, "3")
+	c.produceValues(t, "in", 0, time.Time{}, "3")
 	alo := SinkConfig{Delivery: DeliveryAtLeastOnce}
 	if err := runTestJob(t, c, testJob{name: "b", dir: t.TempDir(), sink: alo}); err != nil {
 		t.Fatal(err)
@@ -400,6 +402,7 @@ func TestLostStateDirectoryIsRefused(t *testing.T) {
 // it is switched to at-least-once (which picks the newest manifest).
 // (Before, storage.Latest returned the aborted checkpoint.)
 func TestAbortedCheckpointIsNeverRestored(t *testing.T) {
+	kafkatest.RequireFaults(t) // failpoint.Enable
 	c := startBroker(t, map[string]int32{"in": 3, "out": 3})
 	input := produceInput(t, c, perPartition)
 	dir := t.TempDir()
@@ -431,7 +434,7 @@ func TestAbortedCheckpointIsNeverRestored(t *testing.T) {
 	if !strings.Contains(log.String(), fmt.Sprintf("checkpoint=%d", committed[len(committed)-1])) {
 		t.Errorf("the restart did not restore checkpoint %d; log:\n%s", committed[len(committed)-1], log.String())
 	}
-	if got := sorted(c.readCommitted(t, "out")); !slices.Equal(got, input) {
+	if got := sorted(c.ReadCommitted(t, "out")); !slices.Equal(got, input) {
 		t.Errorf("output has %d records, want the %d inputs once", len(got), len(input))
 	}
 }
@@ -442,7 +445,7 @@ func TestAbortedCheckpointIsNeverRestored(t *testing.T) {
 // running job and read its checkpoint number.)
 func TestSameJobNameElsewhereIsRefused(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
-	c.produce(t, "in", 0, time.Time{}, values(50, "x")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(50, "x")...)
 	running := startUnbounded(t, c, t.TempDir(), "a")
 	waitCheckpoint(t, running, 2)
 	err := runTestJob(t, c, testJob{dir: t.TempDir()})
@@ -458,7 +461,7 @@ func TestSameJobNameElsewhereIsRefused(t *testing.T) {
 	if err := running.Wait(); err != nil {
 		t.Fatalf("running job: %v", err)
 	}
-	if got := sorted(c.readCommitted(t, "out")); !slices.Equal(got, values(50, "x")) {
+	if got := sorted(c.ReadCommitted(t, "out")); !slices.Equal(got, values(50, "x")) {
 		t.Errorf("output = %d records, want the 50 inputs once", len(got))
 	}
 }
@@ -469,7 +472,7 @@ func TestSameJobNameElsewhereIsRefused(t *testing.T) {
 func TestFallbackWithKafkaCommitPoint(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
 	dir := t.TempDir()
-	c.produce(t, "in", 0, time.Time{}, "1", "2")
+	c.produceValues(t, "in", 0, time.Time{}, "1", "2")
 	if err := runTestJob(t, c, testJob{dir: dir, retain: 3, pace: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -530,17 +533,17 @@ func TestExactlyOnceSinkChecksTheJob(t *testing.T) {
 // to create it, which a restart cannot fix.
 func TestProgressTopicWithoutCreatePermission(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 1, DefaultProgressTopic: 1})
-	deny := c.b.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	deny := c.Broker.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Err: kerr.TopicAuthorizationFailed, Count: -1})
 	defer deny.Remove()
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"})
-	if _, err := s.CommitPoint().Recover(testCtx(t)); err != nil {
+	if _, err := s.CommitPoint().Recover(kafkatest.Context(t)); err != nil {
 		t.Fatalf("Recover with an existing progress topic: %v", err)
 	}
 	if n := deny.Hits(); n != 0 {
 		t.Errorf("Recover tried to create the existing topic %d times", n)
 	}
 	s2 := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out", ProgressTopic: "missing-progress"})
-	_, err := s2.CommitPoint().Recover(testCtx(t))
+	_, err := s2.CommitPoint().Recover(kafkatest.Context(t))
 	if !errors.Is(err, flow.ErrUnrecoverable) || !strings.Contains(err.Error(), "may not create it") || !strings.Contains(err.Error(), "--partitions 1") {
 		t.Errorf("Recover with a missing, uncreatable progress topic: %v", err)
 	}
@@ -619,21 +622,21 @@ func runTestJob(t *testing.T, c cluster, j testJob) error {
 		in = flow.Map(in, func(r Record) Record { time.Sleep(time.Millisecond); return r })
 	}
 	flow.To(in, sink, flow.UID("out"))
-	job, err := env.Start(testCtx(t))
+	job, err := env.Start(kafkatest.Context(t))
 	if err != nil {
 		return err
 	}
 	if j.bounded {
 		return job.Wait()
 	}
-	adm := c.admin(t)
+	adm, ctx := c.Admin(t), kafkatest.Context(t)
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		select {
 		case <-job.Done():
 			return job.Wait()
 		case <-time.After(20 * time.Millisecond):
 		}
-		if caughtUp(t, adm, "onceflow-"+j.name, "in") {
+		if kafkatest.CaughtUp(ctx, adm, "onceflow-"+j.name, "in") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -646,27 +649,6 @@ func runTestJob(t *testing.T, c cluster, j testJob) error {
 	return job.Wait()
 }
 
-// caughtUp reports whether group's committed offsets reached the end of
-// every partition of topic.
-func caughtUp(t *testing.T, adm *kadm.Client, group, topic string) bool {
-	t.Helper()
-	ends, err := adm.ListEndOffsets(testCtx(t), topic)
-	if err != nil {
-		return false
-	}
-	offs, err := adm.FetchOffsets(testCtx(t), group)
-	if err != nil {
-		return false
-	}
-	done := true
-	ends.Each(func(e kadm.ListedOffset) {
-		if o, ok := offs.Lookup(topic, e.Partition); !ok || o.At < e.Offset {
-			done = false
-		}
-	})
-	return done
-}
-
 func startUnbounded(t *testing.T, c cluster, dir, name string) *flow.Job {
 	t.Helper()
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}})
@@ -674,7 +656,7 @@ func startUnbounded(t *testing.T, c cluster, dir, name string) *flow.Job {
 	env := flow.New(flow.JobName(name), flow.Checkpointing(30*time.Millisecond), flow.StateDir(dir), flow.Logger(slog.New(slog.DiscardHandler)),
 		flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 3, Delay: 10 * time.Millisecond}))
 	flow.To(flow.From(env, src, flow.UID("in")), sink, flow.UID("out"))
-	j, err := env.Start(testCtx(t))
+	j, err := env.Start(kafkatest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -710,7 +692,7 @@ func heapInUse() uint64 {
 // The commit record's partition must exist.
 func TestTxnOffsetsSkipMissingPartitions(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"})
 	if _, err := s.CommitPoint().Recover(ctx); err != nil {
 		t.Fatal(err)
@@ -730,8 +712,5 @@ func TestTxnOffsetsSkipMissingPartitions(t *testing.T) {
 // any order) in topic "out"; what names the moment.
 func wantOutput(t *testing.T, c cluster, what string, want ...string) {
 	t.Helper()
-	got := sorted(c.readCommitted(t, "out"))
-	if !slices.Equal(got, sorted(want)) {
-		t.Errorf("%s: output %q, want each input once: %q", what, got, want)
-	}
+	kafkatest.CheckExactlyOnce(t, what+": output", c.ReadCommitted(t, "out"), want)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/restart"
 )
 
@@ -26,7 +28,7 @@ func newSink(tb testing.TB, cfg SinkConfig) *Sink {
 
 func openWriter(tb testing.TB, s *Sink, subtask, par int) flow.SinkWriter[Record] {
 	tb.Helper()
-	w, err := s.Open(testCtx(tb), flow.SinkContext{Job: s.cfg.Job, UID: "sink", Subtask: subtask, Parallelism: par, Logger: slog.New(slog.DiscardHandler)})
+	w, err := s.Open(kafkatest.Context(tb), flow.SinkContext{Job: s.cfg.Job, UID: "sink", Subtask: subtask, Parallelism: par, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatalf("open writer: %v", err)
 	}
@@ -36,7 +38,7 @@ func openWriter(tb testing.TB, s *Sink, subtask, par int) flow.SinkWriter[Record
 func write(tb testing.TB, w flow.SinkWriter[Record], vals ...string) {
 	tb.Helper()
 	for _, v := range vals {
-		if err := w.Write(testCtx(tb), Record{Key: []byte(v), Value: []byte(v)}); err != nil {
+		if err := w.Write(kafkatest.Context(tb), Record{Key: []byte(v), Value: []byte(v)}); err != nil {
 			tb.Fatalf("write %s: %v", v, err)
 		}
 	}
@@ -44,14 +46,14 @@ func write(tb testing.TB, w flow.SinkWriter[Record], vals ...string) {
 
 func prepare(tb testing.TB, w flow.SinkWriter[Record], id int64) {
 	tb.Helper()
-	if _, err := w.Prepare(testCtx(tb), id); err != nil {
+	if _, err := w.Prepare(kafkatest.Context(tb), id); err != nil {
 		tb.Fatalf("prepare %d: %v", id, err)
 	}
 }
 
 func TestSinkCommitPoint(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 2})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	sink := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
 	cp := sink.CommitPoint()
 	if r, err := cp.Recover(ctx); err != nil || r.Checkpoint != 0 {
@@ -68,7 +70,7 @@ func TestSinkCommitPoint(t *testing.T) {
 	if err := cp.Commit(ctx, rec("j", 1)); err != nil {
 		t.Fatalf("commit 1: %v", err)
 	}
-	got := sorted(c.readCommitted(t, "out"))
+	got := sorted(c.ReadCommitted(t, "out"))
 	if want := []string{"e1-a", "e1-b"}; !slices.Equal(got, want) {
 		t.Errorf("after checkpoint 1: %q, want %q (epoch 2's record held back)", got, want)
 	}
@@ -87,7 +89,7 @@ func TestSinkCommitPoint(t *testing.T) {
 	if err := cp.Commit(ctx, rec("j", 3)); err != nil {
 		t.Fatalf("commit 3: %v", err)
 	}
-	got = sorted(c.readCommitted(t, "out"))
+	got = sorted(c.ReadCommitted(t, "out"))
 	if want := []string{"e1-a", "e1-b", "e2-a", "e2-b", "e3-a", "e3-b"}; !slices.Equal(got, want) {
 		t.Errorf("after checkpoint 3: %q, want %q", got, want)
 	}
@@ -100,7 +102,7 @@ func TestSinkCommitPoint(t *testing.T) {
 	if r, err := newSink(t, SinkConfig{Client: c.client(), Job: "j"}).CommitPoint().Recover(ctx); err != nil || r.Checkpoint != 3 {
 		t.Errorf("Recover after restart = %d, %v; want 3", r.Checkpoint, err)
 	}
-	if got := c.readCommitted(t, "out"); slices.Contains(got, "e4-a") {
+	if got := c.ReadCommitted(t, "out"); slices.Contains(got, "e4-a") {
 		t.Errorf("uncommitted epoch visible: %q", got)
 	}
 }
@@ -109,7 +111,7 @@ func TestSinkCommitPoint(t *testing.T) {
 // and its records never become visible.
 func TestSinkZombieIsFenced(t *testing.T) {
 	c := startBroker(t, map[string]int32{"out": 1})
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	old := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
 	if _, err := old.CommitPoint().Recover(ctx); err != nil {
 		t.Fatal(err)
@@ -140,7 +142,7 @@ func TestSinkZombieIsFenced(t *testing.T) {
 	if err := newer.CommitPoint().Commit(ctx, rec("j", 1)); err != nil {
 		t.Fatalf("newer commit: %v", err)
 	}
-	if got := c.readCommitted(t, "out"); !slices.Equal(got, []string{"newer"}) {
+	if got := c.ReadCommitted(t, "out"); !slices.Equal(got, []string{"newer"}) {
 		t.Errorf("read_committed %q, want only the newer instance's record", got)
 	}
 }
@@ -167,9 +169,9 @@ func TestSinkConfigValidation(t *testing.T) {
 }
 
 func TestSinkBrokerRefusesTimeout(t *testing.T) {
-	b := startBrokerCfg(t, time.Minute)
+	b := cluster{kafkatest.Start(t, broker.Config{TxnMaxTimeout: time.Minute})}
 	sink := newSink(t, SinkConfig{Client: b.client(), Job: "j", Topic: "out", TransactionTimeout: 2 * time.Minute})
-	_, err := sink.CommitPoint().Recover(testCtx(t))
+	_, err := sink.CommitPoint().Recover(kafkatest.Context(t))
 	if err == nil || !strings.Contains(err.Error(), "transaction.timeout.ms") || !strings.Contains(err.Error(), "transaction.max.timeout.ms") || !errors.Is(err, flow.ErrUnrecoverable) {
 		t.Errorf("Recover: %v, want an unrecoverable error naming transaction.timeout.ms and transaction.max.timeout.ms", err)
 	}
@@ -189,7 +191,7 @@ func runJob(t *testing.T, c cluster, maxPoll int, mapFn func(Record) Record, opt
 		s = flow.Map(s, mapFn)
 	}
 	flow.To(s, sink, flow.UID("kafka-out"))
-	j, err := env.Start(testCtx(t))
+	j, err := env.Start(kafkatest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,17 +202,8 @@ func runJob(t *testing.T, c cluster, maxPoll int, mapFn func(Record) Record, opt
 // offsets are at the end of the input with checkpoint metadata.
 func checkExactlyOnce(t *testing.T, c cluster, j *flow.Job, input []string, perPartition int64) {
 	t.Helper()
-	got := c.readCommitted(t, "out")
-	slices.Sort(got)
-	if !slices.Equal(got, input) {
-		t.Errorf("read_committed output has %d records, want the %d input records exactly once", len(got), len(input))
-		for i, v := range got {
-			if i > 0 && got[i-1] == v {
-				t.Errorf("duplicate %q", v)
-			}
-		}
-	}
-	offs := c.groupOffsets(t, "onceflow-j", "in")
+	kafkatest.CheckExactlyOnce(t, "read_committed output", c.ReadCommitted(t, "out"), input)
+	offs := c.GroupOffsets(t, "onceflow-j", "in")
 	if len(offs) != 3 {
 		t.Fatalf("group offsets %+v, want 3 partitions", offs)
 	}
@@ -225,7 +218,7 @@ func produceInput(t *testing.T, c cluster, n int) []string {
 	var all []string
 	for p := range int32(3) {
 		vs := values(n, string(rune('a'+p)))
-		c.produce(t, "in", p, time.Time{}, vs...)
+		c.produceValues(t, "in", p, time.Time{}, vs...)
 		all = append(all, vs...)
 	}
 	slices.Sort(all)

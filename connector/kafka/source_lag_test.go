@@ -3,25 +3,27 @@ package kafka
 import (
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // Records written after the reader caught up count as lag before the
 // reader fetches them: the periodic listing of end offsets sees them.
 func TestLagCountsRecordsNotYetFetched(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 2})
-	c.produce(t, "in", 0, time.Time{}, values(3, "a")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(3, "a")...)
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}})
 	r := openReader(t, src, 0, 1, nil)
 	pollN(t, r, 3)
 	rd := r.(*reader)
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	rd.refreshEnds(ctx)
 	if got := src.Lag(); got != 0 {
 		t.Fatalf("Lag after reading everything = %d, want 0", got)
 	}
 	// The reader does not poll: only the listing can see these.
-	c.produce(t, "in", 0, time.Time{}, values(4, "b")...)
-	c.produce(t, "in", 1, time.Time{}, values(3, "c")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(4, "b")...)
+	c.produceValues(t, "in", 1, time.Time{}, values(3, "c")...)
 	rd.refreshEnds(ctx)
 	if got := src.Lag(); got != 7 {
 		t.Errorf("Lag after 7 records were written and none read = %d, want 7", got)

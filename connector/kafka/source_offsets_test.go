@@ -4,6 +4,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // checkpointOffsets merges what every open reader of the source recorded
@@ -13,8 +15,8 @@ func TestCheckpointOffsets(t *testing.T) {
 		name := map[bool]string{false: "reader commits", true: "sink commits"}[txn]
 		t.Run(name, func(t *testing.T) {
 			c := startBroker(t, map[string]int32{"in": 2})
-			c.produce(t, "in", 0, time.Time{}, values(3, "a")...)
-			c.produce(t, "in", 1, time.Time{}, values(2, "b")...)
+			c.produceValues(t, "in", 0, time.Time{}, values(3, "a")...)
+			c.produceValues(t, "in", 1, time.Time{}, values(2, "b")...)
 			src := newSource(t, SourceConfig{Client: c.client(), TopicRegex: "in|gone", Group: "g", DiscoveryInterval: -1})
 			src.transactional = txn
 			// gone/0 is parked with its owner.
@@ -54,7 +56,7 @@ func TestCheckpointOffsets(t *testing.T) {
 
 			// Committing 1 prunes it and keeps 2.
 			for _, r := range []any{r0, r1} {
-				if err := r.(*reader).CheckpointCommitted(testCtx(t), 1); err != nil {
+				if err := r.(*reader).CheckpointCommitted(kafkatest.Context(t), 1); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -66,14 +68,14 @@ func TestCheckpointOffsets(t *testing.T) {
 			}
 			// The reader commits only what it reads to the group, and
 			// only when no sink does.
-			got := c.groupOffsets(t, "g", "in")
+			got := c.GroupOffsets(t, "g", "in")
 			if txn && len(got) > 0 {
 				t.Errorf("the reader committed %v although a sink commits the offsets", got)
 			}
 			if !txn && (got[0].At != 0 || got[1].At != 0 || got[0].Metadata != "onceflow:job:1") {
 				t.Errorf("group offsets %v, want in/0 and in/1 at 0 for checkpoint 1", got)
 			}
-			if g := c.groupOffsets(t, "g", "gone"); len(g) > 0 {
+			if g := c.GroupOffsets(t, "g", "gone"); len(g) > 0 {
 				t.Errorf("the reader committed the parked partition: %v", g)
 			}
 

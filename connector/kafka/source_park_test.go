@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // A checkpointed partition that is not listed at restore (its topic is
@@ -19,7 +20,7 @@ import (
 // re-reading it from the earliest offset.
 func TestParkedSplitResumesAtItsPosition(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, "i0")
+	c.produceValues(t, "in", 0, time.Time{}, "i0")
 	src := newSource(t, SourceConfig{Client: c.client(), TopicRegex: "in|gone", DiscoveryInterval: 50 * time.Millisecond})
 	// An old-format blob: no topic id, so whatever "gone" is when it
 	// comes back is taken as the topic the checkpoint read.
@@ -58,10 +59,10 @@ func TestParkedSplitResumesAtItsPosition(t *testing.T) {
 		}
 	}
 
-	if _, err := c.admin(t).CreateTopics(testCtx(t), 1, 1, nil, "gone"); err != nil {
+	if _, err := c.Admin(t).CreateTopics(kafkatest.Context(t), 1, 1, nil, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	c.produce(t, "gone", 0, time.Time{}, "g0", "g1", "g2", "g3", "g4")
+	c.produceValues(t, "gone", 0, time.Time{}, "g0", "g1", "g2", "g3", "g4")
 	if got := pollN(t, r, 3); !slices.Equal(got, []string{"g2", "g3", "g4"}) {
 		t.Errorf("after the topic came back read %q, want [g2 g3 g4]: resumed at the parked offset 2", got)
 	}
@@ -84,13 +85,13 @@ func TestParkedSplitOfRecreatedTopic(t *testing.T) {
 			src := newSource(t, SourceConfig{Client: c.client(), TopicRegex: "in|gone", DiscoveryInterval: 50 * time.Millisecond, OnTopicRecreated: policy})
 			old := position{next: 2, end: -1, id: topicID{1, 2, 3}}
 			r := openReader(t, src, 0, 1, map[string][]byte{"in/0": []byte("0"), "gone/0": old.encode()})
-			cr, err := c.admin(t).CreateTopics(testCtx(t), 1, 1, nil, "gone")
+			cr, err := c.Admin(t).CreateTopics(kafkatest.Context(t), 1, 1, nil, "gone")
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.produce(t, "gone", 0, time.Time{}, "g0", "g1", "g2")
+			c.produceValues(t, "gone", 0, time.Time{}, "g0", "g1", "g2")
 			if policy == RecreatedFail {
-				ctx := testCtx(t)
+				ctx := kafkatest.Context(t)
 				for {
 					err := r.Poll(ctx, func(rec Record) { t.Errorf("read %q", rec.Value) })
 					if err != nil {
@@ -138,7 +139,7 @@ func openReaderLogged(tb testing.TB, s *Source, subtask, par int, restored map[s
 	log := &logBuffer{}
 	sc := sourceContext(subtask, par)
 	sc.Logger = slog.New(slog.NewTextHandler(log, nil))
-	r, err := s.Open(testCtx(tb), sc, restored)
+	r, err := s.Open(kafkatest.Context(tb), sc, restored)
 	if err != nil {
 		tb.Fatalf("open subtask %d: %v", subtask, err)
 	}

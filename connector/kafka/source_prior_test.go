@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // PriorProgress reports the checkpoint offsets a job committed to its
@@ -23,7 +24,7 @@ func TestPriorProgress(t *testing.T) {
 			of.LeaderEpoch = -1
 			o.Add(of)
 		}
-		resp, err := c.admin(t).CommitOffsets(testCtx(t), group, o)
+		resp, err := c.Admin(t).CommitOffsets(kafkatest.Context(t), group, o)
 		if err == nil {
 			err = resp.Error()
 		}
@@ -55,7 +56,7 @@ func TestPriorProgress(t *testing.T) {
 			if !ok {
 				t.Fatal("*Source does not implement flow.PriorProgressReporter")
 			}
-			got, err := pr.PriorProgress(testCtx(t), tt.job)
+			got, err := pr.PriorProgress(kafkatest.Context(t), tt.job)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +68,7 @@ func TestPriorProgress(t *testing.T) {
 
 	// An unreachable cluster is an error, not "no progress".
 	src := newSource(t, SourceConfig{Client: ClientConfig{Brokers: []string{"127.0.0.1:1"}}, Topics: []string{"in"}})
-	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
+	ctx, cancel := context.WithTimeout(kafkatest.Context(t), 2*time.Second)
 	defer cancel()
 	pr, ok := any(src).(flow.PriorProgressReporter)
 	if !ok {

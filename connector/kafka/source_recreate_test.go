@@ -15,28 +15,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // recreate deletes topic and creates it again with parts partitions, and
 // returns its old and new topic ids.
 func recreate(tb testing.TB, c cluster, topic string, parts int32) (oldID, newID kadm.TopicID) {
 	tb.Helper()
-	ctx := testCtx(tb)
+	ctx := kafkatest.Context(tb)
 	// A new admin client each time: kadm answers listings from a
 	// metadata cache.
-	tds, err := c.admin(tb).ListTopics(ctx, topic)
+	tds, err := c.Admin(tb).ListTopics(ctx, topic)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	old := tds[topic].ID
-	dr, err := c.admin(tb).DeleteTopics(ctx, topic)
+	dr, err := c.Admin(tb).DeleteTopics(ctx, topic)
 	if err == nil {
 		err = dr.Error()
 	}
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cr, err := c.admin(tb).CreateTopics(ctx, parts, 1, nil, topic)
+	cr, err := c.Admin(tb).CreateTopics(ctx, parts, 1, nil, topic)
 	if err == nil {
 		err = cr.Error()
 	}
@@ -67,7 +68,7 @@ func checkPosition(t *testing.T, key string, blob []byte, next int64, id kadm.To
 // record once, instead of resuming at the old topic's offset.
 func TestRestoreRecreatedTopicReadsEarliest(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, values(5, "old")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(5, "old")...)
 	// One record per poll, so the checkpoint is at offset 3 of 5.
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, MaxPollRecords: 1})
 	r := openReader(t, src, 0, 1, nil)
@@ -79,7 +80,7 @@ func TestRestoreRecreatedTopicReadsEarliest(t *testing.T) {
 	r.Close()
 
 	oldID, newID := recreate(t, c, "in", 1)
-	c.produce(t, "in", 0, time.Time{}, values(5, "new")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(5, "new")...)
 	r2, log := openReaderLogged(t, src, 0, 1, snap)
 	if got := pollN(t, r2, 5); !slices.Equal(got, values(5, "new")) {
 		t.Errorf("restored over the recreated topic, read %q, want every new record once from its start", got)
@@ -102,7 +103,7 @@ func TestRestoreRecreatedTopicReadsEarliest(t *testing.T) {
 // that restarting does not fix.
 func TestRestoreRecreatedTopicFails(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, values(5, "old")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(5, "old")...)
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, OnTopicRecreated: RecreatedFail})
 	r := openReader(t, src, 0, 1, nil)
 	pollN(t, r, 3)
@@ -113,8 +114,8 @@ func TestRestoreRecreatedTopicFails(t *testing.T) {
 	r.Close()
 
 	oldID, newID := recreate(t, c, "in", 1)
-	c.produce(t, "in", 0, time.Time{}, values(5, "new")...)
-	r2, err := src.Open(testCtx(t), sourceContext(0, 1), snap)
+	c.produceValues(t, "in", 0, time.Time{}, values(5, "new")...)
+	r2, err := src.Open(kafkatest.Context(t), sourceContext(0, 1), snap)
 	if err == nil {
 		r2.Close()
 		t.Fatal("Open restored the checkpoint of a recreated topic under OnTopicRecreated fail")
@@ -137,7 +138,7 @@ func assertRecreatedError(t *testing.T, err error, oldID, newID kadm.TopicID) {
 // assertNothingMore polls r for a while and fails if it emits a record.
 func assertNothingMore(t *testing.T, r flow.SourceReader[Record]) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
 		if err := r.Poll(ctx, func(rec Record) { t.Errorf("read %s (%q) again", rec, rec.Value) }); err != nil {
 			t.Fatal(err)
@@ -161,15 +162,15 @@ func TestRunningReaderRecreatedTopicReadsEarliest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := startBroker(t, map[string]int32{"in": 2})
-			c.produce(t, "in", 0, time.Time{}, values(3, "a")...)
-			c.produce(t, "in", 1, time.Time{}, values(2, "b")...)
+			c.produceValues(t, "in", 0, time.Time{}, values(3, "a")...)
+			c.produceValues(t, "in", 1, time.Time{}, values(2, "b")...)
 			src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, DiscoveryInterval: tc.interval})
 			r := openReader(t, src, 0, 1, nil)
 			pollN(t, r, 5)
 
 			_, newID := recreate(t, c, "in", 2)
-			c.produce(t, "in", 0, time.Time{}, values(2, "x")...)
-			c.produce(t, "in", 1, time.Time{}, values(4, "y")...)
+			c.produceValues(t, "in", 0, time.Time{}, values(2, "x")...)
+			c.produceValues(t, "in", 1, time.Time{}, values(4, "y")...)
 			got := pollN(t, r, 6)
 			slices.Sort(got)
 			if want := slices.Concat(values(2, "x"), values(4, "y")); !slices.Equal(got, want) {
@@ -192,13 +193,13 @@ func TestRunningReaderRecreatedTopicReadsEarliest(t *testing.T) {
 func TestRunningReaderRecreatedTopicFails(t *testing.T) {
 	t.Parallel()
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, values(3, "a")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(3, "a")...)
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, DiscoveryInterval: 100 * time.Millisecond, OnTopicRecreated: RecreatedFail})
 	r := openReader(t, src, 0, 1, nil)
 	pollN(t, r, 3)
 	oldID, newID := recreate(t, c, "in", 1)
-	c.produce(t, "in", 0, time.Time{}, values(3, "x")...)
-	ctx := testCtx(t)
+	c.produceValues(t, "in", 0, time.Time{}, values(3, "x")...)
+	ctx := kafkatest.Context(t)
 	for {
 		err := r.Poll(ctx, func(rec Record) { t.Errorf("read %q of the recreated topic", rec.Value) })
 		if err != nil {
@@ -215,9 +216,9 @@ func TestRunningReaderRecreatedTopicFails(t *testing.T) {
 func TestKgoStopsOnRecreatedTopic(t *testing.T) {
 	t.Parallel()
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, values(2, "a")...)
-	cl := c.kgo(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"in": {0: kgo.NewOffset().AtStart()}}))
-	ctx := testCtx(t)
+	c.produceValues(t, "in", 0, time.Time{}, values(2, "a")...)
+	cl := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"in": {0: kgo.NewOffset().AtStart()}}))
+	ctx := kafkatest.Context(t)
 	for n := 0; n < 2; {
 		fs := cl.PollFetches(ctx)
 		if err := fs.Err(); err != nil {
@@ -226,7 +227,7 @@ func TestKgoStopsOnRecreatedTopic(t *testing.T) {
 		n += fs.NumRecords()
 	}
 	recreate(t, c, "in", 1)
-	c.produce(t, "in", 0, time.Time{}, values(3, "x")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(3, "x")...)
 	start := time.Now()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
@@ -257,7 +258,7 @@ func TestKgoStopsOnRecreatedTopic(t *testing.T) {
 func TestRestoreWithoutTopicIDAdoptsTheTopic(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
 	recreate(t, c, "in", 1)
-	c.produce(t, "in", 0, time.Time{}, values(5, "new")...)
+	c.produceValues(t, "in", 0, time.Time{}, values(5, "new")...)
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, OnTopicRecreated: RecreatedFail})
 	r := openReader(t, src, 0, 1, map[string][]byte{"in/0": []byte("3")})
 	if got := pollN(t, r, 2); !slices.Equal(got, values(5, "new")[3:]) {
@@ -267,7 +268,7 @@ func TestRestoreWithoutTopicIDAdoptsTheTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tds, err := c.admin(t).ListTopics(testCtx(t), "in")
+	tds, err := c.Admin(t).ListTopics(kafkatest.Context(t), "in")
 	if err != nil {
 		t.Fatal(err)
 	}

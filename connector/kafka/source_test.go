@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 func TestStartupModes(t *testing.T) {
@@ -47,16 +49,16 @@ func TestStartupModes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startBroker(t, map[string]int32{"in": 2})
-			c.produce(t, "in", 0, t0, "a0", "a1", "a2")
-			c.produce(t, "in", 0, t0.Add(10*time.Second), "a3", "a4")
-			c.produce(t, "in", 1, t0, "b0")
-			c.produce(t, "in", 1, t0.Add(10*time.Second), "b1")
+			c.produceValues(t, "in", 0, t0, "a0", "a1", "a2")
+			c.produceValues(t, "in", 0, t0.Add(10*time.Second), "a3", "a4")
+			c.produceValues(t, "in", 1, t0, "b0")
+			c.produceValues(t, "in", 1, t0.Add(10*time.Second), "b1")
 			if len(tt.groupAt) > 0 {
 				offs := kadm.Offsets{}
 				for p, o := range tt.groupAt {
 					offs.Add(kadm.Offset{Topic: "in", Partition: p, At: o, LeaderEpoch: -1})
 				}
-				if _, err := c.admin(t).CommitOffsets(testCtx(t), "onceflow-job", offs); err != nil {
+				if _, err := c.Admin(t).CommitOffsets(kafkatest.Context(t), "onceflow-job", offs); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -64,7 +66,7 @@ func TestStartupModes(t *testing.T) {
 			cfg.Client, cfg.Topics, cfg.Bounded = c.client(), []string{"in"}, true
 			src := newSource(t, cfg)
 			// One subtask reads both partitions.
-			r, err := src.Open(testCtx(t), sourceContext(0, 1), nil)
+			r, err := src.Open(kafkatest.Context(t), sourceContext(0, 1), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("open: %v, want an error containing %q", err, tt.wantErr)
@@ -87,10 +89,10 @@ func TestStartupModes(t *testing.T) {
 // StartLatest must skip what is there and read what comes after.
 func TestStartLatestReadsNewRecords(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, "old0", "old1")
+	c.produceValues(t, "in", 0, time.Time{}, "old0", "old1")
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, StartupMode: StartLatest})
 	r := openReader(t, src, 0, 1, nil)
-	c.produce(t, "in", 0, time.Time{}, "new0", "new1")
+	c.produceValues(t, "in", 0, time.Time{}, "new0", "new1")
 	if got := pollN(t, r, 2); !slices.Equal(got, []string{"new0", "new1"}) {
 		t.Errorf("read %q, want the new records only", got)
 	}
@@ -101,8 +103,8 @@ func TestStartLatestReadsNewRecords(t *testing.T) {
 // records.
 func TestBoundedTransactionalInput(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
-	ctx := testCtx(t)
-	p := c.kgo(t, kgo.TransactionalID("producer"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := kafkatest.Context(t)
+	p := c.Client(t, kgo.TransactionalID("producer"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i, commit := range []bool{true, false, true} {
 		if err := p.BeginTransaction(); err != nil {
 			t.Fatal(err)
@@ -160,7 +162,7 @@ func TestSourceConfigValidation(t *testing.T) {
 func TestRestoreAcrossParallelism(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 3})
 	for p := range int32(3) {
-		c.produce(t, "in", p, time.Time{}, values(5, string(rune('a'+p)))...)
+		c.produceValues(t, "in", p, time.Time{}, values(5, string(rune('a'+p)))...)
 	}
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, Bounded: true})
 	// First run: one subtask reads some records, then a checkpoint.
@@ -200,7 +202,7 @@ func TestRestoreAcrossParallelism(t *testing.T) {
 func TestParallelismHintAndIdleSubtasks(t *testing.T) {
 	c := startBroker(t, map[string]int32{"x1": 2, "x2": 1, "other": 4})
 	src := newSource(t, SourceConfig{Client: c.client(), TopicRegex: "x[0-9]", Bounded: true})
-	n, err := src.ParallelismHint(testCtx(t))
+	n, err := src.ParallelismHint(kafkatest.Context(t))
 	if err != nil || n != 3 {
 		t.Fatalf("hint %d, %v; want 3", n, err)
 	}
@@ -227,16 +229,16 @@ func TestParallelismHintAndIdleSubtasks(t *testing.T) {
 // its earliest offset by the subtask that owns it.
 func TestDiscoveryOfNewPartition(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, "p0")
+	c.produceValues(t, "in", 0, time.Time{}, "p0")
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, DiscoveryInterval: 50 * time.Millisecond})
 	r := openReader(t, src, 0, 1, nil)
 	if got := pollN(t, r, 1); got[0] != "p0" {
 		t.Fatalf("read %q", got)
 	}
-	if _, err := c.admin(t).CreatePartitions(testCtx(t), 1, "in"); err != nil {
+	if _, err := c.Admin(t).CreatePartitions(kafkatest.Context(t), 1, "in"); err != nil {
 		t.Fatal(err)
 	}
-	c.produce(t, "in", 1, time.Time{}, "p1-first", "p1-second")
+	c.produceValues(t, "in", 1, time.Time{}, "p1-first", "p1-second")
 	if got := pollN(t, r, 2); !slices.Equal(got, []string{"p1-first", "p1-second"}) {
 		t.Errorf("read %q from the new partition, want both records from its start", got)
 	}
@@ -255,10 +257,10 @@ func TestDiscoveryOfNewPartition(t *testing.T) {
 // the read instead of silently skipping records.
 func TestRestoredOffsetOutOfRangeFails(t *testing.T) {
 	c := startBroker(t, map[string]int32{"in": 1})
-	c.produce(t, "in", 0, time.Time{}, "a")
+	c.produceValues(t, "in", 0, time.Time{}, "a")
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}})
 	r := openReader(t, src, 0, 1, map[string][]byte{"in/0": []byte("7")})
-	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)
+	ctx, cancel := context.WithTimeout(kafkatest.Context(t), 10*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		if err := r.Poll(ctx, func(Record) { t.Error("emitted a record") }); err != nil {

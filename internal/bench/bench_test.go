@@ -9,25 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
-
-func testCtx(tb testing.TB, d time.Duration) context.Context {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	tb.Cleanup(cancel)
-	return ctx
-}
 
 // TestRunSmall runs the whole benchmark on a small input. It asserts what
 // Run promises besides speed: three results in order, each having copied
 // and verified every record, ratios relative to the first.
 func TestRunSmall(t *testing.T) {
 	cfg := Config{Records: 20_000, Partitions: 2, Keys: 500, CheckpointInterval: 10 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
-	rs, err := Run(testCtx(t, 2*time.Minute), cfg)
+	rs, err := Run(kafkatest.ContextTimeout(t, 2*time.Minute), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +57,7 @@ func TestBenchFull(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("ONCEFLOW_BENCH_RECORDS")); err == nil {
 		cfg.Records = n
 	}
-	rs, err := Run(testCtx(t, 10*time.Minute), cfg)
+	rs, err := Run(kafkatest.ContextTimeout(t, 10*time.Minute), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,24 +118,16 @@ func TestRunRejectsBadConfig(t *testing.T) {
 // second transaction of the same records that is aborted.
 func produce(tb testing.TB, addr, topic string, txn, abort bool, kv ...string) {
 	tb.Helper()
-	ctx := testCtx(tb, 30*time.Second)
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
+	ctx := kafkatest.ContextTimeout(tb, 30*time.Second)
+	c := kafkatest.Cluster{Addr: addr}
+	if err := createTopic(ctx, c.Admin(tb), topic, 2); err != nil {
 		tb.Fatal(err)
 	}
-	defer admCl.Close()
-	if err := createTopic(ctx, kadm.NewClient(admCl), topic, 2); err != nil {
-		tb.Fatal(err)
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic)}
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic)}
 	if txn {
 		opts = append(opts, kgo.TransactionalID("t-"+topic))
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer cl.Close()
+	cl := c.Client(tb, opts...)
 	var rs []*kgo.Record
 	for i := 0; i+1 < len(kv); i += 2 {
 		rs = append(rs, &kgo.Record{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
@@ -171,8 +156,7 @@ func produce(tb testing.TB, addr, topic string, txn, abort bool, kv ...string) {
 // TestVerifyOutput checks that the verification Run relies on fails on
 // missing, extra and duplicated output, and ignores aborted records.
 func TestVerifyOutput(t *testing.T) {
-	b := broker.StartForTest(t, broker.Config{Partitions: 2})
-	addr := b.Addr()
+	addr := kafkatest.Start(t, broker.Config{Partitions: 2}).Addr
 	perKey := []int{2, 1} // key-0 twice, key-1 once
 	tests := []struct {
 		name       string
@@ -199,7 +183,7 @@ func TestVerifyOutput(t *testing.T) {
 			if tt.counts {
 				v = &countVerifier{perKey: perKey}
 			}
-			err := verifyOutput(testCtx(t, 30*time.Second), []string{addr}, topic, tt.want, v)
+			err := verifyOutput(kafkatest.ContextTimeout(t, 30*time.Second), []string{addr}, topic, tt.want, v)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("verifyOutput: %v, want nil", err)

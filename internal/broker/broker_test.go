@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // logRecorder is an slog.Handler that keeps every record.
@@ -56,26 +59,26 @@ func (r *logRecorder) logged(substr string) bool {
 func TestStartRejectsBadConfig(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  Config
+		cfg  broker.Config
 		want string // part of the error
 	}{
-		{"addr without port", Config{Addr: "localhost"}, "not host:port"},
-		{"port out of range", Config{Addr: "127.0.0.1:70000"}, "0 to 65535"},
-		{"negative partitions", Config{Partitions: -1}, "negative"},
-		{"negative txn timeout", Config{TxnMaxTimeout: -time.Second}, "negative"},
-		{"txn timeout below 1ms", Config{TxnMaxTimeout: time.Microsecond}, "1ms"},
-		{"txn timeout above int32 ms", Config{TxnMaxTimeout: 30 * 24 * time.Hour}, "Kafka's limit"},
-		{"topic with slash", Config{Topics: map[string]int32{"a/b": 1}}, "only letters"},
-		{"empty topic", Config{Topics: map[string]int32{"": 1}}, "empty"},
-		{"advertised without host", Config{AdvertisedAddr: ":9092"}, "no host"},
-		{"advertised bad port", Config{AdvertisedAddr: "host:x"}, "0 to 65535"},
+		{"addr without port", broker.Config{Addr: "localhost"}, "not host:port"},
+		{"port out of range", broker.Config{Addr: "127.0.0.1:70000"}, "0 to 65535"},
+		{"negative partitions", broker.Config{Partitions: -1}, "negative"},
+		{"negative txn timeout", broker.Config{TxnMaxTimeout: -time.Second}, "negative"},
+		{"txn timeout below 1ms", broker.Config{TxnMaxTimeout: time.Microsecond}, "1ms"},
+		{"txn timeout above int32 ms", broker.Config{TxnMaxTimeout: 30 * 24 * time.Hour}, "Kafka's limit"},
+		{"topic with slash", broker.Config{Topics: map[string]int32{"a/b": 1}}, "only letters"},
+		{"empty topic", broker.Config{Topics: map[string]int32{"": 1}}, "empty"},
+		{"advertised without host", broker.Config{AdvertisedAddr: ":9092"}, "no host"},
+		{"advertised bad port", broker.Config{AdvertisedAddr: "host:x"}, "0 to 65535"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.cfg.Addr == "" {
 				tt.cfg.Addr = "127.0.0.1:0"
 			}
-			b, err := Start(tt.cfg)
+			b, err := broker.Start(tt.cfg)
 			if err == nil {
 				b.Close()
 				t.Fatal("Start succeeded, want an error")
@@ -88,9 +91,9 @@ func TestStartRejectsBadConfig(t *testing.T) {
 }
 
 func TestStartAddrInUse(t *testing.T) {
-	first := StartForTest(t, Config{})
-	_, err := Start(Config{Addr: first.Addr()})
-	if !errors.Is(err, ErrAddrInUse) || !errors.Is(err, syscall.EADDRINUSE) {
+	first := kafkatest.StartBroker(t, broker.Config{})
+	_, err := broker.Start(broker.Config{Addr: first.Addr()})
+	if !errors.Is(err, broker.ErrAddrInUse) || !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("second Start on %s: %v, want ErrAddrInUse wrapping EADDRINUSE", first.Addr(), err)
 	}
 	for _, want := range []string{first.Addr() + " is already in use", "127.0.0.1:0"} {
@@ -106,15 +109,15 @@ func TestStartDataDirErrors(t *testing.T) {
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Start(Config{Addr: "127.0.0.1:0", DataDir: f}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		if _, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: f}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 			t.Errorf("Start on a file: %v, want 'not a directory'", err)
 		}
 	})
 	t.Run("in use", func(t *testing.T) {
 		dir := t.TempDir()
-		StartForTest(t, Config{DataDir: dir})
-		_, err := Start(Config{Addr: "127.0.0.1:0", DataDir: dir})
-		if !errors.Is(err, ErrDataDirInUse) {
+		kafkatest.StartBroker(t, broker.Config{DataDir: dir})
+		_, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: dir})
+		if !errors.Is(err, broker.ErrDataDirInUse) {
 			t.Fatalf("second Start on %s: %v, want ErrDataDirInUse", dir, err)
 		}
 		if want := "pid " + strconv.Itoa(os.Getpid()); !strings.Contains(err.Error(), want) {
@@ -126,7 +129,7 @@ func TestStartDataDirErrors(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Start(Config{Addr: "127.0.0.1:0", DataDir: dir}); err == nil || !strings.Contains(err.Error(), "no broker state") {
+		if _, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: dir}); err == nil || !strings.Contains(err.Error(), "no broker state") {
 			t.Errorf("Start on a dir with other files: %v, want 'no broker state'", err)
 		}
 	})
@@ -135,14 +138,14 @@ func TestStartDataDirErrors(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte("{not json"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Start(Config{Addr: "127.0.0.1:0", DataDir: dir}); err == nil || !strings.Contains(err.Error(), "cannot load") {
+		if _, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: dir}); err == nil || !strings.Contains(err.Error(), "cannot load") {
 			t.Errorf("Start on damaged state: %v, want 'cannot load'", err)
 		}
 		// The failed start released the lock and the address.
 		if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"version":1,"cluster_id":"onceflow"}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		StartForTest(t, Config{DataDir: dir})
+		kafkatest.StartBroker(t, broker.Config{DataDir: dir})
 	})
 }
 
@@ -159,7 +162,7 @@ func TestStartAddr(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
 			logs := &logRecorder{}
-			b := StartForTest(t, Config{Addr: tt.addr, Logger: slog.New(logs)})
+			b := kafkatest.StartBroker(t, broker.Config{Addr: tt.addr, Logger: slog.New(logs)})
 			host, port, err := net.SplitHostPort(b.Addr())
 			if ip := net.ParseIP(host); err != nil || ip == nil || !tt.wantHost(ip) || port == "0" {
 				t.Errorf("Addr() = %q, want a host like %s with a real port", b.Addr(), tt.addr)
@@ -174,8 +177,8 @@ func TestStartAddr(t *testing.T) {
 func TestAdvertisedAddr(t *testing.T) {
 	// "localhost" without a port: the bound port, and a name clients can
 	// reconnect to, so produce works through it.
-	b := StartForTest(t, Config{AdvertisedAddr: "localhost"})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{AdvertisedAddr: "localhost"})
+	ctx := kafkatest.Context(t)
 	_, port, _ := net.SplitHostPort(b.Addr())
 
 	cl := newClient(t, b.Addr(), kgo.AllowAutoTopicCreation())
@@ -193,8 +196,8 @@ func TestAdvertisedAddr(t *testing.T) {
 
 func TestTopics(t *testing.T) {
 	dir := t.TempDir()
-	ctx := testCtx(t)
-	b := StartForTest(t, Config{DataDir: dir, Partitions: 3, Topics: map[string]int32{"two": 2, "default": 0}})
+	ctx := kafkatest.Context(t)
+	b := kafkatest.StartBroker(t, broker.Config{DataDir: dir, Partitions: 3, Topics: map[string]int32{"two": 2, "default": 0}})
 	addr := b.Addr()
 
 	cl := newClient(t, addr, kgo.AllowAutoTopicCreation())
@@ -214,7 +217,7 @@ func TestTopics(t *testing.T) {
 	// A restart creates topics added to the config and keeps existing
 	// ones as they are.
 	logs := &logRecorder{}
-	b = StartForTest(t, Config{DataDir: dir, Addr: addr, Logger: slog.New(logs), Topics: map[string]int32{"two": 5, "new": 1}})
+	b = kafkatest.StartBroker(t, broker.Config{DataDir: dir, Addr: addr, Logger: slog.New(logs), Topics: map[string]int32{"two": 5, "new": 1}})
 	want = map[string]int{"two": 2, "default": 3, "auto": 3, "new": 1}
 	for topic, n := range want {
 		if got := len(b.Cluster().PartitionInfos(topic)); got != n {
@@ -231,7 +234,7 @@ func TestTopics(t *testing.T) {
 
 func TestLogBridge(t *testing.T) {
 	logs := &logRecorder{}
-	bridge := &slogBridge{l: slog.New(logs)}
+	bridge := broker.NewLogBridge(slog.New(logs))
 	bridge.Logf(kfake.LogLevelDebug, "debug %d", 1)
 	bridge.Logf(kfake.LogLevelInfo, "info %d", 2)
 	bridge.Logf(kfake.LogLevelWarn, "warn %d", 3)
@@ -242,13 +245,13 @@ func TestLogBridge(t *testing.T) {
 	if got := logs.messages(slog.LevelError); !slices.Equal(got, []string{"error 4"}) {
 		t.Errorf("forwarded at error level: %q, want [error 4]", got)
 	}
-	if n := bridge.errors.Load(); n != 1 {
+	if n := bridge.Errors(); n != 1 {
 		t.Errorf("counted %d errors, want 1", n)
 	}
 }
 
 func TestCloseIsIdempotent(t *testing.T) {
-	b, err := Start(Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
+	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,24 +262,17 @@ func TestCloseIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestStartForTestPicksFreePort(t *testing.T) {
-	a, b := StartForTest(t, Config{}), StartForTest(t, Config{})
-	if a.Addr() == b.Addr() || strings.HasSuffix(a.Addr(), ":9092") {
-		t.Errorf("StartForTest addresses %s and %s, want two free ports", a.Addr(), b.Addr())
-	}
-}
-
 func TestFailedStartKeepsCleanStop(t *testing.T) {
 	dir := t.TempDir()
-	if err := StartForTest(t, Config{DataDir: dir}).Close(); err != nil {
+	if err := kafkatest.StartBroker(t, broker.Config{DataDir: dir}).Close(); err != nil {
 		t.Fatal(err)
 	}
-	busy := StartForTest(t, Config{})
-	if _, err := Start(Config{DataDir: dir, Addr: busy.Addr()}); !errors.Is(err, ErrAddrInUse) {
+	busy := kafkatest.StartBroker(t, broker.Config{})
+	if _, err := broker.Start(broker.Config{DataDir: dir, Addr: busy.Addr()}); !errors.Is(err, broker.ErrAddrInUse) {
 		t.Fatalf("Start on a busy address: %v, want ErrAddrInUse", err)
 	}
 	logs := &logRecorder{}
-	StartForTest(t, Config{DataDir: dir, Logger: slog.New(logs)})
+	kafkatest.StartBroker(t, broker.Config{DataDir: dir, Logger: slog.New(logs)})
 	if logs.logged("did not stop cleanly") {
 		t.Error("a start that failed before serving made the next start think the broker crashed")
 	}

@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"context"
@@ -15,6 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // The tests in this file check the facts listed in the package doc, one
@@ -22,8 +25,8 @@ import (
 
 // Fact 1.
 func TestFactReadCommittedSeesCommittedOnly(t *testing.T) {
-	b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"out": 1}})
+	ctx := kafkatest.Context(t)
 
 	p := txnProducer(t, b.Addr(), "job-0")
 	produceInTxn(t, ctx, p, "out", "c1", "c2")
@@ -51,8 +54,8 @@ func TestFactReadCommittedSeesCommittedOnly(t *testing.T) {
 // Fact 1, the open case: an open transaction holds back read_committed at
 // its first offset (the last stable offset), also for records after it.
 func TestFactOpenTxnHoldsBackLastStableOffset(t *testing.T) {
-	b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"out": 1}})
+	ctx := kafkatest.Context(t)
 
 	p := txnProducer(t, b.Addr(), "job-0")
 	produceInTxn(t, ctx, p, "out", "c1")
@@ -79,8 +82,8 @@ func TestFactOpenTxnHoldsBackLastStableOffset(t *testing.T) {
 
 // Fact 2.
 func TestFactTxnOffsetCommitVisibleOnlyAfterCommit(t *testing.T) {
-	b := StartForTest(t, Config{Topics: map[string]int32{"in": 1, "out": 1}})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"in": 1, "out": 1}})
+	ctx := kafkatest.Context(t)
 	p := txnProducer(t, b.Addr(), "job-0")
 
 	// Checkpoint 1: staged, invisible until EndTxn commits it.
@@ -129,8 +132,8 @@ func TestFactTxnOffsetCommitVisibleOnlyAfterCommit(t *testing.T) {
 // Fact 2, the trap: kgo ends a transaction in which nothing was produced
 // without sending EndTxn, so offsets committed alone are never applied.
 func TestFactOffsetsOnlyTxnNeverCommits(t *testing.T) {
-	b := StartForTest(t, Config{Topics: map[string]int32{"in": 1}})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"in": 1}})
+	ctx := kafkatest.Context(t)
 	p := txnProducer(t, b.Addr(), "job-0")
 	if err := p.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -191,8 +194,8 @@ func TestFactFencing(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}})
-			ctx := testCtx(t)
+			b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"out": 1}})
+			ctx := kafkatest.Context(t)
 
 			old := txnProducer(t, b.Addr(), "job-0")
 			produceInTxn(t, ctx, old, "out", "old")
@@ -203,7 +206,7 @@ func TestFactFencing(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("old producer's commit: %v, want %v", err, tt.wantErr)
 			}
-			if IsFenced(err) != tt.wantFence {
+			if broker.IsFenced(err) != tt.wantFence {
 				t.Errorf("IsFenced(%v) = %v, want %v", err, !tt.wantFence, tt.wantFence)
 			}
 			// kgo treats both as fatal: the old client cannot start
@@ -238,8 +241,8 @@ func TestFactFencing(t *testing.T) {
 // Fact 3, producing: a zombie's next produce fails fenced, and kgo then
 // refuses its commit without asking the broker.
 func TestFactFencedProduce(t *testing.T) {
-	b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"out": 1}})
+	ctx := kafkatest.Context(t)
 
 	old := txnProducer(t, b.Addr(), "job-0")
 	produceInTxn(t, ctx, old, "out", "old")
@@ -247,7 +250,7 @@ func TestFactFencedProduce(t *testing.T) {
 		t.Fatalf("init newer: %v", err)
 	}
 	err := old.ProduceSync(ctx, &kgo.Record{Topic: "out", Value: []byte("old-2")}).FirstErr()
-	if !errors.Is(err, kerr.InvalidProducerEpoch) || !IsFenced(err) {
+	if !errors.Is(err, kerr.InvalidProducerEpoch) || !broker.IsFenced(err) {
 		t.Errorf("zombie produce: %v, want INVALID_PRODUCER_EPOCH and IsFenced", err)
 	}
 	if err := endTxn(ctx, old, true); !errors.Is(err, kerr.OperationNotAttempted) {
@@ -269,7 +272,7 @@ func TestIsFenced(t *testing.T) {
 		{context.DeadlineExceeded, false},
 	}
 	for _, tt := range tests {
-		if got := IsFenced(tt.err); got != tt.want {
+		if got := broker.IsFenced(tt.err); got != tt.want {
 			t.Errorf("IsFenced(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
@@ -293,8 +296,8 @@ func (s logSignal) WithGroup(string) slog.Handler      { return s }
 // Fact 5.
 func TestFactTxnTimeoutAborts(t *testing.T) {
 	logs := make(logSignal, 100)
-	b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}, Logger: slog.New(logs)})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"out": 1}, Logger: slog.New(logs)})
+	ctx := kafkatest.Context(t)
 
 	const timeout = 100 * time.Millisecond
 	p := txnProducer(t, b.Addr(), "job-0", kgo.TransactionTimeout(timeout))
@@ -330,13 +333,13 @@ func TestFactTxnMaxTimeout(t *testing.T) {
 		max, producer time.Duration
 		wantErr       error
 	}{
-		{0, DefaultTxnMaxTimeout, nil},
-		{0, DefaultTxnMaxTimeout + time.Millisecond, kerr.InvalidTransactionTimeout},
+		{0, broker.DefaultTxnMaxTimeout, nil},
+		{0, broker.DefaultTxnMaxTimeout + time.Millisecond, kerr.InvalidTransactionTimeout},
 		{time.Second, time.Second, nil},
 		{time.Second, 2 * time.Second, kerr.InvalidTransactionTimeout},
 	}
 	for _, tt := range tests {
-		b := StartForTest(t, Config{TxnMaxTimeout: tt.max})
+		b := kafkatest.StartBroker(t, broker.Config{TxnMaxTimeout: tt.max})
 		p := txnProducer(t, b.Addr(), "job-0", kgo.TransactionTimeout(tt.producer))
 		// kgo initializes the producer id in BeginTransaction.
 		err := p.BeginTransaction()
@@ -358,8 +361,8 @@ func TestFactFaultInjection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}})
-			ctx := testCtx(t)
+			b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"out": 1}})
+			ctx := kafkatest.Context(t)
 			p := txnProducer(t, b.Addr(), "job-0")
 			produceInTxn(t, ctx, p, "out", "r1")
 
@@ -402,8 +405,8 @@ func TestFactFaultInjection(t *testing.T) {
 // Fact 6, the lower-level hook: ControlKey sees requests before the broker
 // and can answer, drop or just observe them.
 func TestFactControlKeyDropsConnection(t *testing.T) {
-	b := StartForTest(t, Config{Topics: map[string]int32{"out": 1}})
-	ctx := testCtx(t)
+	b := kafkatest.StartBroker(t, broker.Config{Topics: map[string]int32{"out": 1}})
+	ctx := kafkatest.Context(t)
 	p := txnProducer(t, b.Addr(), "job-0")
 	produceInTxn(t, ctx, p, "out", "r1")
 

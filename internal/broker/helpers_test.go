@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"context"
@@ -6,39 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
-// testCtx bounds every client call in a test, so a broker that stops
-// answering fails the test instead of hanging it.
-func testCtx(tb testing.TB) context.Context {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
-
-// newClient returns a kgo client for b that the test closes at its end.
+// newClient returns a kgo client for the broker at addr that the test
+// closes at its end (the kit's client: it fails fast, every test expects
+// the broker to be up, and sends no client metrics, whose final push Close
+// would wait for after a test stopped the broker).
 func newClient(tb testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	tb.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(addr),
-		// Fail fast: every test expects the broker to be up.
-		kgo.RetryTimeout(5 * time.Second),
-		// Close waits up to a second for a final metrics push, which
-		// a test that stopped the broker first would always pay.
-		kgo.DisableClientMetrics(),
-	}, opts...)...)
-	if err != nil {
-		tb.Fatalf("new client: %v", err)
-	}
-	tb.Cleanup(cl.Close)
-	return cl
+	return kafkatest.Cluster{Addr: addr}.Client(tb, opts...)
 }
 
 // txnProducer returns a transactional producer with id txid.

@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"bufio"
@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 var persistTopics = map[string]int32{"in": 1, "out": 1}
@@ -84,10 +87,10 @@ func TestFactPersistenceAcrossClose(t *testing.T) {
 	for _, tt := range tests {
 		for _, sync := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/SyncWrites=%v", tt.name, sync), func(t *testing.T) {
-				ctx := testCtx(t)
+				ctx := kafkatest.Context(t)
 				dir := t.TempDir()
-				cfg := Config{DataDir: dir, Topics: persistTopics, SyncWrites: sync}
-				b := StartForTest(t, cfg)
+				cfg := broker.Config{DataDir: dir, Topics: persistTopics, SyncWrites: sync}
+				b := kafkatest.StartBroker(t, cfg)
 				addr := b.Addr()
 				open := seedCheckpoints(t, ctx, addr)
 				if err := b.Close(); err != nil {
@@ -95,7 +98,7 @@ func TestFactPersistenceAcrossClose(t *testing.T) {
 				}
 
 				cfg.Addr = addr
-				b = StartForTest(t, cfg)
+				b = kafkatest.StartBroker(t, cfg)
 				if b.Addr() != addr {
 					t.Fatalf("restarted on %s, want %s", b.Addr(), addr)
 				}
@@ -125,12 +128,12 @@ func TestCrashChildProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for the crash tests")
 	}
-	b, err := Start(Config{DataDir: dir, Addr: os.Getenv("ONCEFLOW_BROKER_CRASH_ADDR"), Topics: persistTopics})
+	b, err := broker.Start(broker.Config{DataDir: dir, Addr: os.Getenv("ONCEFLOW_BROKER_CRASH_ADDR"), Topics: persistTopics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if os.Getenv(crashSeedEnv) != "" {
-		seedCheckpoints(t, testCtx(t), b.Addr())
+		seedCheckpoints(t, kafkatest.Context(t), b.Addr())
 	}
 	fmt.Printf("READY %s\n", b.Addr())
 	select {} // until SIGKILL
@@ -179,7 +182,7 @@ func runAndKill(t *testing.T, ctx context.Context, dir, addr string, seed bool) 
 // checkOpenAborted fails t unless the broker at addr, started after a crash,
 // shows checkpoint 1 only, with checkpoint 2's record aborted (written, not
 // visible), and transactional id job-0 commits again visibly.
-func checkOpenAborted(t *testing.T, ctx context.Context, b *Broker) {
+func checkOpenAborted(t *testing.T, ctx context.Context, b *broker.Broker) {
 	t.Helper()
 	addr := b.Addr()
 	// Aborted during start, before any client touched it.
@@ -208,11 +211,11 @@ func checkOpenAborted(t *testing.T, ctx context.Context, b *Broker) {
 // Fact 4, crash: SIGKILL loses nothing acknowledged, and the transaction open
 // at the crash is aborted on the next start.
 func TestFactPersistenceAcrossKill(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	dir := t.TempDir()
 	addr := runAndKill(t, ctx, dir, "127.0.0.1:0", true)
 	logs := &logRecorder{}
-	b := StartForTest(t, Config{DataDir: dir, Addr: addr, Topics: persistTopics, Logger: slog.New(logs)})
+	b := kafkatest.StartBroker(t, broker.Config{DataDir: dir, Addr: addr, Topics: persistTopics, Logger: slog.New(logs)})
 	if !logs.logged("did not stop cleanly") || !logs.logged("wrote the missing abort marker") {
 		t.Errorf("the start after the crash did not repair the open transaction; logged %q", logs.messages(slog.LevelWarn))
 	}
@@ -222,13 +225,13 @@ func TestFactPersistenceAcrossKill(t *testing.T) {
 // Fact 4, both: a transaction kept open by Close is aborted by a crash of the
 // broker that restored it, even when nothing else was written in between.
 func TestFactPersistenceCloseThenKill(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := kafkatest.Context(t)
 	dir := t.TempDir()
-	b := StartForTest(t, Config{DataDir: dir, Topics: persistTopics})
+	b := kafkatest.StartBroker(t, broker.Config{DataDir: dir, Topics: persistTopics})
 	addr := b.Addr()
 	seedCheckpoints(t, ctx, addr)
 	b.Close()
 
 	runAndKill(t, ctx, dir, addr, false)
-	checkOpenAborted(t, ctx, StartForTest(t, Config{DataDir: dir, Addr: addr, Topics: persistTopics}))
+	checkOpenAborted(t, ctx, kafkatest.StartBroker(t, broker.Config{DataDir: dir, Addr: addr, Topics: persistTopics}))
 }

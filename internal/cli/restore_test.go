@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // Each restore flag of run turns on the engine option of the same meaning.
@@ -126,8 +128,9 @@ func writeJob(t *testing.T, file, addr, pipeline string) {
 // its state; --allow-non-restored-state starts it without that state, and
 // the old ids written as uid: restore it.
 func TestRunPositionalIDCheckpoints(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"orders": 1, "order-counts": 1})
-	produce(t, addr, "orders", "a", "1", "b", "1", "a", "1")
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1, "order-counts": 1}})
+	addr := c.Addr
+	c.Produce(t, "orders", "a", "1", "b", "1", "a", "1")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "orders.yaml")
 	old := "pipeline:\n  - dedupe: { key: record.key, ttl: 24h, uid: dedupe-0 }\n  - count:  { key: record.key, uid: count-1 }\n"
@@ -167,7 +170,7 @@ func TestRunPositionalIDCheckpoints(t *testing.T) {
 // --from-savepoint reaches the engine: a directory without a savepoint is
 // refused by the restore, naming it.
 func TestRunFromSavepointIsUsed(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"orders": 1, "order-counts": 1})
+	addr := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1, "order-counts": 1}}).Addr
 	dir := t.TempDir()
 	file := filepath.Join(dir, "orders.yaml")
 	writeJob(t, file, addr, "pipeline:\n")

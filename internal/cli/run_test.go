@@ -12,52 +12,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
-// startBroker starts an in-memory broker with the given topics.
-func startBroker(t testing.TB, topics map[string]int32) string {
-	t.Helper()
-	b, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", Topics: topics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b.Addr()
-}
-
-func produce(t testing.TB, addr, topic string, kv ...string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var recs []*kgo.Record
-	for i := 0; i+1 < len(kv); i += 2 {
-		recs = append(recs, &kgo.Record{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// consumeAll reads topic read_committed until it holds want records.
+// consumeAll reads topic read_committed until it holds want records: the
+// output of a job that is still running.
 func consumeAll(t testing.TB, addr, topic string, want int) map[string][]string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+	cl := kafkatest.Cluster{Addr: addr}.Client(t, kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := kafkatest.ContextTimeout(t, 20*time.Second)
 	got := map[string][]string{}
 	n := 0
 	for n < want {
@@ -74,8 +43,9 @@ func consumeAll(t testing.TB, addr, topic string, want int) map[string][]string 
 }
 
 func TestRunJobFile(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"orders": 2, "order-counts": 2})
-	produce(t, addr, "orders", "a", "1", "b", "1", "a", "1", "a", "2", "c", "1", "b", "1")
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 2, "order-counts": 2}})
+	addr := c.Addr
+	c.Produce(t, "orders", "a", "1", "b", "1", "a", "1", "a", "2", "c", "1", "b", "1")
 	dir := t.TempDir()
 	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state"), "  startup: earliest\n", "  startup: earliest\n  bounded: true\n").Replace(ordersYAML)
 	file := filepath.Join(dir, "orders.yaml")
@@ -117,7 +87,7 @@ func TestRunUnreachableBroker(t *testing.T) {
 
 // A missing output topic fails before the job starts, naming the setting.
 func TestRunMissingSinkTopic(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"orders": 1})
+	addr := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1}}).Addr
 	dir := t.TempDir()
 	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state")).Replace(ordersYAML)
 	file := filepath.Join(dir, "orders.yaml")
@@ -132,7 +102,8 @@ func TestRunMissingSinkTopic(t *testing.T) {
 }
 
 func TestRunStopsGracefullyOnCancel(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"orders": 1, "order-counts": 1})
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1, "order-counts": 1}})
+	addr := c.Addr
 	dir := t.TempDir()
 	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state"), "interval: 1s", "interval: 100ms").Replace(ordersYAML)
 	file := filepath.Join(dir, "orders.yaml")
@@ -149,7 +120,7 @@ func TestRunStopsGracefullyOnCancel(t *testing.T) {
 		code = Main(ctx, []string{"run", "--status-interval", "50ms", file}, &bytes.Buffer{}, stderr)
 	}()
 	stderr.waitFor(t, regexp.MustCompile(`msg="job started`), done)
-	produce(t, addr, "orders", "x", "1", "x", "1", "y", "1")
+	c.Produce(t, "orders", "x", "1", "x", "1", "y", "1")
 	// Output is committed by a checkpoint while the job runs.
 	got := consumeAll(t, addr, "order-counts", 2)
 	if fmt.Sprint(got) != fmt.Sprint(map[string][]string{"x": {"1"}, "y": {"1"}}) {
@@ -172,48 +143,6 @@ func TestRunStopsGracefullyOnCancel(t *testing.T) {
 	if !strings.Contains(stderr.String(), "stopping: taking a final checkpoint") {
 		t.Errorf("no final checkpoint on cancel:\n%s", stderr.String())
 	}
-}
-
-// readCommitted reads topic read_committed from the start to its last
-// stable offset: everything committed so far, nothing twice.
-func readCommitted(t testing.TB, addr, topic string) []*kgo.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Markers count as read, so a partition ending in one is done.
-		kgo.KeepControlRecords())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	remaining := map[int32]int64{}
-	ends.Each(func(lo kadm.ListedOffset) {
-		if lo.Offset > 0 {
-			remaining[lo.Partition] = lo.Offset
-		}
-	})
-	var out []*kgo.Record
-	for len(remaining) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("%s: partitions %v not read to the end", topic, remaining)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
-				delete(remaining, r.Partition)
-			}
-			if !r.Attrs.IsControl() {
-				out = append(out, r)
-			}
-		})
-	}
-	return out
 }
 
 func header(r *kgo.Record, key string) string {
@@ -287,8 +216,9 @@ func TestRunPoisonRecords(t *testing.T) {
 		{"dead-letter", DeliveryAtLeastOnce},
 	} {
 		t.Run(tc.policy+"/"+tc.delivery, func(t *testing.T) {
-			addr := startBroker(t, map[string]int32{"users": 3, "user-counts": 2, "users-dlq": 2})
-			produce(t, addr, "users", kv...)
+			c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"users": 3, "user-counts": 2, "users-dlq": 2}})
+			addr := c.Addr
+			c.Produce(t, "users", kv...)
 			section := "errors: {policy: skip}"
 			if tc.policy == "dead-letter" {
 				section = "errors: {policy: dead-letter, dead-letter-topic: users-dlq}"
@@ -300,13 +230,13 @@ func TestRunPoisonRecords(t *testing.T) {
 			}
 
 			seen := map[string]int{}
-			for _, r := range readCommitted(t, addr, "user-counts") {
+			for _, r := range c.ReadCommittedRecords(t, "user-counts") {
 				seen[string(r.Value)]++
 				if user, ok := good[string(r.Value)]; !ok || string(r.Key) != user {
 					t.Errorf("output record %s=%s: want only records with a user, keyed by it", r.Key, r.Value)
 				}
 			}
-			dead := readCommitted(t, addr, "users-dlq")
+			dead := c.ReadCommittedRecords(t, "users-dlq")
 			for _, r := range dead {
 				seen[string(r.Value)]++
 				if !poison[string(r.Value)] {
@@ -346,8 +276,9 @@ func TestRunPoisonRecords(t *testing.T) {
 }
 
 func TestRunPoisonRecordFails(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"users": 1, "user-counts": 1})
-	produce(t, addr, "users", "a", `{"user":"x"}`, "b", `{"user":"y"}`, "c", `{"user"`, "d", `{"user":"z"}`)
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"users": 1, "user-counts": 1}})
+	addr := c.Addr
+	c.Produce(t, "users", "a", `{"user":"x"}`, "b", `{"user":"y"}`, "c", `{"user"`, "d", `{"user":"z"}`)
 	for _, section := range []string{"", "errors: {policy: fail}"} {
 		t.Run(section, func(t *testing.T) {
 			file := writePoisonJob(t, addr, DeliveryExactlyOnce, section)
@@ -359,7 +290,7 @@ func TestRunPoisonRecordFails(t *testing.T) {
 			if !strings.Contains(stderr, "onceflow run: ") || !strings.Contains(stderr, want) {
 				t.Errorf("stderr does not report %q:\n%s", want, stderr)
 			}
-			if out := readCommitted(t, addr, "user-counts"); len(out) != 0 {
+			if out := c.ReadCommittedRecords(t, "user-counts"); len(out) != 0 {
 				t.Errorf("a failed bounded job committed %d records", len(out))
 			}
 		})

@@ -6,13 +6,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // The same job file finds the same state directory from any working
 // directory: relative paths in it are relative to the file.
 func TestStateDirFromAnyWorkingDir(t *testing.T) {
-	addr := startBroker(t, map[string]int32{"orders": 1, "order-counts": 1})
-	produce(t, addr, "orders", "a", "1", "b", "1", "a", "1")
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1, "order-counts": 1}})
+	addr := c.Addr
+	c.Produce(t, "orders", "a", "1", "b", "1", "a", "1")
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -10,15 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 func TestVerifyCommand(t *testing.T) {
-	b := broker.StartForTest(t, broker.Config{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	c := kafkatest.Start(t, broker.Config{})
+	cl := c.Client(t)
 	ctx := context.Background()
 	for _, topic := range []string{"in", "good", "bad"} {
 		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
@@ -37,7 +34,7 @@ func TestVerifyCommand(t *testing.T) {
 	put("bad", "seq-0", "seq-1", "seq-1")
 	run := func(out string) (int, string) {
 		var stdout, stderr bytes.Buffer
-		code := Main(ctx, []string{"verify", "--brokers", b.Addr(), "--input", "in", "--output", out}, &stdout, &stderr)
+		code := Main(ctx, []string{"verify", "--brokers", c.Addr, "--input", "in", "--output", out}, &stdout, &stderr)
 		return code, stdout.String() + stderr.String()
 	}
 	if code, text := run("good"); code != 0 || !strings.Contains(text, "OK: every input accounted for exactly once") {
@@ -48,7 +45,7 @@ func TestVerifyCommand(t *testing.T) {
 		t.Fatalf("bad output: exit %d\n%s", code, text)
 	}
 	var stdout, stderr bytes.Buffer
-	if code := Main(ctx, []string{"verify", "--brokers", b.Addr()}, &stdout, &stderr); code != 2 {
+	if code := Main(ctx, []string{"verify", "--brokers", c.Addr}, &stdout, &stderr); code != 2 {
 		t.Fatalf("missing flags: exit %d, want 2", code)
 	}
 }
@@ -57,12 +54,8 @@ func TestVerifyCommand(t *testing.T) {
 // the same after a default run and one higher (one partition) after a run
 // with --sentinels.
 func TestVerifyCommandWritesOnlyWithSentinels(t *testing.T) {
-	b := broker.StartForTest(t, broker.Config{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	c := kafkatest.Start(t, broker.Config{})
+	cl := c.Client(t)
 	ctx := context.Background()
 	adm := kadm.NewClient(cl)
 	for _, topic := range []string{"in", "out"} {
@@ -94,7 +87,7 @@ func TestVerifyCommandWritesOnlyWithSentinels(t *testing.T) {
 		{nil, 3, "OK: every input accounted for exactly once"}, // the sentinel left behind is not an output
 	} {
 		var stdout, stderr bytes.Buffer
-		args := append([]string{"verify", "--brokers", b.Addr(), "--input", "in", "--output", "out"}, tt.flags...)
+		args := append([]string{"verify", "--brokers", c.Addr, "--input", "in", "--output", "out"}, tt.flags...)
 		code := Main(ctx, args, &stdout, &stderr)
 		text := stdout.String() + stderr.String()
 		if code != 0 || !strings.Contains(text, tt.text) {
@@ -110,12 +103,8 @@ func TestVerifyCommandWritesOnlyWithSentinels(t *testing.T) {
 // lost and a repeated key duplicated; pass-through would call the dropped
 // duplicates lost.
 func TestVerifyCommandDedupe(t *testing.T) {
-	b := broker.StartForTest(t, broker.Config{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	c := kafkatest.Start(t, broker.Config{})
+	cl := c.Client(t)
 	ctx := context.Background()
 	put := func(topic string, kvs ...string) {
 		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
@@ -143,7 +132,7 @@ func TestVerifyCommandDedupe(t *testing.T) {
 		{"dup", "dedupe", 1, []string{"lost 0, duplicated 1", `duplicate: key "c" is in the output 2 times (dup/0@2, dup/0@3), expected once`}},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := Main(ctx, []string{"verify", "--brokers", b.Addr(), "--input", "in", "--output", tt.output, "--mode", tt.mode}, &stdout, &stderr)
+		code := Main(ctx, []string{"verify", "--brokers", c.Addr, "--input", "in", "--output", tt.output, "--mode", tt.mode}, &stdout, &stderr)
 		text := stdout.String() + stderr.String()
 		if code != tt.code {
 			t.Fatalf("%s %s: exit %d, want %d\n%s", tt.mode, tt.output, code, tt.code, text)

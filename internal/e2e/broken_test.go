@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/internal/verify"
 )
@@ -106,7 +107,7 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 			stopGen()
 			<-genDone
 			cmd, done := start()
-			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && !caughtUp(t, adm, "broken", "in"); {
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && !kafkatest.CaughtUp(t.Context(), adm, "broken", "in"); {
 				select {
 				case <-done:
 					cmd, done = start()

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/verify"
 )
 
@@ -340,7 +341,7 @@ func TestChaos(t *testing.T) {
 				j.cmd, j.done = j.runner.start()
 			default:
 			}
-			if caughtUp(t, adm, j.name, j.input) {
+			if kafkatest.CaughtUp(t.Context(), adm, j.name, j.input) {
 				break
 			}
 			if time.Now().After(deadline.Add(3 * time.Minute)) {

@@ -24,6 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/verify"
 )
 
@@ -33,7 +35,10 @@ var (
 	buildErr  error
 )
 
-// binary builds cmd/onceflow once per test run.
+// binary builds cmd/onceflow once per test run, with -tags onceflow_faults:
+// the tests switch failpoints (ONCEFLOW_FAILPOINTS) and test breaks
+// (ONCEFLOW_TEST_BREAK) on in the child processes, which a default build
+// ignores. Without either variable the binary behaves as a default build.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -43,7 +48,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "onceflow")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/onceflow").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", failpoint.BuildTag, "-o", binPath, "../../cmd/onceflow").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -102,26 +107,16 @@ func startBroker(t *testing.T, dataDir string) string {
 	return addr
 }
 
+// client returns a client of the broker at addr (the kit's, closed when
+// the test ends).
 func client(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return kafkatest.Cluster{Addr: addr}.Client(t, opts...)
 }
 
 func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
-	adm := kadm.NewClient(client(t, addr))
-	resp, err := adm.CreateTopics(context.Background(), partitions, 1, nil, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := resp.Error(); err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
-		t.Fatal(err)
-	}
+	kafkatest.Cluster{Addr: addr}.CreateTopic(t, topic, partitions)
 }
 
 // produceInput writes n records: key k<i%keys>, value "seq-<i>".
@@ -155,14 +150,9 @@ func produceRange(t *testing.T, addr, topic string, from, n, keys int) {
 	}
 }
 
-type outRec struct {
-	key, value string
-	partition  int32
-	offset     int64
-}
-
-// readCommitted reads a topic to its last stable offset with read_committed.
-func readCommitted(t *testing.T, addr, topic string) []outRec {
+// readCommitted reads a topic to its last stable offset with read_committed
+// (the verifier's reader).
+func readCommitted(t *testing.T, addr, topic string) []kafkatest.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -170,15 +160,15 @@ func readCommitted(t *testing.T, addr, topic string) []outRec {
 	if err != nil {
 		t.Fatalf("reading %s: %v", topic, err)
 	}
-	out := make([]outRec, len(rs))
+	out := make([]kafkatest.Record, len(rs))
 	for i, r := range rs {
-		out[i] = outRec{key: r.Key, value: r.Value, partition: r.Partition, offset: r.Offset}
+		out[i] = kafkatest.Record{Key: r.Key, Value: r.Value, Partition: r.Partition, Offset: r.Offset}
 	}
 	return out
 }
 
 // kcatRead reads the topic with kcat (librdkafka), read_committed.
-func kcatRead(t *testing.T, addr, topic string) []outRec {
+func kcatRead(t *testing.T, addr, topic string) []kafkatest.Record {
 	t.Helper()
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Skip("kcat not installed (./scripts/test installs it): skipping the cross-client check")
@@ -191,7 +181,7 @@ func kcatRead(t *testing.T, addr, topic string) []outRec {
 	if err != nil {
 		t.Fatalf("kcat: %v\n%s", err, stderr.String())
 	}
-	var recs []outRec
+	var recs []kafkatest.Record
 	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		if line == "" {
 			continue
@@ -202,7 +192,7 @@ func kcatRead(t *testing.T, addr, topic string) []outRec {
 		}
 		p, _ := strconv.Atoi(f[2])
 		o, _ := strconv.ParseInt(f[3], 10, 64)
-		recs = append(recs, outRec{key: f[0], value: f[1], partition: int32(p), offset: o})
+		recs = append(recs, kafkatest.Record{Key: f[0], Value: f[1], Partition: int32(p), Offset: o})
 	}
 	return recs
 }
@@ -279,7 +269,7 @@ func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string
 		}
 		// Committed offsets of the job's group reach the input's end when
 		// everything is processed.
-		if caughtUp(t, adm, group, "in") {
+		if kafkatest.CaughtUp(t.Context(), adm, group, "in") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -295,31 +285,6 @@ func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string
 	case <-time.After(time.Minute):
 		t.Fatalf("the job did not stop within a minute of SIGTERM\n%s", r.log)
 	}
-}
-
-// caughtUp reports whether the group's committed offsets (committed inside
-// the job's transactions) reached the end of the input topic.
-func caughtUp(t *testing.T, adm *kadm.Client, group, input string, addr ...string) bool {
-	ctx := context.Background()
-	if adm == nil {
-		adm = kadm.NewClient(client(t, addr[0]))
-	}
-	ends, err := adm.ListEndOffsets(ctx, input)
-	if err != nil {
-		return false
-	}
-	offs, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return false
-	}
-	done := true
-	ends.Each(func(e kadm.ListedOffset) {
-		o, ok := offs.Lookup(input, e.Partition)
-		if !ok || o.At < e.Offset {
-			done = false
-		}
-	})
-	return done
 }
 
 func seed(t *testing.T) *rand.Rand {
@@ -375,72 +340,24 @@ func TestCrashKafkaToKafka(t *testing.T) {
 			r.crashAndFinish(rng, kills, addr, tc.name)
 			t.Logf("%s: %d kills and the final run took %v", tc.name, kills, time.Since(start).Round(time.Millisecond))
 			out := readCommitted(t, addr, "out-"+tc.name)
-			check := func(client string, out []outRec) {
+			check := func(client string, out []kafkatest.Record) {
 				t.Helper()
+				ok := false
 				if tc.name == "pass" {
-					checkPassThrough(t, client, out, records)
+					values := make([]string, len(out))
+					for i, r := range out {
+						values[i] = r.Value
+					}
+					ok = kafkatest.CheckExactlyOnce(t, client, values, kafkatest.SeqValues("seq-", records))
 				} else {
-					checkCounts(t, client, out, records, keys)
+					ok = kafkatest.CheckCounts(t, client, out, keys, records/keys)
+				}
+				if !ok {
+					t.FailNow()
 				}
 			}
 			check("franz-go", out)
 			check("kcat", kcatRead(t, addr, "out-"+tc.name))
 		})
-	}
-}
-
-func checkPassThrough(t *testing.T, client string, out []outRec, records int) {
-	t.Helper()
-	seen := make([]int, records)
-	for _, r := range out {
-		n, err := strconv.Atoi(strings.TrimPrefix(r.value, "seq-"))
-		if err != nil || n < 0 || n >= records {
-			t.Fatalf("%s: unexpected output value %q", client, r.value)
-		}
-		seen[n]++
-	}
-	lost, dup := 0, 0
-	for i, c := range seen {
-		switch {
-		case c == 0:
-			lost++
-			if lost <= 3 {
-				t.Errorf("%s: seq-%d lost", client, i)
-			}
-		case c > 1:
-			dup++
-			if dup <= 3 {
-				t.Errorf("%s: seq-%d appears %d times", client, i, c)
-			}
-		}
-	}
-	if lost > 0 || dup > 0 {
-		t.Fatalf("%s: %d records lost, %d duplicated (of %d)", client, lost, dup, records)
-	}
-}
-
-// checkCounts: each key's output values, in offset order, are 1..n.
-func checkCounts(t *testing.T, client string, out []outRec, records, keys int) {
-	t.Helper()
-	byKey := map[string][]outRec{}
-	for _, r := range out {
-		byKey[r.key] = append(byKey[r.key], r)
-	}
-	if len(byKey) != keys {
-		t.Fatalf("%s: counts for %d keys, want %d", client, len(byKey), keys)
-	}
-	for k, rs := range byKey {
-		want := records / keys
-		if len(rs) != want {
-			t.Fatalf("%s: key %s has %d counts, want %d", client, k, len(rs), want)
-		}
-		for i, r := range rs {
-			if i > 0 && (r.partition != rs[i-1].partition || r.offset < rs[i-1].offset) {
-				t.Fatalf("%s: key %s spread over partitions or out of order", client, k)
-			}
-			if r.value != strconv.Itoa(i+1) {
-				t.Fatalf("%s: key %s count #%d is %q, want %d (a gap or a repeat)", client, k, i+1, r.value, i+1)
-			}
-		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/verify"
 )
 
@@ -93,7 +94,7 @@ func TestOtherJobFrozenMidCommit(t *testing.T) {
 		cmd  interface{ Signal(os.Signal) error }
 		done chan error
 	}{{"a", aCmd.Process, aDone}, {"b", bCmd.Process, bDone}} {
-		waitFor(j.name+" caught up", func() bool { return caughtUp(t, adm, j.name, "in") })
+		waitFor(j.name+" caught up", func() bool { return kafkatest.CaughtUp(t.Context(), adm, j.name, "in") })
 		_ = j.cmd.Signal(syscall.SIGTERM)
 		if err := <-j.done; err != nil {
 			t.Fatalf("graceful stop of %s: %v", j.name, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/verify"
 )
 
@@ -90,7 +91,7 @@ func TestStopWhileBrokerUnreachable(t *testing.T) {
 	resumed = true
 	produceRange(t, addr, "in", 20000, 5000, 100)
 	cmd, done = start()
-	for deadline := time.Now().Add(2 * time.Minute); !caughtUp(t, adm, "stuck", "in"); {
+	for deadline := time.Now().Add(2 * time.Minute); !kafkatest.CaughtUp(t.Context(), adm, "stuck", "in"); {
 		select {
 		case err := <-done:
 			t.Fatalf("the restarted job exited: %v\n%s", err, lw)

@@ -1,7 +1,15 @@
 // Package failpoint injects failures at named steps of the commit protocol,
-// for tests that prove exactly-once under crashes. It is off unless the
-// ONCEFLOW_FAILPOINTS environment variable (or Enable) names failpoints; a
-// disabled Inject is one atomic load.
+// for tests that prove exactly-once under crashes.
+//
+// Failpoints exist only in binaries built with -tags onceflow_faults (the
+// test suite's build: ./scripts/test). In a default build, which is what
+// users run, [Inject] is a constant nil the compiler removes, [Enable]
+// returns [ErrUnavailable], and the ONCEFLOW_FAILPOINTS environment
+// variable is not read: no setting can make a production binary crash
+// itself. [Available] tells which build this is.
+//
+// With the tag, failpoints are off unless ONCEFLOW_FAILPOINTS (read at
+// start-up) or Enable names them; a disabled Inject is one atomic load.
 //
 // Spec syntax, semicolon-separated:
 //
@@ -45,11 +53,25 @@ func Names() []string {
 	return []string{AfterAlignment, AfterSnapshotWritten, MidManifestWrite, AfterSinkPrepare, BeforeEndTxn, AfterCommitPoint, DuringRestore}
 }
 
-// EnvVar is the environment variable read at start-up.
+// EnvVar is the environment variable read at start-up by binaries built
+// with -tags onceflow_faults.
 const EnvVar = "ONCEFLOW_FAILPOINTS"
+
+// BuildTag is the build tag that compiles failpoints (and the test breaks
+// of package testbreak) in.
+const BuildTag = "onceflow_faults"
 
 // ErrInjected is wrapped by the errors that "error" failpoints return.
 var ErrInjected = errors.New("injected failure")
+
+// ErrUnavailable is what Enable returns in a binary built without
+// -tags onceflow_faults.
+var ErrUnavailable = errors.New("failpoints are not available: this binary was built without -tags " + BuildTag)
+
+// Available reports whether this binary was built with -tags
+// onceflow_faults, so that failpoints can be enabled. Tests that need them
+// skip when it is false.
+func Available() bool { return compiled }
 
 type action int
 
@@ -73,17 +95,28 @@ var (
 	points  map[string]*point
 )
 
-func init() {
-	if spec := os.Getenv(EnvVar); spec != "" {
-		if err := Enable(spec); err != nil {
-			fmt.Fprintf(os.Stderr, "onceflow: %s: %v\n", EnvVar, err)
-			os.Exit(2)
+// Enable replaces the active failpoints with spec ("" disables all). In a
+// binary built without -tags onceflow_faults a spec that names failpoints
+// returns ErrUnavailable (disabling all is a no-op there).
+func Enable(spec string) error {
+	if !compiled {
+		if strings.Trim(spec, "; \t") == "" {
+			return nil
 		}
+		return fmt.Errorf("enabling failpoints %q: %w", spec, ErrUnavailable)
 	}
+	ps, err := parse(spec)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	points = ps
+	mu.Unlock()
+	enabled.Store(len(ps) > 0)
+	return nil
 }
 
-// Enable replaces the active failpoints with spec ("" disables all).
-func Enable(spec string) error {
+func parse(spec string) (map[string]*point, error) {
 	ps := map[string]*point{}
 	known := map[string]bool{}
 	for _, n := range Names() {
@@ -96,10 +129,10 @@ func Enable(spec string) error {
 		}
 		name, rest, ok := strings.Cut(item, "=")
 		if !ok {
-			return fmt.Errorf("%q: want NAME=ACTION[@N]", item)
+			return nil, fmt.Errorf("%q: want NAME=ACTION[@N]", item)
 		}
 		if !known[name] {
-			return fmt.Errorf("unknown failpoint %q; known: %s", name, strings.Join(Names(), ", "))
+			return nil, fmt.Errorf("unknown failpoint %q; known: %s", name, strings.Join(Names(), ", "))
 		}
 		act, at, _ := strings.Cut(rest, "@")
 		p := &point{at: 1}
@@ -113,7 +146,7 @@ func Enable(spec string) error {
 		case "stop":
 			p.act = actStop
 		default:
-			return fmt.Errorf("failpoint %s: unknown action %q (crash, stop, error, panic)", name, act)
+			return nil, fmt.Errorf("failpoint %s: unknown action %q (crash, stop, error, panic)", name, act)
 		}
 		switch {
 		case at == "":
@@ -122,24 +155,25 @@ func Enable(spec string) error {
 		default:
 			n, err := strconv.ParseInt(at, 10, 64)
 			if err != nil || n < 1 {
-				return fmt.Errorf("failpoint %s: @%s is not a hit number ≥ 1 or \"every\"", name, at)
+				return nil, fmt.Errorf("failpoint %s: @%s is not a hit number ≥ 1 or \"every\"", name, at)
 			}
 			p.at = n
 		}
 		ps[name] = p
 	}
-	mu.Lock()
-	points = ps
-	mu.Unlock()
-	enabled.Store(len(ps) > 0)
-	return nil
+	return ps, nil
 }
 
-// Inject runs failpoint name: nil unless it is enabled and due.
+// Inject runs failpoint name: nil unless it is enabled and due. Without
+// -tags onceflow_faults it is always nil, and the compiler removes it.
 func Inject(name string) error {
-	if !enabled.Load() {
+	if !compiled || !enabled.Load() {
 		return nil
 	}
+	return inject(name)
+}
+
+func inject(name string) error {
 	mu.RLock()
 	p := points[name]
 	mu.RUnlock()
@@ -166,7 +200,8 @@ func Inject(name string) error {
 	return fmt.Errorf("failpoint %s (hit %d): %w", name, hit, ErrInjected)
 }
 
-// Fired returns how often each enabled failpoint fired, by name.
+// Fired returns how often each enabled failpoint fired, by name (empty
+// without -tags onceflow_faults).
 func Fired() map[string]int64 {
 	mu.RLock()
 	defer mu.RUnlock()

@@ -11,7 +11,16 @@ import (
 	"time"
 )
 
+// requireFaults skips a test that needs failpoints in a build without them.
+func requireFaults(t *testing.T) {
+	t.Helper()
+	if !Available() {
+		t.Skip("needs failpoints: run with -tags " + BuildTag + " (./scripts/test does)")
+	}
+}
+
 func TestSpecAndFiring(t *testing.T) {
+	requireFaults(t)
 	t.Cleanup(func() { _ = Enable("") })
 	if err := Inject(AfterSinkPrepare); err != nil {
 		t.Fatalf("disabled failpoint fired: %v", err)
@@ -42,6 +51,7 @@ func TestSpecAndFiring(t *testing.T) {
 }
 
 func TestBadSpecs(t *testing.T) {
+	requireFaults(t)
 	t.Cleanup(func() { _ = Enable("") })
 	for spec, want := range map[string]string{
 		"nope=crash":              "unknown failpoint",
@@ -60,6 +70,7 @@ func TestBadSpecs(t *testing.T) {
 // a child process stops itself, the parent sees it stopped, resumes it,
 // and the child finishes normally.
 func TestStopFreezesUntilContinued(t *testing.T) {
+	requireFaults(t)
 	if os.Getenv("FAILPOINT_STOP_CHILD") != "" {
 		if err := Inject(BeforeEndTxn); err != nil {
 			os.Exit(3)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 type fixture struct {
@@ -20,13 +21,8 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	b := broker.StartForTest(t, broker.Config{})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return &fixture{t: t, addr: b.Addr(), cl: cl}
+	c := kafkatest.Start(t, broker.Config{})
+	return &fixture{t: t, addr: c.Addr, cl: c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))}
 }
 
 func (f *fixture) create(name string, parts int32) string {
