@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/pipeline"
 )
 
 func runFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -158,7 +160,7 @@ func restoreHint(err error, jf *JobFile) error {
 	var lines []string
 	for i, st := range jf.Pipeline {
 		old := positionalUID(st, i)
-		if st.UIDSet || st.Op == OpExtractKey || !mentionsUID(msg, old) {
+		if spec, ok := pipeline.Lookup(st.Op); st.UIDSet || !ok || !spec.Stateful || !mentionsUID(msg, old) {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s:%d: add uid: %s to this %s step (its id is now %s)", jf.Path, st.Line, old, st.Op, st.UID))
@@ -219,8 +221,11 @@ var connectorDelivery = map[string]kafka.Delivery{
 // builtJob is a job definition made from a job file, with the connectors
 // the status line and the cleanup need.
 type builtJob struct {
-	env     *flow.Env
-	sources []*kafka.Source
+	env *flow.Env
+	// checkpoints watches the job through a flow hook: the size of the
+	// newest committed checkpoint's state, for the status line.
+	checkpoints *checkpointWatch
+	sources     []*kafka.Source
 	// sink must be closed after the job ended.
 	sink    *kafka.Sink
 	metrics *PipelineMetrics
@@ -293,6 +298,8 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 	if jf.RestartSet {
 		opts = append(opts, flow.Restart(jf.Restart))
 	}
+	watch := &checkpointWatch{}
+	opts = append(opts, flow.WithHooks(watch))
 	env := flow.New(append(opts, extra...)...)
 	var srcOpts []flow.OpOption
 	if jf.Source.Parallelism > 0 {
@@ -314,7 +321,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		}
 		flow.To(f, sink.DeadLetters(jf.Errors.DeadLetterTopic), flow.UID(uid), flow.Name("kafka-dead-letters"))
 	}
-	return &builtJob{env: env, sources: []*kafka.Source{src}, sink: sink, metrics: m}, nil
+	return &builtJob{env: env, sources: []*kafka.Source{src}, sink: sink, metrics: m, checkpoints: watch}, nil
 }
 
 func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
@@ -346,7 +353,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		for {
 			select {
 			case <-t.C:
-				e.log.Info("status", statusAttrs(job.Stats(), b.lag())...)
+				e.log.Info("status", statusAttrs(job.Stats(), b.lag(), b.checkpoints.stateBytes.Load())...)
 			case <-job.Done():
 				break loop
 			}
@@ -356,7 +363,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		return err
 	}
 	// No lag: the readers are closed, so it is unknown by now.
-	final := statusAttrs(job.Stats(), -1)
+	final := statusAttrs(job.Stats(), -1, b.checkpoints.stateBytes.Load())
 	for i := 0; i+1 < len(final); i += 2 {
 		if final[i] == "lag" {
 			final = append(final[:i:i], final[i+2:]...)
@@ -367,10 +374,18 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	return nil
 }
 
+// checkpointWatch is a flow hook (flow.HookCheckpointCompleted) that keeps
+// what the status line shows of the newest committed checkpoint.
+type checkpointWatch struct{ stateBytes atomic.Int64 }
+
+func (w *checkpointWatch) OnCheckpointCompleted(e flow.CheckpointCompleted) {
+	w.stateBytes.Store(e.StateBytes)
+}
+
 // statusAttrs is the status line of run, as slog key-value pairs. The keys
 // are stable (scripts grep them); lag is "?" while a source does not know
 // it (before it fetched the log end of its partitions).
-func statusAttrs(s flow.Stats, lag int64) []any {
+func statusAttrs(s flow.Stats, lag, stateBytes int64) []any {
 	var lagV any = lag
 	if lag < 0 {
 		lagV = "?"
@@ -382,6 +397,7 @@ func statusAttrs(s flow.Stats, lag int64) []any {
 		"lag", lagV,
 		"last_checkpoint", s.LastCheckpoint,
 		"last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond),
+		"last_checkpoint_bytes", stateBytes,
 		"failed_checkpoints", s.CheckpointsFailed,
 		"restarts", s.Restarts,
 		"skipped", s.RecordsSkipped,

@@ -128,7 +128,7 @@ func TestRunStopsGracefullyOnCancel(t *testing.T) {
 	}
 	// Everything read (lag 0, known once the source fetched) and committed.
 	stderr.waitFor(t, regexp.MustCompile(`msg=status records_in=3 records_written=2 records_committed=2 lag=0 last_checkpoint=[1-9]`), done)
-	status := regexp.MustCompile(`^time=\S+ level=INFO msg=status records_in=\d+ records_written=\d+ records_committed=\d+ lag=(\d+|\?) last_checkpoint=\d+ last_checkpoint_duration=\S+ failed_checkpoints=0 restarts=0 skipped=0 dead_lettered=0$`)
+	status := regexp.MustCompile(`^time=\S+ level=INFO msg=status records_in=\d+ records_written=\d+ records_committed=\d+ lag=(\d+|\?) last_checkpoint=\d+ last_checkpoint_duration=\S+ last_checkpoint_bytes=\d+ failed_checkpoints=0 restarts=0 skipped=0 dead_lettered=0$`)
 	cancel()
 	<-done
 	if code != 0 {
@@ -307,10 +307,10 @@ func TestStatusAttrs(t *testing.T) {
 	}}))
 	s := flow.Stats{RecordsIn: 120, RecordsOut: 100, RecordsCommitted: 90, CheckpointsCompleted: 9, CheckpointsFailed: 1, LastCheckpoint: 10,
 		LastCheckpointDuration: 23456 * time.Microsecond, Restarts: 2, RecordsSkipped: 3, RecordsDeadLettered: 4}
-	log.Info("status", statusAttrs(s, 17)...)
-	log.Info("status", statusAttrs(s, -1)...)
-	want := `level=INFO msg=status records_in=120 records_written=100 records_committed=90 lag=17 last_checkpoint=10 last_checkpoint_duration=23ms failed_checkpoints=1 restarts=2 skipped=3 dead_lettered=4
-level=INFO msg=status records_in=120 records_written=100 records_committed=90 lag=? last_checkpoint=10 last_checkpoint_duration=23ms failed_checkpoints=1 restarts=2 skipped=3 dead_lettered=4
+	log.Info("status", statusAttrs(s, 17, 4096)...)
+	log.Info("status", statusAttrs(s, -1, 0)...)
+	want := `level=INFO msg=status records_in=120 records_written=100 records_committed=90 lag=17 last_checkpoint=10 last_checkpoint_duration=23ms last_checkpoint_bytes=4096 failed_checkpoints=1 restarts=2 skipped=3 dead_lettered=4
+level=INFO msg=status records_in=120 records_written=100 records_committed=90 lag=? last_checkpoint=10 last_checkpoint_duration=23ms last_checkpoint_bytes=0 failed_checkpoints=1 restarts=2 skipped=3 dead_lettered=4
 `
 	if buf.String() != want {
 		t.Errorf("status lines\n%s\nwant\n%s", buf.String(), want)
