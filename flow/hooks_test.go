@@ -21,7 +21,11 @@ type recorder struct {
 	lastEnded                   error
 }
 
-func (r *recorder) OnCheckpointStarted(flow.CheckpointStarted) { r.mu.Lock(); r.started++; r.mu.Unlock() }
+func (r *recorder) OnCheckpointStarted(flow.CheckpointStarted) {
+	r.mu.Lock()
+	r.started++
+	r.mu.Unlock()
+}
 func (r *recorder) OnCheckpointCompleted(e flow.CheckpointCompleted) {
 	r.mu.Lock()
 	r.completed++
