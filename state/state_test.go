@@ -1,10 +1,11 @@
-package state
+package state_test
 
 import (
+	"github.com/onceflow/onceflow/state"
+	"github.com/onceflow/onceflow/state/statetest"
+
 	"reflect"
-	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -14,12 +15,12 @@ func TestKeyGroupRangesCoverAndInvert(t *testing.T) {
 		for par := 1; par <= maxPar && par <= 64; par++ {
 			next := 0
 			for i := 0; i < par; i++ {
-				first, last := KeyGroupRange(i, par, maxPar)
+				first, last := state.KeyGroupRange(i, par, maxPar)
 				if first != next || last < first {
 					t.Fatalf("max %d par %d subtask %d: range %d..%d, want start %d", maxPar, par, i, first, last, next)
 				}
 				for kg := first; kg <= last; kg++ {
-					if got := SubtaskForKeyGroup(kg, par, maxPar); got != i {
+					if got := state.SubtaskForKeyGroup(kg, par, maxPar); got != i {
 						t.Fatalf("max %d par %d: key group %d maps to %d, range says %d", maxPar, par, kg, got, i)
 					}
 				}
@@ -35,13 +36,13 @@ func TestKeyGroupRangesCoverAndInvert(t *testing.T) {
 func TestHashIsStable(t *testing.T) {
 	// Key groups of existing checkpoints depend on these values.
 	for k, want := range map[string]uint32{"": 0xab3e7c0b, "a": 0x1a80b1b3, "user-42": 0x7c2a1196} {
-		if got := Hash(k); got != want {
-			t.Fatalf("Hash(%q) = %#x, was %#x: changing the hash breaks every existing checkpoint", k, got, want)
+		if got := state.Hash(k); got != want {
+			t.Fatalf("state.Hash(%q) = %#x, was %#x: changing the hash breaks every existing checkpoint", k, got, want)
 		}
 	}
 	spread := map[int]int{}
 	for i := 0; i < 12800; i++ {
-		spread[KeyGroup("key-"+strconv.Itoa(i), 128)]++
+		spread[state.KeyGroup("key-"+strconv.Itoa(i), 128)]++
 	}
 	for kg, n := range spread {
 		if n < 50 || n > 150 {
@@ -54,67 +55,16 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-// newKV is a test Backend: a sorted map per key group and state.
-func newKV() Backend { return &kvBackend{m: map[string]map[string][]byte{}} }
+// newKV is the reference state.Backend.
+func newKV() state.Backend { return statetest.NewMemoryBackend() }
 
-type kvBackend struct{ m map[string]map[string][]byte }
-
-func (b *kvBackend) table(kg int, st string) map[string][]byte {
-	id := strconv.Itoa(kg) + "/" + st
-	if b.m[id] == nil {
-		b.m[id] = map[string][]byte{}
-	}
-	return b.m[id]
-}
-
-func (b *kvBackend) Get(kg int, st string, key []byte) ([]byte, bool, error) {
-	v, ok := b.table(kg, st)[string(key)]
-	return v, ok, nil
-}
-
-func (b *kvBackend) Put(kg int, st string, key, value []byte) error {
-	b.table(kg, st)[string(key)] = append([]byte(nil), value...)
-	return nil
-}
-
-func (b *kvBackend) Delete(kg int, st string, key []byte) error {
-	delete(b.table(kg, st), string(key))
-	return nil
-}
-
-func (b *kvBackend) DeletePrefix(kg int, st string, prefix []byte) error {
-	for k := range b.table(kg, st) {
-		if strings.HasPrefix(k, string(prefix)) {
-			delete(b.table(kg, st), k)
-		}
-	}
-	return nil
-}
-
-func (b *kvBackend) Range(kg int, st string, prefix []byte, fn func(key, value []byte) bool) error {
-	t := b.table(kg, st)
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		if strings.HasPrefix(k, string(prefix)) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !fn([]byte(k), t[k]) {
-			return nil
-		}
-	}
-	return nil
-}
-
-// backends runs f with state in the heap and in a Backend.
-func backends(t *testing.T, f func(t *testing.T, newBackend func() Backend)) {
-	t.Run("heap", func(t *testing.T) { f(t, func() Backend { return nil }) })
+// backends runs f with state in the heap and in a state.Backend.
+func backends(t *testing.T, f func(t *testing.T, newBackend func() state.Backend)) {
+	t.Run("heap", func(t *testing.T) { f(t, func() state.Backend { return nil }) })
 	t.Run("backend", func(t *testing.T) { f(t, newKV) })
 }
 
-func snapshot(t *testing.T, rt *Runtime) map[int][]byte {
+func snapshot(t *testing.T, rt *state.Runtime) map[int][]byte {
 	t.Helper()
 	snap, err := rt.Snapshot()
 	if err != nil {
@@ -125,15 +75,15 @@ func snapshot(t *testing.T, rt *Runtime) map[int][]byte {
 
 func TestValueMapListSnapshotRestore(t *testing.T) { backends(t, testValueMapListSnapshotRestore) }
 
-func testValueMapListSnapshotRestore(t *testing.T, newBackend func() Backend) {
+func testValueMapListSnapshotRestore(t *testing.T, newBackend func() state.Backend) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	rt := NewRuntime(0, 127, 128, clk.now, newBackend())
+	rt := state.NewRuntime(0, 127, 128, clk.now, newBackend())
 	s := rt.Store()
-	v := NewValue[int64](s, "v")
-	m := NewMap[string, float64](s, "m")
-	l := NewList[string](s, "l")
+	v := state.NewValue[int64](s, "v")
+	m := state.NewMap[string, float64](s, "m")
+	l := state.NewList[string](s, "l")
 	type rec struct{ A int }
-	j := NewValue[rec](s, "json")
+	j := state.NewValue[rec](s, "json")
 	rt.Seal()
 	for i := 0; i < 50; i++ {
 		k := "k" + strconv.Itoa(i)
@@ -155,12 +105,12 @@ func testValueMapListSnapshotRestore(t *testing.T, newBackend func() Backend) {
 	if newBackend() != nil {
 		other = nil
 	}
-	rt2 := NewRuntime(0, 127, 128, clk.now, other)
+	rt2 := state.NewRuntime(0, 127, 128, clk.now, other)
 	s2 := rt2.Store()
-	v2 := NewValue[int64](s2, "v")
-	m2 := NewMap[string, float64](s2, "m")
-	l2 := NewList[string](s2, "l")
-	j2 := NewValue[rec](s2, "json")
+	v2 := state.NewValue[int64](s2, "v")
+	m2 := state.NewMap[string, float64](s2, "m")
+	l2 := state.NewList[string](s2, "l")
+	j2 := state.NewValue[rec](s2, "json")
 	if err := rt2.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +143,10 @@ func testValueMapListSnapshotRestore(t *testing.T, newBackend func() Backend) {
 // unknown state names survive to the next snapshot.
 func TestRestoreSubsetAndUnclaimed(t *testing.T) { backends(t, testRestoreSubsetAndUnclaimed) }
 
-func testRestoreSubsetAndUnclaimed(t *testing.T, newBackend func() Backend) {
-	rt := NewRuntime(0, 127, 128, nil, newBackend())
-	v := NewValue[string](rt.Store(), "v")
-	old := NewValue[string](rt.Store(), "old")
+func testRestoreSubsetAndUnclaimed(t *testing.T, newBackend func() state.Backend) {
+	rt := state.NewRuntime(0, 127, 128, nil, newBackend())
+	v := state.NewValue[string](rt.Store(), "v")
+	old := state.NewValue[string](rt.Store(), "old")
 	keys := map[string]int{}
 	for i := 0; i < 200; i++ {
 		k := strconv.Itoa(i)
@@ -205,9 +155,9 @@ func testRestoreSubsetAndUnclaimed(t *testing.T, newBackend func() Backend) {
 		old.Set("o" + k)
 	}
 	snap := snapshot(t, rt)
-	first, last := KeyGroupRange(1, 4, 128)
-	s2 := NewRuntime(first, last, 128, nil, newBackend())
-	v2 := NewValue[string](s2.Store(), "v")
+	first, last := state.KeyGroupRange(1, 4, 128)
+	s2 := state.NewRuntime(first, last, 128, nil, newBackend())
+	v2 := state.NewValue[string](s2.Store(), "v")
 	if err := s2.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
@@ -234,9 +184,9 @@ func testRestoreSubsetAndUnclaimed(t *testing.T, newBackend func() Backend) {
 			t.Fatalf("snapshot has key group %d outside %d..%d", kg, first, last)
 		}
 	}
-	s3 := NewRuntime(first, last, 128, nil, newBackend())
-	NewValue[string](s3.Store(), "v")
-	old3 := NewValue[string](s3.Store(), "old")
+	s3 := state.NewRuntime(first, last, 128, nil, newBackend())
+	state.NewValue[string](s3.Store(), "v")
+	old3 := state.NewValue[string](s3.Store(), "old")
 	if err := s3.Restore(again); err != nil {
 		t.Fatal(err)
 	}
@@ -253,12 +203,12 @@ func testRestoreSubsetAndUnclaimed(t *testing.T, newBackend func() Backend) {
 
 func TestTTL(t *testing.T) { backends(t, testTTL) }
 
-func testTTL(t *testing.T, newBackend func() Backend) {
+func testTTL(t *testing.T, newBackend func() state.Backend) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	s := NewRuntime(0, 127, 128, clk.now, newBackend())
-	v := NewValue[bool](s.Store(), "seen", WithTTL(time.Hour))
-	l := NewList[int](s.Store(), "l", WithTTL(time.Hour))
-	m := NewMap[string, int](s.Store(), "m", WithTTL(time.Hour))
+	s := state.NewRuntime(0, 127, 128, clk.now, newBackend())
+	v := state.NewValue[bool](s.Store(), "seen", state.WithTTL(time.Hour))
+	l := state.NewList[int](s.Store(), "l", state.WithTTL(time.Hour))
+	m := state.NewMap[string, int](s.Store(), "m", state.WithTTL(time.Hour))
 	s.SetKey("a")
 	v.Set(true)
 	l.Add(1)
@@ -282,10 +232,10 @@ func testTTL(t *testing.T, newBackend func() Backend) {
 		t.Fatalf("map after one entry expired: len %d", m.Len())
 	}
 	snap := snapshot(t, s)
-	s2 := NewRuntime(0, 127, 128, clk.now, newBackend())
-	v2 := NewValue[bool](s2.Store(), "seen", WithTTL(time.Hour))
-	l2 := NewList[int](s2.Store(), "l", WithTTL(time.Hour))
-	m2 := NewMap[string, int](s2.Store(), "m", WithTTL(time.Hour))
+	s2 := state.NewRuntime(0, 127, 128, clk.now, newBackend())
+	v2 := state.NewValue[bool](s2.Store(), "seen", state.WithTTL(time.Hour))
+	l2 := state.NewList[int](s2.Store(), "l", state.WithTTL(time.Hour))
+	m2 := state.NewMap[string, int](s2.Store(), "m", state.WithTTL(time.Hour))
 	if err := s2.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
@@ -320,18 +270,18 @@ func TestRegistrationRules(t *testing.T) {
 		}()
 		f()
 	}
-	rt := NewRuntime(0, 127, 128, nil, nil)
+	rt := state.NewRuntime(0, 127, 128, nil, nil)
 	s := rt.Store()
-	NewValue[int](s, "a")
-	mustPanic("duplicate name", func() { NewValue[int](s, "a") })
+	state.NewValue[int](s, "a")
+	mustPanic("duplicate name", func() { state.NewValue[int](s, "a") })
 	rt.Seal()
-	mustPanic("after seal", func() { NewValue[int](s, "b") })
-	mustPanic("no current key", func() { NewValue[int](NewRuntime(0, 1, 128, nil, nil).Store(), "x").Get() })
+	mustPanic("after seal", func() { state.NewValue[int](s, "b") })
+	mustPanic("no current key", func() { state.NewValue[int](state.NewRuntime(0, 1, 128, nil, nil).Store(), "x").Get() })
 	mustPanic("wrong key group", func() {
-		narrow := NewRuntime(0, 0, 128, nil, nil)
+		narrow := state.NewRuntime(0, 0, 128, nil, nil)
 		for i := 0; ; i++ {
 			k := strconv.Itoa(i)
-			if KeyGroup(k, 128) != 0 {
+			if state.KeyGroup(k, 128) != 0 {
 				narrow.SetKey(k)
 			}
 		}
@@ -344,21 +294,25 @@ func TestCodecsRoundTrip(t *testing.T) {
 			t.Fatalf("%s codec round trip failed", name)
 		}
 	}
-	check("int64", func() bool { c := DefaultCodec[int64](); v, _ := c.Decode(c.Append(nil, -5)); return v == -5 })
-	check("uint64", func() bool { c := DefaultCodec[uint64](); v, _ := c.Decode(c.Append(nil, 1<<60)); return v == 1<<60 })
-	check("float64", func() bool { c := DefaultCodec[float64](); v, _ := c.Decode(c.Append(nil, 2.5)); return v == 2.5 })
+	check("int64", func() bool { c := state.DefaultCodec[int64](); v, _ := c.Decode(c.Append(nil, -5)); return v == -5 })
+	check("uint64", func() bool {
+		c := state.DefaultCodec[uint64]()
+		v, _ := c.Decode(c.Append(nil, 1<<60))
+		return v == 1<<60
+	})
+	check("float64", func() bool { c := state.DefaultCodec[float64](); v, _ := c.Decode(c.Append(nil, 2.5)); return v == 2.5 })
 	check("bytes", func() bool {
-		c := DefaultCodec[[]byte]()
+		c := state.DefaultCodec[[]byte]()
 		v, _ := c.Decode(c.Append(nil, []byte("x")))
 		return string(v) == "x"
 	})
 	check("struct", func() bool {
 		type p struct{ X []int }
-		c := DefaultCodec[p]()
+		c := state.DefaultCodec[p]()
 		v, _ := c.Decode(c.Append(nil, p{X: []int{1, 2}}))
 		return reflect.DeepEqual(v.X, []int{1, 2})
 	})
-	if _, err := DefaultCodec[int64]().Decode([]byte{0x80}); err == nil {
+	if _, err := state.DefaultCodec[int64]().Decode([]byte{0x80}); err == nil {
 		t.Fatal("truncated varint decoded without error")
 	}
 }

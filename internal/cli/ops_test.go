@@ -6,9 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,69 +211,4 @@ func TestBuildPipelineRejectsUnsupportedSteps(t *testing.T) {
 			t.Errorf("step %+v: error\n%v\nwant\n%s", tc.step, err, tc.want)
 		}
 	}
-}
-
-func TestExtractKeyPolicies(t *testing.T) {
-	// Poison records (not JSON, no field, wrong type) among good ones; the
-	// count after extract-key shows the keys were set before keying.
-	in := recs(
-		"k1", `{"user":"alice"}`,
-		"k2", `not json`,
-		"k3", `{"user":"bob"}`,
-		"k4", `{"id":7}`,
-		"k5", `{"user":"alice"}`,
-		"k6", `{"user":7}`,
-		"k7", `{"user":false}`,
-	)
-	steps := []Step{
-		{Op: OpExtractKey, Params: pipeline.Params{"json-field": "user"}, UID: "extract-key-0", Line: 1},
-		{Op: OpCount, UID: "count-1", Line: 2},
-	}
-	good := map[string][]string{"alice": {"1", "2"}, "bob": {"1"}, "7": {"1"}}
-	poison := []rec{{"k2", `not json`}, {"k4", `{"id":7}`}, {"k7", `{"user":false}`}}
-	for _, par := range []int{1, 3} {
-		t.Run("skip/parallelism "+strconv.Itoa(par), func(t *testing.T) {
-			r := runPipelineWith(t, in, steps, par, flow.SkipOnError)
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			if !reflect.DeepEqual(r.byKey, good) {
-				t.Errorf("output %v, want %v", r.byKey, good)
-			}
-			if r.stats.RecordsSkipped != 3 || r.stats.RecordsDeadLettered != 0 || len(r.dead) != 0 {
-				t.Errorf("skipped %d, dead-lettered %d (%v); want 3 skipped", r.stats.RecordsSkipped, r.stats.RecordsDeadLettered, r.dead)
-			}
-		})
-		t.Run("dead-letter/parallelism "+strconv.Itoa(par), func(t *testing.T) {
-			r := runPipelineWith(t, in, steps, par, flow.DeadLetterOnError)
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			if !reflect.DeepEqual(r.byKey, good) {
-				t.Errorf("output %v, want %v", r.byKey, good)
-			}
-			dead := append([]rec(nil), r.dead...)
-			sort.Slice(dead, func(i, j int) bool { return dead[i].Key < dead[j].Key })
-			if !reflect.DeepEqual(dead, poison) {
-				t.Errorf("dead letters %v, want %v (unchanged, with an pipeline.ErrNotExtractable error)", dead, poison)
-			}
-			if r.stats.RecordsDeadLettered != 3 || r.stats.RecordsSkipped != 0 {
-				t.Errorf("dead-lettered %d, skipped %d; want 3 dead-lettered", r.stats.RecordsDeadLettered, r.stats.RecordsSkipped)
-			}
-		})
-	}
-	t.Run("fail", func(t *testing.T) {
-		r := runPipelineWith(t, in, steps, 1, flow.FailOnError)
-		if r.err == nil {
-			t.Fatalf("the job did not fail; output %v", r.byKey)
-		}
-		for _, want := range []string{`record rec(k2): extract-key json-field "user": no key in the record value: the value is not JSON`, "error policy fail"} {
-			if !strings.Contains(r.err.Error(), want) {
-				t.Errorf("error does not contain %q:\n%v", want, r.err)
-			}
-		}
-		if !errors.Is(r.err, pipeline.ErrNotExtractable) {
-			t.Errorf("error does not wrap pipeline.ErrNotExtractable: %v", r.err)
-		}
-	})
 }
