@@ -112,40 +112,41 @@ func WithHooks(hooks ...Hook) Option {
 	return func(e *Env) { e.hooks = append(e.hooks, hooks...) }
 }
 
-// engineHooks turns the user's hooks into the engine's callbacks.
+// engineHooks turns the user's hooks into the engine's callbacks: each
+// event calls, in registration order, every hook implementing its
+// interface; an event no hook implements stays nil.
 func engineHooks(hooks []Hook) engine.Hooks {
-	var h engine.Hooks
-	for _, x := range hooks {
-		if v, ok := x.(HookCheckpointStarted); ok {
-			prev := h.CheckpointStarted
-			h.CheckpointStarted = func(e engine.CheckpointStarted) { call(prev, e); v.OnCheckpointStarted(CheckpointStarted(e)) }
-		}
-		if v, ok := x.(HookCheckpointCompleted); ok {
-			prev := h.CheckpointCompleted
-			h.CheckpointCompleted = func(e engine.CheckpointCompleted) { call(prev, e); v.OnCheckpointCompleted(CheckpointCompleted(e)) }
-		}
-		if v, ok := x.(HookCheckpointFailed); ok {
-			prev := h.CheckpointFailed
-			h.CheckpointFailed = func(e engine.CheckpointFailed) { call(prev, e); v.OnCheckpointFailed(CheckpointFailed(e)) }
-		}
-		if v, ok := x.(HookRestored); ok {
-			prev := h.Restored
-			h.Restored = func(e engine.Restored) { call(prev, e); v.OnRestored(Restored(e)) }
-		}
-		if v, ok := x.(HookRestarting); ok {
-			prev := h.Restarting
-			h.Restarting = func(e engine.Restarting) { call(prev, e); v.OnRestarting(Restarting(e)) }
-		}
-		if v, ok := x.(HookJobEnded); ok {
-			prev := h.JobEnded
-			h.JobEnded = func(e engine.JobEnded) { call(prev, e); v.OnJobEnded(JobEnded(e)) }
-		}
+	return engine.Hooks{
+		CheckpointStarted: each(hooks, func(v HookCheckpointStarted, e engine.CheckpointStarted) {
+			v.OnCheckpointStarted(CheckpointStarted(e))
+		}),
+		CheckpointCompleted: each(hooks, func(v HookCheckpointCompleted, e engine.CheckpointCompleted) {
+			v.OnCheckpointCompleted(CheckpointCompleted(e))
+		}),
+		CheckpointFailed: each(hooks, func(v HookCheckpointFailed, e engine.CheckpointFailed) {
+			v.OnCheckpointFailed(CheckpointFailed(e))
+		}),
+		Restored:   each(hooks, func(v HookRestored, e engine.Restored) { v.OnRestored(Restored(e)) }),
+		Restarting: each(hooks, func(v HookRestarting, e engine.Restarting) { v.OnRestarting(Restarting(e)) }),
+		JobEnded:   each(hooks, func(v HookJobEnded, e engine.JobEnded) { v.OnJobEnded(JobEnded(e)) }),
 	}
-	return h
 }
 
-func call[E any](f func(E), e E) {
-	if f != nil {
-		f(e)
+// each returns a callback that calls on for every hook implementing H, or
+// nil when none does.
+func each[H, E any](hooks []Hook, on func(H, E)) func(E) {
+	var hs []H
+	for _, x := range hooks {
+		if v, ok := x.(H); ok {
+			hs = append(hs, v)
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return func(e E) {
+		for _, v := range hs {
+			on(v, e)
+		}
 	}
 }
