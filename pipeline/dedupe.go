@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -42,7 +43,7 @@ var dedupeSpec = Spec{
 	Validate: func(p Params) error { return dedupeConfig(p, Env{}).validate() },
 	Build:    func(p Params, env Env) (Operator, error) { return dedupeConfig(p, env).operator() },
 	Describe: func(p Params) string {
-		return fmt.Sprintf("dedupe by %s, ttl %s", p.Text("key"), formatDuration(p.Duration("ttl")))
+		return fmt.Sprintf("dedupe by %s, ttl %s", p.Text("key"), durfmt.Short(p.Duration("ttl")))
 	},
 	GoFunc:  "Dedupe",
 	Example: "- dedupe: { key: record.key, ttl: 24h }",
@@ -56,7 +57,7 @@ func dedupeConfig(p Params, env Env) DedupeConfig {
 
 func (c DedupeConfig) validate() error {
 	if c.TTL <= 0 {
-		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: a key remembered for %s drops nothing", formatDuration(c.TTL))}
+		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: a key remembered for %s drops nothing", durfmt.Short(c.TTL))}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/durfmt"
 )
 
 // Spec describes an operator for the registry: how a job file writes it,
@@ -357,20 +359,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // formatValue writes a field value as a job file would.
 func formatValue(v any) string {
 	if d, ok := v.(time.Duration); ok {
-		return formatDuration(d)
+		return durfmt.Short(d)
 	}
 	return fmt.Sprint(v)
-}
-
-// formatDuration drops the zero tails of time.Duration.String ("24h", not
-// "24h0m0s").
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

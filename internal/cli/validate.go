@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
@@ -103,7 +104,7 @@ func describeJob(w io.Writer, jf *JobFile) {
 	}
 	cp := jf.Checkpointing.WithDefaults()
 	if cp.Enabled() {
-		fmt.Fprintf(w, "  checkpoint: every %s, %s, timeout %s, keep %d\n", fmtDuration(cp.Interval), cp.Mode, fmtDuration(cp.Timeout), cp.NumRetained)
+		fmt.Fprintf(w, "  checkpoint: every %s, %s, timeout %s, keep %d\n", durfmt.Short(cp.Interval), cp.Mode, durfmt.Short(cp.Timeout), cp.NumRetained)
 	} else {
 		fmt.Fprintln(w, "  checkpoint: off")
 	}
@@ -142,17 +143,4 @@ func describeStartup(s Startup) string {
 		return fmt.Sprintf("from offsets of %d topics (else %s)", len(s.Offsets), s.Reset)
 	}
 	return string(s.Mode)
-}
-
-// fmtDuration drops the zero tails of time.Duration.String ("24h", not
-// "24h0m0s").
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

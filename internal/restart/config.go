@@ -24,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/durfmt"
 )
 
 // Kind names a restart strategy. The values are Flink's names for them.
@@ -259,7 +261,7 @@ func (c Config) Validate() error {
 		{keyResetThreshold, d.ResetThreshold},
 	} {
 		if f.v < 0 {
-			add(f.key, "must not be negative (got %s)", formatDuration(f.v))
+			add(f.key, "must not be negative (got %s)", durfmt.Short(f.v))
 		}
 	}
 	for _, f := range []struct {
@@ -276,7 +278,7 @@ func (c Config) Validate() error {
 	}
 
 	if (d.Strategy == FixedDelay || d.Strategy == FailureRate) && d.NoDelay && d.Delay != 0 {
-		add(keyDelay, "is %s but NoDelay asks for no delay; set only one of them", formatDuration(d.Delay))
+		add(keyDelay, "is %s but NoDelay asks for no delay; set only one of them", durfmt.Short(d.Delay))
 	}
 
 	if d.Strategy == ExponentialDelay {
@@ -292,8 +294,8 @@ func (c Config) Validate() error {
 		}
 		if d.InitialBackoff > 0 && d.MaxBackoff > 0 && d.MaxBackoff < d.InitialBackoff {
 			add(keyMaxBackoff, "(%s%s) is shorter than %s (%s%s); raise the maximum or lower the initial backoff",
-				formatDuration(d.MaxBackoff), defaultNote(c.MaxBackoff == 0),
-				keyInitialBackoff, formatDuration(d.InitialBackoff), defaultNote(c.InitialBackoff == 0))
+				durfmt.Short(d.MaxBackoff), defaultNote(c.MaxBackoff == 0),
+				keyInitialBackoff, durfmt.Short(d.InitialBackoff), defaultNote(c.InitialBackoff == 0))
 		}
 	}
 	return errors.Join(problems...)
@@ -324,18 +326,18 @@ func (c Config) Describe() string {
 	case None:
 		return "none (every failure fails the job)"
 	case FixedDelay:
-		return fmt.Sprintf("fixed-delay (up to %s, delay %s)", plural(c.Attempts, "attempt"), formatDuration(c.Delay))
+		return fmt.Sprintf("fixed-delay (up to %s, delay %s)", plural(c.Attempts, "attempt"), durfmt.Short(c.Delay))
 	case FailureRate:
 		return fmt.Sprintf("failure-rate (at most %s per %s, delay %s)",
-			plural(c.MaxFailuresPerInterval, "failure"), formatDuration(c.FailureRateInterval), formatDuration(c.Delay))
+			plural(c.MaxFailuresPerInterval, "failure"), durfmt.Short(c.FailureRateInterval), durfmt.Short(c.Delay))
 	case ExponentialDelay:
 		jitter := "no jitter"
 		if c.Jitter != 0 {
 			jitter = "jitter " + formatFloat(math.Round(c.Jitter*10000)/100) + "%"
 		}
 		s := fmt.Sprintf("exponential-delay (initial %s, x%s, max %s, %s, reset after %s",
-			formatDuration(c.InitialBackoff), formatFloat(c.Multiplier), formatDuration(c.MaxBackoff),
-			jitter, formatDuration(c.ResetThreshold))
+			durfmt.Short(c.InitialBackoff), formatFloat(c.Multiplier), durfmt.Short(c.MaxBackoff),
+			jitter, durfmt.Short(c.ResetThreshold))
 		if c.AttemptsBeforeReset > 0 {
 			s += fmt.Sprintf(", at most %s before reset", plural(c.AttemptsBeforeReset, "attempt"))
 		}
@@ -350,19 +352,6 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
-}
-
-// formatDuration drops the zero tails time.Duration.String leaves on round
-// values, so logs read "1m" and "1h" rather than "1m0s" and "1h0m0s".
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 func formatFloat(f float64) string {

@@ -245,27 +245,6 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func TestFormatDuration(t *testing.T) {
-	tests := map[time.Duration]string{
-		0:                                "0s",
-		1500 * time.Millisecond:          "1.5s",
-		time.Minute:                      "1m",
-		10 * time.Minute:                 "10m",
-		time.Minute + time.Second:        "1m1s",
-		time.Hour:                        "1h",
-		time.Hour + time.Minute:          "1h1m",
-		time.Hour + time.Second:          "1h0m1s",
-		-time.Minute:                     "-1m",
-		24 * time.Hour:                   "24h",
-		2*time.Hour + 30*time.Minute + 0: "2h30m",
-	}
-	for d, want := range tests {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 // Each problem is a *FieldError naming its key, so a job file can point at
 // the line; the sentences start with the key.
 func TestValidateFieldErrors(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/durfmt"
 )
 
 // Decision is a Strategy's answer to one failure.
@@ -162,7 +164,7 @@ func (s *failureRate) OnFailure(now time.Time) Decision {
 		return s.refusal.set(Decision{
 			Attempt: s.failures,
 			Reason: fmt.Sprintf("failure-rate: %d failures within %s exceed the limit of %d; raise %s or %s, or fix the cause",
-				len(s.recent), formatDuration(s.cfg.FailureRateInterval), s.cfg.MaxFailuresPerInterval,
+				len(s.recent), durfmt.Short(s.cfg.FailureRateInterval), s.cfg.MaxFailuresPerInterval,
 				keyMaxFailuresPerInterval, keyFailureRateInterval),
 		})
 	}
@@ -213,7 +215,7 @@ func (s *exponentialDelay) OnFailure(now time.Time) Decision {
 		return s.refusal.set(Decision{
 			Attempt: s.attempts + 1,
 			Reason: fmt.Sprintf("exponential-delay: %d of %d restart attempts used without the job running %s to reset them; raise %s or fix the cause",
-				s.attempts, s.cfg.AttemptsBeforeReset, formatDuration(s.cfg.ResetThreshold), keyAttemptsBeforeReset),
+				s.attempts, s.cfg.AttemptsBeforeReset, durfmt.Short(s.cfg.ResetThreshold), keyAttemptsBeforeReset),
 		})
 	}
 	delay := s.backoff(s.attempts)
