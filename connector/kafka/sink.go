@@ -181,18 +181,27 @@ func (c *SinkConfig) checkJob(info flow.JobInfo) error {
 	if cp.Mode != flow.ExactlyOnce {
 		return errors.New("an exactly-once Kafka sink needs exactly-once checkpointing (aligned barriers): at-least-once checkpoints can put records of a later epoch into a checkpoint's transaction, so a restore writes them again; use checkpointing mode exactly-once, or sink delivery at-least-once")
 	}
+	return CheckTransactionTimeout(c.TransactionTimeout, cp)
+}
+
+// CheckTransactionTimeout reports whether a Kafka transaction of the given
+// timeout outlives the longest epoch the checkpoint settings allow (see
+// SinkConfig.TransactionTimeout). A job started with an exactly-once Sink
+// runs this check; a job file validator can run it before.
+func CheckTransactionTimeout(timeout time.Duration, cp flow.CheckpointSettings) error {
+	cp = cp.WithDefaults()
 	if cp.Interval == 0 {
 		return nil // bounded jobs: one transaction from start to end
 	}
 	if cp.TolerableFailures < 0 {
-		return fmt.Errorf("an exactly-once Kafka sink cannot tolerate any number of failed checkpoints: the open transaction would outlive the transaction timeout %v (transaction.timeout.ms), and the broker aborts it; set a number of tolerable failed checkpoints", c.TransactionTimeout)
+		return fmt.Errorf("an exactly-once Kafka sink cannot tolerate any number of failed checkpoints: the open transaction would outlive the transaction timeout %v (transaction.timeout.ms), and the broker aborts it; set a number of tolerable failed checkpoints", timeout)
 	}
-	cycle := cp.Interval + cp.MinPause + cp.Timeout // WithDefaults applied
+	cycle := cp.Interval + cp.MinPause + cp.Timeout
 	need := time.Duration(cp.TolerableFailures+1) * cycle
-	if c.TransactionTimeout <= need {
+	if timeout <= need {
 		return fmt.Errorf("transaction timeout %v (transaction.timeout.ms) is too short for the checkpoint settings: a transaction stays open until the next checkpoint commits, which with %d tolerable failed checkpoints can take (%d+1) × (interval %v + min pause %v + checkpoint timeout %v) = %v; "+
 			"the broker would abort transactions of checkpoints that are still allowed to complete. Lower the checkpoint timeout or the tolerable failures, or raise the transaction timeout (and the brokers' transaction.max.timeout.ms if needed)",
-			c.TransactionTimeout, cp.TolerableFailures, cp.TolerableFailures, cp.Interval, cp.MinPause, cp.Timeout, need)
+			timeout, cp.TolerableFailures, cp.TolerableFailures, cp.Interval, cp.MinPause, cp.Timeout, need)
 	}
 	return nil
 }

@@ -30,9 +30,10 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 
 func (d *decoder) decodeSink(path string, v *yaml.Node, s *SinkConfig) {
 	d.mapping(path, v, map[string]field{
-		"topic":          d.str(&s.Topic),
-		"delivery":       d.oneOf(&s.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
-		"max-held-bytes": d.size(&s.MaxHeldBytes),
+		"topic":               d.str(&s.Topic),
+		"delivery":            d.oneOf(&s.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
+		"max-held-bytes":      d.size(&s.MaxHeldBytes),
+		"transaction-timeout": d.duration(&s.TransactionTimeout),
 	})
 }
 

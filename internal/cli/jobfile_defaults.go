@@ -41,6 +41,9 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 	if jf.Sink.Delivery == DeliveryExactlyOnce && d.at("sink.max-held-bytes") == 0 {
 		jf.Sink.MaxHeldBytes = kafka.DefaultMaxHeldBytes // spelled out for describeJob
 	}
+	if jf.Sink.Delivery == DeliveryExactlyOnce && d.at("sink.transaction-timeout") == 0 {
+		jf.Sink.TransactionTimeout = kafka.DefaultTransactionTimeout
+	}
 
 	if jf.State.Dir == "" {
 		jf.State.Dir = DefaultStateDir

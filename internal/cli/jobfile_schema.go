@@ -228,6 +228,11 @@ type SinkConfig struct {
 	// blocks until the commit (backpressure). Default
 	// kafka.DefaultMaxHeldBytes (64 MiB); only with DeliveryExactlyOnce.
 	MaxHeldBytes int64
+	// TransactionTimeout is the Kafka producer's transaction.timeout.ms:
+	// it must exceed the longest epoch the checkpointing section allows
+	// and be within the brokers' transaction.max.timeout.ms. Default
+	// kafka.DefaultTransactionTimeout (15m); only with DeliveryExactlyOnce.
+	TransactionTimeout time.Duration
 }
 
 // Delivery guarantees of SinkConfig.Delivery.

@@ -63,7 +63,7 @@ func TestParseOrdersExample(t *testing.T) {
 			{Op: OpDedupe, Params: pipeline.Params{"key": KeyRecordKey, "ttl": 24 * time.Hour}, UID: "dedupe:record.key", Line: 9},
 			{Op: OpCount, Params: pipeline.Params{"key": KeyRecordKey}, UID: "count:record.key", Line: 10},
 		},
-		Sink:          SinkConfig{Topic: "order-counts", Delivery: DeliveryExactlyOnce, MaxHeldBytes: 64 << 20},
+		Sink:          SinkConfig{Topic: "order-counts", Delivery: DeliveryExactlyOnce, MaxHeldBytes: 64 << 20, TransactionTimeout: 15 * time.Minute},
 		Checkpointing: checkpoint.Config{Interval: time.Second, Mode: checkpoint.ExactlyOnce, Timeout: time.Minute},
 		// Relative to the file's directory, here the working directory.
 		State:      StateConfig{Dir: filepath.Join(cwd, "onceflow-data")},
@@ -108,8 +108,24 @@ func TestParseDefaults(t *testing.T) {
 	if jf.Source.OnTopicRecreated != RecreatedEarliest || jf.Sink.MaxHeldBytes != 64<<20 {
 		t.Errorf("on-topic-recreated/max-held-bytes = %q/%d, want earliest/64MiB", jf.Source.OnTopicRecreated, jf.Sink.MaxHeldBytes)
 	}
+	if jf.Sink.TransactionTimeout != 15*time.Minute {
+		t.Errorf("transaction timeout = %v, want Kafka's default 15m", jf.Sink.TransactionTimeout)
+	}
 	if jf.RestartSet || len(jf.Pipeline) != 0 || jf.Kafka.ClientID != "onceflow" {
 		t.Errorf("unexpected defaults: %+v", jf)
+	}
+}
+
+// A transaction timeout longer than the brokers' default maximum is taken
+// as written: the brokers may allow it (transaction.max.timeout.ms).
+func TestParseTransactionTimeout(t *testing.T) {
+	src := strings.Replace(minimalYAML, "  topic: out\n", "  topic: out\n  transaction-timeout: 1h\n", 1)
+	jf, err := ParseJobFile("j.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jf.Sink.TransactionTimeout != time.Hour {
+		t.Errorf("transaction timeout = %v, want 1h", jf.Sink.TransactionTimeout)
 	}
 }
 

@@ -6,10 +6,12 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"time"
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/state"
 )
@@ -122,6 +124,14 @@ func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
 			d.errorf(line, "sink.max-held-bytes must be positive: it bounds the memory of records held while a checkpoint commits; remove it for the default %s", formatSize(kafka.DefaultMaxHeldBytes))
 		}
 	}
+	if line := d.at("sink.transaction-timeout"); line != 0 {
+		switch {
+		case sink.Delivery != DeliveryExactlyOnce:
+			d.errorf(line, "sink.transaction-timeout only applies to delivery exactly-once (it bounds the Kafka transaction of each checkpoint), and sink.delivery is %s: remove it", sink.Delivery)
+		case sink.TransactionTimeout < time.Millisecond:
+			d.errorf(line, "sink.transaction-timeout must be at least 1ms (Kafka counts it in milliseconds); remove it for the default %s", durfmt.Short(kafka.DefaultTransactionTimeout))
+		}
+	}
 }
 
 // validateErrors checks the errors section against the topics the job
@@ -163,6 +173,16 @@ func (d *decoder) validateCheckpointing(jf *JobFile) {
 	if jf.Sink.Delivery != DeliveryNone && cp.Interval == 0 && !jf.Source.Bounded {
 		line := d.first("checkpointing.interval", "checkpointing", "sink.delivery", "sink")
 		d.errorf(line, "sink.delivery %s commits output at checkpoints, but checkpointing.interval is not set: set it, such as checkpointing: {interval: 10s}", jf.Sink.Delivery)
+	}
+	if jf.Sink.Delivery == DeliveryExactlyOnce && cp.Mode == checkpoint.ExactlyOnce && cp.Validate() == nil &&
+		jf.Sink.TransactionTimeout >= time.Millisecond {
+		if err := kafka.CheckTransactionTimeout(jf.Sink.TransactionTimeout, cp); err != nil {
+			key := "sink.transaction-timeout"
+			if d.at(key) == 0 {
+				key += " (default " + durfmt.Short(kafka.DefaultTransactionTimeout) + ")"
+			}
+			d.errorf(d.first("sink.transaction-timeout", "checkpointing.timeout", "checkpointing"), "%s: %v", key, err)
+		}
 	}
 	for _, c := range []struct {
 		key string

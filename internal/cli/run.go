@@ -276,12 +276,13 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		return nil, err
 	}
 	sink, err := kafka.NewSink(kafka.SinkConfig{
-		Client:       cc,
-		Delivery:     delivery,
-		Job:          jf.Job,
-		Topic:        jf.Sink.Topic,
-		OffsetsOf:    []*kafka.Source{src},
-		MaxHeldBytes: jf.Sink.MaxHeldBytes,
+		Client:             cc,
+		Delivery:           delivery,
+		Job:                jf.Job,
+		Topic:              jf.Sink.Topic,
+		OffsetsOf:          []*kafka.Source{src},
+		MaxHeldBytes:       jf.Sink.MaxHeldBytes,
+		TransactionTimeout: jf.Sink.TransactionTimeout,
 	})
 	if err != nil {
 		return nil, err

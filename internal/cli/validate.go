@@ -91,7 +91,7 @@ func describeJob(w io.Writer, jf *JobFile) {
 	}
 	fmt.Fprintf(w, "  sink:       %s, delivery %s", jf.Sink.Topic, jf.Sink.Delivery)
 	if jf.Sink.Delivery == DeliveryExactlyOnce {
-		fmt.Fprintf(w, ", holds at most %s while a checkpoint commits", formatSize(jf.Sink.MaxHeldBytes))
+		fmt.Fprintf(w, ", holds at most %s while a checkpoint commits, transaction timeout %s", formatSize(jf.Sink.MaxHeldBytes), durfmt.Short(jf.Sink.TransactionTimeout))
 	}
 	fmt.Fprintln(w)
 	switch jf.Errors.Policy {
