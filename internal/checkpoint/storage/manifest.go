@@ -36,6 +36,10 @@ type OperatorState struct {
 	// Keyed lists the operator's keyed state files. Their key-group ranges
 	// together say where each key group's state is.
 	Keyed []KeyedFile `json:"keyed,omitempty"`
+	// DB lists the incremental snapshots of the operator's subtasks whose
+	// keyed state lives in an embedded database (see DBSnapshot); their
+	// key-group ranges and those of Keyed do not overlap.
+	DB []DBSnapshot `json:"db,omitempty"`
 	// Blobs holds small opaque operator state inline in the manifest: source
 	// positions by split, sink pre-commit handles by subtask.
 	Blobs map[string][]byte `json:"blobs,omitempty"`
@@ -129,6 +133,7 @@ func (m *Manifest) validate() error {
 		return fmt.Errorf("max parallelism %d is outside 1..%d", m.MaxParallelism, math.MaxInt32)
 	}
 	files := make(map[string]string)
+	paths := make(map[string]string)
 	for _, uid := range slices.Sorted(maps.Keys(m.Operators)) {
 		op := m.Operators[uid]
 		switch {
@@ -157,6 +162,10 @@ func (m *Manifest) validate() error {
 			case !isSHA256Hex(f.SHA256):
 				return fmt.Errorf("operator %q: state file %s has a malformed SHA-256 %q", uid, f.Path, f.SHA256)
 			}
+			paths[f.Path] = uid
+		}
+		if err := validateDB(m, uid, op, paths); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -185,6 +194,10 @@ func (m *Manifest) clone() *Manifest {
 			continue
 		}
 		oc := &OperatorState{Parallelism: op.Parallelism, Keyed: slices.Clone(op.Keyed)}
+		for _, db := range op.DB {
+			db.Files = slices.Clone(db.Files)
+			oc.DB = append(oc.DB, db)
+		}
 		if op.Blobs != nil {
 			oc.Blobs = make(map[string][]byte, len(op.Blobs))
 			for k, v := range op.Blobs {
@@ -288,6 +301,21 @@ func writeManifestFile(dir, name string, m *Manifest) (string, error) {
 					m.CheckpointID, uid, f.Path, st.Size(), f.Size)
 			}
 		}
+		for _, db := range m.Operators[uid].DB {
+			for _, f := range db.Files {
+				if f.Shared {
+					continue // in the store's shared area, checked by PutDBFile
+				}
+				st, err := os.Stat(filepath.Join(dir, f.Path))
+				if err != nil {
+					return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %w", m.CheckpointID, uid, err)
+				}
+				if st.Size() != f.Size {
+					return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: file %s has %d bytes, the manifest says %d",
+						m.CheckpointID, uid, f.Path, st.Size(), f.Size)
+				}
+			}
+		}
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
@@ -352,6 +380,13 @@ func Verify(m *Manifest) error {
 		for _, f := range op.Keyed {
 			if _, err := scanKeyedFile(m.Dir, f, o, 0, -1); err != nil {
 				return err
+			}
+		}
+		for _, db := range op.DB {
+			for _, f := range db.Files {
+				if err := verifyDBFile(m, f, o); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -62,6 +62,16 @@ func CopyTo(m *Manifest, dir string) (cp *Manifest, err error) {
 		}
 	}
 	cp = m.clone()
+	for _, uid := range slices.Sorted(maps.Keys(cp.Operators)) {
+		for _, db := range cp.Operators[uid].DB {
+			for i, f := range db.Files {
+				if err := copyDBFile(m, f, dir, o); err != nil {
+					return nil, err
+				}
+				db.Files[i].Shared = false
+			}
+		}
+	}
 	cp.Savepoint = true
 	cp.Dir = ""
 	if err := WriteManifest(dir, cp); err != nil {
@@ -96,4 +106,12 @@ func copyVerified(srcDir, dstDir string, f KeyedFile, o origin) error {
 		}
 		return checkSum(h, f.SHA256, path, o)
 	})
+}
+
+// copyDBFile copies database file f of m into dir under f.Path, checked
+// like copyVerified. Shared and private paths are distinct names, so the
+// copies of a savepoint cannot collide.
+func copyDBFile(m *Manifest, f DBFile, dir string, o origin) error {
+	path := dbFilePath(m, f)
+	return copyVerified(filepath.Dir(path), dir, KeyedFile{Path: f.Path, Size: f.Size, SHA256: f.SHA256}, o)
 }

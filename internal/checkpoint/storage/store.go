@@ -198,7 +198,8 @@ func (s *Store) Latest(opts LatestOptions) (*Manifest, *FallbackReport, error) {
 
 // GC removes checkpoint directories that are no longer needed: committed
 // checkpoints older than the newest retain ones, and uncommitted directories
-// (aborted or crashed attempts) older than the newest committed checkpoint.
+// (aborted or crashed attempts) older than the newest committed checkpoint,
+// then the shared database files no remaining checkpoint references.
 // It never removes an id in keep (pass the checkpoint a fallback restored
 // from, which may be older than the retained ones), nor any id at or above
 // the newest committed one, since a newer checkpoint may be being written.
@@ -245,6 +246,9 @@ func (s *Store) GC(retain int, keep ...int64) ([]int64, error) {
 			errs = append(errs, err)
 		}
 	}
+	if err := s.gcShared(newest); err != nil {
+		errs = append(errs, err)
+	}
 	return removed, errors.Join(errs...)
 }
 
@@ -283,6 +287,10 @@ type Storage interface {
 	WriteKeyedFile(id int64, name string, first, last int, groups map[int][]byte) (KeyedFile, error)
 	// ReadKeyed reads the key groups lo..hi of f, a state file of m.
 	ReadKeyed(m *Manifest, f KeyedFile, lo, hi int) (map[int][]byte, error)
+	// PutDBFile and GetDBFile store and fetch the files of incremental
+	// database snapshots (see DBSnapshot).
+	PutDBFile(id int64, src string, f DBFile) (DBFile, error)
+	GetDBFile(m *Manifest, f DBFile, dst string) error
 	Commit(m *Manifest) error
 	WritePending(m *Manifest) (string, error)
 	Confirm(id int64, sum string) error

@@ -1,0 +1,410 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Incremental keyed state (docs/design.md, "Incremental checkpoints").
+//
+// A keyed subtask whose state lives in an embedded database (Pebble)
+// snapshots it as the database's own files instead of serialising every
+// key. Its immutable data files (SSTs) are stored once, in the store's
+// shared area, and every later checkpoint that still needs one references
+// it again instead of writing it again; the small files that describe the
+// database at one moment (its MANIFEST, OPTIONS and markers) are private
+// to the checkpoint, inside its directory:
+//
+//	R/shared/<checkpoint id, 20 digits>-<rest>   written by that checkpoint, read by later ones
+//	R/checkpoints/chk-<id>/<private files>
+//
+// A shared file is needed as long as any checkpoint directory (committed
+// or pending) lists it; GC deletes it when none does. The checkpoint id at
+// the front of its name is the checkpoint that wrote it: GC never deletes a
+// shared file of a checkpoint above the newest committed one, because that
+// checkpoint may still be in flight and its manifest not yet written.
+
+const sharedDir = "shared"
+
+// DBSnapshot is the incremental snapshot of one keyed subtask's database:
+// the files that, put in one directory under their Names, open as the
+// database holding the key groups FirstKeyGroup..LastKeyGroup.
+type DBSnapshot struct {
+	// FirstKeyGroup and LastKeyGroup are the range the database held.
+	FirstKeyGroup int `json:"first_key_group"`
+	LastKeyGroup  int `json:"last_key_group"`
+	// Files are the database's files.
+	Files []DBFile `json:"files"`
+}
+
+// DBFile is one file of a DBSnapshot.
+type DBFile struct {
+	// Name is the file's name in the database directory.
+	Name string `json:"name"`
+	// Path is where its bytes are: for a shared file, its name in the
+	// store's shared area (see SharedName); otherwise a file name in the
+	// checkpoint's (or savepoint's) directory.
+	Path string `json:"path"`
+	// Shared marks a file in the shared area.
+	Shared bool `json:"shared,omitempty"`
+	// Size and SHA256 (lower-case hex) describe the content.
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// SharedName returns the shared-area name of a file first written by
+// checkpoint id: the id, zero-padded, then rest (which makes the name
+// unique, such as a database instance id and the file's name in it).
+func SharedName(id int64, rest string) string {
+	return fmt.Sprintf("%0*d-%s", idDigits, id, rest)
+}
+
+// sharedID parses the checkpoint id at the front of a shared name.
+func sharedID(name string) (int64, bool) {
+	if len(name) <= idDigits || name[idDigits] != '-' || strings.Trim(name[:idDigits], "0123456789") != "" {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(name[:idDigits], 10, 64)
+	return id, err == nil
+}
+
+func (s *Store) sharedPath(name string) string { return filepath.Join(s.root, sharedDir, name) }
+
+// dbFilePath returns where f of the checkpoint or savepoint m lies on a
+// local filesystem. A shared file is found from m.Dir, which is
+// R/checkpoints/chk-<id> for a checkpoint of a local Store.
+func dbFilePath(m *Manifest, f DBFile) string {
+	if f.Shared {
+		return filepath.Join(filepath.Dir(filepath.Dir(m.Dir)), sharedDir, f.Path)
+	}
+	return filepath.Join(m.Dir, f.Path)
+}
+
+// PutDBFile stores the local file src as f for checkpoint id: in the
+// shared area under f.Path when f.Shared, otherwise in the checkpoint's
+// directory. It fills in f.Size and f.SHA256 from what it stored. A
+// shared file is hard-linked when src is on the same filesystem (database
+// files are immutable), copied otherwise; either way it is synced. Like
+// WriteKeyedFile, the new directory entry becomes durable with the
+// manifest write.
+func (s *Store) PutDBFile(id int64, src string, f DBFile) (DBFile, error) {
+	if err := checkFileName(f.Path); err != nil {
+		return DBFile{}, fmt.Errorf("storage: store database file %s for checkpoint %d: %w", f.Name, id, err)
+	}
+	if !f.Shared {
+		return s.putPrivate(id, src, f)
+	}
+	if got, ok := sharedID(f.Path); !ok || got > id {
+		return DBFile{}, fmt.Errorf("storage: shared file name %q does not start with a checkpoint id at most %d (use SharedName)", f.Path, id)
+	}
+	dir := filepath.Join(s.root, sharedDir)
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return DBFile{}, fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	dst := s.sharedPath(f.Path)
+	tmp := dst + tmpExt
+	_ = os.Remove(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		// Another filesystem (or no hard links): copy.
+		if err := writeAtomic(dir, f.Path, func(w io.Writer) error { return copyFrom(w, src) }); err != nil {
+			return DBFile{}, err
+		}
+	} else {
+		if err := syncFile(tmp); err != nil {
+			_ = os.Remove(tmp)
+			return DBFile{}, err
+		}
+		if err := os.Rename(tmp, dst); err != nil {
+			_ = os.Remove(tmp)
+			return DBFile{}, fmt.Errorf("storage: rename %s: %w", tmp, err)
+		}
+	}
+	size, sum, err := sizeAndSum(dst)
+	if err != nil {
+		return DBFile{}, fmt.Errorf("storage: read back %s: %w", dst, err)
+	}
+	f.Size, f.SHA256 = size, sum
+	return f, nil
+}
+
+func (s *Store) putPrivate(id int64, src string, f DBFile) (DBFile, error) {
+	dir := s.Dir(id)
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return DBFile{}, fmt.Errorf("storage: create checkpoint directory: %w", err)
+	}
+	h := sha256.New()
+	var n int64
+	err := writeAtomic(dir, f.Path, func(w io.Writer) error {
+		cw := &countWriter{w: io.MultiWriter(w, h)}
+		err := copyFrom(cw, src)
+		n = cw.n
+		return err
+	})
+	if err != nil {
+		return DBFile{}, err
+	}
+	f.Size, f.SHA256 = n, hex.EncodeToString(h.Sum(nil))
+	return f, nil
+}
+
+// GetDBFile puts file f of the checkpoint or savepoint m at the local path
+// dst (which must not exist), checking its size and SHA-256 on the way: a
+// missing or damaged file yields a *CorruptError naming it, and dst is
+// removed again. The file is hard-linked where possible (it is immutable)
+// and read once for the check either way.
+func (s *Store) GetDBFile(m *Manifest, f DBFile, dst string) error {
+	return getLocal(m, f, dst)
+}
+
+func getLocal(m *Manifest, f DBFile, dst string) (err error) {
+	src := dbFilePath(m, f)
+	o := originOf(m)
+	st, err := os.Stat(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return o.corrupt(src, "the database file "+f.Name+" is missing", nil)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: read %s: %w", src, err)
+	}
+	if st.Size() != f.Size {
+		return o.corrupt(src, fmt.Sprintf("the file has %d bytes but the manifest records %d", st.Size(), f.Size), nil)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(dst)
+		}
+	}()
+	if lerr := os.Link(src, dst); lerr != nil {
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		if err != nil {
+			return fmt.Errorf("storage: restore database file: %w", err)
+		}
+		if err := copyFrom(out, src); err != nil {
+			_ = out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return fmt.Errorf("storage: restore database file: %w", err)
+		}
+	}
+	size, sum, err := sizeAndSum(dst)
+	if err != nil {
+		return fmt.Errorf("storage: read %s: %w", src, err)
+	}
+	if size != f.Size || sum != f.SHA256 {
+		return o.corrupt(src, fmt.Sprintf("SHA-256 mismatch: the file hashes to %s but the manifest records %s (modified or damaged)", short(sum), short(f.SHA256)), nil)
+	}
+	return nil
+}
+
+// verifyDBFile checks f's size and SHA-256 without copying it.
+func verifyDBFile(m *Manifest, f DBFile, o origin) error {
+	path := dbFilePath(m, f)
+	size, sum, err := sizeAndSum(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return o.corrupt(path, "the database file "+f.Name+" is missing", nil)
+	case err != nil:
+		return fmt.Errorf("storage: read %s: %w", path, err)
+	case size != f.Size:
+		return o.corrupt(path, fmt.Sprintf("the file has %d bytes but the manifest records %d", size, f.Size), nil)
+	case sum != f.SHA256:
+		return o.corrupt(path, fmt.Sprintf("SHA-256 mismatch: the file hashes to %s but the manifest records %s (modified or damaged)", short(sum), short(f.SHA256)), nil)
+	}
+	return nil
+}
+
+// validateDB checks the database snapshots of operator uid; paths collects
+// the private file paths of the manifest to catch duplicates.
+func validateDB(m *Manifest, uid string, op *OperatorState, paths map[string]string) error {
+	for _, db := range op.DB {
+		if err := checkRange(db.FirstKeyGroup, db.LastKeyGroup); err != nil {
+			return fmt.Errorf("operator %q: database snapshot: %w", uid, err)
+		}
+		if db.LastKeyGroup >= m.MaxParallelism {
+			return fmt.Errorf("operator %q: a database snapshot covers key group %d but there are only %d key groups", uid, db.LastKeyGroup, m.MaxParallelism)
+		}
+		names := map[string]bool{}
+		for _, f := range db.Files {
+			if err := errors.Join(checkFileName(f.Name), checkFileName(f.Path)); err != nil {
+				return fmt.Errorf("operator %q: database file: %w", uid, err)
+			}
+			if names[f.Name] {
+				return fmt.Errorf("operator %q: database file %s is listed twice in one snapshot", uid, f.Name)
+			}
+			names[f.Name] = true
+			switch {
+			case f.Size < 0:
+				return fmt.Errorf("operator %q: database file %s has negative size %d", uid, f.Name, f.Size)
+			case !isSHA256Hex(f.SHA256):
+				return fmt.Errorf("operator %q: database file %s has a malformed SHA-256 %q", uid, f.Name, f.SHA256)
+			case f.Shared && m.Savepoint:
+				return fmt.Errorf("operator %q: database file %s is shared, but a savepoint holds copies of all its files", uid, f.Name)
+			case f.Shared:
+				if _, ok := sharedID(f.Path); !ok {
+					return fmt.Errorf("operator %q: shared file name %q does not start with a checkpoint id", uid, f.Path)
+				}
+				continue
+			}
+			if other, dup := paths[f.Path]; dup {
+				return fmt.Errorf("file %s is listed twice (operators %q and %q)", f.Path, other, uid)
+			}
+			paths[f.Path] = uid
+		}
+	}
+	return nil
+}
+
+// sharedRefs returns the shared files the manifests of every checkpoint
+// directory (committed or pending) reference. ok is false when a manifest
+// could not be read: then nothing can be known unreferenced.
+func (s *Store) sharedRefs() (refs map[string]bool, ok bool) {
+	committed, uncommitted, err := s.scan()
+	if err != nil {
+		return nil, false
+	}
+	refs = map[string]bool{}
+	for _, id := range slices.Concat(committed, uncommitted) {
+		for _, name := range []string{manifestName, pendingName} {
+			data, err := os.ReadFile(filepath.Join(s.Dir(id), name))
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, false
+			}
+			m, err := decodeManifest(data, filepath.Join(s.Dir(id), name), origin{id: id})
+			if err != nil {
+				return nil, false
+			}
+			for _, uid := range slices.Sorted(maps.Keys(m.Operators)) {
+				for _, db := range m.Operators[uid].DB {
+					for _, f := range db.Files {
+						if f.Shared {
+							refs[f.Path] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return refs, true
+}
+
+// gcShared removes shared files no checkpoint directory references, among
+// those written by checkpoints up to newest (the newest committed one).
+// Unfinished copies (.tmp) of such checkpoints go too.
+func (s *Store) gcShared(newest int64) error {
+	dir := filepath.Join(s.root, sharedDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storage: gc shared files: %w", err)
+	}
+	refs, ok := s.sharedRefs()
+	if !ok {
+		// A damaged manifest: its references are unknown, so keep
+		// everything until the damage is dealt with.
+		return nil
+	}
+	var errs []error
+	removed := false
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), tmpExt)
+		id, ok := sharedID(name)
+		if !ok || id > newest || (name == e.Name() && refs[name]) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("storage: gc shared file: %w", err))
+			continue
+		}
+		removed = true
+	}
+	if removed {
+		if err := syncDir(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SharedFiles lists the names in the shared area, ascending (for tests and
+// diagnostics).
+func (s *Store) SharedFiles() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(s.root, sharedDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: list shared files: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out, nil
+}
+
+func copyFrom(w io.Writer, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("storage: open %s: %w", src, err)
+	}
+	defer in.Close()
+	if _, err := io.Copy(w, in); err != nil {
+		return fmt.Errorf("storage: copy %s: %w", src, err)
+	}
+	return nil
+}
+
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("storage: fsync %s: %w", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("storage: fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+func sizeAndSum(path string) (int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return 0, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
