@@ -141,8 +141,12 @@ func (v *Value[V]) Set(x V) {
 		v.groups[v.s.cur()][v.s.key] = entry[V]{v: x, exp: v.o.expiry(v.s)}
 		return
 	}
-	v.buf = kvEntry(v.buf[:0], v.codec, x, v.o.expiry(v.s))
+	exp := v.o.expiry(v.s)
+	v.buf = kvEntry(v.buf[:0], v.codec, x, exp)
 	if err := v.s.backend.Put(v.kg(), v.nm, v.s.kvPrefix(), v.buf); err != nil {
+		backendFailed(v.nm, err)
+	}
+	if err := v.s.indexExpiry(v.kg(), v.nm, v.s.kvPrefix(), exp); err != nil {
 		backendFailed(v.nm, err)
 	}
 }
@@ -228,6 +232,9 @@ func (v *Value[V]) decode(g int, src []byte) error {
 			key := binary.AppendUvarint(nil, uint64(len(k)))
 			key = append(key, k...)
 			if err := v.s.backend.Put(v.s.first+g, v.nm, key, append(binary.AppendVarint(nil, exp), payload...)); err != nil {
+				return err
+			}
+			if err := v.s.indexExpiry(v.s.first+g, v.nm, key, exp); err != nil {
 				return err
 			}
 			continue
@@ -322,8 +329,13 @@ func (m *Map[UK, V]) Put(uk UK, v V) {
 		inner[uk] = entry[V]{v: v, exp: m.o.expiry(m.s)}
 		return
 	}
-	m.buf = kvEntry(m.buf[:0], m.vc, v, m.o.expiry(m.s))
-	if err := m.s.backend.Put(m.kg(), m.nm, m.kvKey(uk), m.buf); err != nil {
+	exp := m.o.expiry(m.s)
+	m.buf = kvEntry(m.buf[:0], m.vc, v, exp)
+	key := m.kvKey(uk)
+	if err := m.s.backend.Put(m.kg(), m.nm, key, m.buf); err != nil {
+		backendFailed(m.nm, err)
+	}
+	if err := m.s.indexExpiry(m.kg(), m.nm, key, exp); err != nil {
 		backendFailed(m.nm, err)
 	}
 }
@@ -481,6 +493,9 @@ func (m *Map[UK, V]) decode(g int, src []byte) error {
 				if err := m.s.backend.Put(m.s.first+g, m.nm, key, append(binary.AppendVarint(nil, exp), vb...)); err != nil {
 					return err
 				}
+				if err := m.s.indexExpiry(m.s.first+g, m.nm, key, exp); err != nil {
+					return err
+				}
 				continue
 			}
 			uk, err := m.kc.Decode(ukb)
@@ -622,6 +637,9 @@ func (l *List[V]) put(seq uint64, v V, exp int64) {
 	l.key = binary.BigEndian.AppendUint64(append(l.key[:0], l.s.kvPrefix()...), seq)
 	l.buf = kvEntry(l.buf[:0], l.codec, v, exp)
 	if err := l.s.backend.Put(l.kg(), l.nm, l.key, l.buf); err != nil {
+		backendFailed(l.nm, err)
+	}
+	if err := l.s.indexExpiry(l.kg(), l.nm, l.key, exp); err != nil {
 		backendFailed(l.nm, err)
 	}
 }
@@ -781,6 +799,9 @@ func (l *List[V]) decode(g int, src []byte) error {
 			if l.groups == nil {
 				key := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), i)
 				if err := l.s.backend.Put(l.s.first+g, l.nm, key, append(binary.AppendVarint(nil, exp), vb...)); err != nil {
+					return err
+				}
+				if err := l.s.indexExpiry(l.s.first+g, l.nm, key, exp); err != nil {
 					return err
 				}
 				continue

@@ -41,7 +41,10 @@ type scope struct {
 	local               int    // key group of key, minus first; -1 when no key is set
 	now                 func() time.Time
 	nowMs               int64
-	orphans             map[int][]byte // restored state of names nobody registered, kept for the next snapshot
+	orphans             map[int][]byte // restored state of names nobody registered, kept for the next snapshot (heap only; a Backend keeps it in orphanTable)
+	ttlKey              []byte         // TTL index key being built
+	sweepKeys           [][]byte       // due TTL index keys of one Sweep
+	orphanNames         map[string]bool
 }
 
 // NewRuntime returns keyed state for the key groups first..last (inclusive)
@@ -128,6 +131,9 @@ func (s *scope) register(t table) {
 	if name == "" {
 		panic("onceflow: keyed state needs a non-empty name")
 	}
+	if name[0] == 0 {
+		panic(fmt.Sprintf("onceflow: keyed state name %q starts with a NUL byte, which is reserved for the runtime's own tables", name))
+	}
 	if _, dup := s.byName[name]; dup {
 		panic(fmt.Sprintf("onceflow: keyed state %q registered twice in one operator; give each state its own name", name))
 	}
@@ -167,6 +173,15 @@ func (r *Runtime) Snapshot() (map[int][]byte, error) {
 		if o, ok := s.orphans[kg]; ok {
 			blob = append(blob, o...)
 		}
+		if s.backend != nil {
+			err := s.backend.Range(kg, orphanTable, nil, func(name, payload []byte) bool {
+				blob = appendChunk(blob, string(name), payload)
+				return true
+			})
+			if err != nil {
+				return nil, fmt.Errorf("snapshot unclaimed state of key group %d: %w", kg, err)
+			}
+		}
 		if len(blob) > 0 {
 			out[kg] = blob
 		}
@@ -198,6 +213,15 @@ func (r *Runtime) Restore(groups map[int][]byte) error {
 			}
 			data = rest
 			t, ok := s.byName[name]
+			if !ok && s.backend != nil {
+				// Kept in the backend, so that incremental snapshots of
+				// it carry the state along as well.
+				if err := s.backend.Put(kg, orphanTable, []byte(name), payload); err != nil {
+					return fmt.Errorf("restore key group %d: %w", kg, err)
+				}
+				s.noteOrphan(name)
+				continue
+			}
 			if !ok {
 				if s.orphans == nil {
 					s.orphans = map[int][]byte{}
@@ -213,9 +237,19 @@ func (r *Runtime) Restore(groups map[int][]byte) error {
 	return nil
 }
 
+func (s *scope) noteOrphan(name string) {
+	if s.orphanNames == nil {
+		s.orphanNames = map[string]bool{}
+	}
+	s.orphanNames[name] = true
+}
+
 // Unclaimed lists restored state names that no handle registered.
 func (r *Runtime) Unclaimed() []string {
 	seen := map[string]bool{}
+	for n := range r.sc.orphanNames {
+		seen[n] = true
+	}
 	for _, data := range r.sc.orphans {
 		for len(data) > 0 {
 			name, _, rest, err := readChunk(data)
