@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,8 +31,6 @@ import (
 // the front of its name is the checkpoint that wrote it: GC never deletes a
 // shared file of a checkpoint above the newest committed one, because that
 // checkpoint may still be in flight and its manifest not yet written.
-
-const sharedDir = "shared"
 
 // DBSnapshot is the incremental snapshot of one keyed subtask's database:
 // the files that, put in one directory under their Names, open as the
@@ -77,14 +74,14 @@ func sharedID(name string) (int64, bool) {
 	return id, err == nil
 }
 
-func (s *Store) sharedPath(name string) string { return filepath.Join(s.root, sharedDir, name) }
+func (s *Store) sharedPath(name string) string { return filepath.Join(s.root, SharedDir, name) }
 
 // dbFilePath returns where f of the checkpoint or savepoint m lies on a
 // local filesystem. A shared file is found from m.Dir, which is
 // R/checkpoints/chk-<id> for a checkpoint of a local Store.
 func dbFilePath(m *Manifest, f DBFile) string {
 	if f.Shared {
-		return filepath.Join(filepath.Dir(filepath.Dir(m.Dir)), sharedDir, f.Path)
+		return filepath.Join(filepath.Dir(filepath.Dir(m.Dir)), SharedDir, f.Path)
 	}
 	return filepath.Join(m.Dir, f.Path)
 }
@@ -97,16 +94,13 @@ func dbFilePath(m *Manifest, f DBFile) string {
 // WriteKeyedFile, the new directory entry becomes durable with the
 // manifest write.
 func (s *Store) PutDBFile(id int64, src string, f DBFile) (DBFile, error) {
-	if err := checkFileName(f.Path); err != nil {
-		return DBFile{}, fmt.Errorf("storage: store database file %s for checkpoint %d: %w", f.Name, id, err)
+	if err := CheckDBFilePut(id, f); err != nil {
+		return DBFile{}, err
 	}
 	if !f.Shared {
 		return s.putPrivate(id, src, f)
 	}
-	if got, ok := sharedID(f.Path); !ok || got > id {
-		return DBFile{}, fmt.Errorf("storage: shared file name %q does not start with a checkpoint id at most %d (use SharedName)", f.Path, id)
-	}
-	dir := filepath.Join(s.root, sharedDir)
+	dir := filepath.Join(s.root, SharedDir)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return DBFile{}, fmt.Errorf("storage: create %s: %w", dir, err)
 	}
@@ -136,6 +130,19 @@ func (s *Store) PutDBFile(id int64, src string, f DBFile) (DBFile, error) {
 	return f, nil
 }
 
+// CheckDBFilePut checks the name under which PutDBFile is asked to store f
+// for checkpoint id: a plain file name and, for a shared file, one that
+// SharedName made for a checkpoint up to id.
+func CheckDBFilePut(id int64, f DBFile) error {
+	if err := CheckFileName(f.Path); err != nil {
+		return fmt.Errorf("storage: store database file %s for checkpoint %d: %w", f.Name, id, err)
+	}
+	if got, ok := sharedID(f.Path); f.Shared && (!ok || got > id) {
+		return fmt.Errorf("storage: shared file name %q does not start with a checkpoint id at most %d (use SharedName)", f.Path, id)
+	}
+	return nil
+}
+
 func (s *Store) putPrivate(id int64, src string, f DBFile) (DBFile, error) {
 	dir := s.Dir(id)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
@@ -162,65 +169,85 @@ func (s *Store) putPrivate(id int64, src string, f DBFile) (DBFile, error) {
 // removed again. The file is hard-linked where possible (it is immutable)
 // and read once for the check either way.
 func (s *Store) GetDBFile(m *Manifest, f DBFile, dst string) error {
-	return getLocal(m, f, dst)
+	return RestoreDBFile(m, f, dst)
 }
 
-func getLocal(m *Manifest, f DBFile, dst string) (err error) {
+// RestoreDBFile is GetDBFile for a checkpoint or savepoint m in a local
+// directory, whatever store it belongs to (a savepoint belongs to none).
+func RestoreDBFile(m *Manifest, f DBFile, dst string) error {
 	src := dbFilePath(m, f)
-	o := originOf(m)
+	o := OwnerOf(m)
 	st, err := os.Stat(src)
 	if errors.Is(err, os.ErrNotExist) {
-		return o.corrupt(src, "the database file "+f.Name+" is missing", nil)
+		return o.MissingDBFile(src, f)
 	}
 	if err != nil {
 		return fmt.Errorf("storage: read %s: %w", src, err)
 	}
-	if st.Size() != f.Size {
-		return o.corrupt(src, fmt.Sprintf("the file has %d bytes but the manifest records %d", st.Size(), f.Size), nil)
+	if err := CheckDBFile(f, src, o, st.Size(), ""); err != nil {
+		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(dst)
-		}
-	}()
-	if lerr := os.Link(src, dst); lerr != nil {
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
-		if err != nil {
-			return fmt.Errorf("storage: restore database file: %w", err)
-		}
-		if err := copyFrom(out, src); err != nil {
-			_ = out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return fmt.Errorf("storage: restore database file: %w", err)
-		}
+	if err := linkOrCopy(src, dst, f.Shared); err != nil {
+		return err
 	}
 	size, sum, err := sizeAndSum(dst)
 	if err != nil {
-		return fmt.Errorf("storage: read %s: %w", src, err)
+		err = fmt.Errorf("storage: read %s: %w", src, err)
+	} else {
+		err = CheckDBFile(f, src, o, size, sum)
 	}
-	if size != f.Size || sum != f.SHA256 {
-		return o.corrupt(src, fmt.Sprintf("SHA-256 mismatch: the file hashes to %s but the manifest records %s (modified or damaged)", short(sum), short(f.SHA256)), nil)
+	if err != nil {
+		_ = os.Remove(dst)
+	}
+	return err
+}
+
+// linkOrCopy puts src at dst, which must not exist: a hard link where
+// possible and link is set, else a copy (removed again if it fails). Only
+// shared files, which are immutable SSTs, may be linked: a database
+// appends to its MANIFEST, which must not reach back into the checkpoint.
+func linkOrCopy(src, dst string, link bool) error {
+	if link && os.Link(src, dst) == nil {
+		return nil
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return fmt.Errorf("storage: restore database file: %w", err)
+	}
+	err = copyFrom(out, src)
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("storage: restore database file: %w", cerr)
+	}
+	if err != nil {
+		_ = os.Remove(dst)
+	}
+	return err
+}
+
+// CheckDBFile checks database file f, stored at path (which o owns), of
+// size bytes hashing to sum (lower-case hex; "" when not hashed yet),
+// against f; a difference is a *CorruptError.
+func CheckDBFile(f DBFile, path string, o Owner, size int64, sum string) error {
+	switch {
+	case size != f.Size:
+		return o.Corrupt(path, fmt.Sprintf("the file has %d bytes but the manifest records %d", size, f.Size), nil)
+	case sum != "" && sum != f.SHA256:
+		return o.Corrupt(path, fmt.Sprintf("SHA-256 mismatch: the file hashes to %s but the manifest records %s (modified or damaged)", short(sum), short(f.SHA256)), nil)
 	}
 	return nil
 }
 
 // verifyDBFile checks f's size and SHA-256 without copying it.
-func verifyDBFile(m *Manifest, f DBFile, o origin) error {
+func verifyDBFile(m *Manifest, f DBFile, o Owner) error {
 	path := dbFilePath(m, f)
 	size, sum, err := sizeAndSum(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return o.corrupt(path, "the database file "+f.Name+" is missing", nil)
+		return o.MissingDBFile(path, f)
 	case err != nil:
 		return fmt.Errorf("storage: read %s: %w", path, err)
-	case size != f.Size:
-		return o.corrupt(path, fmt.Sprintf("the file has %d bytes but the manifest records %d", size, f.Size), nil)
-	case sum != f.SHA256:
-		return o.corrupt(path, fmt.Sprintf("SHA-256 mismatch: the file hashes to %s but the manifest records %s (modified or damaged)", short(sum), short(f.SHA256)), nil)
 	}
-	return nil
+	return CheckDBFile(f, path, o, size, sum)
 }
 
 // validateDB checks the database snapshots of operator uid; paths collects
@@ -235,7 +262,7 @@ func validateDB(m *Manifest, uid string, op *OperatorState, paths map[string]str
 		}
 		names := map[string]bool{}
 		for _, f := range db.Files {
-			if err := errors.Join(checkFileName(f.Name), checkFileName(f.Path)); err != nil {
+			if err := errors.Join(CheckFileName(f.Name), CheckFileName(f.Path)); err != nil {
 				return fmt.Errorf("operator %q: database file: %w", uid, err)
 			}
 			if names[f.Name] {
@@ -265,36 +292,46 @@ func validateDB(m *Manifest, uid string, op *OperatorState, paths map[string]str
 }
 
 // sharedRefs returns the shared files the manifests of every checkpoint
-// directory (committed or pending) reference. ok is false when a manifest
-// could not be read: then nothing can be known unreferenced.
+// directory (committed or pending) reference; see SharedRefs.
 func (s *Store) sharedRefs() (refs map[string]bool, ok bool) {
 	committed, uncommitted, err := s.scan()
 	if err != nil {
 		return nil, false
 	}
+	return SharedRefs(slices.Concat(committed, uncommitted), func(id int64, name string) ([]byte, string, error) {
+		path := filepath.Join(s.Dir(id), name)
+		data, err := os.ReadFile(path)
+		return data, path, err
+	})
+}
+
+// SharedRefs returns the shared files that the manifests of checkpoints
+// ids, committed or pending, reference. read returns the content of
+// checkpoint id's manifest file name (ManifestName or PendingName) and the
+// path naming it, or an error matching fs.ErrNotExist when there is none.
+// ok is false when a manifest could not be read or decoded: then nothing
+// can be known unreferenced.
+func SharedRefs(ids []int64, read func(id int64, name string) (data []byte, path string, err error)) (refs map[string]bool, ok bool) {
 	refs = map[string]bool{}
-	for _, id := range slices.Concat(committed, uncommitted) {
-		for _, name := range []string{manifestName, pendingName} {
-			data, err := os.ReadFile(filepath.Join(s.Dir(id), name))
+	for _, id := range ids {
+		for _, name := range []string{ManifestName, PendingName} {
+			data, path, err := read(id, name)
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return nil, false
 			}
-			m, err := decodeManifest(data, filepath.Join(s.Dir(id), name), origin{id: id})
+			m, err := DecodeManifest(data, path, Owner{CheckpointID: id})
 			if err != nil {
 				return nil, false
 			}
-			for _, uid := range slices.Sorted(maps.Keys(m.Operators)) {
-				for _, db := range m.Operators[uid].DB {
-					for _, f := range db.Files {
-						if f.Shared {
-							refs[f.Path] = true
-						}
-					}
+			_ = m.EachFile(func(string, KeyedFile) error { return nil }, func(_ string, f DBFile) error {
+				if f.Shared {
+					refs[f.Path] = true
 				}
-			}
+				return nil
+			})
 		}
 	}
 	return refs, true
@@ -304,7 +341,7 @@ func (s *Store) sharedRefs() (refs map[string]bool, ok bool) {
 // those written by checkpoints up to newest (the newest committed one).
 // Unfinished copies (.tmp) of such checkpoints go too.
 func (s *Store) gcShared(newest int64) error {
-	dir := filepath.Join(s.root, sharedDir)
+	dir := filepath.Join(s.root, SharedDir)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -318,15 +355,14 @@ func (s *Store) gcShared(newest int64) error {
 		// everything until the damage is dealt with.
 		return nil
 	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
 	var errs []error
 	removed := false
-	for _, e := range entries {
-		name := strings.TrimSuffix(e.Name(), tmpExt)
-		id, ok := sharedID(name)
-		if !ok || id > newest || (name == e.Name() && refs[name]) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, name := range PlanSharedGC(names, newest, refs) {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("storage: gc shared file: %w", err))
 			continue
 		}
@@ -340,10 +376,28 @@ func (s *Store) gcShared(newest int64) error {
 	return errors.Join(errs...)
 }
 
+// PlanSharedGC chooses, among the names in a store's shared area, those
+// GC removes: names of shared files that no manifest references (refs,
+// from SharedRefs) and unfinished copies (.tmp), both only of checkpoints
+// up to newest, the newest committed one. A newer checkpoint may still be
+// in flight, its manifest not yet written.
+func PlanSharedGC(names []string, newest int64, refs map[string]bool) []string {
+	var out []string
+	for _, name := range names {
+		base := strings.TrimSuffix(name, tmpExt)
+		id, ok := sharedID(base)
+		if !ok || id > newest || (base == name && refs[base]) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
 // SharedFiles lists the names in the shared area, ascending (for tests and
 // diagnostics).
 func (s *Store) SharedFiles() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(s.root, sharedDir))
+	entries, err := os.ReadDir(filepath.Join(s.root, SharedDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

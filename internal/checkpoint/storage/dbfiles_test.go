@@ -173,7 +173,7 @@ func TestGCKeepsSharedFilesWhenAManifestIsUnreadable(t *testing.T) {
 	src := t.TempDir()
 	dbCheckpoint(t, s, 1, src, map[string]int64{"a.sst": 1}, true)
 	dbCheckpoint(t, s, 2, src, map[string]int64{"b.sst": 2}, true)
-	flipBit(t, filepath.Join(s.Dir(2), manifestName), 100)
+	flipBit(t, filepath.Join(s.Dir(2), ManifestName), 100)
 	if _, err := s.GC(2); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-// Package storage keeps checkpoints and savepoints on a local filesystem.
+// Package storage keeps checkpoints and savepoints on a local filesystem,
+// and holds what every other place for checkpoints shares with it (the
+// Storage interface; internal/checkpoint/s3store keeps them in object
+// storage): the manifest codec, the keyed state file format, damage
+// reports and the rules of Latest, GC and Confirm.
 //
 // A job's checkpoints live under one root directory R:
 //

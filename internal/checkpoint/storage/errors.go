@@ -69,27 +69,42 @@ func (e *CorruptError) Error() string {
 // Unwrap returns the underlying cause, if any.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
-// origin says which checkpoint or savepoint a file belongs to, so that a
+// Owner says which checkpoint or savepoint a file belongs to, so that a
 // CorruptError found deep inside a read can tell the user what to do.
-type origin struct {
-	id        int64
-	savepoint bool
+// Every implementation of Storage reports damage through it.
+type Owner struct {
+	// CheckpointID is the checkpoint's id, -1 when it is not known.
+	CheckpointID int64
+	// Savepoint is true for a file of a savepoint.
+	Savepoint bool
 }
 
-// originOfDir guesses the origin from a directory name when no manifest says
-// better: checkpoints always live in chk-<id> directories; anything else was
-// chosen by a user and is a savepoint.
-func originOfDir(dir string) origin {
-	if id, ok := parseDirName(filepath.Base(dir)); ok {
-		return origin{id: id}
+// originOfDir guesses the owner from a directory name when no manifest
+// says better: checkpoints always live in chk-<id> directories; anything
+// else was chosen by a user and is a savepoint.
+func originOfDir(dir string) Owner {
+	if id, ok := ParseDirName(filepath.Base(dir)); ok {
+		return Owner{CheckpointID: id}
 	}
-	return origin{id: -1, savepoint: true}
+	return Owner{CheckpointID: -1, Savepoint: true}
 }
 
-func originOf(m *Manifest) origin {
-	return origin{id: m.CheckpointID, savepoint: m.Savepoint}
+// OwnerOf returns the owner of the files of m.
+func OwnerOf(m *Manifest) Owner {
+	return Owner{CheckpointID: m.CheckpointID, Savepoint: m.Savepoint}
 }
 
-func (o origin) corrupt(path, reason string, cause error) *CorruptError {
-	return &CorruptError{Path: path, Reason: reason, CheckpointID: o.id, Savepoint: o.savepoint, Err: cause}
+// Corrupt reports the file or object at path, which o owns, as damaged.
+func (o Owner) Corrupt(path, reason string, cause error) *CorruptError {
+	return &CorruptError{Path: path, Reason: reason, CheckpointID: o.CheckpointID, Savepoint: o.Savepoint, Err: cause}
+}
+
+// MissingStateFile reports the state file at path as missing.
+func (o Owner) MissingStateFile(path string) *CorruptError {
+	return o.Corrupt(path, "the state file is missing", nil)
+}
+
+// MissingDBFile reports database file f, expected at path, as missing.
+func (o Owner) MissingDBFile(path string, f DBFile) *CorruptError {
+	return o.Corrupt(path, "the database file "+f.Name+" is missing", nil)
 }

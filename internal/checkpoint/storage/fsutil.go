@@ -54,7 +54,7 @@ func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", tmp, err)
 	}
-	if name == manifestName || name == pendingName {
+	if name == ManifestName || name == PendingName {
 		if err := failpoint.Inject(failpoint.MidManifestWrite); err != nil {
 			return err
 		}
@@ -87,11 +87,11 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// checkFileName enforces that state files are plain names inside their
+// CheckFileName enforces that state files are plain names inside their
 // checkpoint directory: no subdirectories (so copies and GC stay simple), no
 // escaping the directory, and nothing that collides with _manifest or with
 // the .tmp files of atomic writes.
-func checkFileName(name string) error {
+func CheckFileName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("the state file name is empty")

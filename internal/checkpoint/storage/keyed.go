@@ -60,28 +60,49 @@ type KeyedFile struct {
 //
 // WriteKeyedFile may be called concurrently for different names.
 func (s *Store) WriteKeyedFile(id int64, name string, first, last int, groups map[int][]byte) (KeyedFile, error) {
-	if id < 0 {
-		return KeyedFile{}, fmt.Errorf("storage: checkpoint id %d is negative", id)
+	kf, content, err := EncodeKeyedFile(id, name, first, last, groups)
+	if err != nil {
+		return KeyedFile{}, err
 	}
-	if err := checkFileName(name); err != nil {
-		return KeyedFile{}, fmt.Errorf("storage: write state file for checkpoint %d: %w", id, err)
-	}
-	if err := checkRange(first, last); err != nil {
-		return KeyedFile{}, fmt.Errorf("storage: write state file %s for checkpoint %d: %w", name, id, err)
-	}
-	keys := make([]int, 0, len(groups))
-	for g := range groups {
-		if g < first || g > last {
-			return KeyedFile{}, fmt.Errorf("storage: write state file %s for checkpoint %d: key group %d lies outside the file's range %d..%d", name, id, g, first, last)
-		}
-		keys = append(keys, g)
-	}
-	slices.Sort(keys)
-
 	dir := s.Dir(id)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return KeyedFile{}, fmt.Errorf("storage: create checkpoint directory: %w", err)
 	}
+	err = writeAtomic(dir, name, func(w io.Writer) error {
+		if _, err := io.Copy(w, content); err != nil {
+			return fmt.Errorf("storage: write %s: %w", filepath.Join(dir, name), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return KeyedFile{}, err
+	}
+	return kf, nil
+}
+
+// EncodeKeyedFile checks a state file that WriteKeyedFile is asked to
+// write (see there) and returns its manifest entry, with Size and SHA256,
+// and its content in the keyed state file format, read from the payloads
+// in place. The content also implements io.ReaderAt, so that an upload can
+// be retried.
+func EncodeKeyedFile(id int64, name string, first, last int, groups map[int][]byte) (KeyedFile, io.ReadSeeker, error) {
+	if id < 0 {
+		return KeyedFile{}, nil, fmt.Errorf("storage: checkpoint id %d is negative", id)
+	}
+	if err := CheckFileName(name); err != nil {
+		return KeyedFile{}, nil, fmt.Errorf("storage: write state file for checkpoint %d: %w", id, err)
+	}
+	if err := checkRange(first, last); err != nil {
+		return KeyedFile{}, nil, fmt.Errorf("storage: write state file %s for checkpoint %d: %w", name, id, err)
+	}
+	keys := make([]int, 0, len(groups))
+	for g := range groups {
+		if g < first || g > last {
+			return KeyedFile{}, nil, fmt.Errorf("storage: write state file %s for checkpoint %d: key group %d lies outside the file's range %d..%d", name, id, g, first, last)
+		}
+		keys = append(keys, g)
+	}
+	slices.Sort(keys)
 
 	head := make([]byte, 0, keyedHeaderLen+keyedEntryLen*len(keys))
 	head = append(head, keyedMagic...)
@@ -98,21 +119,13 @@ func (s *Store) WriteKeyedFile(id int64, name string, first, last int, groups ma
 		off += n
 	}
 
+	content := &segments{parts: make([][]byte, 0, 1+len(keys)), size: int64(off)}
+	content.parts = append(content.parts, head)
 	h := sha256.New()
-	err := writeAtomic(dir, name, func(w io.Writer) error {
-		w = io.MultiWriter(w, h)
-		if _, err := w.Write(head); err != nil {
-			return fmt.Errorf("storage: write %s: %w", filepath.Join(dir, name), err)
-		}
-		for _, g := range keys {
-			if _, err := w.Write(groups[g]); err != nil {
-				return fmt.Errorf("storage: write %s: %w", filepath.Join(dir, name), err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return KeyedFile{}, err
+	h.Write(head)
+	for _, g := range keys {
+		content.parts = append(content.parts, groups[g])
+		h.Write(groups[g])
 	}
 	return KeyedFile{
 		Path:          name,
@@ -120,7 +133,78 @@ func (s *Store) WriteKeyedFile(id int64, name string, first, last int, groups ma
 		LastKeyGroup:  last,
 		Size:          int64(off),
 		SHA256:        hex.EncodeToString(h.Sum(nil)),
-	}, nil
+	}, content, nil
+}
+
+// segments reads byte slices one after the other as one stream, without
+// copying them together.
+type segments struct {
+	parts [][]byte
+	size  int64
+	off   int64
+}
+
+func (s *segments) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("storage: negative read offset")
+	}
+	n := 0
+	for _, part := range s.parts {
+		if off >= int64(len(part)) {
+			off -= int64(len(part))
+			continue
+		}
+		n += copy(p[n:], part[off:])
+		off = 0
+		if n == len(p) {
+			return n, nil
+		}
+	}
+	return n, io.EOF
+}
+
+func (s *segments) Read(p []byte) (int, error) {
+	if s.off >= s.size {
+		return 0, io.EOF
+	}
+	n, _ := s.ReadAt(p, s.off)
+	s.off += int64(n)
+	return n, nil
+}
+
+// WriteTo writes what is left part by part, so that io.Copy hands each
+// payload to w whole.
+func (s *segments) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	off := s.off
+	for _, part := range s.parts {
+		if off >= int64(len(part)) {
+			off -= int64(len(part))
+			continue
+		}
+		n, err := w.Write(part[off:])
+		total += int64(n)
+		s.off += int64(n)
+		off = 0
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func (s *segments) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += s.off
+	case io.SeekEnd:
+		offset += s.size
+	}
+	if offset < 0 {
+		return 0, errors.New("storage: seek before the start")
+	}
+	s.off = offset
+	return offset, nil
 }
 
 func checkRange(first, last int) error {
@@ -152,60 +236,76 @@ func ReadKeyedFile(dir string, f KeyedFile, lo, hi int) (map[int][]byte, error) 
 
 // scanKeyedFile reads and checks f in one sequential pass, keeping the
 // groups in lo..hi (none when lo > hi, which is how Verify uses it).
-func scanKeyedFile(dir string, f KeyedFile, o origin, lo, hi int) (map[int][]byte, error) {
-	if err := checkFileName(f.Path); err != nil {
+func scanKeyedFile(dir string, f KeyedFile, o Owner, lo, hi int) (map[int][]byte, error) {
+	if err := CheckFileName(f.Path); err != nil {
 		return nil, fmt.Errorf("storage: read state file: %w", err)
 	}
 	path := filepath.Join(dir, f.Path)
 	file, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, o.corrupt(path, "the state file is missing", nil)
+		return nil, o.MissingStateFile(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: read state file: %w", err)
 	}
 	defer file.Close()
-	if err := checkSize(file, f.Size, path, o); err != nil {
+	size, err := fileSize(file, path)
+	if err != nil {
 		return nil, err
 	}
+	return ParseKeyedFile(file, size, f, path, o, lo, hi)
+}
 
+// ParseKeyedFile reads state file f, of size bytes, from r in one
+// sequential pass, checks its size, SHA-256 and structure against f, and
+// returns its key groups inside lo..hi (none when lo > hi: a check only).
+// Damage yields a *CorruptError naming path, which o owns; an error reading
+// r is returned as it is, not as damage.
+func ParseKeyedFile(r io.Reader, size int64, f KeyedFile, path string, o Owner, lo, hi int) (map[int][]byte, error) {
+	if err := checkSize(size, f.Size, path, o); err != nil {
+		return nil, err
+	}
 	h := sha256.New()
-	r := &trackingReader{r: io.TeeReader(io.LimitReader(file, f.Size), h)}
-	groups, damage := parseKeyed(r, f, lo, hi)
-	if r.err != nil {
-		return nil, fmt.Errorf("storage: read %s: %w", path, r.err)
+	tr := &trackingReader{r: io.TeeReader(io.LimitReader(r, f.Size), h)}
+	groups, damage := parseKeyed(tr, f, lo, hi)
+	if tr.err != nil {
+		return nil, fmt.Errorf("storage: read %s: %w", path, tr.err)
 	}
 	// Hash the rest even when parsing failed: a checksum mismatch is the
 	// more useful explanation of a parse failure.
-	if _, err := io.Copy(io.Discard, r); err != nil {
+	if _, err := io.Copy(io.Discard, tr); err != nil {
 		return nil, fmt.Errorf("storage: read %s: %w", path, err)
 	}
 	if err := checkSum(h, f.SHA256, path, o); err != nil {
 		return nil, err
 	}
 	if damage != "" {
-		return nil, o.corrupt(path, "unreadable state file: "+damage, nil)
+		return nil, o.Corrupt(path, "unreadable state file: "+damage, nil)
 	}
 	return groups, nil
 }
 
-func checkSize(file *os.File, want int64, path string, o origin) error {
+func fileSize(file *os.File, path string) (int64, error) {
 	st, err := file.Stat()
 	if err != nil {
-		return fmt.Errorf("storage: stat %s: %w", path, err)
+		return 0, fmt.Errorf("storage: stat %s: %w", path, err)
 	}
-	switch got := st.Size(); {
+	return st.Size(), nil
+}
+
+func checkSize(got, want int64, path string, o Owner) error {
+	switch {
 	case got < want:
-		return o.corrupt(path, fmt.Sprintf("the file has %d bytes but the manifest records %d (truncated)", got, want), nil)
+		return o.Corrupt(path, fmt.Sprintf("the file has %d bytes but the manifest records %d (truncated)", got, want), nil)
 	case got > want:
-		return o.corrupt(path, fmt.Sprintf("the file has %d bytes but the manifest records %d (overwritten or appended to)", got, want), nil)
+		return o.Corrupt(path, fmt.Sprintf("the file has %d bytes but the manifest records %d (overwritten or appended to)", got, want), nil)
 	}
 	return nil
 }
 
-func checkSum(h hash.Hash, want, path string, o origin) error {
+func checkSum(h hash.Hash, want, path string, o Owner) error {
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return o.corrupt(path, fmt.Sprintf("SHA-256 mismatch: the file hashes to %s but the manifest records %s (modified or damaged on disk)", got, want), nil)
+		return o.Corrupt(path, fmt.Sprintf("SHA-256 mismatch: the file hashes to %s but the manifest records %s (modified or damaged on disk)", got, want), nil)
 	}
 	return nil
 }

@@ -20,7 +20,6 @@ import (
 const ManifestVersion = 1
 
 const (
-	manifestName = "_manifest"
 	// manifestHeader starts the first line of a manifest file; the hex
 	// SHA-256 of everything after that line follows it. The checksum sits
 	// outside the JSON so that verifying it needs no canonical encoding.
@@ -105,7 +104,8 @@ type Origin struct {
 
 // ManifestSHA256 returns the hex SHA-256 of the manifest file in dir.
 func ManifestSHA256(dir string) (string, error) {
-	return fileSHA256(filepath.Join(dir, manifestName))
+	_, sum, err := sizeAndSum(filepath.Join(dir, ManifestName))
+	return sum, err
 }
 
 // Counters are job counters as of a checkpoint, so that a new process
@@ -145,7 +145,7 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("operator %q has parallelism %d, want at least 1", uid, op.Parallelism)
 		}
 		for _, f := range op.Keyed {
-			if err := checkFileName(f.Path); err != nil {
+			if err := CheckFileName(f.Path); err != nil {
 				return fmt.Errorf("operator %q: %w", uid, err)
 			}
 			if other, dup := files[f.Path]; dup {
@@ -209,10 +209,82 @@ func (m *Manifest) clone() *Manifest {
 	return &c
 }
 
-func encodeManifest(m *Manifest) ([]byte, error) {
-	body, err := json.MarshalIndent(m, "", "  ")
+// EachFile calls keyed for every state file of m and db for every
+// database file, operator by operator in uid order, and stops at the first
+// error.
+func (m *Manifest) EachFile(keyed func(uid string, f KeyedFile) error, db func(uid string, f DBFile) error) error {
+	for _, uid := range slices.Sorted(maps.Keys(m.Operators)) {
+		op := m.Operators[uid]
+		if op == nil {
+			continue
+		}
+		for _, f := range op.Keyed {
+			if err := keyed(uid, f); err != nil {
+				return err
+			}
+		}
+		for _, snap := range op.DB {
+			for _, f := range snap.Files {
+				if err := db(uid, f); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// EncodeManifest checks m and returns the content of its manifest file: a
+// header line holding the SHA-256 of the rest, then m as JSON. It fills in
+// Version and CreatedAt when they are zero.
+//
+// As a cheap guard against committing a checkpoint whose state never made
+// it to storage, it asks size for the size of every file m keeps in its
+// own directory (state files and private database files; shared ones were
+// checked when they were stored) and refuses m when one is missing or has
+// another size than recorded. Hashing them is left to Verify (or the
+// store's Load), because that reads everything.
+func EncodeManifest(m *Manifest, size func(name string) (int64, error)) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("storage: write manifest: the manifest is nil")
+	}
+	if m.Version == 0 {
+		m.Version = ManifestVersion
+	}
+	if m.Version != ManifestVersion {
+		return nil, fmt.Errorf("storage: write manifest: %w %d (this build writes version %d)", ErrUnsupportedVersion, m.Version, ManifestVersion)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: %w", m.CheckpointID, err)
+	}
+	stored := func(uid, what, name string, want int64) error {
+		got, err := size(name)
+		if err != nil {
+			return fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %w", m.CheckpointID, uid, err)
+		}
+		if got != want {
+			return fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %s %s has %d bytes, the manifest says %d",
+				m.CheckpointID, uid, what, name, got, want)
+		}
+		return nil
+	}
+	err := m.EachFile(func(uid string, f KeyedFile) error {
+		return stored(uid, "state file", f.Path, f.Size)
+	}, func(uid string, f DBFile) error {
+		if f.Shared {
+			return nil // in the store's shared area, checked by PutDBFile
+		}
+		return stored(uid, "file", f.Path, f.Size)
+	})
 	if err != nil {
 		return nil, err
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
+	}
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("storage: encode the manifest of checkpoint %d: %w", m.CheckpointID, err)
 	}
 	body = append(body, '\n')
 	sum := sha256.Sum256(body)
@@ -223,36 +295,75 @@ func encodeManifest(m *Manifest) ([]byte, error) {
 	return append(out, body...), nil
 }
 
-// decodeManifest parses and checks a manifest file's content. Damage is
-// reported as *CorruptError for path; a newer format as ErrUnsupportedVersion.
-func decodeManifest(data []byte, path string, o origin) (*Manifest, error) {
+// DecodeManifest parses and checks the content of a manifest file read
+// from path, which o owns as far as the caller knows (the manifest itself
+// knows better once it is read). Damage is reported as a *CorruptError
+// naming path; a newer format as ErrUnsupportedVersion.
+func DecodeManifest(data []byte, path string, o Owner) (*Manifest, error) {
 	head, body, ok := bytes.Cut(data, []byte{'\n'})
 	if !ok || !bytes.HasPrefix(head, []byte(manifestHeader)) {
-		return nil, o.corrupt(path, "not an onceflow manifest: the header line is missing or damaged", nil)
+		return nil, o.Corrupt(path, "not an onceflow manifest: the header line is missing or damaged", nil)
 	}
 	// Only the lower-case hex this package writes is accepted, so that no
 	// single flipped bit (such as one turning 'a' into 'A') goes unnoticed.
 	sumHex := string(head[len(manifestHeader):])
 	want, err := hex.DecodeString(sumHex)
 	if err != nil || !isSHA256Hex(sumHex) {
-		return nil, o.corrupt(path, "the checksum in the header line is malformed", nil)
+		return nil, o.Corrupt(path, "the checksum in the header line is malformed", nil)
 	}
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], want) {
-		return nil, o.corrupt(path, fmt.Sprintf("SHA-256 mismatch: the manifest body hashes to %x but its header records %x (modified or damaged on disk)", got, want), nil)
+		return nil, o.Corrupt(path, fmt.Sprintf("SHA-256 mismatch: the manifest body hashes to %x but its header records %x (modified or damaged on disk)", got, want), nil)
 	}
 	var m Manifest
 	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, o.corrupt(path, "the manifest body is not valid JSON", err)
+		return nil, o.Corrupt(path, "the manifest body is not valid JSON", err)
 	}
 	if m.Version != ManifestVersion {
 		return nil, fmt.Errorf("storage: %s: %w %d (this build reads version %d; was it written by a newer onceflow?)", path, ErrUnsupportedVersion, m.Version, ManifestVersion)
 	}
 	// From here on the manifest knows better than the directory name.
-	o = originOf(&m)
+	o = OwnerOf(&m)
 	if err := m.validate(); err != nil {
-		return nil, o.corrupt(path, "invalid manifest: "+err.Error(), nil)
+		return nil, o.Corrupt(path, "invalid manifest: "+err.Error(), nil)
 	}
 	return &m, nil
+}
+
+// CheckCheckpoint checks that m, read from path as the manifest of
+// checkpoint id, describes that checkpoint: a manifest copied or renamed
+// into another checkpoint's place is damage.
+func CheckCheckpoint(m *Manifest, id int64, path string) error {
+	if m.CheckpointID != id || m.Savepoint {
+		return Owner{CheckpointID: id}.Corrupt(path,
+			fmt.Sprintf("the manifest describes %s %d, not checkpoint %d (was a directory copied or renamed?)", kind(m), m.CheckpointID, id), nil)
+	}
+	return nil
+}
+
+func kind(m *Manifest) string {
+	if m.Savepoint {
+		return "savepoint of checkpoint"
+	}
+	return "checkpoint"
+}
+
+// CheckCommit checks what Commit (or, with pending, WritePending) demands
+// of m before anything is written: a checkpoint's manifest, not a
+// savepoint's, with an id that is not negative.
+func CheckCommit(m *Manifest, pending bool) error {
+	what, of := "commit", "commit checkpoint"
+	if pending {
+		what, of = "write pending manifest", "write pending manifest of checkpoint"
+	}
+	switch {
+	case m == nil:
+		return fmt.Errorf("storage: %s: the manifest is nil", what)
+	case m.Savepoint:
+		return fmt.Errorf("storage: %s %d: the manifest is marked as a savepoint; savepoints are written with CopyTo", of, m.CheckpointID)
+	case m.CheckpointID < 0:
+		return fmt.Errorf("storage: %s: checkpoint id %d is negative", what, m.CheckpointID)
+	}
+	return nil
 }
 
 // WriteManifest writes m as dir/_manifest atomically: it writes
@@ -263,66 +374,29 @@ func decodeManifest(data []byte, path string, o origin) (*Manifest, error) {
 // transaction that commits the checkpoint.
 //
 // It refuses a manifest that is invalid or that references a state file that
-// is missing from dir or has another size than recorded. It fills in Version
-// and CreatedAt when they are zero and sets m.Dir to dir.
+// is missing from dir or has another size than recorded (see
+// EncodeManifest). It fills in Version and CreatedAt when they are zero and
+// sets m.Dir to dir.
 func WriteManifest(dir string, m *Manifest) error {
-	_, err := writeManifestFile(dir, manifestName, m)
+	_, err := writeManifestFile(dir, ManifestName, m)
 	return err
 }
 
 // writeManifestFile writes m as dir/name the way WriteManifest describes
 // and returns the hex SHA-256 of the file written.
 func writeManifestFile(dir, name string, m *Manifest) (string, error) {
-	if m == nil {
-		return "", errors.New("storage: write manifest: the manifest is nil")
-	}
-	if m.Version == 0 {
-		m.Version = ManifestVersion
-	}
-	if m.Version != ManifestVersion {
-		return "", fmt.Errorf("storage: write manifest: %w %d (this build writes version %d)", ErrUnsupportedVersion, m.Version, ManifestVersion)
-	}
-	if err := m.validate(); err != nil {
-		return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: %w", m.CheckpointID, err)
+	data, err := EncodeManifest(m, func(name string) (int64, error) {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return 0, err
+		}
+		return st.Size(), nil
+	})
+	if err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return "", fmt.Errorf("storage: write manifest: %w", err)
-	}
-	// A cheap guard against committing a checkpoint whose state never made it
-	// to disk; hashing is left to Verify because it reads everything.
-	for _, uid := range slices.Sorted(maps.Keys(m.Operators)) {
-		for _, f := range m.Operators[uid].Keyed {
-			st, err := os.Stat(filepath.Join(dir, f.Path))
-			if err != nil {
-				return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %w", m.CheckpointID, uid, err)
-			}
-			if st.Size() != f.Size {
-				return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: state file %s has %d bytes, the manifest says %d",
-					m.CheckpointID, uid, f.Path, st.Size(), f.Size)
-			}
-		}
-		for _, db := range m.Operators[uid].DB {
-			for _, f := range db.Files {
-				if f.Shared {
-					continue // in the store's shared area, checked by PutDBFile
-				}
-				st, err := os.Stat(filepath.Join(dir, f.Path))
-				if err != nil {
-					return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %w", m.CheckpointID, uid, err)
-				}
-				if st.Size() != f.Size {
-					return "", fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: file %s has %d bytes, the manifest says %d",
-						m.CheckpointID, uid, f.Path, st.Size(), f.Size)
-				}
-			}
-		}
-	}
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = time.Now().UTC()
-	}
-	data, err := encodeManifest(m)
-	if err != nil {
-		return "", fmt.Errorf("storage: encode the manifest of checkpoint %d: %w", m.CheckpointID, err)
 	}
 	err = writeAtomic(dir, name, func(w io.Writer) error {
 		_, err := w.Write(data)
@@ -347,7 +421,7 @@ func writeManifestFile(dir, name string, m *Manifest) (string, error) {
 // committed manifest yields an error matching ErrNoManifest; a damaged one a
 // *CorruptError.
 func LoadManifest(dir string) (*Manifest, error) {
-	path := filepath.Join(dir, manifestName)
+	path := filepath.Join(dir, ManifestName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("storage: %s: %w", dir, ErrNoManifest)
@@ -355,7 +429,7 @@ func LoadManifest(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: read manifest: %w", err)
 	}
-	m, err := decodeManifest(data, path, originOfDir(dir))
+	m, err := DecodeManifest(data, path, originOfDir(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -371,24 +445,11 @@ func Verify(m *Manifest) error {
 	if m == nil || m.Dir == "" {
 		return errors.New("storage: verify: the manifest was not loaded from a directory")
 	}
-	o := originOf(m)
-	for _, uid := range slices.Sorted(maps.Keys(m.Operators)) {
-		op := m.Operators[uid]
-		if op == nil {
-			continue
-		}
-		for _, f := range op.Keyed {
-			if _, err := scanKeyedFile(m.Dir, f, o, 0, -1); err != nil {
-				return err
-			}
-		}
-		for _, db := range op.DB {
-			for _, f := range db.Files {
-				if err := verifyDBFile(m, f, o); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+	o := OwnerOf(m)
+	return m.EachFile(func(_ string, f KeyedFile) error {
+		_, err := scanKeyedFile(m.Dir, f, o, 0, -1)
+		return err
+	}, func(_ string, f DBFile) error {
+		return verifyDBFile(m, f, o)
+	})
 }

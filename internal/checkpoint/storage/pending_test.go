@@ -100,7 +100,7 @@ func TestStateID(t *testing.T) {
 	if other, _ := newStore(t).StateID(); other == id {
 		t.Error("two state directories got the same id")
 	}
-	if err := os.WriteFile(filepath.Join(s.Root(), stateIDName), []byte("not an id\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.Root(), StateIDName), []byte("not an id\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.StateID(); err == nil {

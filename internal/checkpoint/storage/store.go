@@ -10,10 +10,29 @@ import (
 	"strings"
 )
 
+// Names inside a job's root R, the same in every implementation of
+// Storage (a local directory, or a key prefix in object storage):
+//
+//	R/STATE_ID
+//	R/checkpoints/chk-<id, 20 digits>/<state files>, _manifest, _manifest.pending
+//	R/shared/<checkpoint id, 20 digits>-<rest>
 const (
-	checkpointsDir = "checkpoints"
-	dirPrefix      = "chk-"
-	idDigits       = 20
+	// CheckpointsDir holds one directory per checkpoint (DirName).
+	CheckpointsDir = "checkpoints"
+	// SharedDir holds the database files checkpoints share (SharedName).
+	SharedDir = "shared"
+	// ManifestName is a committed checkpoint's manifest, in its directory.
+	ManifestName = "_manifest"
+	// PendingName is the manifest of a checkpoint whose commit point is
+	// external (a Kafka transaction): written before the commit point,
+	// renamed to _manifest once the commit point is known to have
+	// committed it.
+	PendingName = "_manifest.pending"
+	// StateIDName holds the store's state id, in R.
+	StateIDName = "STATE_ID"
+
+	dirPrefix = "chk-"
+	idDigits  = 20
 )
 
 // Store holds the checkpoints of one job under a root directory R, as
@@ -31,7 +50,7 @@ func Open(root string) (*Store, error) {
 		return nil, errors.New("storage: the checkpoint root directory is empty; set it to a directory for this job's checkpoints, such as ./onceflow-data/<job>")
 	}
 	root = filepath.Clean(root)
-	dir := filepath.Join(root, checkpointsDir)
+	dir := filepath.Join(root, CheckpointsDir)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("storage: open checkpoint store: %w", err)
 	}
@@ -44,11 +63,17 @@ func (s *Store) Root() string { return s.root }
 // Dir returns the directory of checkpoint id, R/checkpoints/chk-<id>, with
 // the id zero-padded to 20 digits so that names sort like ids.
 func (s *Store) Dir(id int64) string {
-	return filepath.Join(s.dir, fmt.Sprintf("%s%0*d", dirPrefix, idDigits, id))
+	return filepath.Join(s.dir, DirName(id))
 }
 
-// parseDirName accepts exactly the names Dir produces.
-func parseDirName(name string) (int64, bool) {
+// DirName returns the name of checkpoint id's directory, chk-<id>, with
+// the id zero-padded to 20 digits so that names sort like ids.
+func DirName(id int64) string {
+	return fmt.Sprintf("%s%0*d", dirPrefix, idDigits, id)
+}
+
+// ParseDirName accepts exactly the names DirName produces.
+func ParseDirName(name string) (int64, bool) {
 	digits, ok := strings.CutPrefix(name, dirPrefix)
 	if !ok || len(digits) != idDigits || strings.Trim(digits, "0123456789") != "" {
 		return 0, false
@@ -62,14 +87,8 @@ func parseDirName(name string) (int64, bool) {
 // when Kafka is not involved: before it returns the checkpoint does not
 // exist, after it the checkpoint is what Latest restores.
 func (s *Store) Commit(m *Manifest) error {
-	if m == nil {
-		return errors.New("storage: commit: the manifest is nil")
-	}
-	if m.Savepoint {
-		return fmt.Errorf("storage: commit checkpoint %d: the manifest is marked as a savepoint; savepoints are written with CopyTo", m.CheckpointID)
-	}
-	if m.CheckpointID < 0 {
-		return fmt.Errorf("storage: commit: checkpoint id %d is negative", m.CheckpointID)
+	if err := CheckCommit(m, false); err != nil {
+		return err
 	}
 	return WriteManifest(s.Dir(m.CheckpointID), m)
 }
@@ -87,21 +106,13 @@ func (s *Store) Load(id int64) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.CheckpointID != id || m.Savepoint {
-		return nil, (origin{id: id}).corrupt(filepath.Join(m.Dir, manifestName),
-			fmt.Sprintf("the manifest describes %s %d, not checkpoint %d (was a directory copied or renamed?)", kind(m), m.CheckpointID, id), nil)
+	if err := CheckCheckpoint(m, id, filepath.Join(m.Dir, ManifestName)); err != nil {
+		return nil, err
 	}
 	if err := Verify(m); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-func kind(m *Manifest) string {
-	if m.Savepoint {
-		return "savepoint of checkpoint"
-	}
-	return "checkpoint"
 }
 
 // List returns the ids of the checkpoints that have a manifest, ascending.
@@ -120,11 +131,11 @@ func (s *Store) scan() (committed, uncommitted []int64, err error) {
 		return nil, nil, fmt.Errorf("storage: list checkpoints: %w", err)
 	}
 	for _, e := range entries {
-		id, ok := parseDirName(e.Name())
+		id, ok := ParseDirName(e.Name())
 		if !ok || !e.IsDir() {
 			continue
 		}
-		st, err := os.Lstat(filepath.Join(s.dir, e.Name(), manifestName))
+		st, err := os.Lstat(filepath.Join(s.dir, e.Name(), ManifestName))
 		switch {
 		case err == nil && st.Mode().IsRegular():
 			committed = append(committed, id)
@@ -170,30 +181,7 @@ func (s *Store) Latest(opts LatestOptions) (*Manifest, *FallbackReport, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var report *FallbackReport
-	for _, id := range slices.Backward(ids) {
-		m, err := s.Load(id)
-		var ce *CorruptError
-		switch {
-		case err == nil:
-			return m, report, nil
-		case errors.Is(err, ErrNoManifest):
-			// GC removed it since List; it was not the newest, so go on.
-			continue
-		case errors.As(err, &ce) && opts.AllowFallback:
-			if report == nil {
-				report = &FallbackReport{}
-			}
-			report.Skipped = append(report.Skipped, ce)
-		default:
-			return nil, nil, err
-		}
-	}
-	if report != nil {
-		return nil, report, fmt.Errorf("storage: %w: all %d committed checkpoints in %s are damaged (newest: %s: %s); restore from a savepoint (--from-savepoint DIR), or move %s aside to start the job without state",
-			ErrAllCheckpointsCorrupt, len(report.Skipped), s.dir, report.Skipped[0].Path, report.Skipped[0].Reason, s.dir)
-	}
-	return nil, nil, nil
+	return FindLatest(ids, s.Load, opts, s.dir)
 }
 
 // GC removes checkpoint directories that are no longer needed: committed
@@ -207,35 +195,19 @@ func (s *Store) Latest(opts LatestOptions) (*Manifest, *FallbackReport, error) {
 // least 1. It returns the removed ids, ascending, along with any removal
 // errors; a failure to remove one directory does not stop the others.
 func (s *Store) GC(retain int, keep ...int64) ([]int64, error) {
-	if retain < 1 {
-		return nil, fmt.Errorf("storage: gc: retain is %d; at least the newest checkpoint must be retained", retain)
-	}
 	committed, uncommitted, err := s.scan()
 	if err != nil {
 		return nil, err
 	}
-	if len(committed) == 0 {
-		return nil, nil
-	}
-	newest := committed[len(committed)-1]
-	protected := make(map[int64]bool, retain+len(keep))
-	for _, id := range committed[max(0, len(committed)-retain):] {
-		protected[id] = true
-	}
-	for _, id := range keep {
-		protected[id] = true
-	}
-	isCommitted := make(map[int64]bool, len(committed))
-	for _, id := range committed {
-		isCommitted[id] = true
+	plan, err := PlanGC(committed, uncommitted, retain, keep)
+	if err != nil || len(committed) == 0 {
+		return nil, err
 	}
 	var removed []int64
 	var errs []error
-	for _, id := range slices.Sorted(slices.Values(slices.Concat(committed, uncommitted))) {
-		if id >= newest || protected[id] {
-			continue
-		}
-		if err := s.remove(id, isCommitted[id]); err != nil {
+	for _, id := range plan {
+		_, isCommitted := slices.BinarySearch(committed, id)
+		if err := s.remove(id, isCommitted); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -246,7 +218,7 @@ func (s *Store) GC(retain int, keep ...int64) ([]int64, error) {
 			errs = append(errs, err)
 		}
 	}
-	if err := s.gcShared(newest); err != nil {
+	if err := s.gcShared(committed[len(committed)-1]); err != nil {
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
@@ -259,7 +231,7 @@ func (s *Store) GC(retain int, keep ...int64) ([]int64, error) {
 func (s *Store) remove(id int64, committed bool) error {
 	dir := s.Dir(id)
 	if committed {
-		if err := os.Remove(filepath.Join(dir, manifestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, ManifestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("storage: gc checkpoint %d: %w", id, err)
 		}
 		if err := syncDir(dir); err != nil {
@@ -272,11 +244,18 @@ func (s *Store) remove(id int64, committed bool) error {
 	return nil
 }
 
-// Storage is where a job's checkpoints live. Store (a local directory) is
-// the implementation today; object storage implements the same methods
-// later. The engine uses nothing else of this package for a job's own
-// checkpoints; savepoints are self-contained directories (CopyTo,
-// LoadManifest).
+// Storage is where a job's checkpoints live: Store keeps them in a local
+// directory, internal/checkpoint/s3store in S3-compatible object storage.
+// Every implementation has the semantics documented on Store's methods and
+// lays its checkpoints out as CheckpointsDir describes; the manifest
+// codec, the keyed file format, the damage reports (*CorruptError) and the
+// rules of Latest, GC and Confirm are this package's, shared by all of
+// them (EncodeManifest, ParseKeyedFile, Owner, FindLatest, PlanGC, ...).
+// The engine uses nothing else of this package for a job's own
+// checkpoints. Savepoints are self-contained local directories, made by
+// Storage.CopyTo from a checkpoint wherever it is kept and read with
+// LoadManifest; the engine restores them through its Storage too, so
+// ReadKeyed and GetDBFile accept a savepoint's manifest as well.
 type Storage interface {
 	// Root names the storage in messages.
 	Root() string
@@ -285,7 +264,8 @@ type Storage interface {
 	// StateID returns the storage's identity (see Store.StateID).
 	StateID() (string, error)
 	WriteKeyedFile(id int64, name string, first, last int, groups map[int][]byte) (KeyedFile, error)
-	// ReadKeyed reads the key groups lo..hi of f, a state file of m.
+	// ReadKeyed reads the key groups lo..hi of f, a state file of m (a
+	// checkpoint of this storage or a savepoint).
 	ReadKeyed(m *Manifest, f KeyedFile, lo, hi int) (map[int][]byte, error)
 	// PutDBFile and GetDBFile store and fetch the files of incremental
 	// database snapshots (see DBSnapshot).
@@ -301,6 +281,9 @@ type Storage interface {
 	Pending() ([]int64, error)
 	HighestID() (int64, error)
 	GC(retain int, keep ...int64) ([]int64, error)
+	// CopyTo makes a savepoint of checkpoint m in the local directory
+	// dir (see the function CopyTo).
+	CopyTo(m *Manifest, dir string) (*Manifest, error)
 }
 
 var _ Storage = (*Store)(nil)
