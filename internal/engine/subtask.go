@@ -209,15 +209,19 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		err := reader.Poll(att.ctx, emit)
 		st.in.Add(count)
 		have = false
+		if att.ctx.Err() != nil {
+			// The attempt ended (a failure elsewhere, a stop): a reader
+			// that returns without records when its context ends would
+			// otherwise be polled forever, since only pushing records
+			// notices the cancellation.
+			panic(errAttemptCanceled)
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				finished = true
 				out.control(ctl{kind: ctlFlush})
 				att.sourceFinished()
 				continue
-			}
-			if att.ctx.Err() != nil {
-				panic(errAttemptCanceled)
 			}
 			fail(fmt.Errorf("source %q subtask %d: %w", n.uid, st.index, err))
 		}
