@@ -334,8 +334,10 @@ func TestChaos(t *testing.T) {
 	// ended it) catch up, stop it gracefully, check everything.
 	stopGen()
 	for _, j := range jobs {
-		_ = j.cmd.Process.Signal(syscall.SIGCONT)
 		for {
+			// The last process may have been started with a stop
+			// failpoint it has not reached yet: keep waking it.
+			_ = j.cmd.Process.Signal(syscall.SIGCONT)
 			select {
 			case <-j.done:
 				j.cmd, j.done = j.runner.start()
@@ -350,10 +352,17 @@ func TestChaos(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		_ = j.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-j.done:
-		case <-time.After(time.Minute):
-			t.Fatalf("%s: no graceful stop within a minute\n%s", j.name, j.log)
+		stopBy := time.After(time.Minute)
+	wait:
+		for {
+			select {
+			case <-j.done:
+				break wait
+			case <-stopBy:
+				t.Fatalf("%s: no graceful stop within a minute\n%s", j.name, j.log)
+			case <-time.After(200 * time.Millisecond):
+				_ = j.cmd.Process.Signal(syscall.SIGCONT) // the final checkpoint may reach the stop failpoint
+			}
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -477,11 +486,11 @@ checkpointing:
   timeout: 1m
 state:
   dir: %s
-restart:
+%srestart:
   strategy: fixed-delay
   attempts: 1000
   delay: 200ms
-`, name, addr, input, name, pipeline, output, filepath.Join(dir, "state"))
+`, name, addr, input, name, pipeline, output, filepath.Join(dir, "state"), backendLine())
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
 		t.Fatal(err)
