@@ -108,6 +108,9 @@ func TestDamagedStateFileStopsTheJob(t *testing.T) {
 	dirs := checkpointDirs(t, stateDir)
 	newest := dirs[len(dirs)-1]
 	files, _ := filepath.Glob(filepath.Join(newest, "*.state"))
+	if len(files) == 0 { // pebble: the database's private files
+		files, _ = filepath.Glob(filepath.Join(newest, "*.db.MANIFEST-*"))
+	}
 	if len(files) == 0 {
 		t.Fatal("no state files in the newest checkpoint")
 	}

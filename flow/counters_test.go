@@ -32,7 +32,13 @@ func TestCountersCarryAcrossProcesses(t *testing.T) {
 		in := flow.Map(flow.From(env, src, flow.UID("src")), func(e event) event {
 			time.Sleep(100 * time.Microsecond)
 			if n := seen.Add(1); failAt > 0 && !failed.Load() && n >= failAt {
-				if j := job.Load(); j != nil && j.Stats().LastCheckpoint > 0 && failed.CompareAndSwap(false, true) {
+				// Fail once a checkpoint committed; until then slow the
+				// input down, so that it does not end first (barriers pass
+				// between records).
+				j := job.Load()
+				if j == nil || j.Stats().LastCheckpoint == 0 {
+					time.Sleep(time.Millisecond)
+				} else if failed.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}
 			}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -49,8 +47,7 @@ func crashChild(dir string) int {
 	})
 	env := flow.New(flow.JobName("crash"), flow.Checkpointing(15*time.Millisecond), flow.CheckpointMode(mode),
 		flow.StateDir(filepath.Join(dir, "state")), flow.RetainedCheckpoints(2),
-		flow.Restart(restart.Config{Strategy: restart.None}),
-		flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		flow.Restart(restart.Config{Strategy: restart.None}), quiet())
 	// Throttle so that an undisturbed run lasts a couple of seconds.
 	var n atomic.Int64
 	throttled := flow.Map(flow.From(env, src), func(e event) event {
@@ -210,8 +207,7 @@ func requireFailpoints(t *testing.T) {
 func TestFailpointCrashes(t *testing.T) {
 	requireFailpoints(t)
 	rng := crashSeed(t)
-	for _, fp := range []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
-		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore} {
+	for _, fp := range protocolFailpoints() {
 		hit := 1 + rng.IntN(5)
 		if fp == failpoint.DuringRestore {
 			hit = 1 // a process restores once, at its start
@@ -238,6 +234,17 @@ func TestFailpointCrashes(t *testing.T) {
 	}
 }
 
+// protocolFailpoints are the failpoints a keyed job with a durable sink
+// passes through; the upload of incremental state only with pebble.
+func protocolFailpoints() []string {
+	fps := []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
+		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore}
+	if os.Getenv(backendEnv) == flow.PebbleBackend {
+		fps = append(fps, failpoint.MidStateUpload)
+	}
+	return fps
+}
+
 func crashKills() int {
 	if os.Getenv("ONCEFLOW_LONG") != "" {
 		return 100
@@ -254,8 +261,7 @@ func TestSIGKILLAtLeastOnce(t *testing.T) { runCrashTest(t, "at-least-once", cra
 // is still exactly once.
 func TestFailpointErrors(t *testing.T) {
 	requireFailpoints(t)
-	for _, fp := range []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
-		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore} {
+	for _, fp := range protocolFailpoints() {
 		t.Run(fp, func(t *testing.T) {
 			spec := fp + "=error@2"
 			if fp == failpoint.DuringRestore {

@@ -1,10 +1,14 @@
 package flow
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/restart"
 )
 
@@ -85,6 +89,51 @@ func CheckpointConfig(cc CheckpointSettings) Option { return func(c *Env) { c.g.
 // StateDir is where checkpoints are stored (under DIR/<job>). Required when
 // checkpointing is on. Default: none.
 func StateDir(dir string) Option { return func(c *Env) { c.g.Cfg.StateDir = dir } }
+
+// State backends for StateBackend.
+const (
+	// MemoryBackend keeps keyed state in the Go heap as Go values: the
+	// fastest for state that fits in memory; every checkpoint writes all
+	// of it.
+	MemoryBackend = engine.BackendMemory
+	// PebbleBackend keeps keyed state in a Pebble database per keyed
+	// subtask on local disk (under StateDir/<job>/db): state larger than
+	// memory, incremental checkpoints that write only new files, and TTL
+	// entries removed from disk as they expire.
+	PebbleBackend = engine.BackendPebble
+)
+
+// StateBackend chooses where keyed state lives: MemoryBackend (default) or
+// PebbleBackend. A checkpoint restores into the backend that took it;
+// savepoints restore into either (docs/design.md, "State backends").
+func StateBackend(name string) Option { return func(c *Env) { c.g.Cfg.StateBackend = name } }
+
+// S3Options configures CheckpointsOnS3: Endpoint, Region, PathStyle,
+// Insecure (plain HTTP to a local test server), Transport, MaxRetries.
+// Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+// AWS_SESSION_TOKEN, then the shared credentials file, then the machine's
+// IAM role.
+type S3Options = s3store.Options
+
+// CheckpointsOnS3 keeps the job's checkpoints and savepoints' sources in
+// S3-compatible object storage under url/<job> (url is
+// s3://bucket/prefix), so that losing the machine does not lose the state.
+// StateDir is still needed: it holds the instance lock and the state
+// backend's working files. The bucket must exist; access is checked when
+// the job starts.
+func CheckpointsOnS3(url string, o S3Options) Option {
+	return func(c *Env) {
+		c.g.Cfg.OpenStorage = func(_, job string) (storage.Storage, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return s3store.Open(ctx, url, job, o)
+		}
+	}
+}
+
+// StateMemory is the memory budget of the Pebble backend, in bytes: block
+// cache and memtables of all the job's keyed subtasks. Default 256 MiB.
+func StateMemory(bytes int64) Option { return func(c *Env) { c.g.Cfg.StateMemory = bytes } }
 
 // RestartConfig selects a restart strategy and tunes it; a zero field means
 // the strategy's default (Flink's). Its fields:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,24 @@ import (
 	"github.com/onceflow/onceflow/flow/flowtest"
 )
 
-func quiet() flow.Option { return flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))) }
+// quiet discards the job's log and selects the state backend the test run
+// asks for: scripts/test runs this package's tests once per backend.
+func quiet() flow.Option {
+	return func(e *flow.Env) {
+		flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))(e)
+		testBackend()(e)
+	}
+}
+
+// backendEnv names the state backend tests run with (default: memory).
+const backendEnv = "ONCEFLOW_TEST_STATE_BACKEND"
+
+func testBackend() flow.Option {
+	if b := os.Getenv(backendEnv); b != "" {
+		return flow.StateBackend(b)
+	}
+	return func(*flow.Env) {}
+}
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {

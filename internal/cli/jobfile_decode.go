@@ -54,5 +54,16 @@ func (d *decoder) decodeState(path string, v *yaml.Node, s *StateConfig) {
 	d.mapping(path, v, map[string]field{
 		"dir":             d.str(&s.Dir),
 		"max-parallelism": d.integer(&s.MaxParallelism),
+		"backend":         d.oneOf(&s.Backend, BackendPebble, BackendMemory),
+		"memory":          d.size(&s.Memory),
+		"checkpoints":     d.str(&s.Checkpoints),
+		"s3": func(p string, v *yaml.Node) {
+			d.mapping(p, v, map[string]field{
+				"endpoint":   d.str(&s.S3.Endpoint),
+				"region":     d.str(&s.S3.Region),
+				"path-style": d.boolean(&s.S3.PathStyle),
+				"insecure":   d.boolean(&s.S3.Insecure),
+			})
+		},
 	})
 }

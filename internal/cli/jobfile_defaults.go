@@ -48,6 +48,12 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 	if jf.State.Dir == "" {
 		jf.State.Dir = DefaultStateDir
 	}
+	if jf.State.Backend == "" {
+		jf.State.Backend = BackendPebble
+	}
+	if jf.State.Backend == BackendPebble && jf.State.Memory == 0 {
+		jf.State.Memory = DefaultStateMemory
+	}
 	jf.State.Dir = d.abs(jf.State.Dir)
 }
 

@@ -251,7 +251,43 @@ type StateConfig struct {
 	// MaxParallelism is the number of key groups; it cannot change once a
 	// job has checkpoints. Default 0: the engine's (128).
 	MaxParallelism int
+	// Backend is where keyed state lives: BackendPebble (the default for
+	// job files) or BackendMemory.
+	Backend string
+	// Memory is the Pebble backend's memory budget in bytes. Default
+	// DefaultStateMemory.
+	Memory int64
+	// Checkpoints is where checkpoints live when not under Dir: an
+	// s3://bucket/prefix URL (the job's checkpoints go under
+	// prefix/<job>). Default "": Dir/<job>.
+	Checkpoints string
+	// S3 configures the S3 client when Checkpoints is an s3:// URL.
+	S3 S3Config
 }
+
+// S3Config is the state.s3 section. Credentials are not in the file: they
+// come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN,
+// the shared credentials file or the machine's IAM role.
+type S3Config struct {
+	// Endpoint is the server (host[:port] or URL); default
+	// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS.
+	Endpoint string
+	// Region defaults to AWS_REGION, then us-east-1.
+	Region string
+	// PathStyle addresses buckets as host/bucket (MinIO, SeaweedFS).
+	PathStyle bool
+	// Insecure uses plain HTTP for a host:port endpoint (local tests only).
+	Insecure bool
+}
+
+// State backends of StateConfig.Backend.
+const (
+	BackendPebble = flow.PebbleBackend
+	BackendMemory = flow.MemoryBackend
+)
+
+// DefaultStateMemory is StateConfig.Memory's default.
+const DefaultStateMemory = 256 << 20
 
 // DefaultStateDir is StateConfig.Dir's default, relative to the job
 // file's directory.

@@ -66,7 +66,7 @@ func TestParseOrdersExample(t *testing.T) {
 		Sink:          SinkConfig{Topic: "order-counts", Delivery: DeliveryExactlyOnce, MaxHeldBytes: 64 << 20, TransactionTimeout: 15 * time.Minute},
 		Checkpointing: checkpoint.Config{Interval: time.Second, Mode: checkpoint.ExactlyOnce, Timeout: time.Minute},
 		// Relative to the file's directory, here the working directory.
-		State:      StateConfig{Dir: filepath.Join(cwd, "onceflow-data")},
+		State:      StateConfig{Dir: filepath.Join(cwd, "onceflow-data"), Backend: BackendPebble, Memory: DefaultStateMemory},
 		Restart:    restart.Config{Strategy: restart.ExponentialDelay},
 		RestartSet: true,
 	}
@@ -177,6 +177,8 @@ checkpointing:
 state:
   dir: /var/lib/onceflow
   max-parallelism: 256
+  backend: pebble
+  memory: 64MiB
 restart:
   strategy: fixed-delay
   attempts: 5
@@ -224,7 +226,7 @@ restart:
 	if jf.Checkpointing != wantCP {
 		t.Errorf("checkpointing = %+v, want %+v", jf.Checkpointing, wantCP)
 	}
-	if want := (StateConfig{Dir: "/var/lib/onceflow", MaxParallelism: 256}); jf.State != want {
+	if want := (StateConfig{Dir: "/var/lib/onceflow", MaxParallelism: 256, Backend: BackendPebble, Memory: 64 << 20}); jf.State != want {
 		t.Errorf("state = %+v, want %+v", jf.State, want)
 	}
 	if want := (restart.Config{Strategy: restart.FixedDelay, Attempts: 5, NoDelay: true}); jf.Restart != want {

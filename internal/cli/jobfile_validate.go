@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
+
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
@@ -197,6 +199,20 @@ func (d *decoder) validateCheckpointing(jf *JobFile) {
 func (d *decoder) validateState(jf *JobFile) {
 	if mp := jf.State.MaxParallelism; d.at("state.max-parallelism") != 0 && !checkpoint.ValidMaxParallelism(mp) {
 		d.errorf(d.at("state.max-parallelism"), "state.max-parallelism %d is out of range: use %d..%d (default %d)", mp, checkpoint.MinMaxParallelism, checkpoint.MaxMaxParallelism, state.DefaultMaxParallelism)
+	}
+	if line := d.at("state.memory"); line != 0 && jf.State.Memory < 16<<20 {
+		d.errorf(line, "state.memory %s is below the 16MiB the pebble backend needs; use 64MiB or more (default 256MiB)", formatSize(jf.State.Memory))
+	}
+	if line := d.at("state.memory"); line != 0 && jf.State.Backend == BackendMemory {
+		d.errorf(line, "state.memory sets the pebble backend's budget, but state.backend is memory; remove state.memory or use backend: pebble")
+	}
+	if line := d.at("state.checkpoints"); line != 0 {
+		if _, _, err := s3store.ParseURL(jf.State.Checkpoints); err != nil {
+			d.errorf(line, "state.checkpoints: %v (leave it out to keep checkpoints under state.dir)", err)
+		}
+	}
+	if line := d.at("state.s3"); line != 0 && d.at("state.checkpoints") == 0 {
+		d.errorf(line, "state.s3 configures the S3 client, but state.checkpoints is not an s3:// URL; set state.checkpoints: s3://bucket/prefix")
 	}
 	if p := jf.Source.Parallelism; p > 0 && jf.State.MaxParallelism > 0 && p > jf.State.MaxParallelism {
 		d.errorf(d.at("source.parallelism"), "source.parallelism %d is above state.max-parallelism %d", p, jf.State.MaxParallelism)

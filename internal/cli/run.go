@@ -32,7 +32,7 @@ func runFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if err != nil {
 			return err
 		}
-		e.log.Info("starting job", "job", jf.Job, "file", absPath(jf.Path), "state_dir", jf.State.Dir, "checkpoints", filepath.Join(jf.State.Dir, jf.Job))
+		e.log.Info("starting job", "job", jf.Job, "file", absPath(jf.Path), "state_dir", jf.State.Dir, "checkpoints", checkpointsAt(jf))
 		if o.fromSavepoint != "" {
 			e.log.Info("starting from a savepoint; once the job has checkpoints that descend from it, a later start with the same --from-savepoint resumes them instead", "savepoint", o.fromSavepoint)
 		}
@@ -291,10 +291,16 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		flow.JobName(jf.Job),
 		flow.CheckpointConfig(jf.Checkpointing),
 		flow.StateDir(jf.State.Dir),
+		flow.StateBackend(jf.State.Backend),
+		flow.StateMemory(jf.State.Memory),
 		flow.Logger(e.log),
 	}
 	if jf.State.MaxParallelism > 0 {
 		opts = append(opts, flow.MaxParallelism(jf.State.MaxParallelism))
+	}
+	if jf.State.Checkpoints != "" {
+		s3 := jf.State.S3
+		opts = append(opts, flow.CheckpointsOnS3(jf.State.Checkpoints, flow.S3Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}))
 	}
 	if jf.RestartSet {
 		opts = append(opts, flow.Restart(jf.Restart))

@@ -112,7 +112,12 @@ func describeJob(w io.Writer, jf *JobFile) {
 	if jf.State.MaxParallelism > 0 {
 		maxPar = strconv.Itoa(jf.State.MaxParallelism)
 	}
-	fmt.Fprintf(w, "  state:      %s, checkpoints in %s, max parallelism %s\n", jf.State.Dir, filepath.Join(jf.State.Dir, jf.Job), maxPar)
+	backend := "in memory"
+	if jf.State.Backend == BackendPebble {
+		backend = "pebble (incremental checkpoints), memory budget " + formatSize(jf.State.Memory)
+	}
+	fmt.Fprintf(w, "  state:      %s, checkpoints in %s, max parallelism %s\n", jf.State.Dir, checkpointsAt(jf), maxPar)
+	fmt.Fprintf(w, "              keyed state %s\n", backend)
 	if jf.RestartSet {
 		fmt.Fprintf(w, "  restart:    %s\n", jf.Restart.Describe())
 	} else if cp.Enabled() {
@@ -143,4 +148,12 @@ func describeStartup(s Startup) string {
 		return fmt.Sprintf("from offsets of %d topics (else %s)", len(s.Offsets), s.Reset)
 	}
 	return string(s.Mode)
+}
+
+// checkpointsAt says where the job's checkpoints are.
+func checkpointsAt(jf *JobFile) string {
+	if jf.State.Checkpoints != "" {
+		return strings.TrimRight(jf.State.Checkpoints, "/") + "/" + jf.Job
+	}
+	return filepath.Join(jf.State.Dir, jf.Job)
 }

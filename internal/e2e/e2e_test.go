@@ -197,6 +197,16 @@ func kcatRead(t *testing.T, addr, topic string) []kafkatest.Record {
 	return recs
 }
 
+// backendLine is the state.backend line of the jobs the tests write: the
+// job-file default unless the run asks for a backend (scripts/test runs
+// these tests once per backend).
+func backendLine() string {
+	if b := os.Getenv("ONCEFLOW_TEST_STATE_BACKEND"); b != "" {
+		return "  backend: " + b + "\n"
+	}
+	return ""
+}
+
 func writeJob(t *testing.T, dir, name, addr, pipeline string) string {
 	t.Helper()
 	job := fmt.Sprintf(`job: %s
@@ -216,9 +226,9 @@ checkpointing:
   timeout: 1m
 state:
   dir: %s
-restart:
+%srestart:
   strategy: none
-`, name, addr, name, pipeline, name, filepath.Join(dir, "state"))
+`, name, addr, name, pipeline, name, filepath.Join(dir, "state"), backendLine())
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/state"
+	"github.com/onceflow/onceflow/state/pebblestate"
 )
 
 // ackMsg is a participant's answer to a barrier.
@@ -25,6 +26,7 @@ type ackMsg struct {
 	part  int
 	uid   string
 	keyed *storage.KeyedFile
+	db    *storage.DBSnapshot
 	blobs map[string][]byte
 	out   int64 // records a sink wrote in the epoch it prepared
 	err   error
@@ -65,6 +67,14 @@ type attempt struct {
 	incarnation string
 	// origin is the savepoint this attempt's checkpoints descend from.
 	origin *storage.Origin
+
+	// The Pebble state backend (nil pool: keyed state in the heap).
+	pool          *pebblestate.Pool
+	keyedSubtasks int
+	dbMu          sync.Mutex
+	dbDir         string
+	dbTemp        bool
+	dbs           []*dbState
 }
 
 // newIncarnation returns 16 random hex digits.
@@ -223,6 +233,13 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	for _, n := range j.g.nodes {
 		att.partBase[n] = att.parts
 		att.parts += par[n]
+		if n.kind == kindKeyed {
+			att.keyedSubtasks += par[n]
+		}
+	}
+	if cfg.StateBackend == BackendPebble && att.keyedSubtasks > 0 {
+		att.pool = pebblestate.NewPool(cfg.StateMemory)
+		defer att.closeDBs()
 	}
 	att.acks = make(chan ackMsg, att.parts*4)
 	// New ids continue above every id in use: the restored one, any

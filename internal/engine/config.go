@@ -40,6 +40,12 @@ type Config struct {
 	// and the job's name; default: a local directory StateDir/<job>
 	// (storage.Open). Object storage plugs in here.
 	OpenStorage func(stateDir, job string) (storage.Storage, error)
+	// StateBackend is where keyed state lives: BackendMemory (default) or
+	// BackendPebble.
+	StateBackend string
+	// StateMemory is the Pebble backend's memory budget in bytes (block
+	// cache and memtables of all the job's keyed subtasks); 0: 256 MiB.
+	StateMemory int64
 	// Errs collects mistakes found while the graph was built; Start
 	// reports them with the rest.
 	Errs []error
@@ -56,6 +62,7 @@ func DefaultConfig() Config {
 		Clock:           time.Now,
 		StopTimeout:     time.Minute,
 		OpenStorage:     openLocal,
+		StateBackend:    BackendMemory,
 	}
 }
 
@@ -88,6 +95,14 @@ func (c *Config) Validate() error {
 	}
 	if c.StartFresh && c.ResumeLatest {
 		add("StartFresh and ResumeLatestCheckpoint exclude each other: choose one")
+	}
+	switch c.StateBackend {
+	case "", BackendMemory, BackendPebble:
+	default:
+		add("state backend %q is unknown: use %q or %q", c.StateBackend, BackendMemory, BackendPebble)
+	}
+	if c.StateMemory < 0 {
+		add("state memory budget %d is negative", c.StateMemory)
 	}
 	if c.StopTimeout <= 0 {
 		add("stop timeout %v is not positive", c.StopTimeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
@@ -71,7 +72,10 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				p.ops = map[string]*storage.OperatorState{}
 				cfg.Hooks.started(CheckpointStarted{Job: cfg.Job, ID: a.ID, Savepoint: a.Savepoint, Time: now})
 				for _, st := range att.sources {
-					st.mail.Post(mail{kind: mailTrigger, b: runtime.Barrier{ID: a.ID, Savepoint: a.Savepoint}})
+					// Only a savepoint the user asked for needs keyed state in
+					// the portable format; a plain stop's final checkpoint
+					// is incremental like any other.
+					st.mail.Post(mail{kind: mailTrigger, b: runtime.Barrier{ID: a.ID, Savepoint: p.savepoint}})
 				}
 			case checkpoint.Commit:
 				p := pending[a.ID]
@@ -159,6 +163,9 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				}
 				if a.keyed != nil {
 					op.Keyed = append(op.Keyed, *a.keyed)
+				}
+				if a.db != nil {
+					op.DB = append(op.DB, *a.db)
 				}
 				for k, v := range a.blobs {
 					if op.Blobs == nil {
@@ -285,17 +292,12 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 	j.lastDur.Store(int64(dur))
 	j.committedThisRun.Store(true)
 	att.log.Debug("checkpoint committed", "checkpoint", p.id, "duration", dur)
-	var size int64
-	for _, op := range m.Operators {
-		for _, f := range op.Keyed {
-			size += f.Size
-		}
-	}
-	cfg.Hooks.completed(CheckpointCompleted{Job: cfg.Job, ID: p.id, Savepoint: p.savepoint, Duration: dur, StateBytes: size, Records: carry + p.out, Time: time.Now()})
+	size, written := stateBytes(m)
+	cfg.Hooks.completed(CheckpointCompleted{Job: cfg.Job, ID: p.id, Savepoint: p.savepoint, Duration: dur, StateBytes: size, WrittenBytes: written, Records: carry + p.out, Time: time.Now()})
 	if p.savepoint && p.req != nil {
 		if att.store == nil {
 			att.replySavepoint(p, "", errors.New("savepoints need a state directory: set flow.StateDir"))
-		} else if sp, err := storage.CopyTo(m, p.req.dir); err != nil {
+		} else if sp, err := att.store.CopyTo(m, p.req.dir); err != nil {
 			att.replySavepoint(p, "", fmt.Errorf("checkpoint %d committed but copying it into savepoint %s failed: %w", p.id, p.req.dir, err))
 		} else {
 			att.log.Info("savepoint written", "checkpoint", p.id, "dir", sp.Dir)
@@ -319,4 +321,25 @@ func (att *attempt) replySavepoint(p *pendingCP, path string, err error) {
 	default:
 	}
 	p.req = nil
+}
+
+// stateBytes returns the size of every state file checkpoint m needs, and
+// of those it wrote itself (with incremental snapshots, the files it
+// shares with earlier checkpoints are not written again).
+func stateBytes(m *storage.Manifest) (size, written int64) {
+	for _, op := range m.Operators {
+		for _, f := range op.Keyed {
+			size += f.Size
+			written += f.Size
+		}
+		for _, db := range op.DB {
+			for _, f := range db.Files {
+				size += f.Size
+				if !f.Shared || strings.HasPrefix(f.Path, storage.SharedName(m.CheckpointID, "")) {
+					written += f.Size
+				}
+			}
+		}
+	}
+	return size, written
 }

@@ -150,10 +150,20 @@ type keyedOp[T, U any] struct {
 	n       *Node
 	part    int
 	store   *state.Runtime
+	db      *dbState // nil: state in the heap
 	fn      func(T) error
 	out     input[U]
 	lastKey string
+	records int
 }
+
+// Expired state leaves a database through the TTL index (state.Runtime.Sweep):
+// every sweepEvery records up to sweepBatch entries, and more at a barrier.
+const (
+	sweepEvery   = 1024
+	sweepBatch   = 4096
+	sweepBarrier = 1 << 16
+)
 
 func (k *keyedOp[T, U]) key() string  { return k.store.CurrentKey() }
 func (k *keyedOp[T, U]) subtask() int { return k.st.index }
@@ -161,8 +171,19 @@ func (k *keyedOp[T, U]) subtask() int { return k.st.index }
 func newKeyedOp[T, U any](st *subtask, n *Node, setup KeyedSetup[T, U], out input[U]) *keyedOp[T, U] {
 	att := st.att
 	first, last := state.KeyGroupRange(st.index, st.par, att.cfg.MaxParallelism)
-	store := state.NewRuntime(first, last, att.cfg.MaxParallelism, att.cfg.Clock, nil)
-	op := &keyedOp[T, U]{st: st, n: n, part: att.partOf(n, st.index), store: store, out: out}
+	var (
+		backend state.Backend
+		ds      *dbState
+	)
+	if att.pool != nil {
+		var err error
+		if ds, err = att.openKeyedDB(n, st.index, first, last); err != nil {
+			panic(userError{err})
+		}
+		backend = ds.db
+	}
+	store := state.NewRuntime(first, last, att.cfg.MaxParallelism, att.cfg.Clock, backend)
+	op := &keyedOp[T, U]{st: st, n: n, part: att.partOf(n, st.index), store: store, db: ds, out: out}
 	fn, err := setup(store.Store(), KeyedContext{op}, Input[U]{out})
 	if err != nil {
 		panic(userError{fmt.Errorf("keyed operator %q: %w", n.uid, err)})
@@ -192,16 +213,37 @@ func (k *keyedOp[T, U]) pushKeyed(key string, kg int, x T) {
 	if err := k.fn(x); err != nil {
 		fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
 	}
+	if k.db != nil {
+		if k.records++; k.records%sweepEvery == 0 {
+			k.sweep(sweepBatch)
+		}
+	}
+}
+
+func (k *keyedOp[T, U]) sweep(limit int) {
+	if _, err := k.store.Sweep(limit); err != nil {
+		fail(fmt.Errorf("operator %q: remove expired state: %w", k.n.uid, err))
+	}
 }
 
 func (k *keyedOp[T, U]) control(c ctl) {
 	if c.kind == ctlBarrier {
 		k.store.ClearKey()
-		snap, err := k.store.Snapshot()
-		if err != nil {
-			fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
+		if k.db != nil && !c.b.Savepoint {
+			k.sweep(sweepBarrier)
+			first, last := k.store.KeyGroups()
+			if err := k.st.att.checkpointDB(c.b.ID, k.n, k.part, k.db, first, last); err != nil {
+				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
+			}
+		} else {
+			// The heap's snapshot, and every savepoint: the portable
+			// format, which restores into either backend.
+			snap, err := k.store.Snapshot()
+			if err != nil {
+				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
+			}
+			k.st.att.writeKeyed(c.b.ID, k.n, k.st.index, k.part, k.store, snap)
 		}
-		k.st.att.writeKeyed(c.b.ID, k.n, k.st.index, k.part, k.store, snap)
 	}
 	k.out.control(c)
 }

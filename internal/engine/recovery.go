@@ -390,9 +390,14 @@ func (j *Job) checkRestore(m *storage.Manifest) error {
 		return fmt.Errorf("%w: checkpoint %d was taken with max parallelism %d and the job now has %d; keyed state is sharded by it: set it back to %d (state.max-parallelism in a job file, flow.MaxParallelism in Go)", ErrRestoreRefused, m.CheckpointID, m.MaxParallelism, j.cfg.MaxParallelism, m.MaxParallelism)
 	}
 	var missing []string
-	for uid := range m.Operators {
+	for uid, op := range m.Operators {
 		if _, ok := j.g.uids[uid]; !ok {
 			missing = append(missing, uid)
+			continue
+		}
+		if len(op.DB) > 0 && j.cfg.StateBackend != BackendPebble {
+			return fmt.Errorf("%w: checkpoint %d in %s keeps the keyed state of operator %q as Pebble database files, and the job now keeps state in memory; set the state backend back to pebble (state.backend in a job file, flow.StateBackend in Go), or take a savepoint with it (savepoints use a portable format) and start the memory job from that savepoint",
+				ErrRestoreRefused, m.CheckpointID, m.Dir, uid)
 		}
 	}
 	sort.Strings(missing)

@@ -41,6 +41,7 @@ import (
 const (
 	AfterAlignment       = "after-alignment"        // a multi-input operator aligned barrier n, before it snapshots
 	AfterSnapshotWritten = "after-snapshot-written" // a keyed state file of checkpoint n is written, before the ack
+	MidStateUpload       = "mid-state-upload"       // pebble: one file of an incremental snapshot is stored, the rest not yet
 	MidManifestWrite     = "mid-manifest-write"     // the manifest temp file is written, before the rename
 	AfterSinkPrepare     = "after-sink-prepare"     // a sink pre-committed epoch n, before the ack
 	BeforeEndTxn         = "before-end-txn"         // Kafka: offsets and marker are in the transaction, before EndTxn
@@ -50,7 +51,7 @@ const (
 
 // Names lists every failpoint.
 func Names() []string {
-	return []string{AfterAlignment, AfterSnapshotWritten, MidManifestWrite, AfterSinkPrepare, BeforeEndTxn, AfterCommitPoint, DuringRestore}
+	return []string{AfterAlignment, AfterSnapshotWritten, MidStateUpload, MidManifestWrite, AfterSinkPrepare, BeforeEndTxn, AfterCommitPoint, DuringRestore}
 }
 
 // EnvVar is the environment variable read at start-up by binaries built

@@ -6,7 +6,10 @@ import "fmt"
 
 // Barrier is a checkpoint barrier as it travels with the records.
 type Barrier struct {
-	ID        int64
+	ID int64
+	// Savepoint marks a checkpoint that is copied into a savepoint the
+	// user asked for: keyed state is written in the portable format then,
+	// whatever the state backend (docs/design.md, "State backends").
 	Savepoint bool
 }
 
