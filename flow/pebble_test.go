@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -254,6 +255,58 @@ func TestCheckpointsOnS3SurviveTheMachine(t *testing.T) {
 	for _, c := range sink.Committed()[n0:] {
 		if c.N != before[c.Key]+1 {
 			t.Fatalf("key %s: count %d on a new machine, want %d", c.Key, c.N, before[c.Key]+1)
+		}
+	}
+}
+
+// slowGets delays every read of a shared state file.
+type slowGets struct {
+	next  http.RoundTripper
+	delay time.Duration
+	gets  atomic.Int64
+}
+
+func (s *slowGets) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/shared/") {
+		s.gets.Add(1)
+		time.Sleep(s.delay)
+	}
+	return s.next.RoundTrip(r)
+}
+
+// A restore that takes long while checkpoints are due every millisecond
+// and GC keeps one: no checkpoint can commit (and no GC remove the files
+// being read) before every subtask has restored, because each must
+// acknowledge it. The restore, at another parallelism, completes and every
+// count continues.
+func TestGCDoesNotRaceARestore(t *testing.T) {
+	srv := s3test.Start(t, true)
+	slow := &slowGets{next: srv.Transport}
+	const keys, perKey = 200, 5
+	sink := flowtest.NewSink[count]()
+	run := func(par, perKey int, tr http.RoundTripper) {
+		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
+		env := pebbleCountJob(src, sink, par, flow.StateDir(t.TempDir()), flow.Checkpointing(time.Millisecond), flow.RetainedCheckpoints(1),
+			flow.CheckpointsOnS3("s3://"+s3test.Bucket+"/gc", flow.S3Options{Endpoint: srv.URL, Transport: tr}))
+		n := len(sink.Committed())
+		if n == 0 {
+			n = keys * perKey
+		} else {
+			n += keys
+		}
+		runUntilCommitted(t, env, sink, n)
+	}
+	run(4, perKey, srv.Transport)
+	before := lastCounts(sink.Committed())
+	n0 := len(sink.Committed())
+	slow.delay = 20 * time.Millisecond
+	run(3, perKey+1, slow)
+	if slow.gets.Load() == 0 {
+		t.Fatal("the restore read no shared file")
+	}
+	for _, c := range sink.Committed()[n0:] {
+		if c.N != before[c.Key]+1 {
+			t.Fatalf("key %s: count %d after a slow restore, want %d", c.Key, c.N, before[c.Key]+1)
 		}
 	}
 }
