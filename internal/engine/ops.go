@@ -158,11 +158,13 @@ type keyedOp[T, U any] struct {
 }
 
 // Expired state leaves a database through the TTL index (state.Runtime.Sweep):
-// every sweepEvery records up to sweepBatch entries, and more at a barrier.
+// every sweepEvery records up to sweepBatch entries (four times what those
+// records can have written to the index), and as many at each barrier, so
+// an idle job drains it too. A sweep costs a few microseconds per entry;
+// the barrier's stays within the checkpoint's short synchronous part.
 const (
-	sweepEvery   = 1024
-	sweepBatch   = 4096
-	sweepBarrier = 1 << 16
+	sweepEvery = 1024
+	sweepBatch = 4096
 )
 
 func (k *keyedOp[T, U]) key() string  { return k.store.CurrentKey() }
@@ -230,7 +232,7 @@ func (k *keyedOp[T, U]) control(c ctl) {
 	if c.kind == ctlBarrier {
 		k.store.ClearKey()
 		if k.db != nil && !c.b.Savepoint {
-			k.sweep(sweepBarrier)
+			k.sweep(sweepBatch)
 			first, last := k.store.KeyGroups()
 			if err := k.st.att.checkpointDB(c.b.ID, k.n, k.part, k.db, first, last); err != nil {
 				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
