@@ -35,7 +35,10 @@ type Server struct {
 // certificate that only Transport trusts: use it for multipart uploads,
 // which gofakes3 mangles over plain HTTP (it keeps the per-chunk
 // signatures in the parts).
-func Start(t testing.TB, tls bool) *Server {
+//
+// wrap, if given, wraps the server's handler (a test that answers some
+// requests itself, such as refusing credentials).
+func Start(t testing.TB, tls bool, wrap ...func(http.Handler) http.Handler) *Server {
 	t.Helper()
 	for _, env := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_SESSION_TOKEN"} {
 		t.Setenv(env, "")
@@ -47,6 +50,9 @@ func Start(t testing.TB, tls bool) *Server {
 		t.Fatal(err)
 	}
 	h := gofakes3.New(backend).Server()
+	for _, w := range wrap {
+		h = w(h)
+	}
 	var srv *httptest.Server
 	if tls {
 		srv = httptest.NewTLSServer(h)

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/onceflow/onceflow/internal/s3test"
 )
 
 // The tests talk S3 over HTTPS to gofakes3, an S3 protocol server running
@@ -27,9 +25,9 @@ import (
 // to every real server on https.)
 
 const (
-	testBucket = "onceflow-checkpoints"
-	testKey    = "test-access-key"
-	testSecret = "test-secret-key"
+	testBucket = s3test.Bucket
+	testKey    = s3test.AccessKey
+	testSecret = s3test.SecretKey
 	// badSecretKey is an access key the fake knows but whose signatures it
 	// refuses, as a server does when the secret key is wrong.
 	badSecretKey = "key-with-wrong-secret"
@@ -52,26 +50,21 @@ type fakeS3 struct {
 // points the environment at the test's credentials only.
 func startS3(t *testing.T) *fakeS3 {
 	t.Helper()
-	for _, env := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY", "AWS_SECRET_KEY"} {
+	for _, env := range []string{"AWS_ACCESS_KEY", "AWS_SECRET_KEY"} {
 		t.Setenv(env, "")
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", testKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", testSecret)
-	backend := s3mem.New()
-	if err := backend.CreateBucket(testBucket); err != nil {
-		t.Fatal(err)
-	}
-	handler := checkAccessKey(gofakes3.New(backend).Server())
-	srv := httptest.NewTLSServer(handler)
-	t.Cleanup(srv.Close)
-	tls := srv.Client().Transport
+	var handler http.Handler
+	srv := s3test.Start(t, true, func(h http.Handler) http.Handler {
+		handler = checkAccessKey(h)
+		return handler
+	})
 	client, err := minio.New(strings.TrimPrefix(srv.URL, "https://"), &minio.Options{
-		Creds: credentials.NewStaticV4(testKey, testSecret, ""), Secure: true, Region: "us-east-1", Transport: tls,
+		Creds: credentials.NewStaticV4(testKey, testSecret, ""), Secure: true, Region: "us-east-1", Transport: srv.Transport,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeS3{url: srv.URL, handler: handler, tls: tls, client: client, cut: &cutter{next: tls}}
+	return &fakeS3{url: srv.URL, handler: handler, tls: srv.Transport, client: client, cut: &cutter{next: srv.Transport}}
 }
 
 // open opens the store of a new job under s3://testBucket/prefix.
