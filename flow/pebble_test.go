@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -307,6 +308,39 @@ func TestGCDoesNotRaceARestore(t *testing.T) {
 	for _, c := range sink.Committed()[n0:] {
 		if c.N != before[c.Key]+1 {
 			t.Fatalf("key %s: count %d after a slow restore, want %d", c.Key, c.N, before[c.Key]+1)
+		}
+	}
+}
+
+// A retained pebble checkpoint of another state directory, given as the
+// savepoint to start from: the new job stores its own copies of the files,
+// so it keeps working once the other directory is gone.
+func TestStartFromAnotherDirectorysPebbleCheckpoint(t *testing.T) {
+	const keys, perKey = 50, 4
+	sink := flowtest.NewSink[count]()
+	dirA, dirB := t.TempDir(), t.TempDir()
+	src := func(perKey int) flow.Source[event] {
+		return flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
+	}
+	runUntilCommitted(t, pebbleCountJob(src(perKey), sink, 2, flow.Checkpointing(5*time.Millisecond), flow.StateDir(dirA)), sink, keys*perKey)
+	ids, err := openStore(t, dirA, "sp").List()
+	if err != nil || len(ids) == 0 {
+		t.Fatalf("no checkpoint in %s: %v", dirA, err)
+	}
+	chk := openStore(t, dirA, "sp").Dir(ids[len(ids)-1])
+
+	for i, opts := range [][]flow.Option{{flow.FromSavepoint(chk)}, nil} {
+		before, n0 := lastCounts(sink.Committed()), len(sink.Committed())
+		runUntilCommitted(t, pebbleCountJob(src(perKey+i+1), sink, 2, append(opts, flow.Checkpointing(5*time.Millisecond), flow.StateDir(dirB))...), sink, n0+keys)
+		for _, c := range sink.Committed()[n0:] {
+			if c.N != before[c.Key]+1 {
+				t.Fatalf("run %d: key %s count %d, want %d", i, c.Key, c.N, before[c.Key]+1)
+			}
+		}
+		if i == 0 {
+			if err := os.RemoveAll(dirA); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

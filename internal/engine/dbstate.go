@@ -153,8 +153,10 @@ func (att *attempt) openKeyedDB(n *Node, subtask, first, last int) (*dbState, er
 			return nil, fmt.Errorf("restore the state of %q subtask %d: %w", n.uid, subtask, err)
 		}
 	}
-	if !att.restored.Savepoint {
-		// The base's SSTs are in the store already: reference them.
+	if att.restored.Dir == att.store.Dir(att.restored.CheckpointID) {
+		// The base's SSTs are in this job's store already: reference
+		// them. (A checkpoint of another directory given as
+		// --from-savepoint has them elsewhere: they are stored anew.)
 		for _, f := range base.Files {
 			if f.Shared && strings.HasSuffix(f.Name, ".sst") {
 				ds.stored[f.Name] = f
