@@ -36,6 +36,9 @@ func (d *DB) Checkpoint(dir string) ([]string, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("pebblestate: checkpoint of %s into %s: %w", d.dir, dir, err)
 	}
+	if err := d.commitBatch(); err != nil {
+		return nil, err
+	}
 	if d.dirty {
 		// Without a WAL, a checkpoint holds only what is in sstables.
 		if err := d.db.Flush(); err != nil {
@@ -84,6 +87,10 @@ func (d *DB) Clip(first, last int) error {
 	if err := d.checkRange("clip", first, last); err != nil {
 		return err
 	}
+	if err := d.commitBatch(); err != nil {
+		return err
+	}
+	d.cache.clear()
 	if first > 0 {
 		if err := d.db.DeleteRange(groupStart(0), groupStart(first), pebble.NoSync); err != nil {
 			return fmt.Errorf("pebblestate: clip %s to key groups %d..%d: %w", d.dir, first, last, err)
@@ -115,6 +122,10 @@ func (d *DB) Import(src *DB, lo, hi int) (keys int64, err error) {
 	if src.maxPar != d.maxPar {
 		return 0, fmt.Errorf("pebblestate: import from %s into %s: maxParallelism %d differs from %d", src.dir, d.dir, src.maxPar, d.maxPar)
 	}
+	if err := errors.Join(d.commitBatch(), src.commitBatch()); err != nil {
+		return 0, err
+	}
+	d.cache.clear()
 	if err := d.checkRange("import into", lo, hi); err != nil {
 		return 0, err
 	}

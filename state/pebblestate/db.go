@@ -37,6 +37,57 @@ type DB struct {
 	// another's fn gets bounds of its own.
 	ranging  int
 	iterOpts pebble.IterOptions
+	// cache answers Get for recently read and written keys (cache.go).
+	cache readCache
+	// batch collects Puts and Deletes, committed every batchOps writes and
+	// before anything reads Pebble itself; until then the cache answers
+	// for them (cache.go).
+	batch   *pebble.Batch
+	batched int
+}
+
+// batchOps is how many writes a batch collects: one commit instead of
+// batchOps, which is most of what a write costs.
+const batchOps = 1024
+
+// commitBatch commits the writes collected so far.
+func (d *DB) commitBatch() error {
+	if d.batched == 0 {
+		return nil
+	}
+	err := d.batch.Commit(pebble.NoSync)
+	d.batch.Reset()
+	d.batched = 0
+	if err != nil {
+		// What the batch held is lost: the cache must not claim it.
+		d.cache.clear()
+		return fmt.Errorf("pebblestate: write to %s: %w", d.dir, err)
+	}
+	return nil
+}
+
+// batchWrite adds a write to the batch (set, or delete when del).
+func (d *DB) batchWrite(key, value []byte, del bool) error {
+	if d.readOnly {
+		return errors.New("the DB is open read-only")
+	}
+	if d.batch == nil {
+		d.batch = d.db.NewBatch()
+	}
+	var err error
+	if del {
+		err = d.batch.Delete(key, nil)
+	} else {
+		err = d.batch.Set(key, value, nil)
+	}
+	if err != nil {
+		return err
+	}
+	d.batched++
+	if d.batched >= batchOps {
+		return d.commitBatch()
+	}
+	return nil
 }
 
 // Open opens the DB in dir, creating it if it does not exist. dbs is how
@@ -86,7 +137,9 @@ func (p *Pool) open(dir string, dbs, maxParallelism int, readOnly bool) (*DB, er
 			return nil, fmt.Errorf("pebblestate: %s %s: flush: %w", how, dir, err)
 		}
 	}
-	return &DB{db: db, opts: opts, dir: dir, maxPar: maxParallelism, readOnly: readOnly}, nil
+	d := &DB{db: db, opts: opts, dir: dir, maxPar: maxParallelism, readOnly: readOnly, cache: newReadCache(p.readCacheSize(dbs, readOnly))}
+	d.cache.beforeShrink = d.commitBatch
+	return d, nil
 }
 
 // Dir returns the directory of the DB.
@@ -138,8 +191,16 @@ func (d *DB) Get(kg int, st string, key []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
+	if e := d.cache.get(d.key); e != nil {
+		if e.absent {
+			return nil, false, nil
+		}
+		d.val = append(d.val[:0], e.val...) // a copy: a later Put must not change it
+		return d.val, true, nil
+	}
 	v, closer, err := d.db.Get(d.key)
 	if errors.Is(err, pebble.ErrNotFound) {
+		d.cache.set(d.key, nil, true)
 		return nil, false, nil
 	}
 	if err != nil {
@@ -149,6 +210,7 @@ func (d *DB) Get(kg int, st string, key []byte) ([]byte, bool, error) {
 	if err := closer.Close(); err != nil {
 		return nil, false, d.failed("get", kg, st, err)
 	}
+	d.cache.set(d.key, d.val, false)
 	return d.val, true, nil
 }
 
@@ -159,10 +221,14 @@ func (d *DB) Put(kg int, st string, key, value []byte) error {
 		return err
 	}
 	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
-	if err := d.db.Set(d.key, value, pebble.NoSync); err != nil {
+	// The batch first, then the cache: a full cache commits the batch
+	// (this write included) before it forgets anything.
+	d.dirty = true
+	if err := d.batchWrite(d.key, value, false); err != nil {
+		d.cache.drop(d.key)
 		return d.failed("put", kg, st, err)
 	}
-	d.dirty = true
+	d.cache.set(d.key, value, false)
 	return nil
 }
 
@@ -172,10 +238,12 @@ func (d *DB) Delete(kg int, st string, key []byte) error {
 		return err
 	}
 	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
-	if err := d.db.Delete(d.key, pebble.NoSync); err != nil {
+	d.dirty = true
+	if err := d.batchWrite(d.key, nil, true); err != nil {
+		d.cache.drop(d.key)
 		return d.failed("delete", kg, st, err)
 	}
-	d.dirty = true
+	d.cache.set(d.key, nil, true)
 	return nil
 }
 
@@ -196,6 +264,9 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 	if err := d.checkGroup("delete prefix", kg, st); err != nil {
 		return err
 	}
+	if err := d.commitBatch(); err != nil {
+		return err
+	}
 	opts, _ := d.bounds(kg, st, prefix)
 	it, err := d.db.NewIter(opts)
 	if err != nil {
@@ -209,6 +280,7 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 		if b == nil {
 			b = d.db.NewBatch()
 		}
+		d.cache.drop(it.Key())
 		if err := b.Delete(it.Key(), nil); err != nil {
 			_ = b.Close()
 			_ = it.Close()
@@ -220,6 +292,7 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 	switch {
 	case err != nil:
 	case n > pointDeleteMax:
+		d.cache.clear() // which cached keys lie in the range is not known
 		err = d.db.DeleteRange(opts.LowerBound, opts.UpperBound, pebble.NoSync)
 	case n > 0:
 		err = b.Commit(pebble.NoSync)
@@ -265,6 +338,9 @@ func (d *DB) Range(kg int, st string, prefix []byte, fn func(key, value []byte) 
 	if err := d.checkGroup("range", kg, st); err != nil {
 		return err
 	}
+	if err := d.commitBatch(); err != nil {
+		return err
+	}
 	opts, strip := d.bounds(kg, st, prefix)
 	it, err := d.db.NewIter(opts)
 	if err != nil {
@@ -303,6 +379,9 @@ func (d *DB) DiskUsage() int64 {
 // next open of the directory may or may not see them, so a DB is restored
 // from a checkpoint, not reopened in place after a failure.
 func (d *DB) Close() error {
+	if d.batch != nil {
+		_ = d.batch.Close() // uncommitted writes are lost with the DB: the checkpoint is the durability
+	}
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("pebblestate: close %s: %w", d.dir, err)
 	}

@@ -87,7 +87,7 @@ func NewPool(budget int64) *Pool {
 	shards := 2 * runtime.GOMAXPROCS(0)
 	return &Pool{
 		budget:    budget,
-		cache:     pebble.NewCache(budget),
+		cache:     pebble.NewCache(budget - budget/readCacheShare),
 		fileCache: pebble.NewFileCache(shards, 1000),
 	}
 }
@@ -102,6 +102,19 @@ func (p *Pool) Close() {
 		p.cache.Unref()
 		p.fileCache.Unref()
 	})
+}
+
+// readCacheShare: the DBs' read caches (cache.go) share 1/readCacheShare of
+// the budget; Pebble's block cache, memtables included, has the rest.
+const readCacheShare = 4
+
+// readCacheSize returns the read cache of each of dbs DBs (none for a
+// read-only DB, which is read once, by Import).
+func (p *Pool) readCacheSize(dbs int, readOnly bool) int64 {
+	if readOnly {
+		return 0
+	}
+	return p.budget / readCacheShare / int64(max(dbs, 1))
 }
 
 // memTableSize returns the memtable size of each of dbs DBs: a quarter of
