@@ -6,8 +6,9 @@
 // broker and one input topic, a hand-written franz-go transactional
 // consume->produce loop (the ceiling: the least work an exactly-once copy
 // through Kafka transactions can do with the same client library) and two
-// onceflow jobs doing the same copy with checkpoints, and reports each as a
-// ratio of the ceiling. Ratios taken in the same run are comparable across
+// onceflow jobs doing the same copy with checkpoints (a pass-through, and a
+// keyed count once per state backend), and reports each as a ratio of the
+// ceiling. Ratios taken in the same run are comparable across
 // runs and machines; the absolute numbers are not.
 //
 // Every run's output is read back with a read_committed consumer and must
@@ -44,12 +45,23 @@ const (
 	DefaultCheckpointInterval = time.Second
 )
 
-// Names of the measured runs, in the order [Run] returns them.
+// Names of the measured runs, in the order [Run] returns them: the
+// ceiling, the pass-through, then the keyed count once per backend of
+// Config.Backends ([CountName]).
 const (
 	NameCeiling     = "franz-go txn loop (ceiling)"
 	NamePassThrough = "onceflow pass-through"
-	NameCount       = "onceflow keyed count"
+	NameCountMemory = "onceflow keyed count (memory)"
+	NameCountPebble = "onceflow keyed count (pebble)"
 )
+
+// CountName is the name of the keyed count run with the state backend
+// backend (flow.MemoryBackend, flow.PebbleBackend).
+func CountName(backend string) string { return "onceflow keyed count (" + backend + ")" }
+
+// DefaultBackends are the state backends the keyed count runs with by
+// default, in this order.
+var DefaultBackends = []string{flow.MemoryBackend, flow.PebbleBackend}
 
 // Config configures [Run]. The zero value is the default benchmark.
 type Config struct {
@@ -70,6 +82,14 @@ type Config struct {
 	// Keys is the number of distinct record keys, default 10,000. The
 	// keyed count job keeps one counter per key.
 	Keys int
+	// Backends are the state backends the keyed count job runs with, one
+	// run each, in this order (flow.MemoryBackend, flow.PebbleBackend),
+	// default [DefaultBackends]: both, so the heap and Pebble are measured
+	// against the same ceiling.
+	Backends []string
+	// StateMemory is the Pebble backend's memory budget (flow.StateMemory),
+	// default 0: the library's default.
+	StateMemory int64
 	// CheckpointInterval is both the onceflow jobs' checkpoint interval
 	// and how often the ceiling commits its transaction, default 1s, so
 	// all three pay for the same number of commits.
@@ -95,6 +115,9 @@ func (c *Config) withDefaults() {
 	if c.CheckpointInterval == 0 {
 		c.CheckpointInterval = DefaultCheckpointInterval
 	}
+	if len(c.Backends) == 0 {
+		c.Backends = append([]string(nil), DefaultBackends...)
+	}
 }
 
 // validate reports, for a defaulted c, the settings that cannot work.
@@ -109,12 +132,23 @@ func (c *Config) validate() error {
 		{c.ValueSize < 0, fmt.Sprintf("value size %d is negative: use 1 or more bytes (0 means the default %d)", c.ValueSize, DefaultValueSize)},
 		{c.Keys < 0, fmt.Sprintf("key count %d is negative: use 1 or more (0 means the default %d)", c.Keys, DefaultKeys)},
 		{c.CheckpointInterval < 0, fmt.Sprintf("checkpoint interval %v is negative (0 means the default %v)", c.CheckpointInterval, DefaultCheckpointInterval)},
+		{c.StateMemory < 0, fmt.Sprintf("state memory %d is negative (0 means the library's default)", c.StateMemory)},
 	}
 	var errs []error
 	for _, ch := range checks {
 		if ch.bad {
 			errs = append(errs, errors.New(ch.msg))
 		}
+	}
+	seen := map[string]bool{}
+	for _, be := range c.Backends {
+		switch {
+		case be != flow.MemoryBackend && be != flow.PebbleBackend:
+			errs = append(errs, fmt.Errorf("state backend %q is unknown: use %q or %q", be, flow.MemoryBackend, flow.PebbleBackend))
+		case seen[be]:
+			errs = append(errs, fmt.Errorf("state backend %q is listed twice: each runs once", be))
+		}
+		seen[be] = true
 	}
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
@@ -126,7 +160,8 @@ func (c *Config) validate() error {
 
 // Result is the measurement of one run.
 type Result struct {
-	// Name names the run (NameCeiling, NamePassThrough, NameCount).
+	// Name names the run (NameCeiling, NamePassThrough, CountName of a
+	// backend).
 	Name string
 	// Records is how many records the run copied, verified in its output.
 	Records int
@@ -141,9 +176,9 @@ type Result struct {
 }
 
 // Run produces cfg.Records keyed records into a fresh input topic (not
-// timed), then times three bounded copies of that input, each to its own
-// output topic: the ceiling, the onceflow pass-through job and the onceflow
-// keyed count job. It verifies each output with a read_committed reader
+// timed), then times bounded copies of that input, each to its own output
+// topic: the ceiling, the onceflow pass-through job and the onceflow keyed
+// count job once per state backend of cfg.Backends. It verifies each output with a read_committed reader
 // and fails if a run lost or duplicated records. The results come in that
 // order, each with its ratio to the ceiling.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
@@ -210,7 +245,11 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 			}
 		}()
 	}
-	for _, s := range []string{"in", "ceiling", "passthrough", "count"} {
+	suffixes := []string{"in", "ceiling", "passthrough"}
+	for _, be := range b.cfg.Backends {
+		suffixes = append(suffixes, "count-"+be)
+	}
+	for _, s := range suffixes {
 		t := b.topic(s)
 		if err := createTopic(ctx, adm, t, b.cfg.Partitions); err != nil {
 			return nil, err
@@ -222,13 +261,17 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		return nil, err
 	}
 
-	runs := []struct {
+	type measured struct {
 		name, label, out string
 		fn               func(ctx context.Context, out string) error
-	}{
-		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling},
-		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough},
-		{NameCount, "count", b.topic("count"), b.runCount},
+		counts           bool // the output holds running counts per key
+	}
+	runs := []measured{
+		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling, false},
+		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough, false},
+	}
+	for _, be := range b.cfg.Backends {
+		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true})
 	}
 	var rs []Result
 	for _, r := range runs {
@@ -240,7 +283,8 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		// The label marks the CPU the run's goroutines (and the
 		// clients they start) spend, so a profile of the whole
 		// benchmark can be narrowed to one run:
-		// go tool pprof -tagfocus run=pass-through.
+		// go tool pprof -tagfocus run=pass-through (or ceiling,
+		// count-memory, count-pebble).
 		pprof.Do(ctx, pprof.Labels("run", r.label), func(ctx context.Context) {
 			start := time.Now()
 			rerr = r.fn(ctx, r.out)
@@ -252,7 +296,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		res := Result{Name: r.name, Records: b.cfg.Records, Elapsed: el, RecordsPerSec: float64(b.cfg.Records) / el.Seconds()}
 		b.logf("%s: %d records in %v (%.0f records/s); verifying the output", r.name, res.Records, el.Round(time.Millisecond), res.RecordsPerSec)
 		var v verifier = countOnly{}
-		if r.name == NameCount {
+		if r.counts {
 			v = &countVerifier{perKey: b.perKey}
 		}
 		if err := verifyOutput(ctx, b.brokers, r.out, b.cfg.Records, v); err != nil {
@@ -432,17 +476,17 @@ func (b *bench) runCeiling(ctx context.Context, out string) error {
 
 // jobEnv returns a fresh job environment with checkpoints under a
 // temporary directory, removed by the returned func.
-func (b *bench) jobEnv(job string) (*flow.Env, func(), error) {
+func (b *bench) jobEnv(job string, opts ...flow.Option) (*flow.Env, func(), error) {
 	dir, err := os.MkdirTemp("", "onceflow-bench-")
 	if err != nil {
 		return nil, nil, err
 	}
-	env := flow.New(
+	env := flow.New(append([]flow.Option{
 		flow.JobName(job),
 		flow.Checkpointing(b.cfg.CheckpointInterval),
 		flow.StateDir(dir),
 		flow.Logger(slog.New(slog.DiscardHandler)),
-	)
+	}, opts...)...)
 	return env, func() { os.RemoveAll(dir) }, nil
 }
 
@@ -462,15 +506,16 @@ func (b *bench) connectors(job, out string) (*kafka.Source, *kafka.Sink, error) 
 }
 
 // runJob runs the onceflow job named name from the input to out, with
-// pipeline between the Kafka source and sink.
-func (b *bench) runJob(ctx context.Context, name, out string, pipeline func(flow.Stream[kafka.Record]) flow.Stream[kafka.Record]) error {
+// pipeline between the Kafka source and sink and opts added to the job's
+// options.
+func (b *bench) runJob(ctx context.Context, name, out string, pipeline func(flow.Stream[kafka.Record]) flow.Stream[kafka.Record], opts ...flow.Option) error {
 	job := b.topic(name)
 	src, sink, err := b.connectors(job, out)
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	env, cleanup, err := b.jobEnv(job)
+	env, cleanup, err := b.jobEnv(job, opts...)
 	if err != nil {
 		return err
 	}
@@ -486,10 +531,14 @@ func (b *bench) runPassThrough(ctx context.Context, out string) error {
 }
 
 // runCount runs the onceflow job source -> keyBy(key) -> count per key in
-// keyed state -> sink, writing each record's key with its running count in
-// decimal.
-func (b *bench) runCount(ctx context.Context, out string) error {
-	return b.runJob(ctx, "count", out, func(in flow.Stream[kafka.Record]) flow.Stream[kafka.Record] {
+// keyed state held by backend -> sink, writing each record's key with its
+// running count in decimal.
+func (b *bench) runCount(ctx context.Context, out, backend string) error {
+	opts := []flow.Option{flow.StateBackend(backend)}
+	if b.cfg.StateMemory > 0 {
+		opts = append(opts, flow.StateMemory(b.cfg.StateMemory))
+	}
+	return b.runJob(ctx, "count-"+backend, out, func(in flow.Stream[kafka.Record]) flow.Stream[kafka.Record] {
 		keyed := flow.KeyBy(in, func(r kafka.Record) string { return string(r.Key) })
 		return flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[kafka.Record, kafka.Record] {
 			n := state.NewValue[int64](s, "n")
@@ -501,7 +550,7 @@ func (b *bench) runCount(ctx context.Context, out string) error {
 				return nil
 			}
 		})
-	})
+	}, opts...)
 }
 
 // Format renders rs as an aligned table.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,13 +12,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // TestRunSmall runs the whole benchmark on a small input. It asserts what
-// Run promises besides speed: three results in order, each having copied
-// and verified every record, ratios relative to the first.
+// Run promises besides speed: the ceiling, the pass-through and the keyed
+// count on each backend, in order, each having copied and verified every
+// record (the counts per key included), ratios relative to the first.
 func TestRunSmall(t *testing.T) {
 	cfg := Config{Records: 20_000, Partitions: 2, Keys: 500, CheckpointInterval: 10 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
 	rs, err := Run(kafkatest.ContextTimeout(t, 2*time.Minute), cfg)
@@ -25,7 +28,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", Format(rs))
-	names := []string{NameCeiling, NamePassThrough, NameCount}
+	names := []string{NameCeiling, NamePassThrough, NameCountMemory, NameCountPebble}
 	if len(rs) != len(names) {
 		t.Fatalf("got %d results, want %d", len(rs), len(names))
 	}
@@ -45,10 +48,17 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
-// TestBenchFull runs the default benchmark; set ONCEFLOW_BENCH=1 to run it
-// and ONCEFLOW_BENCH_RECORDS=N for another size (the default 200k runs well
-// under a second per job, so fixed start-up costs weigh in and no periodic
-// checkpoint happens; 2M includes them).
+// TestBenchFull runs the default benchmark; set ONCEFLOW_BENCH=1 to run it.
+// Other settings, from the environment:
+//
+//	ONCEFLOW_BENCH_RECORDS=N     input records (default 200k, which runs well
+//	                             under a second per job, so fixed start-up
+//	                             costs weigh in and no periodic checkpoint
+//	                             happens; 2M includes them)
+//	ONCEFLOW_BENCH_KEYS=N        distinct keys, the keyed count's state size
+//	ONCEFLOW_BENCH_BACKENDS=a,b  the keyed count's backends (memory,pebble)
+//	ONCEFLOW_BENCH_TIMEOUT=d     bound of the whole run (default 10m; pass a
+//	                             longer go test -timeout too)
 func TestBenchFull(t *testing.T) {
 	if os.Getenv("ONCEFLOW_BENCH") != "1" {
 		t.Skip("set ONCEFLOW_BENCH=1 to run the full benchmark")
@@ -57,7 +67,21 @@ func TestBenchFull(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("ONCEFLOW_BENCH_RECORDS")); err == nil {
 		cfg.Records = n
 	}
-	rs, err := Run(kafkatest.ContextTimeout(t, 10*time.Minute), cfg)
+	if n, err := strconv.Atoi(os.Getenv("ONCEFLOW_BENCH_KEYS")); err == nil {
+		cfg.Keys = n
+	}
+	if s := os.Getenv("ONCEFLOW_BENCH_BACKENDS"); s != "" {
+		cfg.Backends = strings.Split(s, ",")
+	}
+	timeout := 10 * time.Minute
+	if s := os.Getenv("ONCEFLOW_BENCH_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("ONCEFLOW_BENCH_TIMEOUT: %v", err)
+		}
+		timeout = d
+	}
+	rs, err := Run(kafkatest.ContextTimeout(t, timeout), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +102,10 @@ func TestConfigValidate(t *testing.T) {
 		{"negative keys", Config{Keys: -1}, "key count -1 is negative"},
 		{"negative interval", Config{CheckpointInterval: -time.Second}, "checkpoint interval -1s is negative"},
 		{"empty broker", Config{Brokers: []string{"a:1", " "}}, "broker address 1 is empty"},
+		{"negative state memory", Config{StateMemory: -1}, "state memory -1 is negative"},
+		{"unknown backend", Config{Backends: []string{"rocksdb"}}, `state backend "rocksdb" is unknown`},
+		{"backend twice", Config{Backends: []string{"pebble", "memory", "pebble"}}, `state backend "pebble" is listed twice`},
+		{"one backend", Config{Backends: []string{"pebble"}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +131,12 @@ func TestConfigDefaults(t *testing.T) {
 	want := Config{Records: DefaultRecords, Partitions: DefaultPartitions, ValueSize: DefaultValueSize, Keys: DefaultKeys, CheckpointInterval: DefaultCheckpointInterval}
 	if c.Records != want.Records || c.Partitions != want.Partitions || c.ValueSize != want.ValueSize || c.Keys != want.Keys || c.CheckpointInterval != want.CheckpointInterval {
 		t.Errorf("defaults %+v, want %+v", c, want)
+	}
+	if want := []string{flow.MemoryBackend, flow.PebbleBackend}; !slices.Equal(c.Backends, want) {
+		t.Errorf("default backends %v, want %v", c.Backends, want)
+	}
+	if CountName(flow.MemoryBackend) != NameCountMemory || CountName(flow.PebbleBackend) != NameCountPebble {
+		t.Errorf("CountName: %q, %q; want %q, %q", CountName(flow.MemoryBackend), CountName(flow.PebbleBackend), NameCountMemory, NameCountPebble)
 	}
 }
 
