@@ -23,10 +23,13 @@ func WithTTL(ttl time.Duration) Option {
 	return func(o *options) { o.ttl = ttl }
 }
 
-func buildOptions(opts []Option) options {
+func buildOptions(s *Store, opts []Option) options {
 	var o options
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.ttl > 0 {
+		s.sc.ttl = true
 	}
 	return o
 }
@@ -91,7 +94,7 @@ func NewValue[V any](s *Store, name string, opts ...Option) *Value[V] {
 
 // NewValueWithCodec is NewValue with an explicit codec.
 func NewValueWithCodec[V any](s *Store, name string, c Codec[V], opts ...Option) *Value[V] {
-	v := &Value[V]{nm: name, s: s.sc, codec: c, o: buildOptions(opts)}
+	v := &Value[V]{nm: name, s: s.sc, codec: c, o: buildOptions(s, opts)}
 	if s.sc.backend == nil {
 		v.groups = make([]map[string]entry[V], s.sc.groups())
 		for i := range v.groups {
@@ -267,7 +270,7 @@ func NewMap[UK comparable, V any](s *Store, name string, opts ...Option) *Map[UK
 
 // NewMapWithCodecs is NewMap with explicit codecs.
 func NewMapWithCodecs[UK comparable, V any](s *Store, name string, kc Codec[UK], vc Codec[V], opts ...Option) *Map[UK, V] {
-	m := &Map[UK, V]{nm: name, s: s.sc, kc: kc, vc: vc, o: buildOptions(opts)}
+	m := &Map[UK, V]{nm: name, s: s.sc, kc: kc, vc: vc, o: buildOptions(s, opts)}
 	if s.sc.backend == nil {
 		m.groups = make([]map[string]map[UK]entry[V], s.sc.groups())
 		for i := range m.groups {
@@ -603,7 +606,7 @@ func NewList[V any](s *Store, name string, opts ...Option) *List[V] {
 
 // NewListWithCodec is NewList with an explicit codec.
 func NewListWithCodec[V any](s *Store, name string, c Codec[V], opts ...Option) *List[V] {
-	l := &List[V]{nm: name, s: s.sc, codec: c, o: buildOptions(opts)}
+	l := &List[V]{nm: name, s: s.sc, codec: c, o: buildOptions(s, opts)}
 	if s.sc.backend == nil {
 		l.groups = make([]map[string][]entry[V], s.sc.groups())
 		for i := range l.groups {

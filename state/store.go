@@ -45,6 +45,7 @@ type scope struct {
 	ttlKey              []byte         // TTL index key being built
 	sweepKeys           [][]byte       // due TTL index keys of one Sweep
 	orphanNames         map[string]bool
+	ttl                 bool // a handle has a TTL: Sweep has work
 }
 
 // NewRuntime returns keyed state for the key groups first..last (inclusive)

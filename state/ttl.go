@@ -42,10 +42,11 @@ func (s *scope) indexExpiry(kg int, state string, key []byte, exp int64) error {
 // state entries they name that are still expired, from the backend; it
 // returns how many state entries it removed. Without a Backend it does
 // nothing: the heap drops expired entries at each snapshot. The runtime
-// calls it from the subtask's goroutine, between records.
+// calls it from the subtask's goroutine, between records. It does nothing
+// when no handle has a TTL.
 func (r *Runtime) Sweep(limit int) (removed int, err error) {
 	s := r.sc
-	if s.backend == nil || limit <= 0 {
+	if s.backend == nil || limit <= 0 || !s.ttl {
 		return 0, nil
 	}
 	now := s.now().UnixMilli()
