@@ -201,6 +201,13 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			if stopping {
 				return nil
 			}
+			// A task that failed ended the others: its error, ready at
+			// the same time, is the reason (select picks at random).
+			select {
+			case err := <-att.failures:
+				return err
+			default:
+			}
 			return errors.New("every task ended without a final checkpoint")
 		case <-att.ctx.Done():
 			return errAttemptCanceled
