@@ -91,6 +91,7 @@ func (d *DB) Clip(first, last int) error {
 		return err
 	}
 	d.cache.clear()
+	d.changed()
 	if first > 0 {
 		if err := d.db.DeleteRange(groupStart(0), groupStart(first), pebble.NoSync); err != nil {
 			return fmt.Errorf("pebblestate: clip %s to key groups %d..%d: %w", d.dir, first, last, err)
@@ -126,6 +127,7 @@ func (d *DB) Import(src *DB, lo, hi int) (keys int64, err error) {
 		return 0, err
 	}
 	d.cache.clear()
+	d.changed()
 	if err := d.checkRange("import into", lo, hi); err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package pebblestate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -44,6 +45,36 @@ type DB struct {
 	// for them (cache.go).
 	batch   *pebble.Batch
 	batched int
+	// getIter answers Get's cache misses: one iterator whose per-level
+	// iterators are reused from read to read (a new one per read costs a
+	// third more). It sees the DB as it was when it was made, so every
+	// change to the DB closes it (changed) and the next miss makes a new
+	// one; until then the changes not in it are in the batch, so in the
+	// cache.
+	getIter *pebble.Iterator
+}
+
+// changed closes Get's iterator after a change to the DB.
+func (d *DB) changed() {
+	if d.getIter != nil {
+		_ = d.getIter.Close()
+		d.getIter = nil
+	}
+}
+
+// lookup reads key from Pebble.
+func (d *DB) lookup(key []byte) (val []byte, ok bool, err error) {
+	if d.getIter == nil {
+		if d.getIter, err = d.db.NewIter(nil); err != nil {
+			return nil, false, err
+		}
+	}
+	it := d.getIter
+	if !it.SeekPrefixGE(key) || !bytes.Equal(it.Key(), key) {
+		return nil, false, it.Error()
+	}
+	v, err := it.ValueAndErr()
+	return v, err == nil, err
 }
 
 // batchOps is how many writes a batch collects: one commit instead of
@@ -58,6 +89,7 @@ func (d *DB) commitBatch() error {
 	err := d.batch.Commit(pebble.NoSync)
 	d.batch.Reset()
 	d.batched = 0
+	d.changed()
 	if err != nil {
 		// What the batch held is lost: the cache must not claim it.
 		d.cache.clear()
@@ -198,18 +230,16 @@ func (d *DB) Get(kg int, st string, key []byte) ([]byte, bool, error) {
 		d.val = append(d.val[:0], e.val...) // a copy: a later Put must not change it
 		return d.val, true, nil
 	}
-	v, closer, err := d.db.Get(d.key)
-	if errors.Is(err, pebble.ErrNotFound) {
+	v, ok, err := d.lookup(d.key)
+	if err != nil {
+		d.changed() // a fresh iterator next time
+		return nil, false, d.failed("get", kg, st, err)
+	}
+	if !ok {
 		d.cache.set(d.key, nil, true)
 		return nil, false, nil
 	}
-	if err != nil {
-		return nil, false, d.failed("get", kg, st, err)
-	}
 	d.val = append(d.val[:0], v...)
-	if err := closer.Close(); err != nil {
-		return nil, false, d.failed("get", kg, st, err)
-	}
 	d.cache.set(d.key, d.val, false)
 	return d.val, true, nil
 }
@@ -305,6 +335,7 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 	}
 	if n > 0 {
 		d.dirty = true
+		d.changed()
 	}
 	return nil
 }
@@ -379,6 +410,7 @@ func (d *DB) DiskUsage() int64 {
 // next open of the directory may or may not see them, so a DB is restored
 // from a checkpoint, not reopened in place after a failure.
 func (d *DB) Close() error {
+	d.changed()
 	if d.batch != nil {
 		_ = d.batch.Close() // uncommitted writes are lost with the DB: the checkpoint is the durability
 	}
