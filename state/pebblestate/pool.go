@@ -105,10 +105,12 @@ func (p *Pool) Close() {
 }
 
 // readCacheShare: the DBs' read caches (cache.go) share 1/readCacheShare of
-// the budget; Pebble's block cache, memtables included, has the rest. Half
-// and half: a keyed count over 1M keys ran 0.17x the Kafka ceiling with
-// half, 0.12x with a quarter (internal/bench, one run each).
-const readCacheShare = 2
+// the budget; Pebble's block cache, memtables included, has the rest. A
+// quarter: with half, a keyed count over 1M keys ran 0.17x the Kafka
+// ceiling instead of 0.12x, but a dedupe over 8M new keys (which the cache
+// cannot help) held 755 MiB instead of about 430 (the Go heap's cache
+// costs up to twice its live size with the collector's headroom).
+const readCacheShare = 4
 
 // readCacheSize returns the read cache of each of dbs DBs (none for a
 // read-only DB, which is read once, by Import).
