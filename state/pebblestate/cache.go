@@ -23,8 +23,9 @@ type cacheEntry struct {
 }
 
 // cacheOverhead approximates the bytes an entry costs besides its key and
-// value: the map slot, the entry, the slice and string headers.
-const cacheOverhead = 96
+// value: the map slot (at the map's load factor), the entry, the slice and
+// string headers, the allocator's size classes.
+const cacheOverhead = 128
 
 type readCache struct {
 	m     map[string]*cacheEntry

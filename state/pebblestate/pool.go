@@ -118,7 +118,10 @@ func (p *Pool) readCacheSize(dbs int, readOnly bool) int64 {
 	if readOnly {
 		return 0
 	}
-	return p.budget / readCacheShare / int64(max(dbs, 1))
+	// Half of the share is live entries: the collector lets the heap grow
+	// to twice what is live before it runs (GOGC=100), and an evicted
+	// entry is garbage until then.
+	return p.budget / readCacheShare / 2 / int64(max(dbs, 1))
 }
 
 // memTableSize returns the memtable size of each of dbs DBs: a quarter of
