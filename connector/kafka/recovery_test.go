@@ -489,7 +489,7 @@ func TestFallbackWithKafkaCommitPoint(t *testing.T) {
 		t.Fatalf("start with the committed manifest missing: %v", err)
 	}
 	var log syncBuffer
-	if err := runTestJob(t, c, testJob{dir: dir, log: &log, opts: []flow.Option{flow.AllowCheckpointFallback()}}); err != nil {
+	if err := runTestJob(t, c, testJob{dir: dir, log: &log, logged: "written again (duplicates in the output)", opts: []flow.Option{flow.AllowCheckpointFallback()}}); err != nil {
 		t.Fatalf("fallback: %v", err)
 	}
 	if !strings.Contains(log.String(), "written again (duplicates in the output)") {
@@ -595,6 +595,10 @@ type testJob struct {
 	retain  int
 	bounded bool
 	pace    bool // a millisecond per record, so that checkpoints commit mid-input
+	// logged, if set, is a line the job must log before it may be
+	// stopped: a source group already caught up does not mean the job
+	// has finished recovering.
+	logged string
 }
 
 // runTestJob runs j and returns its error: at once for a refused start.
@@ -636,7 +640,7 @@ func runTestJob(t *testing.T, c cluster, j testJob) error {
 			return job.Wait()
 		case <-time.After(20 * time.Millisecond):
 		}
-		if kafkatest.CaughtUp(ctx, adm, "onceflow-"+j.name, "in") {
+		if kafkatest.CaughtUp(ctx, adm, "onceflow-"+j.name, "in") && (j.logged == "" || strings.Contains(j.log.String(), j.logged)) {
 			break
 		}
 		if time.Now().After(deadline) {
