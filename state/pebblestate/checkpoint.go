@@ -39,6 +39,10 @@ func (d *DB) Checkpoint(dir string) ([]string, error) {
 	if err := d.commitBatch(); err != nil {
 		return nil, err
 	}
+	// Get's iterator pins the files it reads: release them at least once
+	// a checkpoint, so that files compacted away leave the disk even when
+	// no write renews it.
+	d.changed()
 	if d.dirty {
 		// Without a WAL, a checkpoint holds only what is in sstables.
 		if err := d.db.Flush(); err != nil {
