@@ -423,20 +423,7 @@ func copyFrom(w io.Writer, src string) error {
 	return nil
 }
 
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("storage: fsync %s: %w", path, err)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("storage: fsync %s: %w", path, err)
-	}
-	return nil
-}
+func syncFile(path string) error { return fsyncPath(path, "fsync") }
 
 func sizeAndSum(path string) (int64, string, error) {
 	f, err := os.Open(path)

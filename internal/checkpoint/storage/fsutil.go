@@ -73,16 +73,22 @@ func syncDir(dir string) error {
 		// metadata itself.
 		return nil
 	}
-	d, err := os.Open(dir)
+	return fsyncPath(dir, "fsync directory")
+}
+
+// fsyncPath opens path (a file or a directory), fsyncs and closes it; what
+// names the step in the error.
+func fsyncPath(path, what string) error {
+	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("storage: fsync directory %s: %w", dir, err)
+		return fmt.Errorf("storage: %s %s: %w", what, path, err)
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("storage: fsync directory %s: %w", dir, err)
+		return fmt.Errorf("storage: %s %s: %w", what, path, err)
 	}
 	return nil
 }
