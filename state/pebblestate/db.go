@@ -247,33 +247,28 @@ func (d *DB) Get(kg int, st string, key []byte) ([]byte, bool, error) {
 // Put implements state.Backend. Pebble copies key and value into its
 // memtable.
 func (d *DB) Put(kg int, st string, key, value []byte) error {
-	if err := d.checkGroup("put", kg, st); err != nil {
+	return d.write("put", kg, st, key, value, false)
+}
+
+// Delete implements state.Backend.
+func (d *DB) Delete(kg int, st string, key []byte) error {
+	return d.write("delete", kg, st, key, nil, true)
+}
+
+// write sets key to value, or deletes it when del.
+func (d *DB) write(op string, kg int, st string, key, value []byte, del bool) error {
+	if err := d.checkGroup(op, kg, st); err != nil {
 		return err
 	}
 	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
 	// The batch first, then the cache: a full cache commits the batch
 	// (this write included) before it forgets anything.
 	d.dirty = true
-	if err := d.batchWrite(d.key, value, false); err != nil {
+	if err := d.batchWrite(d.key, value, del); err != nil {
 		d.cache.drop(d.key)
-		return d.failed("put", kg, st, err)
+		return d.failed(op, kg, st, err)
 	}
-	d.cache.set(d.key, value, false)
-	return nil
-}
-
-// Delete implements state.Backend.
-func (d *DB) Delete(kg int, st string, key []byte) error {
-	if err := d.checkGroup("delete", kg, st); err != nil {
-		return err
-	}
-	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
-	d.dirty = true
-	if err := d.batchWrite(d.key, nil, true); err != nil {
-		d.cache.drop(d.key)
-		return d.failed("delete", kg, st, err)
-	}
-	d.cache.set(d.key, nil, true)
+	d.cache.set(d.key, value, del)
 	return nil
 }
 
