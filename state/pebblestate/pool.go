@@ -118,10 +118,9 @@ func (p *Pool) readCacheSize(dbs int, readOnly bool) int64 {
 	if readOnly {
 		return 0
 	}
-	// Half of the share is live entries: the collector lets the heap grow
-	// to twice what is live before it runs (GOGC=100), and an evicted
-	// entry is garbage until then.
-	return p.budget / readCacheShare / 2 / int64(max(dbs, 1))
+	// The cache's arena and index are allocated as they grow and hold no
+	// pointers: they are all of its memory, and leave no garbage.
+	return p.budget / readCacheShare / int64(max(dbs, 1))
 }
 
 // memTableSize returns the memtable size of each of dbs DBs: a quarter of
@@ -160,8 +159,12 @@ func (p *Pool) options(dbs int, readOnly bool) *pebble.Options {
 		// A subtask's goroutine needs a core too: one compaction per DB,
 		// more only on larger machines when compactions fall behind.
 		CompactionConcurrencyRange: func() (int, int) { return 1, upper },
-		// Checkpoint copies the MANIFEST; keep it small.
-		MaxManifestFileSize: 4 << 20,
+		// Every checkpoint copies the MANIFEST, which grows by an edit
+		// per flush and compaction until Pebble rotates it to a new one
+		// holding only the current files: at 4 MiB a 50M-key dedupe
+		// stored about 1 MiB of it per database at every idle
+		// checkpoint.
+		MaxManifestFileSize: 256 << 10,
 		FormatMajorVersion:  pebble.FormatNewest,
 		Logger:              slogLogger{},
 		ReadOnly:            readOnly,

@@ -3,6 +3,9 @@ package statebench
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -150,6 +153,7 @@ func TestSmoke(t *testing.T) {
 //	ONCEFLOW_STATEBENCH_TTL_SPEEDUP=X                 simulated seconds per second (default 60)
 //	ONCEFLOW_STATEBENCH_TTL_MINUTES=N                 simulated minutes (default 60)
 //	ONCEFLOW_STATEBENCH_OUT=FILE                      append the markdown rows to FILE
+//	ONCEFLOW_STATEBENCH_PPROF=127.0.0.1:6060          serve net/http/pprof there (profile a long run's late phase)
 //
 // Run one size per process (the peak RSS is the process's), with a go test
 // -timeout long enough: 50M keys take tens of minutes.
@@ -196,6 +200,16 @@ func TestStateBench(t *testing.T) {
 			defer f.Close()
 			fmt.Fprintf(f, "%s\n%s\n\n", header, rows)
 		}
+	}
+	if addr := env("PPROF", ""); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("ONCEFLOW_STATEBENCH_PPROF: %v", err)
+		}
+		srv := &http.Server{Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		t.Logf("pprof at http://%s/debug/pprof/", ln.Addr())
 	}
 	start := time.Now()
 	common := func(scenario string) Common {
