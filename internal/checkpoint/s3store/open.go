@@ -151,7 +151,7 @@ func Open(ctx context.Context, url, job string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3store: %s: %w", url, err)
 	}
-	s := &Store{client: client, bucket: bucket, root: path.Join(prefix, job), endpoint: client.EndpointURL().String(), region: region, partSize: o.partSize}
+	s := &Store{client: client, bucket: bucket, root: path.Join(prefix, job), endpoint: client.EndpointURL().String(), region: region, partSize: o.partSize, staleUpload: DefaultStaleUpload}
 	if err := s.checkAccess(ctx); err != nil {
 		return nil, err
 	}

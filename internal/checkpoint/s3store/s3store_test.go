@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage/storagetest"
 )
@@ -352,5 +353,53 @@ func TestStateIDIsCreatedOnce(t *testing.T) {
 	}
 	if id, err := s.StateID(); err != nil || id != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("StateID = %q, %v", id, err)
+	}
+}
+
+// A multipart upload a dead process left unfinished is aborted by GC once
+// it is stale; a recent one and one outside the job's root are left alone.
+func TestGCAbortsStaleUploads(t *testing.T) {
+	f := startS3(t)
+	s := f.open(t, Options{})
+	if err := s.Commit(keyedCheckpoint(t, s, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	core := minio.Core{Client: f.client}
+	ctx := context.Background()
+	start := func(key string) {
+		t.Helper()
+		if _, err := core.NewMultipartUpload(ctx, testBucket, key, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unfinished := func() []string {
+		t.Helper()
+		var keys []string
+		for u := range f.client.ListIncompleteUploads(ctx, testBucket, "", true) {
+			if u.Err != nil {
+				t.Fatal(u.Err)
+			}
+			keys = append(keys, u.Key)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	mine := s.root + "/shared/7-dead-000042.sst"
+	others := "elsewhere/shared/000042.sst"
+	start(mine)
+	start(others)
+
+	if _, err := s.GC(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := unfinished(); !slices.Equal(got, []string{others, mine}) {
+		t.Fatalf("GC aborted a recent upload: unfinished %v", got)
+	}
+	s.staleUpload = 0
+	if _, err := s.GC(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := unfinished(); !slices.Equal(got, []string{others}) {
+		t.Fatalf("after GC with every upload stale: unfinished %v, want only %s", got, others)
 	}
 }

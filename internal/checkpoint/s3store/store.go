@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -31,6 +33,8 @@ type Store struct {
 	endpoint string // the server, for messages
 	region   string
 	partSize uint64 // multipart part size; 0: the client's default (16 MiB)
+	// staleUpload: GC aborts unfinished multipart uploads older than this.
+	staleUpload time.Duration
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -462,7 +466,42 @@ func (s *Store) GC(retain int, keep ...int64) ([]int64, error) {
 	if err := s.gcShared(l.committed[len(l.committed)-1]); err != nil {
 		errs = append(errs, err)
 	}
+	if err := s.abortStaleUploads(time.Now().Add(-s.staleUpload)); err != nil {
+		errs = append(errs, err)
+	}
 	return removed, errors.Join(errs...)
+}
+
+// DefaultStaleUpload is how old an unfinished multipart upload under the
+// job's root must be before GC aborts it. A process that dies while it
+// uploads a large file leaves the parts stored (and billed) until the
+// upload is aborted; the upload of one file of a checkpoint takes seconds,
+// so an hour-old one belongs to a process long gone. (A bucket lifecycle
+// rule, AbortIncompleteMultipartUpload, does the same for every prefix.)
+const DefaultStaleUpload = time.Hour
+
+// abortStaleUploads aborts the unfinished multipart uploads under the
+// job's root that were started before cutoff.
+func (s *Store) abortStaleUploads(cutoff time.Time) error {
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	core := minio.Core{Client: s.client}
+	var errs []error
+	for u := range s.client.ListIncompleteUploads(ctx, s.bucket, s.root+"/", true) {
+		if u.Err != nil {
+			if minio.ToErrorResponse(u.Err).Code == "NoSuchUpload" {
+				return nil // some servers' answer for a bucket that never had one
+			}
+			return s.fail("list unfinished uploads", s.root+"/", u.Err)
+		}
+		if !u.Initiated.Before(cutoff) {
+			continue
+		}
+		if err := core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
+			errs = append(errs, s.fail("abort the unfinished upload of", u.Key, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // gcShared removes the shared files storage.PlanSharedGC chooses.
