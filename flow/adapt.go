@@ -25,6 +25,16 @@ func (a commitPointAdapter) Commit(ctx context.Context, rec engine.CommitRecord)
 	return a.cp.Commit(ctx, CommitRecord(rec))
 }
 
+// MarkStart records a start mark when the commit point can (see
+// StartMarker); ok is false when it cannot.
+func (a commitPointAdapter) MarkStart(ctx context.Context, rec engine.CommitRecord) (ok bool, err error) {
+	m, ok := a.cp.(StartMarker)
+	if !ok {
+		return false, nil
+	}
+	return true, m.MarkStart(ctx, CommitRecord(rec))
+}
+
 func (a commitPointAdapter) Name() string {
 	if s, ok := a.cp.(fmt.Stringer); ok {
 		return s.String()

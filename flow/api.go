@@ -89,6 +89,13 @@ type SinkContext struct {
 	// later checkpoint never reached the commit point and must be aborted by
 	// Open (for example prepared transactions with a higher id).
 	RestoredCheckpoint int64
+	// FirstCheckpoint is the id of the first checkpoint this run of the
+	// job will take: above every id used before (checkpoint ids are not
+	// reused, and after a restore they continue above the aborted ones),
+	// so records written before the first barrier belong to it. A sink
+	// that stamps records with their checkpoint (epoch-fenced upserts)
+	// starts there.
+	FirstCheckpoint int64
 	// Checkpointing is the job's checkpoint configuration, defaults applied.
 	Checkpointing CheckpointSettings
 	Logger        *slog.Logger
@@ -181,11 +188,29 @@ type CommitPoint interface {
 	Commit(ctx context.Context, rec CommitRecord) error
 }
 
-// CommitRecord is what a commit point records for a committed checkpoint.
+// StartMarker is implemented by commit points that can record a start
+// mark: that the job started from its sources' startup modes with nothing
+// committed (docs/design.md, "Recovery decisions"). The runtime calls
+// MarkStart after Recover when it starts without a checkpoint to restore
+// and the record names none, before anything is written. A Recover that
+// later finds the mark, and no commit since, returns it: a record with
+// Checkpoint 0 and the StateID, Incarnation and Time of the start. Then
+// checkpoints the state directory holds only as pending were never
+// committed, and a job that crashed before its first commit restarts from
+// its startup modes instead of refusing to guess. MarkStart must be
+// fenced like Commit, and must never replace a record of a committed
+// checkpoint.
+type StartMarker interface {
+	MarkStart(ctx context.Context, rec CommitRecord) error
+}
+
+// CommitRecord is what a commit point records for a committed checkpoint,
+// or, with Checkpoint 0 and a StateID, a start mark (see StartMarker).
 type CommitRecord struct {
 	// Job is the job's name.
 	Job string
-	// Checkpoint is the checkpoint's id; 0 in a zero record.
+	// Checkpoint is the checkpoint's id; 0 in a zero record and in a
+	// start mark.
 	Checkpoint int64
 	// Manifest is the hex SHA-256 of the checkpoint's manifest file, so
 	// that a restore uses exactly the manifest that was committed.
@@ -221,6 +246,22 @@ type JobInfo struct {
 // record rather than at the first checkpoint.
 type JobBinder interface {
 	BindJob(info JobInfo) error
+}
+
+// DeadLetterKeeper is implemented by sinks whose writers keep the records
+// they reject: they implement DeadLetterWriter. KeepsDeadLetters may say
+// no for a configuration without a place for them.
+type DeadLetterKeeper interface {
+	KeepsDeadLetters() bool
+}
+
+// DeadLetterWriter is implemented by the writers of a DeadLetterKeeper.
+// Under OnRejected(DeadLetterOnError) the runtime calls WriteDeadLetter for
+// each record Write rejected; the dead letter must become durable exactly
+// when the record's epoch does (the database sinks write it to a
+// dead-letter table in the same transaction as the rows).
+type DeadLetterWriter[T any] interface {
+	WriteDeadLetter(ctx context.Context, rec T, cause error) error
 }
 
 // AbortNotifier is implemented by sink writers and commit points that want

@@ -31,3 +31,12 @@ func Unrecoverable(err error) error { return engine.Unrecoverable(err) }
 // record or source position being processed, if known), Panic and Stack
 // (when user code panicked) and Err.
 type TaskError = engine.TaskError
+
+// ErrRejected is wrapped by the error of a sink writer that cannot write a
+// record (a value its destination refuses) and wrote nothing of it; the
+// sink's OnRejected policy decides what happens. It implies
+// ErrUnrecoverable: the record is rejected again after a restart.
+var ErrRejected = engine.ErrRejected
+
+// Rejected marks err as a rejected record (see ErrRejected); nil for nil.
+func Rejected(err error) error { return engine.Rejected(err) }

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/state"
@@ -171,7 +172,23 @@ func To[T any](s Stream[T], sink Sink[T], opts ...OpOption) {
 			cp = commitPointAdapter{c}
 		}
 	}
-	engine.AddSink[T](s.n, open, committer, cp, sink, nodeOpts(opts)...)
+	n := engine.AddSink[T](s.n, open, committer, cp, sink, nodeOpts(opts)...)
+	if ErrorPolicy(n.OnRejectedPolicy()) == DeadLetterOnError {
+		if k, ok := sink.(DeadLetterKeeper); !ok || !k.KeepsDeadLetters() {
+			n.Invalid(fmt.Errorf("sink %q: OnRejected(DeadLetterOnError) needs a sink that keeps dead letters (a DeadLetterKeeper, such as the database sinks); use SkipOnError or FailOnError", n.Name()))
+		}
+	}
+}
+
+// OnRejected sets what a sink does with a record its writer rejects (an
+// error wrapping ErrRejected: a value the destination refuses, such as
+// text for an integer column): FailOnError (the default) stops the job,
+// SkipOnError drops, counts (Stats.RecordsSkipped) and logs it,
+// DeadLetterOnError hands it to the writer's WriteDeadLetter, which keeps
+// it with the sink's output (counted in Stats.RecordsDeadLettered). Only
+// for To.
+func OnRejected(policy ErrorPolicy) OpOption {
+	return func(o *[]engine.NodeOption) { *o = append(*o, engine.OnRejected(int(policy))) }
 }
 
 // Collector receives the records an operator emits.

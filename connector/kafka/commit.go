@@ -58,7 +58,7 @@ func encodeRecord(r flow.CommitRecord) (string, error) {
 // for metadata that is not a commit record of job.
 func decodeRecord(meta, job string) (flow.CommitRecord, bool) {
 	var r record
-	if json.Unmarshal([]byte(meta), &r) != nil || r.V < 1 || r.Job != job || r.Checkpoint <= 0 {
+	if json.Unmarshal([]byte(meta), &r) != nil || r.V < 1 || r.Job != job || r.Checkpoint < 0 || (r.Checkpoint == 0 && r.StateID == "") {
 		return flow.CommitRecord{}, false
 	}
 	return flow.CommitRecord{Job: r.Job, Checkpoint: r.Checkpoint, Manifest: r.Manifest, Incarnation: r.Incarnation, StateID: r.StateID, Time: time.UnixMilli(r.Time)}, true
@@ -113,6 +113,54 @@ func (c *CommitPoint) Recover(ctx context.Context) (flow.CommitRecord, error) {
 	return rec, s.cfg.Client.explain(err)
 }
 
+// MarkStart records a start mark (flow.StartMarker) in a transaction of
+// its own, fenced like a commit: offset 0 with the mark in the job's
+// progress group, at the place the checkpoints' transactions commit the
+// record (the first commit replaces it), and the mark as a record on the
+// progress topic. Recover has fenced the earlier incarnations and found no
+// record of a committed checkpoint; a zombie's mark fails with ErrFenced.
+func (c *CommitPoint) MarkStart(ctx context.Context, rec flow.CommitRecord) error {
+	s := c.s
+	if rec.Checkpoint != 0 {
+		return fmt.Errorf("kafka commit point: a start mark names no checkpoint (got %d)", rec.Checkpoint)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sess
+	switch {
+	case sess == nil:
+		return errors.New("kafka commit point: MarkStart was called before Recover")
+	case sess.err != nil:
+		return fmt.Errorf("kafka commit point: the sink's transaction failed earlier: %w", sess.err)
+	case len(sess.writers) > 0:
+		return errors.New("kafka commit point: MarkStart was called while writers are open")
+	case s.lastCommitted != 0:
+		return fmt.Errorf("kafka commit point: no start mark over the record of committed checkpoint %d", s.lastCommitted)
+	}
+	meta, err := encodeRecord(rec)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, recoverTimeout)
+	defer cancel()
+	err = produceWait(ctx, sess.cl, &kgo.Record{Topic: s.cfg.ProgressTopic, Partition: 0, Key: []byte(s.cfg.Job), Value: []byte(meta)})
+	if err == nil {
+		err = txnCommitOffsets(ctx, sess.cl, sess.txid, s.cfg.ProgressGroup, map[split]offsetAt{{s.cfg.ProgressTopic, 0}: {0, meta}}, true)
+	}
+	if err == nil {
+		err = sess.cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if err == nil {
+		err = sess.cl.BeginTransaction()
+	}
+	if err != nil {
+		sess.err = fmt.Errorf("write the start mark of job %q to group %q: %w", s.cfg.Job, s.cfg.ProgressGroup, fenced(err))
+		s.wakeLocked()
+		return fmt.Errorf("kafka commit point: %w", s.cfg.Client.explain(sess.err))
+	}
+	return nil
+}
+
 // readRecord returns the newest commit record of job among the offsets
 // committed to group (on any topic: renaming the progress topic does not
 // lose the record). With stable it waits while the group has a pending
@@ -149,10 +197,13 @@ func readRecord(ctx context.Context, adm *kadm.Client, group, job string, stable
 			return flow.CommitRecord{}, fmt.Errorf("read the commit record of job %q from group %q: %w", job, group, err)
 		}
 		if !unstable {
+			// The newest record of a committed checkpoint, else a
+			// start mark.
 			var newest flow.CommitRecord
+			found := false
 			resps.Each(func(o kadm.OffsetResponse) {
-				if r, ok := decodeRecord(o.Metadata, job); ok && r.Checkpoint > newest.Checkpoint {
-					newest = r
+				if r, ok := decodeRecord(o.Metadata, job); ok && (!found || r.Checkpoint > newest.Checkpoint) {
+					newest, found = r, true
 				}
 			})
 			return newest, nil

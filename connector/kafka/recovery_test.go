@@ -293,6 +293,98 @@ func TestLostCommitRecordIsRefused(t *testing.T) {
 	wantOutput(t, c, "after resuming", "1", "2", "3", "4")
 }
 
+// A job whose first commit fails (a crash before it) restarts from its
+// startup modes on its own: the start mark the commit point wrote at its
+// start tells the pending first checkpoint from a lost record
+// (docs/design.md, "Recovery decisions"). Deleting the progress group
+// deletes the mark too: then the pending checkpoint is refused again.
+func TestCrashBeforeFirstCommitStartsAgain(t *testing.T) {
+	kafkatest.RequireFaults(t) // failpoint.Enable
+	c := startBroker(t, map[string]int32{"in": 1, "out": 1})
+	dir := t.TempDir()
+	c.produceValues(t, "in", 0, time.Time{}, "1", "2", "3")
+	if err := failpoint.Enable(failpoint.BeforeEndTxn + "=error@1"); err != nil {
+		t.Fatal(err)
+	}
+	err := runTestJob(t, c, testJob{dir: dir})
+	_ = failpoint.Enable("")
+	if err == nil {
+		t.Fatal("the job with a failing first commit succeeded")
+	}
+	rec, err := newSink(t, SinkConfig{Client: c.client(), Job: "a"}).CommitPoint().Peek(kafkatest.Context(t))
+	if err != nil || rec.Checkpoint != 0 || rec.StateID == "" {
+		t.Fatalf("after the failed first commit the record is %+v, %v; want a start mark (checkpoint 0, a state id)", rec, err)
+	}
+	var log syncBuffer
+	if err := runTestJob(t, c, testJob{dir: dir, log: &log, logged: "committed nothing since"}); err != nil {
+		t.Fatalf("restart after a failed first commit: %v", err)
+	}
+	wantOutput(t, c, "after the restart", "1", "2", "3")
+
+	// A lost mark is a lost record: a pending checkpoint is refused.
+	if err := failpoint.Enable(failpoint.BeforeEndTxn + "=error@1"); err != nil {
+		t.Fatal(err)
+	}
+	dir2 := t.TempDir()
+	err = runTestJob(t, c, testJob{dir: dir2, name: "b"})
+	_ = failpoint.Enable("")
+	if err == nil {
+		t.Fatal("job b with a failing first commit succeeded")
+	}
+	if _, err := c.Admin(t).DeleteGroup(kafkatest.Context(t), DefaultProgressTopic+".b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTestJob(t, c, testJob{dir: dir2, name: "b"}); !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), "never confirmed") {
+		t.Fatalf("start with a pending checkpoint and its start mark deleted: %v, want ErrRestoreRefused naming the pending checkpoint", err)
+	}
+
+	// Another installation's mark (it started and committed nothing) is
+	// taken over, with a warning; the fenced installation is then refused
+	// on the new one's record.
+	if err := failpoint.Enable(failpoint.BeforeEndTxn + "=error@1"); err != nil {
+		t.Fatal(err)
+	}
+	first := t.TempDir()
+	err = runTestJob(t, c, testJob{dir: first, name: "c"})
+	_ = failpoint.Enable("")
+	if err == nil {
+		t.Fatal("job c with a failing first commit succeeded")
+	}
+	var log2 syncBuffer
+	if err := runTestJob(t, c, testJob{dir: t.TempDir(), name: "c", log: &log2, logged: "taking over the job from another installation that started it and committed nothing"}); err != nil {
+		t.Fatalf("a second installation over another's start mark: %v", err)
+	}
+	if err := runTestJob(t, c, testJob{dir: first, name: "c"}); !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), "another installation") {
+		t.Fatalf("the first installation after the takeover: %v, want ErrRestoreRefused", err)
+	}
+}
+
+// A start mark is fenced like a commit: an instance fenced by a newer one
+// cannot write its mark over the newer one's record.
+func TestStartMarkIsFenced(t *testing.T) {
+	c := startBroker(t, map[string]int32{"out": 1})
+	ctx := kafkatest.Context(t)
+	old := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"}).CommitPoint()
+	if _, err := old.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newer := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"}).CommitPoint()
+	if _, err := newer.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mark := flow.CommitRecord{Job: "a", StateID: "old", Incarnation: "old", Time: time.Now()}
+	if err := old.(flow.StartMarker).MarkStart(ctx, mark); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the fenced instance's start mark: %v, want ErrFenced", err)
+	}
+	mark.StateID, mark.Incarnation = "new", "new"
+	if err := newer.(flow.StartMarker).MarkStart(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := newer.Peek(ctx); err != nil || rec.StateID != "new" || rec.Checkpoint != 0 {
+		t.Fatalf("Peek = %+v, %v; want the newer instance's mark", rec, err)
+	}
+}
+
 // Renaming the progress topic or the transactional id in the configuration
 // does not lose the commit record: it lives in the job's own group, whose
 // name derives from the job name only. Resetting the source group's offsets

@@ -45,6 +45,9 @@ type pendingCP struct {
 
 // attempt is one run of the job's graph, from restore to failure or end.
 type attempt struct {
+	// firstID is the id of the attempt's first checkpoint (sinks learn it
+	// in SinkContext).
+	firstID  int64
 	job      *Job
 	cfg      *Config
 	log      *slog.Logger
@@ -208,6 +211,10 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	incarnation := newIncarnation()
+	if err := j.markStart(ctx, store, rec, incarnation); err != nil {
+		return err
+	}
 	j.restoreCounters(rec)
 	j.restored.Store(0)
 	if restored != nil {
@@ -228,7 +235,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		job: j, cfg: cfg, log: j.log, ctx: actx, cancel: cancel, store: store, restored: restored,
 		par: par, partBase: map[*Node]int{}, exchanges: map[*Node]exchangeImpl{},
 		failures: make(chan error, 1), finished: make(chan struct{}),
-		incarnation: newIncarnation(), origin: rec.originOf(),
+		incarnation: incarnation, origin: rec.originOf(),
 	}
 	for _, n := range j.g.nodes {
 		att.partBase[n] = att.parts
@@ -253,6 +260,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		lastID = max(lastID, high)
 	}
 	coord := checkpoint.NewCoordinator(cfg.Checkpoint, lastID, att.parts, cfg.Clock())
+	att.firstID = lastID + 1
 
 	// Build tasks: a task starts at a source or at a node fed by an exchange.
 	chained := func(n *Node) bool {

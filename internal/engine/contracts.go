@@ -45,6 +45,7 @@ type SinkContext struct {
 	Subtask            int
 	Parallelism        int
 	RestoredCheckpoint int64
+	FirstCheckpoint    int64
 	Checkpointing      checkpoint.Config
 	Logger             *slog.Logger
 }
@@ -55,6 +56,12 @@ type SinkWriter[T any] interface {
 	Prepare(ctx context.Context, checkpointID int64) (handle []byte, err error)
 	Commit(ctx context.Context, checkpointID int64, handle []byte) error
 	Close() error
+}
+
+// DeadLetterWriter is a sink writer that keeps rejected records itself
+// (flow.DeadLetterWriter).
+type DeadLetterWriter[T any] interface {
+	WriteDeadLetter(ctx context.Context, rec T, cause error) error
 }
 
 // SinkOpener opens the writer of one subtask (flow.Sink.Open).
@@ -85,6 +92,9 @@ type CommitPoint interface {
 	Peek(ctx context.Context) (CommitRecord, error)
 	Recover(ctx context.Context) (CommitRecord, error)
 	Commit(ctx context.Context, rec CommitRecord) error
+	// MarkStart records a start mark (flow.StartMarker); ok is false when
+	// the commit point cannot.
+	MarkStart(ctx context.Context, rec CommitRecord) (ok bool, err error)
 	// Name names the commit point in manifests ("kafka").
 	Name() string
 	// Unwrap returns what the user gave (for AbortNotifier).

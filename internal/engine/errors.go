@@ -16,7 +16,26 @@ var (
 	ErrRestoreRefused = errors.New("restore refused")
 	// ErrUnrecoverable is wrapped by errors that restarting cannot fix.
 	ErrUnrecoverable = errors.New("unrecoverable")
+	// ErrRejected is wrapped by the error of a sink writer that cannot
+	// write one record (a value its destination refuses) and wrote
+	// nothing of it: the sink's rejected-record policy decides.
+	ErrRejected = errors.New("record rejected by the sink")
 )
+
+// Rejected marks err with ErrRejected (and ErrUnrecoverable: the record
+// is rejected again after a restart); nil for nil.
+func Rejected(err error) error {
+	if err == nil || errors.Is(err, ErrRejected) {
+		return err
+	}
+	return &rejectedError{err}
+}
+
+type rejectedError struct{ err error }
+
+func (e *rejectedError) Error() string { return e.err.Error() }
+
+func (e *rejectedError) Unwrap() []error { return []error{ErrRejected, ErrUnrecoverable, e.err} }
 
 // Unrecoverable marks err with ErrUnrecoverable; nil for nil.
 func Unrecoverable(err error) error {

@@ -37,15 +37,17 @@ const (
 // Node is one operator of the graph, with its type erased; the typed
 // behaviour lives in the closures the generic Add functions set.
 type Node struct {
-	g         *Graph
-	id        int
-	uid       string
-	name      string
-	kind      nodeKind
-	par       int // explicit parallelism, 0 = inherit
-	input     *Node
-	edge      edgeKind
-	consumers []*Node
+	g    *Graph
+	id   int
+	uid  string
+	name string
+	kind nodeKind
+	par  int // explicit parallelism, 0 = inherit
+	// onRejected is a sink's policy for records its writer rejects.
+	onRejected int
+	input      *Node
+	edge       edgeKind
+	consumers  []*Node
 
 	// hint returns the source's own parallelism (sources only).
 	hint func(ctx context.Context) (int, error)
@@ -75,6 +77,10 @@ func UID(uid string) NodeOption { return func(n *Node) { n.uid = uid } }
 // Name sets the node's display name.
 func Name(name string) NodeOption { return func(n *Node) { n.name = name } }
 
+// OnRejected sets what a sink does with a record its writer rejects
+// (ErrRejected): FailOnError, SkipOnError or DeadLetterOnError.
+func OnRejected(policy int) NodeOption { return func(n *Node) { n.onRejected = policy } }
+
 // Parallelism sets the node's parallelism.
 func Parallelism(p int) NodeOption {
 	return func(n *Node) {
@@ -97,6 +103,12 @@ func (n *Node) Name() string { return n.name }
 
 // Impl returns the user's Source or Sink value of a source or sink node.
 func (n *Node) Impl() any { return n.impl }
+
+// OnRejectedPolicy returns the sink's policy for rejected records.
+func (n *Node) OnRejectedPolicy() int { return n.onRejected }
+
+// Invalid rejects the job the node belongs to with err.
+func (n *Node) Invalid(err error) { n.g.Cfg.Errs = append(n.g.Cfg.Errs, err) }
 
 // Nodes returns the graph's nodes in topological order.
 func (g *Graph) Nodes() []*Node { return g.nodes }

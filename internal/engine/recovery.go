@@ -82,7 +82,7 @@ func (j *Job) resolveRestore(ctx context.Context, store storage.Storage) (recove
 		return j.resumeLatest(store, rec, "the commit record belongs to another installation of the job")
 	}
 	if rec.Checkpoint == 0 {
-		return j.resolveWithoutRecord(ctx, store)
+		return j.resolveWithoutRecord(ctx, store, rec)
 	}
 	if newer, err := j.confirmedAfter(store, rec.Checkpoint); err != nil {
 		return recovery{}, err
@@ -160,6 +160,9 @@ func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (reco
 // two installations of one job name, or a state directory that was lost or
 // replaced.
 func (j *Job) checkOwner(rec CommitRecord, store storage.Storage) error {
+	// Another installation's start mark (Checkpoint 0) is taken over,
+	// logged: it committed nothing, and fenced it stops at its next start
+	// on this installation's mark or record.
 	if rec.Checkpoint == 0 || rec.StateID == "" || rec.StateID == j.stateID {
 		return nil
 	}
@@ -175,7 +178,12 @@ func (j *Job) checkOwner(rec CommitRecord, store storage.Storage) error {
 }
 
 func (j *Job) noteTakeover(rec CommitRecord, why string) {
-	if rec.Checkpoint == 0 || rec.StateID == "" || rec.StateID == j.stateID {
+	if rec.StateID == "" || rec.StateID == j.stateID {
+		return
+	}
+	if rec.Checkpoint == 0 {
+		j.log.Warn("taking over the job from another installation that started it and committed nothing; it is fenced and cannot commit any more (if it still runs, stop one of them)",
+			"their_state_id", rec.StateID, "their_start", rec.Time.UTC().Format(time.RFC3339), "state_id", j.stateID)
 		return
 	}
 	j.log.Warn("taking over the job from another installation because of "+why+"; it is fenced and cannot commit any more",
@@ -197,7 +205,7 @@ func (j *Job) resolveFromStore(ctx context.Context, store storage.Storage) (reco
 	if m != nil {
 		return recovery{manifest: m, own: true}, nil
 	}
-	evidence, err := j.priorProgress(ctx, store)
+	evidence, err := j.priorProgress(ctx, store, true)
 	if err != nil {
 		return recovery{}, err
 	}
@@ -215,14 +223,27 @@ func (j *Job) resolveFromStore(ctx context.Context, store storage.Storage) (reco
 }
 
 // resolveWithoutRecord is recovery when the commit point has no record of
-// the job: a first start, or a record that was lost.
-func (j *Job) resolveWithoutRecord(ctx context.Context, store storage.Storage) (recovery, error) {
-	evidence, err := j.priorProgress(ctx, store)
+// a committed checkpoint: a first start, a record that was lost, or this
+// installation's start mark (flow.StartMarker), which says that nothing
+// was committed since the job last started from its startup modes.
+func (j *Job) resolveWithoutRecord(ctx context.Context, store storage.Storage, rec CommitRecord) (recovery, error) {
+	marked := rec.StateID != "" && rec.StateID == j.stateID
+	j.noteTakeover(rec, "") // another installation's mark
+	evidence, err := j.priorProgress(ctx, store, !marked)
 	if err != nil {
 		return recovery{}, err
 	}
+	if marked {
+		// The checkpoints written since the mark and left pending were
+		// never committed: the crash came before the first commit. They
+		// are not progress; their ids stay used (new ids go above them).
+		if pending, _ := store.Pending(); len(pending) > 0 {
+			j.log.Info("the commit point recorded that this job started from its startup modes and has committed nothing since; checkpoints left pending by the crash were never committed, so the job starts from its startup modes again",
+				"pending", idList(pending), "marked_at", rec.Time.UTC().Format(time.RFC3339))
+		}
+	}
 	if len(evidence) == 0 {
-		return recovery{}, nil
+		return recovery{record: rec}, nil
 	}
 	switch {
 	case j.cfg.ResumeLatest:
@@ -340,8 +361,9 @@ func (j *Job) newestOlderThan(store storage.Storage, id int64) (*storage.Manifes
 }
 
 // priorProgress lists traces of earlier progress of the job: checkpoints
-// in the state directory and what sources and sinks report.
-func (j *Job) priorProgress(ctx context.Context, store storage.Storage) ([]string, error) {
+// in the state directory (pending ones only withPending) and what sources
+// and sinks report.
+func (j *Job) priorProgress(ctx context.Context, store storage.Storage, withPending bool) ([]string, error) {
 	var found []string
 	committed, err := store.List()
 	if err != nil {
@@ -354,7 +376,7 @@ func (j *Job) priorProgress(ctx context.Context, store storage.Storage) ([]strin
 	if len(committed) > 0 {
 		found = append(found, fmt.Sprintf("%s holds confirmed checkpoints %s", store.Root(), idList(committed)))
 	}
-	if len(pending) > 0 {
+	if len(pending) > 0 && withPending {
 		found = append(found, fmt.Sprintf("%s holds checkpoints %s whose commit was never confirmed", store.Root(), idList(pending)))
 	}
 	for _, n := range j.g.nodes {
@@ -444,6 +466,23 @@ func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
 		if err := c.Close(); err != nil {
 			return fmt.Errorf("sink %q: close recovery committer: %w", n.uid, err)
 		}
+	}
+	return nil
+}
+
+// markStart records at the commit point that the attempt starts from the
+// startup modes with nothing committed (flow.StartMarker), so that a crash
+// before the first commit is told apart from a lost record on restart.
+// Nothing is marked over a record of a committed checkpoint, and nothing
+// when the attempt restores a checkpoint or savepoint.
+func (j *Job) markStart(ctx context.Context, store storage.Storage, rec recovery, incarnation string) error {
+	cp := j.cfg.CommitPoint
+	if cp == nil || store == nil || rec.manifest != nil || rec.record.Checkpoint != 0 {
+		return nil
+	}
+	mark := CommitRecord{Job: j.cfg.Job, Incarnation: incarnation, StateID: j.stateID, Time: time.Now()}
+	if _, err := cp.MarkStart(ctx, mark); err != nil {
+		return fmt.Errorf("record the job's start at the commit point (%s): %w", cp.Name(), err)
 	}
 	return nil
 }

@@ -110,6 +110,13 @@ func (st *subtask) run(body func()) (err error) {
 			te.Err = fmt.Errorf("panic: %v", v)
 		}
 		err = te
+		// Published before the operators close (the deferred call
+		// above runs after this one): closing a shared resource, such as
+		// a sink's connection, can make another subtask fail, and the
+		// attempt must report this failure, the cause, not that one.
+		if st.att != nil {
+			st.att.failTask(err)
+		}
 	}()
 	body()
 	return nil
@@ -244,7 +251,7 @@ type sinkOp[T any] struct {
 
 func newSinkOp[T any](st *subtask, n *Node, open SinkOpener[T]) *sinkOp[T] {
 	att := st.att
-	sc := SinkContext{Job: att.cfg.Job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Checkpointing: att.cfg.Checkpoint, Logger: att.log.With("operator", n.uid, "subtask", st.index)}
+	sc := SinkContext{Job: att.cfg.Job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), FirstCheckpoint: att.firstID, Checkpointing: att.cfg.Checkpoint, Logger: att.log.With("operator", n.uid, "subtask", st.index)}
 	w, err := open(att.ctx, sc)
 	if err != nil {
 		fail(fmt.Errorf("open sink %q subtask %d: %w", n.uid, st.index, err))
@@ -260,12 +267,37 @@ func newSinkOp[T any](st *subtask, n *Node, open SinkOpener[T]) *sinkOp[T] {
 
 func (s *sinkOp[T]) push(x T) {
 	if err := s.w.Write(s.st.att.ctx, x); err != nil {
-		fail(fmt.Errorf("sink %q write: %w", s.n.uid, err))
+		if !errors.Is(err, ErrRejected) {
+			fail(fmt.Errorf("sink %q write: %w", s.n.uid, err))
+		}
+		s.rejected(x, err)
+		return
 	}
 	s.count++
 	s.written++
 	if s.count&255 == 0 {
 		s.st.out.Add(256)
+	}
+}
+
+// rejected applies the sink's policy to a record its writer rejected.
+func (s *sinkOp[T]) rejected(x T, err error) {
+	st := s.st
+	switch s.n.onRejected {
+	case SkipOnError:
+		st.att.job.skipped.Add(1)
+		st.att.log.Warn("skipped a record the sink rejected (error policy skip)", "operator", s.n.uid, "subtask", st.index, "position", st.position(), "err", err)
+	case DeadLetterOnError:
+		dw, ok := s.w.(DeadLetterWriter[T])
+		if !ok { // refused when the job was built
+			fail(fmt.Errorf("sink %q: %w (the sink keeps no dead letters)", s.n.uid, err))
+		}
+		if derr := dw.WriteDeadLetter(st.att.ctx, x, err); derr != nil {
+			fail(fmt.Errorf("sink %q: write the dead letter of a rejected record: %w (the record: %v)", s.n.uid, derr, err))
+		}
+		st.att.job.deadLettered.Add(1)
+	default:
+		fail(fmt.Errorf("sink %q: %w (error policy fail; set skip or dead-letter to let the job go past such records)", s.n.uid, err))
 	}
 }
 

@@ -45,13 +45,14 @@ const (
 	MidManifestWrite     = "mid-manifest-write"     // the manifest temp file is written, before the rename
 	AfterSinkPrepare     = "after-sink-prepare"     // a sink pre-committed epoch n, before the ack
 	BeforeEndTxn         = "before-end-txn"         // Kafka: offsets and marker are in the transaction, before EndTxn
+	BeforeDBCommit       = "before-db-commit"       // a database commit point: rows and progress row are in the transaction, before COMMIT
 	AfterCommitPoint     = "after-commit-point"     // the commit point is done (EndTxn / manifest), before post-commit steps
 	DuringRestore        = "during-restore"         // the checkpoint to restore is found, before state is loaded
 )
 
 // Names lists every failpoint.
 func Names() []string {
-	return []string{AfterAlignment, AfterSnapshotWritten, MidStateUpload, MidManifestWrite, AfterSinkPrepare, BeforeEndTxn, AfterCommitPoint, DuringRestore}
+	return []string{AfterAlignment, AfterSnapshotWritten, MidStateUpload, MidManifestWrite, AfterSinkPrepare, BeforeEndTxn, BeforeDBCommit, AfterCommitPoint, DuringRestore}
 }
 
 // EnvVar is the environment variable read at start-up by binaries built
