@@ -1,0 +1,859 @@
+// Package sqlsink is what the database sinks (connector/postgres,
+// connector/mysql) share: the flow.Sink and flow.CommitPoint of a table
+// written in one of two deliveries (docs/design.md, "Database sinks").
+// A database contributes a Driver: how to fence and recover, how to write
+// a batch into the open transaction, how to commit it with the job's
+// progress row, how to upsert a batch under an epoch fence.
+package sqlsink
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/txhold"
+)
+
+// ErrFenced is wrapped by the commit error of an instance of a job that a
+// newer one fenced (Recover): its transaction is rolled back and it must
+// not commit again.
+var ErrFenced = errors.New("fenced: a newer instance of the job took over its progress row")
+
+// Batch is rows of one epoch (the checkpoint they belong to), and the
+// dead letters of the records the sink rejected in it.
+type Batch struct {
+	Epoch int64
+	Rows  [][]any
+	Dead  []DeadLetter
+}
+
+// size is what the batch holds, for the limits on held rows.
+func (b Batch) size() int { return len(b.Rows) + len(b.Dead) }
+
+// DeadLetter is a record the sink rejected, kept in the dead-letter table
+// (or hash) with the sink's output: one row per record, keyed by job, sink
+// and ID, so that a replay writes it once.
+type DeadLetter struct {
+	// Sink is the uid of the sink operator that rejected the record.
+	Sink string
+	// ID identifies the record in its source (a Kafka record:
+	// topic/partition/offset).
+	ID         string
+	Key, Value []byte
+	Error      string
+	// At is when it was rejected.
+	At time.Time
+}
+
+// DeadLetters configures where a sink keeps the records it rejects: with
+// flow.To(..., flow.OnRejected(flow.DeadLetterOnError)) a record whose row
+// does not fit the table goes to Table, in the same transaction as the
+// rows (exactly once with them), instead of failing the job.
+type DeadLetters[T any] struct {
+	// Table is the dead-letter table, created when missing (default
+	// onceflow_dead_letters; Redis: the hash onceflow:dead:<job>).
+	Table string
+	// Of returns what is kept of a rejected record: its ID (unique in its
+	// source, such as topic/partition/offset), key and value.
+	Of func(rec T) (id string, key, value []byte)
+}
+
+// Check fills in the default table and checks the configuration; ident
+// checks the table name in the database's rules. A nil d is no dead
+// letters.
+func (d *DeadLetters[T]) Check(ident func(what, name string) error) error {
+	if d == nil {
+		return nil
+	}
+	if d.Table == "" {
+		d.Table = DefaultDeadLetterTable
+	}
+	var errs []error
+	if ident != nil {
+		errs = append(errs, ident("dead-letter table", d.Table))
+	}
+	if d.Of == nil {
+		errs = append(errs, errors.New("DeadLetters.Of is nil: say what to keep of a rejected record (its id in the source, key and value)"))
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultDeadLetterTable is the dead-letter table when none is named.
+const DefaultDeadLetterTable = "onceflow_dead_letters"
+
+// TxConn is the connection of a job instance's transactions
+// (exactly-once). Its methods are called under the sink's mutex.
+type TxConn interface {
+	// Write writes b into the open transaction, beginning one when none
+	// is open.
+	Write(ctx context.Context, b Batch) error
+	// Commit sets the job's progress row to rec under the instance's
+	// fence (an error wrapping ErrFenced when the fence moved) and
+	// commits the open transaction, beginning one if none is open.
+	Commit(ctx context.Context, rec flow.CommitRecord) error
+	// Rollback rolls the open transaction back, if any.
+	Rollback()
+	Close() error
+}
+
+// UpsertConn is one writer's connection (at-least-once).
+type UpsertConn interface {
+	// Upsert writes and commits b, each row fenced by b.Epoch: a row a
+	// newer epoch wrote is left alone.
+	Upsert(ctx context.Context, b Batch) error
+	Close() error
+}
+
+// PreparedConn is one writer's connection in two-phase delivery: its rows
+// go into a transaction of its own, prepared at each barrier and committed
+// after the job's commit point.
+type PreparedConn interface {
+	// Write writes b into the open transaction, beginning one when none
+	// is open (b.Epoch is the checkpoint it will most likely be prepared
+	// for: the one after the last prepared).
+	Write(ctx context.Context, b Batch) error
+	// Prepare prepares the open transaction for checkpoint id and returns
+	// the handle that commits it, nil when no transaction is open (nothing
+	// to commit).
+	Prepare(ctx context.Context, id int64) ([]byte, error)
+	Close() error
+}
+
+// TwoPhaseDriver is implemented by drivers that can take part in another
+// commit point with prepared transactions.
+type TwoPhaseDriver interface {
+	// OpenPrepared opens a two-phase writer's connection for subtask of
+	// the sink uid (its transactions' ids are GIDs), after rolling back
+	// every transaction this subtask (and, for subtask 0, every subtask at
+	// or above parallelism) left prepared: the runtime has committed those
+	// the restored checkpoint names before it opens writers, so what is
+	// left never reached a commit point.
+	OpenPrepared(ctx context.Context, job, uid string, subtask, parallelism int, restored int64) (PreparedConn, error)
+	// CommitPrepared commits the prepared transaction a handle of
+	// PreparedConn.Prepare names; one that no longer exists was committed
+	// before (only checkpoints after the restored one are rolled back).
+	CommitPrepared(ctx context.Context, handle string) error
+}
+
+// GID is the id of the transaction subtask of the sink uid of job
+// prepared in epoch (or for checkpoint) id: a hash of the job and the sink
+// (ids are bounded: XA allows 64 bytes, PostgreSQL 200), the subtask, and
+// the epoch, which tells recovery whether to commit or roll it back.
+func GID(job, uid string, subtask int, id int64) string {
+	return GIDPrefix(job, uid) + strconv.Itoa(subtask) + ":" + strconv.FormatInt(id, 10)
+}
+
+// GIDPrefix is the start of every GID of the sink uid of job.
+func GIDPrefix(job, uid string) string {
+	h := sha256.Sum256([]byte(job + "\x00" + uid))
+	return "onceflow:" + hex.EncodeToString(h[:8]) + ":"
+}
+
+// ParseGID returns the subtask and epoch of a GID of job and uid.
+func ParseGID(gid, job, uid string) (subtask int, id int64, ok bool) {
+	rest, found := strings.CutPrefix(gid, GIDPrefix(job, uid))
+	if !found {
+		return 0, 0, false
+	}
+	st, cp, found := strings.Cut(rest, ":")
+	sub, err1 := strconv.Atoi(st)
+	n, err2 := strconv.ParseInt(cp, 10, 64)
+	return sub, n, found && err1 == nil && err2 == nil
+}
+
+// RowChecker is implemented by connections that check a row's values
+// against the columns before it is batched: NewCheck returns a check for
+// one writer (it need not be safe for concurrent use). A check may
+// replace values in row; its error fails the record as unrecoverable.
+type RowChecker interface {
+	NewCheck() func(row []any) error
+}
+
+// Driver is a database's part.
+type Driver interface {
+	// Name names the database in messages ("postgres").
+	Name() string
+	// Peek returns the job's newest committed progress row, fencing
+	// nobody.
+	Peek(ctx context.Context, job string) (flow.CommitRecord, error)
+	// Recover fences every earlier instance of the job (none can commit
+	// afterwards; their open transactions are rolled back or waited for)
+	// and returns the newest committed record and the connection of this
+	// instance's transactions.
+	Recover(ctx context.Context, job string) (flow.CommitRecord, TxConn, error)
+	// OpenUpsert opens a writer's connection for at-least-once delivery,
+	// checking the table.
+	OpenUpsert(ctx context.Context, job string) (UpsertConn, error)
+}
+
+// LoggerSetter is implemented by drivers that log: BindJob gives them the
+// job's logger.
+type LoggerSetter interface {
+	SetLogger(*slog.Logger)
+}
+
+// Config is what every database sink has.
+type Config[T any] struct {
+	Driver      Driver
+	Columns     []string
+	Row         func(rec T) ([]any, error)
+	ExactlyOnce bool
+	// TwoPhase makes the sink a participant of another commit point
+	// (Driver must be a TwoPhaseDriver); ExactlyOnce is then false.
+	TwoPhase    bool
+	BatchRows   int
+	MaxHeldRows int
+	Job         string
+	// DeadLetters, when set, makes the sink a flow.DeadLetterKeeper: the
+	// records it rejects under OnRejected(DeadLetterOnError) go to the
+	// drivers' dead-letter table, in the same transaction as the rows.
+	DeadLetters *DeadLetters[T]
+}
+
+// Sink writes records into a table through its Driver; one Sink value is
+// one operator of one job instance.
+type Sink[T any] struct {
+	cfg  Config[T]
+	name string // "<driver> sink", the prefix of messages
+	log  *slog.Logger
+
+	// mu guards sess and hold; the commit point holds it throughout, so
+	// no row enters a transaction it does not belong to.
+	mu   sync.Mutex
+	sess *session
+	// hold keeps the batches written after a barrier whose checkpoint may
+	// still commit, until it resolves.
+	hold *txhold.Hold[Batch]
+}
+
+// session is an instance's transaction connection and its writers.
+type session struct {
+	conn    TxConn
+	writers int   // open writers; the last to close closes the session
+	err     error // the first failure: the session is unusable
+}
+
+var (
+	_ flow.Sink[int]           = (*Sink[int])(nil)
+	_ flow.CommitPointProvider = (*Sink[int])(nil)
+	_ flow.JobBinder           = (*Sink[int])(nil)
+	_ flow.CommitPoint         = (*CommitPoint[int])(nil)
+	_ flow.AbortNotifier       = (*CommitPoint[int])(nil)
+)
+
+// New returns a sink; cfg is validated by the connector.
+func New[T any](cfg Config[T]) *Sink[T] {
+	return &Sink[T]{cfg: cfg, name: cfg.Driver.Name() + " sink", log: slog.New(slog.DiscardHandler), hold: txhold.New[Batch](cfg.MaxHeldRows)}
+}
+
+// BindJob learns the job's name and checks that exactly-once delivery runs
+// in a job checkpointing exactly once.
+func (s *Sink[T]) BindJob(info flow.JobInfo) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.Job == "" {
+		s.cfg.Job = info.Name
+	}
+	if info.Logger != nil {
+		s.log = info.Logger.With("sink", s.cfg.Driver.Name())
+		if ls, ok := s.cfg.Driver.(LoggerSetter); ok {
+			ls.SetLogger(s.log)
+		}
+	}
+	if (s.cfg.ExactlyOnce || s.cfg.TwoPhase) && info.Checkpointing.Mode != flow.ExactlyOnce {
+		return fmt.Errorf("%s: exactly-once and two-phase delivery need exactly-once checkpointing (the job's mode is %v): set delivery to at-least-once or the checkpointing mode to exactly-once", s.name, info.Checkpointing.Mode)
+	}
+	return nil
+}
+
+// Failures returns a sink for the failure stream of flow.TryMap (the
+// records a pipeline step rejected under DeadLetterOnError): it writes
+// each to the dead-letter table, in the same transaction as this sink's
+// rows, so they commit exactly once with them. It needs DeadLetters.
+func (s *Sink[T]) Failures() flow.Sink[flow.Failure[T]] { return failureSink[T]{s} }
+
+type failureSink[T any] struct{ s *Sink[T] }
+
+func (f failureSink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[flow.Failure[T]], error) {
+	if f.s.cfg.DeadLetters == nil {
+		return nil, fmt.Errorf("%s: failures need a dead-letter table (DeadLetters)", f.s.name)
+	}
+	w, err := f.s.Open(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	return failureWriter[T]{w.(*writer[T])}, nil
+}
+
+func (f failureSink[T]) Committer(ctx context.Context, job, uid string) (flow.SinkCommitter, error) {
+	return f.s.Committer(ctx, job, uid)
+}
+
+// failureWriter writes failures as dead letters through a writer of the
+// sink.
+type failureWriter[T any] struct{ *writer[T] }
+
+func (w failureWriter[T]) Write(ctx context.Context, f flow.Failure[T]) error {
+	return w.WriteDeadLetter(ctx, f.Record, f.Err)
+}
+
+// KeepsDeadLetters reports whether rejected records can go to a
+// dead-letter table (flow.DeadLetterKeeper).
+func (s *Sink[T]) KeepsDeadLetters() bool { return s.cfg.DeadLetters != nil }
+
+// CommitPoint returns the sink's commit point with exactly-once delivery,
+// nil otherwise.
+func (s *Sink[T]) CommitPoint() flow.CommitPoint {
+	if !s.cfg.ExactlyOnce {
+		return nil
+	}
+	return &CommitPoint[T]{s: s}
+}
+
+// Committer returns the committer of recovery: in two-phase delivery it
+// commits the prepared transactions the restored checkpoint names;
+// otherwise there is nothing to commit (the transaction or each batch
+// committed the rows).
+func (s *Sink[T]) Committer(context.Context, string, string) (flow.SinkCommitter, error) {
+	if s.cfg.TwoPhase {
+		return preparedCommitter{s.cfg.Driver.(TwoPhaseDriver)}, nil
+	}
+	return nopCommitter{}, nil
+}
+
+type preparedCommitter struct{ d TwoPhaseDriver }
+
+func (c preparedCommitter) Commit(ctx context.Context, _ int64, handle []byte) error {
+	if len(handle) == 0 {
+		return nil
+	}
+	return c.d.CommitPrepared(ctx, string(handle))
+}
+func (preparedCommitter) Close() error { return nil }
+
+type nopCommitter struct{}
+
+func (nopCommitter) Commit(context.Context, int64, []byte) error { return nil }
+func (nopCommitter) Close() error                                { return nil }
+
+// Close closes the connection a Recover opened when no writer will use it
+// (a job refused to start); writers close it themselves when the job
+// ends.
+func (s *Sink[T]) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeSessionLocked()
+	return nil
+}
+
+// closeSessionLocked closes the session's connection; an open transaction
+// rolls back with it.
+func (s *Sink[T]) closeSessionLocked() {
+	if s.sess == nil {
+		return
+	}
+	s.sess.conn.Rollback()
+	_ = s.sess.conn.Close()
+	s.sess = nil
+	s.hold.Wake()
+}
+
+// Open opens subtask sc's writer: with exactly-once it writes through the
+// session Recover opened, with at-least-once through a connection of its
+// own.
+func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[T], error) {
+	// The rows before the first barrier belong to the attempt's first
+	// checkpoint, above every id used before: an epoch-fenced replay must
+	// be newer than what a failed run wrote after the restored
+	// checkpoint.
+	epoch := max(sc.FirstCheckpoint, sc.RestoredCheckpoint+1)
+	w := &writer[T]{s: s, epoch: epoch, subtask: sc.Subtask, uid: sc.UID}
+	if s.cfg.TwoPhase {
+		c, err := s.cfg.Driver.(TwoPhaseDriver).OpenPrepared(ctx, s.cfg.Job, sc.UID, sc.Subtask, sc.Parallelism, sc.RestoredCheckpoint)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		w.prepared = c
+		if rc, ok := c.(RowChecker); ok {
+			w.check = rc.NewCheck()
+		}
+		return w, nil
+	}
+	if s.cfg.ExactlyOnce {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.sess == nil {
+			return nil, fmt.Errorf("%s: a writer opened before the commit point recovered (Recover opens the connection)", s.name)
+		}
+		s.sess.writers++
+		if rc, ok := s.sess.conn.(RowChecker); ok {
+			w.check = rc.NewCheck()
+		}
+		return w, nil
+	}
+	c, err := s.cfg.Driver.OpenUpsert(ctx, s.cfg.Job)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	w.conn = c
+	if rc, ok := c.(RowChecker); ok {
+		w.check = rc.NewCheck()
+	}
+	return w, nil
+}
+
+// writer is one subtask's writer.
+type writer[T any] struct {
+	s        *Sink[T]
+	conn     UpsertConn   // at-least-once only
+	prepared PreparedConn // two-phase only
+	subtask  int
+	uid      string
+	check    func([]any) error
+	// epoch is the checkpoint the rows written now belong to (the last
+	// prepared one plus one).
+	epoch int64
+	rows  [][]any
+	dead  []DeadLetter
+	// err is the first failure to send rows: sticky, so that a batch
+	// lost with a declined checkpoint (a savepoint's, or one the job
+	// tolerates) fails the job at the next record instead of going
+	// unnoticed while later checkpoints commit positions past it.
+	err error
+}
+
+// Write converts rec to a row, checks it, and sends the rows once
+// BatchRows have come.
+func (w *writer[T]) Write(ctx context.Context, rec T) error {
+	if w.err != nil {
+		return w.err
+	}
+	s := w.s
+	row, err := s.cfg.Row(rec)
+	if err != nil {
+		if errors.Is(err, flow.ErrUnrecoverable) {
+			// The record cannot make a row: rejected (see
+			// flow.OnRejected).
+			return flow.Rejected(fmt.Errorf("%s: the row of a record: %w", s.name, err))
+		}
+		return fmt.Errorf("%s: the row of a record: %w", s.name, err)
+	}
+	if len(row) != len(s.cfg.Columns) {
+		return flow.Unrecoverable(fmt.Errorf("%s: Row returned %d values for the %d columns %v", s.name, len(row), len(s.cfg.Columns), s.cfg.Columns))
+	}
+	if w.check != nil {
+		if err := w.check(row); err != nil {
+			return flow.Rejected(fmt.Errorf("%s: %w", s.name, err))
+		}
+	}
+	w.rows = append(w.rows, row)
+	return w.maybeFlush(ctx)
+}
+
+// WriteDeadLetter keeps a record Write rejected, with the epoch's rows
+// (flow.DeadLetterWriter).
+func (w *writer[T]) WriteDeadLetter(ctx context.Context, rec T, cause error) error {
+	if w.err != nil {
+		return w.err
+	}
+	dl := w.s.cfg.DeadLetters
+	if dl == nil {
+		return fmt.Errorf("%s: no dead-letter table is configured", w.s.name)
+	}
+	id, key, value := dl.Of(rec)
+	w.dead = append(w.dead, DeadLetter{Sink: w.uid, ID: id, Key: key, Value: value, Error: cause.Error(), At: time.Now()})
+	return w.maybeFlush(ctx)
+}
+
+func (w *writer[T]) maybeFlush(ctx context.Context) error {
+	if len(w.rows)+len(w.dead) >= w.s.cfg.BatchRows {
+		return w.flush(ctx)
+	}
+	return nil
+}
+
+func (w *writer[T]) flush(ctx context.Context) (err error) {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.rows) == 0 && len(w.dead) == 0 {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			w.err = fmt.Errorf("%w (an earlier batch of this writer was not written; the job must restart from its last checkpoint)", err)
+		}
+	}()
+	b := Batch{Epoch: w.epoch, Rows: w.rows, Dead: w.dead}
+	w.rows, w.dead = nil, nil
+	if w.prepared != nil {
+		if err := w.prepared.Write(ctx, b); err != nil {
+			return fmt.Errorf("%s: %w", w.s.name, err)
+		}
+		return nil
+	}
+	if w.conn != nil {
+		if err := w.conn.Upsert(ctx, b); err != nil {
+			return fmt.Errorf("%s: %w", w.s.name, err)
+		}
+		return nil
+	}
+	return w.s.submit(ctx, b)
+}
+
+// Prepare sends the epoch's last rows: into the open transaction (or held
+// for it) with exactly-once, committed with at-least-once.
+func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, error) {
+	if err := w.flush(ctx); err != nil {
+		return nil, err
+	}
+	if w.prepared != nil {
+		w.epoch = checkpointID + 1
+		h, err := w.prepared.Prepare(ctx, checkpointID)
+		if err != nil {
+			w.err = err // its rows are gone with the transaction
+		}
+		return h, err
+	}
+	if w.conn == nil {
+		w.s.mu.Lock()
+		w.s.hold.Prepared(checkpointID)
+		w.s.mu.Unlock()
+	}
+	w.epoch = checkpointID + 1
+	return nil, nil
+}
+
+// Commit commits what Prepare prepared (two-phase); otherwise the
+// transaction or the batch committed the rows already.
+func (w *writer[T]) Commit(ctx context.Context, _ int64, handle []byte) error {
+	if w.prepared == nil || len(handle) == 0 {
+		return nil
+	}
+	return w.s.cfg.Driver.(TwoPhaseDriver).CommitPrepared(ctx, string(handle))
+}
+
+// Close drops unsent rows (their epoch is replayed) and closes the
+// writer's connection, or, for the session's last writer, the session's
+// (an open transaction rolls back: the job ends after its last commit, or
+// restarts and replays).
+func (w *writer[T]) Close() error {
+	w.rows, w.dead = nil, nil
+	if w.prepared != nil {
+		return w.prepared.Close() // an open, unprepared transaction rolls back
+	}
+	if w.conn != nil {
+		return w.conn.Close()
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess != nil {
+		if s.sess.writers--; s.sess.writers == 0 {
+			s.closeSessionLocked()
+		}
+	}
+	return nil
+}
+
+// submit writes b into the open transaction, or holds it while a
+// checkpoint before its epoch is unresolved, waiting for room when
+// MaxHeldRows are held.
+func (s *Sink[T]) submit(ctx context.Context, b Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		sess := s.sess
+		if sess == nil {
+			return fmt.Errorf("%s: the connection is closed (the job is restarting)", s.name)
+		}
+		if sess.err != nil {
+			return fmt.Errorf("%s: %w", s.name, sess.err)
+		}
+		if !s.hold.MustHold(b.Epoch) {
+			if err := sess.conn.Write(ctx, b); err != nil {
+				sess.err = err
+				s.hold.Wake()
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			return nil
+		}
+		if s.hold.Add(b.Epoch, b, b.size()) {
+			return nil
+		}
+		wake := s.hold.Released()
+		s.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return ctx.Err()
+		}
+		s.mu.Lock()
+	}
+}
+
+// releaseLocked writes the held rows that may enter the open transaction
+// now and wakes the writers waiting for room.
+func (s *Sink[T]) releaseLocked(ctx context.Context) {
+	defer s.hold.Wake()
+	if s.sess == nil || s.sess.err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := s.hold.Release(-1, func(b Batch) error { return s.sess.conn.Write(ctx, b) }); err != nil {
+		s.sess.err = err
+	}
+}
+
+// recoverTimeout bounds Peek and Recover: an unreachable server fails the
+// start (the restart strategy tries again) instead of hanging it.
+const recoverTimeout = 30 * time.Second
+
+// CommitPoint is the database transaction as the job's commit point.
+type CommitPoint[T any] struct {
+	s *Sink[T]
+}
+
+// String names the commit point in checkpoint manifests.
+func (c *CommitPoint[T]) String() string { return c.s.cfg.Driver.Name() }
+
+// BindJob checks the sink against the job (see Sink.BindJob).
+func (c *CommitPoint[T]) BindJob(info flow.JobInfo) error { return c.s.BindJob(info) }
+
+// Peek reads the job's progress row without fencing anyone.
+func (c *CommitPoint[T]) Peek(ctx context.Context) (flow.CommitRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, recoverTimeout)
+	defer cancel()
+	rec, err := c.s.cfg.Driver.Peek(ctx, c.s.cfg.Job)
+	if err != nil {
+		return flow.CommitRecord{}, fmt.Errorf("%s commit point: %w", c.s.cfg.Driver.Name(), err)
+	}
+	return rec, nil
+}
+
+// Recover fences every earlier instance of the job and returns its last
+// committed checkpoint; the connection it opens is the one the writers of
+// this (re)start use.
+func (c *CommitPoint[T]) Recover(ctx context.Context) (flow.CommitRecord, error) {
+	s := c.s
+	ctx, cancel := context.WithTimeout(ctx, recoverTimeout)
+	defer cancel()
+	s.mu.Lock()
+	s.closeSessionLocked()
+	s.hold.Reset(0)
+	s.mu.Unlock()
+	rec, conn, err := s.cfg.Driver.Recover(ctx, s.cfg.Job)
+	if err != nil {
+		return flow.CommitRecord{}, fmt.Errorf("%s commit point: %w", s.cfg.Driver.Name(), err)
+	}
+	s.mu.Lock()
+	s.sess = &session{conn: conn}
+	s.hold.Reset(rec.Checkpoint)
+	s.mu.Unlock()
+	return rec, nil
+}
+
+// Commit commits the open transaction with every row up to checkpoint
+// rec.Checkpoint and the job's progress row naming it.
+func (c *CommitPoint[T]) Commit(ctx context.Context, rec flow.CommitRecord) error {
+	s := c.s
+	name := s.cfg.Driver.Name()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sess
+	if sess == nil {
+		return fmt.Errorf("%s commit point of checkpoint %d: no connection (Recover was not called)", name, rec.Checkpoint)
+	}
+	if sess.err != nil {
+		return fmt.Errorf("%s commit point of checkpoint %d: the sink's transaction failed earlier: %w", name, rec.Checkpoint, sess.err)
+	}
+	// Rows held after checkpoints below rec.Checkpoint that were aborted
+	// belong to this transaction.
+	err := s.hold.Release(rec.Checkpoint, func(b Batch) error { return sess.conn.Write(ctx, b) })
+	if err == nil {
+		err = sess.conn.Commit(ctx, rec)
+	}
+	if err != nil {
+		sess.err = err
+		sess.conn.Rollback()
+		s.hold.Wake()
+		return fmt.Errorf("%s commit point of checkpoint %d: %w", name, rec.Checkpoint, err)
+	}
+	s.hold.Committed(rec.Checkpoint)
+	s.releaseLocked(context.Background())
+	return nil
+}
+
+// MarkStart records a start mark (flow.StartMarker) in the job's progress
+// row, in a transaction of its own under the fence Recover took: nobody
+// can have committed since Recover read that the row names no checkpoint.
+func (c *CommitPoint[T]) MarkStart(ctx context.Context, rec flow.CommitRecord) error {
+	s := c.s
+	name := s.cfg.Driver.Name()
+	if rec.Checkpoint != 0 {
+		return fmt.Errorf("%s commit point: a start mark names no checkpoint (got %d)", name, rec.Checkpoint)
+	}
+	ctx, cancel := context.WithTimeout(ctx, recoverTimeout)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sess
+	if sess == nil {
+		return fmt.Errorf("%s commit point: MarkStart was called before Recover", name)
+	}
+	if sess.err != nil {
+		return fmt.Errorf("%s commit point: the sink's connection failed earlier: %w", name, sess.err)
+	}
+	if last := s.hold.LastCommitted(); last != 0 {
+		return fmt.Errorf("%s commit point: no start mark over the record of committed checkpoint %d", name, last)
+	}
+	if err := sess.conn.Commit(ctx, rec); err != nil {
+		sess.err = err
+		sess.conn.Rollback()
+		return fmt.Errorf("%s commit point: record the job's start: %w", name, err)
+	}
+	return nil
+}
+
+// CheckpointAborted lets rows held after checkpoint id into the open
+// transaction: id never commits, so they join the epoch the next commit
+// covers.
+func (c *CommitPoint[T]) CheckpointAborted(ctx context.Context, id int64) {
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold.Aborted(id)
+	s.releaseLocked(ctx)
+}
+
+// The defaults every database sink shares.
+const (
+	DefaultProgressTable = "onceflow_progress"
+	DefaultEpochColumn   = "onceflow_epoch"
+	DefaultBatchRows     = 1000
+	DefaultMaxHeldRows   = 200_000
+)
+
+// Defaults fills the settings every database sink has with the defaults
+// where they are unset.
+func Defaults(epochColumn, progressTable *string, batchRows, maxHeldRows *int) {
+	if *epochColumn == "" {
+		*epochColumn = DefaultEpochColumn
+	}
+	if *progressTable == "" {
+		*progressTable = DefaultProgressTable
+	}
+	if *batchRows <= 0 {
+		*batchRows = DefaultBatchRows
+	}
+	if *maxHeldRows <= 0 {
+		*maxHeldRows = DefaultMaxHeldRows
+	}
+}
+
+// Checks is the configuration every database sink validates the same way.
+type Checks struct {
+	Columns, Key  []string
+	HasRow        bool
+	ExactlyOnce   bool
+	AtLeastOnce   bool
+	TwoPhase      bool // with all three false: an unknown delivery
+	Delivery      string
+	EpochColumn   string
+	ProgressTable string
+	// Ident checks a table name in the database's rules.
+	Ident func(what, name string) error
+}
+
+// PlainName matches a plain SQL name: letters, digits, _ and $, not
+// starting with a digit.
+var PlainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
+
+// Errors returns what is wrong with c, each error on its own.
+func (c Checks) Errors() []error {
+	var errs []error
+	if len(c.Columns) == 0 {
+		errs = append(errs, errors.New("no columns: name the table's columns Row fills"))
+	}
+	for _, col := range slices.Concat(c.Columns, c.Key) {
+		if !PlainName.MatchString(col) {
+			errs = append(errs, fmt.Errorf("column %q is not a plain SQL name", col))
+		}
+	}
+	for _, k := range c.Key {
+		if !slices.Contains(c.Columns, k) {
+			errs = append(errs, fmt.Errorf("key column %q is not among the columns %v", k, c.Columns))
+		}
+	}
+	if !c.HasRow {
+		errs = append(errs, errors.New("no Row function: say how a record becomes a row"))
+	}
+	switch {
+	case c.TwoPhase:
+	case c.ExactlyOnce:
+		if err := c.Ident("progress table", c.ProgressTable); err != nil {
+			errs = append(errs, err)
+		}
+	case c.AtLeastOnce:
+		if len(c.Key) == 0 {
+			errs = append(errs, errors.New("at-least-once delivery writes idempotent upserts: name the table's primary key columns (key)"))
+		}
+		if !PlainName.MatchString(c.EpochColumn) {
+			errs = append(errs, fmt.Errorf("epoch column %q is not a plain SQL name", c.EpochColumn))
+		}
+		if slices.Contains(c.Columns, c.EpochColumn) {
+			errs = append(errs, fmt.Errorf("epoch column %q is among the columns: the sink writes it itself", c.EpochColumn))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("unknown delivery %q: use exactly-once, at-least-once or two-phase", c.Delivery))
+	}
+	return errs
+}
+
+// CheckIdent checks a table name of up to two dotted plain names (schema
+// or database, then table); qualifier names the first part in messages.
+func CheckIdent(what, name, qualifier string) error {
+	parts := strings.Split(name, ".")
+	if name == "" || len(parts) > 2 {
+		return fmt.Errorf("%s %q: want name or %s.name", what, name, qualifier)
+	}
+	for _, p := range parts {
+		if !PlainName.MatchString(p) {
+			return fmt.Errorf("%s %q: %q is not a plain SQL name (letters, digits, _, $; not starting with a digit)", what, name, p)
+		}
+	}
+	return nil
+}
+
+// Columns lists a table's column names for messages, sorted.
+func Columns(have map[string]string) string {
+	return strings.Join(slices.Sorted(maps.Keys(have)), ", ")
+}
+
+// Missing returns the columns of want that have lacks (compared by
+// lower).
+func Missing(want []string, have map[string]string, lower bool) []string {
+	var out []string
+	for _, c := range want {
+		if lower {
+			c = strings.ToLower(c)
+		}
+		if _, ok := have[c]; !ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
