@@ -1,0 +1,658 @@
+package redis
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/sqlsink"
+)
+
+// driver is Redis' part of a sqlsink.Sink: rows are (key, field, value)
+// triples of one Command.
+type driver struct {
+	opts    *goredis.Options
+	url     string // redacted, for messages
+	command Command
+	prefix  string
+	log     *slog.Logger
+	// keepDead is whether rejected records are kept, in the hash
+	// deadKeyName (default <prefix>dead:<job>).
+	keepDead    bool
+	deadKeyName string
+}
+
+func (d *driver) deadKey(job string) string {
+	if d.deadKeyName != "" {
+		return d.deadKeyName
+	}
+	return d.prefix + "dead:" + job
+}
+
+// deadFields returns b's dead letters as hash fields and values.
+func deadFields(b sqlsink.Batch) []any {
+	var out []any
+	for _, x := range b.Dead {
+		v, _ := json.Marshal(deadValue{Key: text(x.Key), Value: text(x.Value), Error: x.Error, At: x.At.UTC(), Epoch: b.Epoch})
+		out = append(out, x.Sink+"/"+x.ID, string(v))
+	}
+	return out
+}
+
+// deadValue is what the dead-letter hash keeps of a record.
+type deadValue struct {
+	Key   *string   `json:"key"`
+	Value *string   `json:"value"`
+	Error string    `json:"error"`
+	At    time.Time `json:"rejected_at"`
+	Epoch int64     `json:"epoch"`
+}
+
+// text is b as a JSON string: itself when it is UTF-8, else base64 with a
+// "base64:" prefix; nil for nil.
+func text(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	if !utf8.Valid(b) {
+		s = "base64:" + base64.StdEncoding.EncodeToString(b)
+	}
+	return &s
+}
+
+var _ sqlsink.Driver = (*driver)(nil)
+
+func (d *driver) Name() string { return "redis" }
+
+// SetLogger is where the persistence warning goes (sqlsink.LoggerSetter).
+func (d *driver) SetLogger(l *slog.Logger) { d.log = l }
+
+func (d *driver) progressKey(job string) string { return d.prefix + "progress:" + job }
+func (d *driver) epochKey(job string) string    { return d.prefix + "epoch:" + job }
+func (d *driver) stageKey(job string, fence int64) string {
+	return d.prefix + "stage:" + job + ":" + strconv.FormatInt(fence, 10)
+}
+
+// stageTTL bounds how long the stage of an instance that died (or was
+// fenced) before its commit stays in memory; a live instance's stage is
+// refreshed by every write and dropped at every commit.
+const stageTTL = 24 * time.Hour
+
+func (d *driver) client() *goredis.Client { return goredis.NewClient(d.opts) }
+
+// explain adds what to do to the errors users meet.
+func (d *driver) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "connection refused"), strings.Contains(msg, "no such host"), strings.Contains(msg, "i/o timeout"):
+		return fmt.Errorf("%w (is the Redis server at %s running and reachable?)", err, d.url)
+	case strings.HasPrefix(msg, "NOAUTH"), strings.HasPrefix(msg, "WRONGPASS"):
+		return fmt.Errorf("%w (give the password in the URL: redis://user:password@host:port/db)", err)
+	case strings.HasPrefix(msg, "NOPERM"):
+		return fmt.Errorf("%w (the sink's user needs the commands it runs: EVALSHA/EVAL, RPUSH, HGETALL, HINCRBY, DEL, EXPIRE, and the record commands)", err)
+	case strings.HasPrefix(msg, "WRONGTYPE"):
+		return fmt.Errorf("%w (a key the sink writes holds another type: command %s needs %s keys)", err, d.command, map[bool]string{true: "hash", false: "string"}[d.command.hash()])
+	case strings.Contains(msg, "CROSSSLOT"), strings.HasPrefix(msg, "MOVED"):
+		return fmt.Errorf("%w (Redis Cluster is not supported: the sink's scripts touch keys of several slots; use a single server or a primary with replicas)", err)
+	}
+	return err
+}
+
+// readRecord reads the job's progress hash: its record (or start mark)
+// and fence.
+func (d *driver) readRecord(ctx context.Context, c *goredis.Client, job string) (flow.CommitRecord, int64, error) {
+	m, err := c.HGetAll(ctx, d.progressKey(job)).Result()
+	if err != nil {
+		return flow.CommitRecord{}, 0, fmt.Errorf("read the progress hash %s: %w", d.progressKey(job), d.explain(err))
+	}
+	fence, _ := strconv.ParseInt(m["fence"], 10, 64)
+	cp, _ := strconv.ParseInt(m["checkpoint"], 10, 64)
+	if cp <= 0 && m["state_id"] == "" {
+		return flow.CommitRecord{}, fence, nil // no record, no start mark
+	}
+	ms, _ := strconv.ParseInt(m["time_ms"], 10, 64)
+	return flow.CommitRecord{Job: job, Checkpoint: cp, Manifest: m["manifest"], Incarnation: m["incarnation"], StateID: m["state_id"], Time: time.UnixMilli(ms)}, fence, nil
+}
+
+// Peek reads the job's progress hash without fencing anyone.
+func (d *driver) Peek(ctx context.Context, job string) (flow.CommitRecord, error) {
+	c := d.client()
+	defer c.Close()
+	rec, _, err := d.readRecord(ctx, c, job)
+	return rec, err
+}
+
+// Recover increments the fence of the job's progress hash: a commit
+// applies nothing unless the fence is its own, and a script runs alone,
+// so no earlier instance can commit afterwards. It drops the stages the
+// previous instances left.
+func (d *driver) Recover(ctx context.Context, job string) (flow.CommitRecord, sqlsink.TxConn, error) {
+	c := d.client()
+	fence, err := c.HIncrBy(ctx, d.progressKey(job), "fence", 1).Result()
+	if err != nil {
+		c.Close()
+		return flow.CommitRecord{}, nil, fmt.Errorf("fence the earlier instances of job %q in %s: %w", job, d.progressKey(job), d.explain(err))
+	}
+	rec, _, err := d.readRecord(ctx, c, job)
+	if err != nil {
+		c.Close()
+		return flow.CommitRecord{}, nil, err
+	}
+	if err := c.Del(ctx, d.stageKey(job, fence), d.stageKey(job, fence-1)).Err(); err != nil {
+		c.Close()
+		return flow.CommitRecord{}, nil, fmt.Errorf("drop the stage of the previous instance: %w", d.explain(err))
+	}
+	d.checkPersistence(ctx, c)
+	c.Close()
+	// The transaction's client never retries: go-redis sends a command
+	// again when the connection drops after sending it, and a commit
+	// script sent twice would apply its increments twice.
+	o := *d.opts
+	o.MaxRetries = -1
+	return rec, &txConn{d: d, c: goredis.NewClient(&o), job: job, fence: fence, stage: d.stageKey(job, fence)}, nil
+}
+
+// checkPersistence warns when the server may lose acknowledged writes on a
+// crash (see the package doc). Servers that hide CONFIG are not checked.
+func (d *driver) checkPersistence(ctx context.Context, c *goredis.Client) {
+	if d.log == nil {
+		return
+	}
+	m, err := c.ConfigGet(ctx, "append*").Result()
+	if err != nil {
+		return
+	}
+	if m["appendonly"] != "yes" || m["appendfsync"] != "always" {
+		d.log.Warn("the Redis server can lose acknowledged writes when it crashes: run it with appendonly yes and appendfsync always for exactly-once across a crash of Redis (a lost commit makes the job refuse to start until you choose a checkpoint)",
+			"appendonly", m["appendonly"], "appendfsync", m["appendfsync"], "server", d.url)
+	}
+}
+
+// OpenUpsert opens an at-least-once writer's client.
+func (d *driver) OpenUpsert(ctx context.Context, job string) (sqlsink.UpsertConn, error) {
+	c := d.client()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connect: %w", d.explain(err))
+	}
+	return &upsertConn{d: d, c: c, job: job}, nil
+}
+
+// commitScript applies the stage, then the commands in ARGV, keeps the
+// dead letters and records the checkpoint, under the fence. KEYS:
+// progress hash, stage, dead-letter hash. ARGV: fence, command,
+// checkpoint, manifest, incarnation, state id, time (ms), the number of
+// dead letters, the stage's expected length, the dead letters' (field,
+// value) pairs, then (key, field, value) triples.
+var commitScript = goredis.NewScript(`
+local fence = redis.call('HGET', KEYS[1], 'fence')
+if fence ~= ARGV[1] then
+  return redis.error_reply('ONCEFLOW_FENCED the progress hash has fence ' .. tostring(fence) .. ', this instance ' .. ARGV[1])
+end
+local cmd = ARGV[2]
+` + checkLua + `
+local n = redis.call('LLEN', KEYS[2])
+if n ~= tonumber(ARGV[9]) then
+  return redis.error_reply('ONCEFLOW_STAGE the stage ' .. KEYS[2] .. ' holds ' .. n .. ' elements, and this instance staged ' .. ARGV[9] .. ' (did it expire?)')
+end
+local dead = tonumber(ARGV[8])
+local from = 10 + 2 * dead
+-- Every key is checked before anything is written: Redis does not undo
+-- the writes of a script that fails half way.
+local bad = nil
+if dead > 0 then bad = wrong(KEYS[3], 'hash', 'HSETNX') end
+if not bad and cmd ~= 'set' then
+  for i = 0, n - 1, 3000 do
+    bad = bad or check(redis.call('LRANGE', KEYS[2], i, i + 2999), 1)
+  end
+  bad = bad or check(ARGV, from)
+end
+if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
+local function apply(c, from)
+  for j = from, #c, 3 do
+    if cmd == 'set' then redis.call('SET', c[j], c[j+2])
+    elseif cmd == 'hset' then redis.call('HSET', c[j], c[j+1], c[j+2])
+    elseif cmd == 'incrby' then redis.call('INCRBY', c[j], c[j+2])
+    else redis.call('HINCRBY', c[j], c[j+1], c[j+2]) end
+  end
+end
+for i = 0, n - 1, 3000 do
+  apply(redis.call('LRANGE', KEYS[2], i, i + 2999), 1)
+end
+if n > 0 then redis.call('DEL', KEYS[2]) end
+for j = 10, 9 + 2 * dead, 2 do redis.call('HSETNX', KEYS[3], ARGV[j], ARGV[j+1]) end
+apply(ARGV, from)
+redis.call('HSET', KEYS[1], 'checkpoint', ARGV[3], 'manifest', ARGV[4], 'incarnation', ARGV[5], 'state_id', ARGV[6], 'time_ms', ARGV[7])
+return n / 3 + (#ARGV - from + 1) / 3
+`)
+
+// checkLua defines, for the scripts, wrong (a key of another type than a
+// command needs) and check (the first command of triples c, from index
+// from, that would fail: a key of the wrong type, a counter that is not an
+// integer). cmd is the sink's command.
+const checkLua = `
+local function wrong(k, want, name)
+  local t = redis.call('TYPE', k).ok
+  if t ~= 'none' and t ~= want then
+    return 'key ' .. k .. ' holds a ' .. t .. ', and ' .. name .. ' needs a ' .. want
+  end
+end
+-- isint is whether Redis reads v as a 64-bit integer (false: absent).
+local function isint(v)
+  if v == false or v == '0' then return true end
+  if not string.match(v, '^-?[1-9]%d*$') then return false end
+  local digits = string.gsub(v, '^-', '')
+  if #digits ~= 19 then return #digits < 19 end
+  if string.sub(v, 1, 1) == '-' then return digits <= '9223372036854775808' end
+  return digits <= '9223372036854775807'
+end
+-- sums holds, per counter, its value plus the increments checked so far;
+-- they must stay where a double counts exactly (2^53), so that the check
+-- can tell an overflow.
+local sums = {}
+local function check(c, from)
+  for j = from, #c, 3 do
+    local k = c[j]
+    local e
+    if cmd == 'hset' or cmd == 'hincrby' then e = wrong(k, 'hash', string.upper(cmd))
+    elseif cmd == 'incrby' then e = wrong(k, 'string', 'INCRBY') end
+    if e then return e end
+    if cmd == 'incrby' or cmd == 'hincrby' then
+      local id = k
+      if cmd == 'hincrby' then id = k .. '\0' .. c[j+1] end
+      local cur = sums[id]
+      if cur == nil then
+        local v
+        if cmd == 'incrby' then v = redis.call('GET', k) else v = redis.call('HGET', k, c[j+1]) end
+        if not isint(v) then
+          if cmd == 'incrby' then return 'key ' .. k .. ' holds a value that is not an integer, and INCRBY needs one' end
+          return 'field ' .. c[j+1] .. ' of key ' .. k .. ' holds a value that is not an integer, and HINCRBY needs one'
+        end
+        cur = tonumber(v or '0')
+      end
+      cur = cur + tonumber(c[j+2])
+      if math.abs(cur) >= 9007199254740992 then
+        return 'counter ' .. k .. ' would reach ' .. string.format('%.0f', cur) .. ', beyond 2^53, where the sink cannot check for an overflow'
+      end
+      sums[id] = cur
+    end
+  end
+end
+`
+
+// upsertScript applies a batch fenced per key by epoch. KEYS: the epochs
+// hash. ARGV: epoch, command, then (key, field, value) triples.
+var upsertScript = goredis.NewScript(`
+local e = tonumber(ARGV[1])
+local cmd = ARGV[2]
+local hash = cmd == 'hset'
+` + checkLua + `
+local bad = check(ARGV, 3)
+if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
+-- One HMGET and one HSET of the epochs per 2000 commands, not one call
+-- of each per command.
+local applied = 0
+for from = 3, #ARGV, 6000 do
+  local last = math.min(from + 5999, #ARGV)
+  local ids = {}
+  for j = from, last, 3 do
+    if hash then ids[#ids + 1] = ARGV[j] .. '\0' .. ARGV[j+1] else ids[#ids + 1] = ARGV[j] end
+  end
+  local olds = redis.call('HMGET', KEYS[1], unpack(ids))
+  local upd = {}
+  for i, id in ipairs(ids) do
+    local j = from + 3 * (i - 1)
+    local o = olds[i] and tonumber(olds[i])
+    if not o or o <= e then
+      if hash then redis.call('HSET', ARGV[j], ARGV[j+1], ARGV[j+2]) else redis.call('SET', ARGV[j], ARGV[j+2]) end
+      if o ~= e then
+        upd[#upd + 1] = id
+        upd[#upd + 1] = e
+      end
+      applied = applied + 1
+    end
+  end
+  if #upd > 0 then redis.call('HSET', KEYS[1], unpack(upd)) end
+end
+return applied
+`)
+
+// txConn gathers an instance's commands between commits and applies them
+// with its progress in one script. Within a commit only the end state is
+// visible, so the commands are merged as they come: the last value of a
+// key (or hash field) for SET and HSET, the sum of the increments for the
+// counters. When more than maxMerged keys are pending the merged commands
+// move to the stage, a list in Redis that the script applies first.
+type txConn struct {
+	d     *driver
+	c     *goredis.Client
+	job   string
+	fence int64
+	stage string
+	// merged holds the pending commands, idx where each key (and field)
+	// is in it; staged is whether the stage holds commands.
+	merged []merged
+	idx    map[string]int
+	staged bool
+	// dead holds the pending dead letters as hash fields and values.
+	dead []any
+	// multi is the connection of the open MULTI that SETs stream into,
+	// nil when none is open.
+	multi *goredis.Conn
+	// stagedLen is how many elements the stage holds: the commit checks
+	// it, so a stage that expired (or was written twice) fails the
+	// commit instead of losing (or doubling) commands.
+	stagedLen int
+}
+
+type merged struct {
+	key, field, value string
+	by                int64
+}
+
+// maxMerged bounds the keys a txConn merges in memory (about 100 bytes
+// each) before it stages them in Redis; a variable for the tests.
+var maxMerged = 100_000
+
+// Write merges b's rows into the pending commands.
+func (t *txConn) Write(ctx context.Context, b sqlsink.Batch) error {
+	t.dead = append(t.dead, deadFields(b)...)
+	if t.idx == nil {
+		t.idx = make(map[string]int)
+	}
+	counter := t.d.command.Counter()
+	for _, r := range b.Rows {
+		key, field, value := r[0].(string), r[1].(string), r[2].(string)
+		id := key
+		if t.d.command.hash() {
+			id = key + "\x00" + field
+		}
+		i, ok := t.idx[id]
+		if !ok {
+			i = len(t.merged)
+			t.idx[id] = i
+			t.merged = append(t.merged, merged{key: key, field: field})
+		}
+		if counter {
+			n, _ := strconv.ParseInt(value, 10, 64) // formatted by the sink
+			sum := t.merged[i].by + n
+			if (n > 0 && sum < t.merged[i].by) || (n < 0 && sum > t.merged[i].by) {
+				return flow.Unrecoverable(fmt.Errorf("the increments of %s in one checkpoint overflow a 64-bit integer", key))
+			}
+			t.merged[i].by = sum
+		} else {
+			t.merged[i].value = value
+		}
+	}
+	switch {
+	case t.d.command == CommandSet && len(t.merged) >= streamMerged:
+		return t.stream(ctx)
+	case len(t.merged) >= maxMerged:
+		return t.stageMerged(ctx)
+	}
+	return nil
+}
+
+// streamMerged is how many keys a SET sink merges before it sends them
+// into the open MULTI: the server queues them while the job goes on, so
+// that a large checkpoint is not sent all at its commit. It is above the
+// key counts jobs usually update again and again within a checkpoint,
+// whose merging it would undo (a variable for the tests).
+var streamMerged = 50_000
+
+// beginMulti opens the transaction SETs stream into: WATCH the progress
+// and dead-letter hashes, check the fence and the dead-letter hash's
+// type, MULTI. A Recover after the WATCH changes the progress hash, and
+// the EXEC then applies nothing.
+func (t *txConn) beginMulti(ctx context.Context) error {
+	if t.multi != nil {
+		return nil
+	}
+	// Closing an ephemeral connection discards it: one left in MULTI or
+	// WATCH must not serve another command.
+	conn := t.c.EphemeralConn()
+	progress, dead := t.d.progressKey(t.job), t.d.deadKey(t.job)
+	err := conn.Do(ctx, "WATCH", progress, dead).Err()
+	var f int64
+	if err == nil {
+		f, err = conn.HGet(ctx, progress, "fence").Int64()
+	}
+	var typ string
+	if err == nil {
+		typ, err = conn.Type(ctx, dead).Result()
+	}
+	if err == nil && f != t.fence {
+		err = fmt.Errorf("%w: the progress hash has fence %d, this instance %d", sqlsink.ErrFenced, f, t.fence)
+	}
+	if err == nil && typ != "none" && typ != "hash" {
+		err = flow.Unrecoverable(fmt.Errorf("key %s holds a %s, and the dead letters need a hash: delete or rename the key", dead, typ))
+	}
+	if err == nil {
+		err = conn.Do(ctx, "MULTI").Err()
+	}
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("open the transaction: %w", t.d.explain(err))
+	}
+	t.multi = conn
+	return nil
+}
+
+// stream sends the merged SETs into the open MULTI.
+func (t *txConn) stream(ctx context.Context) error {
+	if err := t.beginMulti(ctx); err != nil {
+		return err
+	}
+	if len(t.merged) > 0 {
+		_, err := t.multi.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, m := range t.merged {
+				p.Do(ctx, "SET", m.key, m.value)
+			}
+			return nil
+		})
+		if err != nil {
+			t.closeMulti()
+			return fmt.Errorf("send %d SETs into the transaction: %w", len(t.merged), t.d.explain(err))
+		}
+	}
+	t.merged = t.merged[:0]
+	clear(t.idx)
+	return nil
+}
+
+// closeMulti drops the open MULTI: its connection is discarded, and the
+// server discards the transaction with it.
+func (t *txConn) closeMulti() {
+	if t.multi != nil {
+		_ = t.multi.Close()
+		t.multi = nil
+	}
+}
+
+// triples appends ms as (key, field, value) to a; counter sends the sums.
+func triples(a []any, ms []merged, counter bool) []any {
+	for _, m := range ms {
+		if counter {
+			a = append(a, m.key, m.field, m.by)
+		} else {
+			a = append(a, m.key, m.field, m.value)
+		}
+	}
+	return a
+}
+
+// stageMerged moves the merged commands to the stage.
+func (t *txConn) stageMerged(ctx context.Context) error {
+	p := t.c.Pipeline()
+	for chunk := range slices.Chunk(t.merged, 1000) {
+		p.RPush(ctx, t.stage, triples(make([]any, 0, 3*len(chunk)), chunk, t.d.command.Counter())...)
+	}
+	p.Expire(ctx, t.stage, stageTTL)
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("stage %d commands in %s: %w", len(t.merged), t.stage, t.d.explain(err))
+	}
+	t.stagedLen += 3 * len(t.merged)
+	t.merged, t.staged = t.merged[:0], true
+	clear(t.idx)
+	return nil
+}
+
+// Commit applies the stage and the merged commands and records rec
+// atomically, under the fence. SETs that were not staged (most
+// checkpoints of a SET sink) go in one MULTI/EXEC that WATCHes the
+// progress hash, which Redis runs faster than a script's calls: a SET
+// cannot fail once queued, and a Recover between the WATCH and the EXEC
+// changes the hash, so the EXEC applies nothing. Everything else goes
+// through a script that checks every key before it writes anything (Redis
+// does not undo the writes of a script that fails half way).
+func (t *txConn) Commit(ctx context.Context, rec flow.CommitRecord) error {
+	if rec.Checkpoint == 0 {
+		// A start mark (flow.StartMarker), not a checkpoint's commit.
+	} else if err := failpoint.Inject(failpoint.BeforeDBCommit); err != nil {
+		return err
+	}
+	var err error
+	if t.staged || t.d.command != CommandSet {
+		a := append([]any{t.fence, string(t.d.command), rec.Checkpoint, rec.Manifest, rec.Incarnation, rec.StateID, rec.Time.UnixMilli(), len(t.dead) / 2, t.stagedLen}, t.dead...)
+		err = commitScript.Run(ctx, t.c, []string{t.d.progressKey(t.job), t.stage, t.d.deadKey(t.job)}, triples(a, t.merged, t.d.command.Counter())...).Err()
+	} else {
+		err = t.exec(ctx, rec)
+	}
+	t.merged, t.staged, t.dead, t.stagedLen = t.merged[:0], false, nil, 0
+	clear(t.idx)
+	if err != nil {
+		if errors.Is(err, sqlsink.ErrFenced) {
+			return err
+		}
+		if strings.HasPrefix(err.Error(), "ONCEFLOW_FENCED") {
+			return fmt.Errorf("%w: %s", sqlsink.ErrFenced, strings.TrimPrefix(err.Error(), "ONCEFLOW_FENCED "))
+		}
+		if bad := badKey(err); bad != nil {
+			return bad
+		}
+		// A broken connection leaves the outcome unknown; Recover reads it
+		// from the progress hash.
+		return fmt.Errorf("commit: %w", t.d.explain(err))
+	}
+	return nil
+}
+
+// exec commits the SETs in the open MULTI (opening it if none is) with
+// the dead letters and the record.
+func (t *txConn) exec(ctx context.Context, rec flow.CommitRecord) error {
+	if err := t.stream(ctx); err != nil {
+		return err
+	}
+	progress := t.d.progressKey(t.job)
+	_, err := t.multi.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		// Inside MULTI every reply is QUEUED: generic commands read it.
+		for i := 0; i < len(t.dead); i += 2 {
+			p.Do(ctx, "HSETNX", t.d.deadKey(t.job), t.dead[i], t.dead[i+1])
+		}
+		p.Do(ctx, "HSET", progress, "checkpoint", rec.Checkpoint, "manifest", rec.Manifest, "incarnation", rec.Incarnation, "state_id", rec.StateID, "time_ms", rec.Time.UnixMilli())
+		return nil
+	})
+	if err == nil {
+		err = t.multi.Do(ctx, "EXEC").Err()
+	}
+	conn := t.multi
+	t.multi = nil
+	if errors.Is(err, goredis.Nil) {
+		// The watched hashes changed: nothing was applied.
+		_ = conn.Close()
+		return fmt.Errorf("%w: the progress hash changed while the transaction was open (a newer instance recovered)", sqlsink.ErrFenced)
+	}
+	if err != nil {
+		_ = conn.Close()
+		return err
+	}
+	return conn.Close()
+}
+
+// Rollback drops the pending commands, the open MULTI and the stage.
+func (t *txConn) Rollback() {
+	t.closeMulti()
+	t.merged, t.dead = t.merged[:0], nil
+	clear(t.idx)
+	if t.staged {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = t.c.Del(ctx, t.stage).Err()
+		t.staged, t.stagedLen = false, 0
+	}
+}
+
+func (t *txConn) Close() error {
+	t.closeMulti()
+	return t.c.Close()
+}
+
+// upsertConn is an at-least-once writer's client.
+type upsertConn struct {
+	d   *driver
+	c   *goredis.Client
+	job string
+}
+
+// Upsert applies b, each row fenced by b.Epoch; of the rows of one key
+// (and field) only the last is sent.
+func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
+	last := make(map[string]int, len(b.Rows))
+	for i, r := range b.Rows {
+		last[r[0].(string)+"\x00"+r[1].(string)] = i
+	}
+	a := make([]any, 2, 2+3*len(last))
+	a[0], a[1] = b.Epoch, string(u.d.command)
+	for i, r := range b.Rows {
+		if last[r[0].(string)+"\x00"+r[1].(string)] == i {
+			a = append(a, r[0], r[1], r[2])
+		}
+	}
+	if len(a) > 2 {
+		if err := upsertScript.Run(ctx, u.c, []string{u.d.epochKey(u.job)}, a...).Err(); err != nil {
+			if bad := badKey(err); bad != nil {
+				return bad
+			}
+			return fmt.Errorf("write %d commands: %w", len(b.Rows), u.d.explain(err))
+		}
+	}
+	if dead := deadFields(b); len(dead) > 0 {
+		p := u.c.Pipeline()
+		for i := 0; i < len(dead); i += 2 {
+			p.HSetNX(ctx, u.d.deadKey(u.job), dead[i].(string), dead[i+1])
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			return fmt.Errorf("keep %d dead letters in %s: %w", len(b.Dead), u.d.deadKey(u.job), u.d.explain(err))
+		}
+	}
+	return nil
+}
+
+func (u *upsertConn) Close() error { return u.c.Close() }
+
+// badKey turns the scripts' refusal of a key that holds the wrong type
+// into an error restarting cannot fix (nothing was written); nil for
+// other errors.
+func badKey(err error) error {
+	msg, ok := strings.CutPrefix(err.Error(), "ONCEFLOW_BADKEY ")
+	if !ok {
+		return nil
+	}
+	return flow.Unrecoverable(fmt.Errorf("nothing of the commit was written: %s; delete or rename the key, or give the sink a key prefix of its own", msg))
+}

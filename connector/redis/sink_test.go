@@ -1,0 +1,469 @@
+package redis_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/connector/redis"
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/dbtest"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func bind(t *testing.T, s *redis.Sink[dbtest.Count], job string, log *slog.Logger) {
+	t.Helper()
+	if err := s.BindJob(flow.JobInfo{Name: job, Checkpointing: flow.CheckpointSettings{Mode: flow.ExactlyOnce}, Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A zombie cannot commit once a newer instance recovered: its script sees
+// a fence that is not its own, or its MULTI's EXEC finds the watched
+// progress hash changed, and applies nothing.
+func TestZombieIsFenced(t *testing.T) {
+	t.Run("script", func(t *testing.T) { testZombieIsFenced(t, "incr", "c:") })
+	t.Run("multi", func(t *testing.T) {
+		defer redis.SetStreamMerged(1)() // the zombie's MULTI is open before the newer instance recovers
+		testZombieIsFenced(t, "set", "n:")
+	})
+}
+
+func testZombieIsFenced(t *testing.T, mode, prefix string) {
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	open := func() (flow.CommitPoint, flow.SinkWriter[dbtest.Count]) {
+		cfg := sinkConfig(url, mode)
+		cfg.BatchRows = 1 // each write reaches the transaction at once
+		s, err := redis.NewSink(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "zombie", nil)
+		cp := s.CommitPoint()
+		if _, err := cp.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.Open(ctx, flow.SinkContext{Job: "zombie", Parallelism: 1, FirstCheckpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp, w
+	}
+	oldCP, oldW := open()
+	if err := oldW.Write(ctx, dbtest.Count{Key: "old", N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	newCP, newW := open()
+	if err := newW.Write(ctx, dbtest.Count{Key: "new", N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newW.Prepare(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := newCP.Commit(ctx, flow.CommitRecord{Job: "zombie", Checkpoint: 1, Manifest: "m1", Time: time.Now()}); err != nil {
+		t.Fatalf("the new instance's commit: %v", err)
+	}
+	_, werr := oldW.Prepare(ctx, 1)
+	cerr := oldCP.Commit(ctx, flow.CommitRecord{Job: "zombie", Checkpoint: 1, Manifest: "zombie", Time: time.Now()})
+	if werr == nil && cerr == nil {
+		t.Fatal("the zombie committed after a newer instance recovered")
+	}
+	if cerr != nil && !errors.Is(cerr, redis.ErrFenced) {
+		t.Errorf("the zombie's commit failed with %v, want ErrFenced", cerr)
+	}
+	old, _ := srv.Client(db, "GET", prefix+"old")
+	if n, _ := srv.Client(db, "GET", prefix+"new"); old != "" || n != "1" {
+		t.Errorf("%sold = %q, %snew = %q; want only the new instance's write", prefix, old, prefix, n)
+	}
+	if got, _ := srv.Client(db, "HMGET", "onceflow:progress:zombie", "checkpoint", "manifest", "fence"); got != "1\nm1\n2" {
+		t.Errorf("progress hash: %q, want checkpoint 1, manifest m1, fence 2", got)
+	}
+	rec, err := newCP.Peek(ctx)
+	if err != nil || rec.Checkpoint != 1 || rec.Manifest != "m1" {
+		t.Errorf("Peek: %+v, %v; want checkpoint 1", rec, err)
+	}
+}
+
+// At-least-once: a write of an older epoch never overwrites what a newer
+// one wrote (a zombie, or a slow writer), and a replay under a newer epoch
+// writes again.
+func TestEpochFence(t *testing.T) {
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	hashCfg := sinkConfig(url, "fenced")
+	hashCfg.Command = redis.CommandHSet
+	hashCfg.Op = func(c dbtest.Count) (redis.Op, error) {
+		return redis.Op{Key: "h", Field: c.Key, Value: strconv.FormatInt(c.N, 10)}, nil
+	}
+	for _, c := range []struct {
+		name string
+		cfg  redis.Config[dbtest.Count]
+		get  []string
+	}{{"set", sinkConfig(url, "fenced"), []string{"GET", "n:a"}}, {"hset", hashCfg, []string{"HGET", "h", "a"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.BatchRows = 2
+			s, err := redis.NewSink(c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			bind(t, s, "fence-"+c.name, nil)
+			write := func(first int64, ns ...int64) {
+				t.Helper()
+				w, err := s.Open(ctx, flow.SinkContext{Job: "fence-" + c.name, Parallelism: 1, FirstCheckpoint: first})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				for _, n := range ns {
+					if err := w.Write(ctx, dbtest.Count{Key: "a", N: n}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := w.Prepare(ctx, first); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(5, 49, 50)
+			write(3, 30) // older epoch: skipped
+			if got, _ := srv.Client(db, c.get...); got != "50" {
+				t.Errorf("after an older epoch's write a = %q, want 50", got)
+			}
+			write(5, 51) // the same epoch: last write wins
+			if got, _ := srv.Client(db, c.get...); got != "51" {
+				t.Errorf("after the same epoch's write a = %q, want 51", got)
+			}
+			write(7, 70)
+			if got, _ := srv.Client(db, c.get...); got != "70" {
+				t.Errorf("after a newer epoch's write a = %q, want 70", got)
+			}
+		})
+	}
+}
+
+// The errors users meet say what is wrong and what to do, without the
+// password.
+func TestErrorsSayWhatToDo(t *testing.T) {
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	op := func(c dbtest.Count) (redis.Op, error) { return redis.Op{Key: "k:" + c.Key, Value: "v"}, nil }
+	for _, c := range []struct {
+		name string
+		cfg  redis.Config[dbtest.Count]
+		want []string
+	}{
+		{"no url", redis.Config[dbtest.Count]{Command: redis.CommandSet, Op: op}, []string{"URL is empty", "redis://127.0.0.1:6379/0"}},
+		{"bad url", redis.Config[dbtest.Count]{URL: "http://u:s3cret@host", Command: redis.CommandSet, Op: op}, []string{"URL http://u:xxxxx@host", "redis://[user:password@]host:port/db"}},
+		{"no command", redis.Config[dbtest.Count]{URL: url, Op: op}, []string{"Command is empty", "set, hset, incrby or hincrby"}},
+		{"unknown command", redis.Config[dbtest.Count]{URL: url, Command: "lpush", Op: op}, []string{`unknown command "lpush"`}},
+		{"counter at least once", redis.Config[dbtest.Count]{URL: url, Command: redis.CommandIncrBy, Op: op, Delivery: redis.DeliveryAtLeastOnce}, []string{"a replayed increment would count twice", "use delivery exactly-once"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := redis.NewSink(c.cfg)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not say %q: %v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the error shows the password: %v", err)
+			}
+		})
+	}
+
+	t.Run("unreachable server", func(t *testing.T) {
+		s, err := redis.NewSink(redis.Config[dbtest.Count]{URL: "redis://u:s3cret@127.0.0.1:1/0", Command: redis.CommandSet, Op: op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bind(t, s, "errors", nil)
+		_, err = s.CommitPoint().Recover(ctx)
+		if err == nil || !strings.Contains(err.Error(), "is the Redis server at redis://u:xxxxx@127.0.0.1:1/0 running") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Recover against no server: %v", err)
+		}
+	})
+
+	t.Run("wrong type", func(t *testing.T) {
+		if _, err := srv.Client(db, "SET", "k:x", "a string"); err != nil {
+			t.Fatal(err)
+		}
+		hop := func(c dbtest.Count) (redis.Op, error) {
+			return redis.Op{Key: "k:" + c.Key, Field: "f", Value: "v"}, nil
+		}
+		s, err := redis.NewSink(redis.Config[dbtest.Count]{URL: url, Command: redis.CommandHSet, Op: hop, Delivery: redis.DeliveryAtLeastOnce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bind(t, s, "errors", nil)
+		w, err := s.Open(ctx, flow.SinkContext{Job: "errors", Parallelism: 1, FirstCheckpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if err := w.Write(ctx, dbtest.Count{Key: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.Prepare(ctx, 1)
+		if err == nil || !strings.Contains(err.Error(), "key k:x holds a string, and HSET needs a hash") || !errors.Is(err, flow.ErrUnrecoverable) {
+			t.Errorf("an HSET over a string: %v", err)
+		}
+		// The batch is lost with the declined checkpoint: the writer fails
+		// from now on, so the job restarts from its last checkpoint
+		// rather than committing positions past the batch later.
+		if err := w.Write(ctx, dbtest.Count{Key: "y"}); err == nil || !strings.Contains(err.Error(), "the job must restart from its last checkpoint") {
+			t.Errorf("a write after a failed batch: %v, want the writer's sticky failure", err)
+		}
+	})
+
+	// With Redis as the commit point, a key of the wrong type fails the
+	// commit before anything is written: Redis would not undo the rest.
+	t.Run("wrong type at commit", func(t *testing.T) {
+		if _, err := srv.Client(db, "HSET", "c:bad", "f", "1"); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"c:text": "abc", "c:zeros": "007", "c:big": "9007199254740991"} {
+			if _, err := srv.Client(db, "SET", k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, key := range []string{"bad", "text", "zeros", "big"} {
+			s, err := redis.NewSink(sinkConfig(url, "incr"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bind(t, s, "wrongtype-"+key, nil)
+			cp := s.CommitPoint()
+			if _, err := cp.Recover(ctx); err != nil {
+				t.Fatal(err)
+			}
+			w, err := s.Open(ctx, flow.SinkContext{Job: "wrongtype-" + key, Parallelism: 1, FirstCheckpoint: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"good", key} {
+				if err := w.Write(ctx, dbtest.Count{Key: k}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := w.Prepare(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			err = cp.Commit(ctx, flow.CommitRecord{Job: "wrongtype-" + key, Checkpoint: 1, Manifest: "m", Time: time.Now()})
+			want := map[string]string{"bad": "key c:bad holds a hash, and INCRBY needs a string", "text": "key c:text holds a value that is not an integer",
+				"zeros": "key c:zeros holds a value that is not an integer", "big": "counter c:big would reach 9007199254740992, beyond 2^53"}[key]
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing of the commit was written") || !errors.Is(err, flow.ErrUnrecoverable) {
+				t.Errorf("INCRBY over %s: %v", key, err)
+			}
+			if got, _ := srv.Client(db, "GET", "c:good"); got != "" {
+				t.Errorf("the failed commit wrote c:good = %q", got)
+			}
+			if rec, err := cp.Peek(ctx); err != nil || rec.Checkpoint != 0 {
+				t.Errorf("after the failed commit the record is %+v, %v", rec, err)
+			}
+			w.Close()
+			s.Close()
+		}
+	})
+
+	t.Run("empty key", func(t *testing.T) {
+		s, err := redis.NewSink(redis.Config[dbtest.Count]{URL: url, Command: redis.CommandSet, Delivery: redis.DeliveryAtLeastOnce,
+			Op: func(dbtest.Count) (redis.Op, error) { return redis.Op{}, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bind(t, s, "errors", nil)
+		w, err := s.Open(ctx, flow.SinkContext{Job: "errors", Parallelism: 1, FirstCheckpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		err = w.Write(ctx, dbtest.Count{Key: "x"})
+		if !errors.Is(err, flow.ErrUnrecoverable) || !strings.Contains(err.Error(), "empty key") {
+			t.Errorf("a record without a key: %v, want an unrecoverable error naming the empty key", err)
+		}
+	})
+}
+
+// A server that can lose acknowledged writes on a crash is named in a
+// warning at start.
+func TestPersistenceWarning(t *testing.T) {
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	recoverWith := func() string {
+		var buf syncBuffer
+		s, err := redis.NewSink(sinkConfig(url, "incr"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		bind(t, s, "persist", slog.New(slog.NewTextHandler(&buf, nil)))
+		if _, err := s.CommitPoint().Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	if log := recoverWith(); strings.Contains(log, "lose acknowledged writes") {
+		t.Errorf("a warning with appendfsync always:\n%s", log)
+	}
+	if _, err := srv.Client(db, "CONFIG", "SET", "appendfsync", "everysec"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = srv.Client(db, "CONFIG", "SET", "appendfsync", "always") }()
+	if log := recoverWith(); !strings.Contains(log, "lose acknowledged writes") || !strings.Contains(log, "appendfsync=everysec") {
+		t.Errorf("no warning with appendfsync everysec:\n%s", log)
+	}
+}
+
+// A checkpoint with more keys than the sink merges in memory stages them
+// in Redis and commits them with a script: the same end state, under the
+// same fence, and no stage is left.
+func TestStagedCommit(t *testing.T) {
+	defer redis.SetMaxMerged(10)()
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	open := func() (flow.CommitPoint, flow.SinkWriter[dbtest.Count]) {
+		s, err := redis.NewSink(sinkConfig(url, "incr"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "staged", nil)
+		cp := s.CommitPoint()
+		if _, err := cp.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.Open(ctx, flow.SinkContext{Job: "staged", Parallelism: 1, FirstCheckpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp, w
+	}
+	write := func(w flow.SinkWriter[dbtest.Count], id int64, keys int) {
+		t.Helper()
+		for i := range 2 * keys {
+			if err := w.Write(ctx, dbtest.Count{Key: "k" + strconv.Itoa(i%keys)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Prepare(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp, w := open()
+	write(w, 1, 25)
+	if err := cp.Commit(ctx, flow.CommitRecord{Job: "staged", Checkpoint: 1, Manifest: "m1", Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := srv.Client(db, "MGET", "c:k0", "c:k24"); got != "2\n2" {
+		t.Errorf("after a staged commit c:k0, c:k24 = %q, want 2 and 2", got)
+	}
+	if stages, _ := srv.Client(db, "KEYS", "onceflow:stage:*"); stages != "" {
+		t.Errorf("a stage is left after the commit: %q", stages)
+	}
+	// A stage that is gone (it expired) fails the commit instead of
+	// committing the rest without it.
+	write(w, 2, 25)
+	if _, err := srv.Client(db, "EVAL", "for _, k in ipairs(redis.call('KEYS', 'onceflow:stage:*')) do redis.call('DEL', k) end", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Commit(ctx, flow.CommitRecord{Job: "staged", Checkpoint: 2, Manifest: "m2", Time: time.Now()}); err == nil || !strings.Contains(err.Error(), "did it expire?") {
+		t.Errorf("a commit whose stage is gone: %v", err)
+	}
+	if got, _ := srv.Client(db, "GET", "c:k0"); got != "2" {
+		t.Errorf("after the failed commit c:k0 = %q, want 2", got)
+	}
+	cp, w = open()
+	// A zombie's staged commit applies nothing.
+	zcp, zw := cp, w
+	newCP, _ := open()
+	write(zw, 2, 25)
+	if err := zcp.Commit(ctx, flow.CommitRecord{Job: "staged", Checkpoint: 2, Manifest: "z", Time: time.Now()}); !errors.Is(err, redis.ErrFenced) {
+		t.Errorf("the zombie's staged commit: %v, want ErrFenced", err)
+	}
+	if got, _ := srv.Client(db, "GET", "c:k0"); got != "2" {
+		t.Errorf("after the zombie's commit c:k0 = %q, want 2", got)
+	}
+	if rec, err := newCP.Peek(ctx); err != nil || rec.Checkpoint != 1 {
+		t.Errorf("Peek = %+v, %v; want checkpoint 1", rec, err)
+	}
+}
+
+// Records Op rejects follow the sink's error policy in both deliveries:
+// dead letters go to the dead-letter hash with the commands, once each.
+func TestRejectedRecords(t *testing.T) {
+	bad := dbtest.RejectsRecords / 10
+	for _, mode := range []string{"incr", "fenced"} {
+		t.Run(mode, func(t *testing.T) {
+			url, srv, db := dbtest.Redis(t)
+			cfg := sinkConfig(url, mode)
+			op := cfg.Op
+			cfg.Op = func(c dbtest.Count) (redis.Op, error) {
+				if c.N%10 == 0 {
+					return redis.Op{}, fmt.Errorf("record %d has no place", c.N)
+				}
+				return op(c)
+			}
+			cfg.BatchRows = 37
+			cfg.DeadLetters = &redis.DeadLetters[dbtest.Count]{Of: dbtest.RejectsDeadLetters}
+			s, err := redis.NewSink(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := dbtest.RunRejects(t, "rejects-"+mode, s, flow.DeadLetterOnError)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.RecordsDeadLettered != int64(bad) {
+				t.Errorf("%d records dead-lettered, want %d", st.RecordsDeadLettered, bad)
+			}
+			if got, _ := srv.Client(db, "HLEN", "onceflow:dead:rejects-"+mode); got != fmt.Sprint(bad) {
+				t.Errorf("the dead-letter hash holds %s, want %d", got, bad)
+			}
+			v, _ := srv.Client(db, "HGET", "onceflow:dead:rejects-"+mode, "sink/20")
+			if !strings.Contains(v, `"key":"r20"`) || !strings.Contains(v, "record 20 has no place") {
+				t.Errorf("dead letter of record 20: %q", v)
+			}
+			prefix := "c:"
+			if mode == "fenced" {
+				prefix = "n:"
+			}
+			if keys, _ := srv.Client(db, "EVAL", "return #redis.call('KEYS', ARGV[1])", "0", prefix+"*"); keys != fmt.Sprint(dbtest.RejectsRecords-bad) {
+				t.Errorf("%s keys written, want %d", keys, dbtest.RejectsRecords-bad)
+			}
+		})
+	}
+}
