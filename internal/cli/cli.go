@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // Version is the onceflow version printed by `onceflow version`. Release
@@ -94,6 +96,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stderr: stderr,
 		log:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})),
 	}
+	// go-redis prints its connection retries itself; they are details
+	// the sink's own errors sum up.
+	goredis.SetLogger(redisLog{e.log})
 	if err := run(ctx, e, fs.Args()); err != nil {
 		fmt.Fprintf(stderr, "onceflow %s: %v\n", cmd.name, err)
 		if errors.Is(err, errUsage) {
@@ -265,4 +270,11 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// redisLog sends go-redis' messages to the log at debug level.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }

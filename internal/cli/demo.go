@@ -117,7 +117,7 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	if err != nil {
 		return err
 	}
-	defer built.sink.Close()
+	defer func() { _ = built.closeSink() }()
 	fenv, metrics := built.env, built.metrics
 	// The job gets its own context: Ctrl-C first stops the generator and
 	// lets the job catch up, then stops the job (a final checkpoint).

@@ -34,6 +34,18 @@ func (d *decoder) decodeSink(path string, v *yaml.Node, s *SinkConfig) {
 		"delivery":            d.oneOf(&s.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
 		"max-held-bytes":      d.size(&s.MaxHeldBytes),
 		"transaction-timeout": d.duration(&s.TransactionTimeout),
+		"postgres": func(p string, v *yaml.Node) {
+			s.Postgres = &DBSinkConfig{Kind: "postgres"}
+			d.decodeDBSink(p, v, s.Postgres)
+		},
+		"mysql": func(p string, v *yaml.Node) {
+			s.MySQL = &DBSinkConfig{Kind: "mysql"}
+			d.decodeDBSink(p, v, s.MySQL)
+		},
+		"redis": func(p string, v *yaml.Node) {
+			s.Redis = &RedisSinkConfig{}
+			d.decodeRedisSink(p, v, s.Redis)
+		},
 	})
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/connector/postgres"
+	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/pipeline"
 )
 
@@ -38,10 +40,18 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 	if jf.Sink.Delivery == "" {
 		jf.Sink.Delivery = DeliveryExactlyOnce
 	}
-	if jf.Sink.Delivery == DeliveryExactlyOnce && d.at("sink.max-held-bytes") == 0 {
+	for _, db := range jf.Sink.dbSinks() {
+		if db.BatchRows == 0 {
+			db.BatchRows = postgres.DefaultBatchRows
+		}
+	}
+	if r := jf.Sink.Redis; r != nil && r.BatchRows == 0 {
+		r.BatchRows = redis.DefaultBatchRows
+	}
+	if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.hasTopic() && d.at("sink.max-held-bytes") == 0 {
 		jf.Sink.MaxHeldBytes = kafka.DefaultMaxHeldBytes // spelled out for describeJob
 	}
-	if jf.Sink.Delivery == DeliveryExactlyOnce && d.at("sink.transaction-timeout") == 0 {
+	if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.hasTopic() && d.at("sink.transaction-timeout") == 0 {
 		jf.Sink.TransactionTimeout = kafka.DefaultTransactionTimeout
 	}
 

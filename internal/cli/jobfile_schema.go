@@ -218,8 +218,14 @@ var errorPolicies = []string{"fail", "skip", "dead-letter"}
 
 // SinkConfig is the sink section: where results go.
 type SinkConfig struct {
-	// Topic to write to. Required.
+	// Topic to write to. Required unless a database sink is set.
 	Topic string
+	// Postgres, MySQL and Redis, when set, send the results to a table
+	// or to Redis keys as well as, or instead of, a topic (sink.postgres,
+	// sink.mysql, sink.redis; see jobfile_sinks.go for the commit point).
+	Postgres *DBSinkConfig
+	MySQL    *DBSinkConfig
+	Redis    *RedisSinkConfig
 	// Delivery is DeliveryExactlyOnce (default), DeliveryAtLeastOnce or
 	// DeliveryNone.
 	Delivery string

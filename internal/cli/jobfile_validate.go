@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
+	"github.com/onceflow/onceflow/internal/sqlsink"
 
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/durfmt"
@@ -110,9 +112,27 @@ func (d *decoder) validateSource(src SourceConfig) (topics map[string]bool) {
 }
 
 func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
+	for _, db := range sink.dbSinks() {
+		d.validateDBSink(sink, db)
+	}
+	if sink.Redis != nil {
+		d.validateRedisSink(sink)
+	}
+	if sink.Redis != nil && sink.hasTopic() && sink.Delivery == DeliveryExactlyOnce {
+		d.errorf(d.at("sink.redis"), "sink.redis with sink.topic and delivery exactly-once: the Kafka transaction is the job's commit point, and Redis cannot take part in another sink's commit (it has no prepared transactions); write to Redis from a job of its own that reads %s, or use delivery at-least-once (epoch-fenced set or hset)", sink.Topic)
+	}
+	if !sink.hasTopic() && sink.external() {
+		kinds := sink.kinds()
+		for _, f := range []string{"max-held-bytes", "transaction-timeout"} {
+			if line := d.at("sink." + f); line != 0 {
+				d.errorf(line, "sink.%s only applies to a Kafka sink (sink.topic), and this job writes to sink.%s only: remove it", f, kinds[0])
+			}
+		}
+		return
+	}
 	if sink.Topic == "" {
 		line := d.first("sink.topic", "sink")
-		d.errorf(line, "sink.topic is missing: name the topic to write to")
+		d.errorf(line, "sink.topic is missing: name the topic to write to (or write to a database: sink.postgres, sink.mysql or sink.redis)")
 	} else if err := kafka.ValidateTopicName(sink.Topic); err != nil {
 		d.errorf(d.at("sink.topic"), "sink.topic: %v", err)
 	} else if sourceTopics[sink.Topic] {
@@ -141,6 +161,13 @@ func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
 func (d *decoder) validateErrors(jf *JobFile, sourceTopics map[string]bool) {
 	e := jf.Errors
 	dlq := e.DeadLetterTopic
+	if !jf.Sink.hasTopic() && jf.Sink.external() {
+		// Dead letters go to the database, with the output.
+		if dlq != "" {
+			d.errorf(d.at("errors.dead-letter-topic"), "errors.dead-letter-topic needs a Kafka sink (sink.topic), and this job writes to sink.%s only: its dead letters go to %s, with its output (in the same transaction under exactly-once); remove the topic", jf.Sink.kinds()[0], deadLetterPlace(jf.Sink.kinds()[0], jf.Job))
+		}
+		return
+	}
 	switch {
 	case e.Policy == flow.DeadLetterOnError && dlq == "":
 		if d.at("errors.dead-letter-topic") == 0 { // else: reported as empty
@@ -312,4 +339,12 @@ func validName(s string) bool {
 		}
 	}
 	return s != "" && s != "." && s != ".."
+}
+
+// deadLetterPlace says where a sink of kind keeps dead letters.
+func deadLetterPlace(kind, job string) string {
+	if kind == sinkRedis {
+		return "the Redis hash " + redis.DefaultKeyPrefix + "dead:" + job
+	}
+	return "the table " + sqlsink.DefaultDeadLetterTable
 }

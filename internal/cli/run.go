@@ -226,9 +226,9 @@ type builtJob struct {
 	// newest committed checkpoint's state, for the status line.
 	checkpoints *checkpointWatch
 	sources     []*kafka.Source
-	// sink must be closed after the job ended.
-	sink    *kafka.Sink
-	metrics *PipelineMetrics
+	// closeSink releases the sink's connection after the job ended.
+	closeSink func() error
+	metrics   *PipelineMetrics
 }
 
 // lag is the sum of the sources' lags, or -1 when one of them does not know
@@ -275,18 +275,114 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 	if err != nil {
 		return nil, err
 	}
-	sink, err := kafka.NewSink(kafka.SinkConfig{
-		Client:             cc,
-		Delivery:           delivery,
-		Job:                jf.Job,
-		Topic:              jf.Sink.Topic,
-		OffsetsOf:          []*kafka.Source{src},
-		MaxHeldBytes:       jf.Sink.MaxHeldBytes,
-		TransactionTimeout: jf.Sink.TransactionTimeout,
-	})
+	var kafkaSink *kafka.Sink
+	if jf.Sink.hasTopic() {
+		kafkaSink, err = kafka.NewSink(kafka.SinkConfig{
+			Client:             cc,
+			Delivery:           delivery,
+			Job:                jf.Job,
+			Topic:              jf.Sink.Topic,
+			OffsetsOf:          []*kafka.Source{src},
+			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
+			TransactionTimeout: jf.Sink.TransactionTimeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The other sinks; without a Kafka sink the source commits its
+	// offsets to its group after each checkpoint, for monitoring.
+	type extSink struct {
+		kind string
+		sink flow.Sink[kafka.Record]
+	}
+	var exts []extSink
+	var closers []func() error
+	if kafkaSink != nil {
+		closers = append(closers, kafkaSink.Close)
+	}
+	closeAll := func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
+	}
+	for _, db := range jf.Sink.dbSinks() {
+		s, closeSink, err := newDBSink(db, jf.Sink.dbDelivery(db.Kind), jf.Job, jf.Errors.Policy)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		exts, closers = append(exts, extSink{db.Kind, s}), append(closers, closeSink)
+	}
+	if jf.Sink.Redis != nil {
+		s, err := newRedisSink(jf.Sink, jf.Job, jf.Errors.Policy)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		exts, closers = append(exts, extSink{sinkRedis, s}), append(closers, s.Close)
+	}
+	env, watch := newEnv(jf, e, extra...)
+	s, m, failures, err := buildSteps(env, jf, src)
 	if err != nil {
+		_ = closeAll()
 		return nil, err
 	}
+	// The commit point's sink (the first sink without one) has the uid
+	// "sink" a job with one sink has, so adding a table to a topic job
+	// keeps the uid its checkpoints know; the others are "sink-<kind>".
+	uids := map[string]string{jf.Sink.commitPoint(): "sink"}
+	if jf.Sink.commitPoint() == "" {
+		uids[jf.Sink.kinds()[0]] = "sink"
+	}
+	uidOf := func(kind string) string {
+		if u, ok := uids[kind]; ok {
+			return u
+		}
+		return "sink-" + kind
+	}
+	if kafkaSink != nil {
+		flow.To(flow.Map(s, toSink, flow.Name("to-sink")), kafkaSink, flow.UID(uidOf(sinkKafka)), flow.Name("kafka-sink"))
+	}
+	// Records a database sink rejects (a value its column refuses) go
+	// through errors.policy; dead letters go to its dead-letter table.
+	for _, x := range exts {
+		flow.To(s, x.sink, flow.UID(uidOf(x.kind)), flow.Name(x.kind+"-sink"), flow.OnRejected(jf.Errors.Policy))
+	}
+	for i, f := range failures {
+		uid := "dead-letters"
+		if i > 0 {
+			uid += "-" + strconv.Itoa(i)
+		}
+		if kafkaSink != nil {
+			flow.To(f, kafkaSink.DeadLetters(jf.Errors.DeadLetterTopic), flow.UID(uid), flow.Name("kafka-dead-letters"))
+			continue
+		}
+		// Without a topic the pipeline's dead letters go to the dead-letter
+		// table of the commit point's sink (the first database sink with
+		// at-least-once), in its transaction.
+		keeper := exts[0]
+		for _, x := range exts {
+			if x.kind == jf.Sink.commitPoint() {
+				keeper = x
+			}
+		}
+		fk, ok := keeper.sink.(interface {
+			Failures() flow.Sink[flow.Failure[kafka.Record]]
+		})
+		if !ok { // unreachable: every database sink keeps failures
+			_ = closeAll()
+			return nil, fmt.Errorf("%s: sink.%s keeps no dead letters", jf.Path, keeper.kind)
+		}
+		flow.To(f, fk.Failures(), flow.UID(uid), flow.Name(keeper.kind+"-dead-letters"))
+	}
+	return &builtJob{env: env, sources: []*kafka.Source{src}, closeSink: closeAll, metrics: m, checkpoints: watch}, nil
+}
+
+// newEnv makes the job's environment from the file's engine settings.
+func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch) {
 	opts := []flow.Option{
 		flow.JobName(jf.Job),
 		flow.CheckpointConfig(jf.Checkpointing),
@@ -307,7 +403,12 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 	}
 	watch := &checkpointWatch{}
 	opts = append(opts, flow.WithHooks(watch))
-	env := flow.New(append(opts, extra...)...)
+	return flow.New(append(opts, extra...)...), watch
+}
+
+// buildSteps adds the source and the pipeline to env: the stream to sink
+// and the failure streams of dead-letter steps.
+func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafka.Record], *PipelineMetrics, []flow.Stream[flow.Failure[kafka.Record]], error) {
 	var srcOpts []flow.OpOption
 	if jf.Source.Parallelism > 0 {
 		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
@@ -316,19 +417,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 	m := &PipelineMetrics{}
 	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
 	s, failures, err := BuildPipeline(s, jf.Pipeline, kafkaAccess, jf.Errors.Policy, m)
-	if err != nil {
-		sink.Close()
-		return nil, err
-	}
-	flow.To(flow.Map(s, toSink, flow.Name("to-sink")), sink, flow.UID("sink"), flow.Name("kafka-sink"))
-	for i, f := range failures {
-		uid := "dead-letters"
-		if i > 0 {
-			uid += "-" + strconv.Itoa(i)
-		}
-		flow.To(f, sink.DeadLetters(jf.Errors.DeadLetterTopic), flow.UID(uid), flow.Name("kafka-dead-letters"))
-	}
-	return &builtJob{env: env, sources: []*kafka.Source{src}, sink: sink, metrics: m, checkpoints: watch}, nil
+	return s, m, failures, err
 }
 
 func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
@@ -336,7 +425,10 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	outputs := map[string]string{"sink.topic": jf.Sink.Topic}
+	outputs := map[string]string{}
+	if jf.Sink.Topic != "" {
+		outputs["sink.topic"] = jf.Sink.Topic
+	}
 	if jf.Errors.DeadLetterTopic != "" {
 		outputs["errors.dead-letter-topic"] = jf.Errors.DeadLetterTopic
 	}
@@ -347,7 +439,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	defer b.sink.Close()
+	defer func() { _ = b.closeSink() }()
 	job, err := b.env.Start(ctx)
 	if err != nil {
 		return err

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/connector/mysql"
+	"github.com/onceflow/onceflow/connector/postgres"
+	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/pipeline"
@@ -89,14 +92,73 @@ func describeJob(w io.Writer, jf *JobFile) {
 		}
 		fmt.Fprintf(w, "  %-11s %s (%s)\n", label, describeStep(st), uid)
 	}
-	fmt.Fprintf(w, "  sink:       %s, delivery %s", jf.Sink.Topic, jf.Sink.Delivery)
-	if jf.Sink.Delivery == DeliveryExactlyOnce {
-		fmt.Fprintf(w, ", holds at most %s while a checkpoint commits, transaction timeout %s", formatSize(jf.Sink.MaxHeldBytes), durfmt.Short(jf.Sink.TransactionTimeout))
+	label := "sink:"
+	if len(jf.Sink.kinds()) > 1 {
+		label = "sinks:"
 	}
-	fmt.Fprintln(w)
+	owner := jf.Sink.commitPoint()
+	if jf.Sink.hasTopic() {
+		fmt.Fprintf(w, "  %-11s %s, delivery %s", label, jf.Sink.Topic, jf.Sink.Delivery)
+		if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.external() {
+			fmt.Fprint(w, " (the Kafka transaction is the commit point)")
+		}
+		if jf.Sink.Delivery == DeliveryExactlyOnce {
+			fmt.Fprintf(w, ", holds at most %s while a checkpoint commits, transaction timeout %s", formatSize(jf.Sink.MaxHeldBytes), durfmt.Short(jf.Sink.TransactionTimeout))
+		}
+		fmt.Fprintln(w)
+		label = ""
+	}
+	for _, p := range jf.Sink.dbSinks() {
+		if p.Kind == sinkMySQL {
+			fmt.Fprintf(w, "  %-11s MySQL %s, table %s", label, mysql.RedactDSN(p.DSN), p.Table)
+		} else {
+			fmt.Fprintf(w, "  %-11s PostgreSQL %s, table %s", label, postgres.RedactDSN(p.DSN), p.Table)
+		}
+		label = ""
+		cols := make([]string, len(p.Columns))
+		for i, c := range p.Columns {
+			cols[i] = c.Column + "=" + c.From
+		}
+		fmt.Fprintf(w, " (%s)", strings.Join(cols, ", "))
+		if len(p.Key) > 0 {
+			fmt.Fprintf(w, ", upsert on key (%s)", strings.Join(p.Key, ", "))
+		} else {
+			fmt.Fprint(w, ", appended")
+		}
+		switch jf.Sink.dbDelivery(p.Kind) {
+		case dbExactlyOnce:
+			fmt.Fprintf(w, ", delivery exactly-once (the transaction is the commit point), %d rows per batch\n", p.BatchRows)
+		case dbTwoPhase:
+			fmt.Fprintf(w, ", delivery exactly-once (prepared transactions under the %s commit point), %d rows per batch\n", owner, p.BatchRows)
+		default:
+			fmt.Fprintf(w, ", delivery %s (epoch-fenced upserts), %d rows per batch\n", jf.Sink.Delivery, p.BatchRows)
+		}
+	}
+	if r := jf.Sink.Redis; r != nil {
+		fmt.Fprintf(w, "  %-11s Redis %s, %s key=%s%s", label, redis.RedactURL(r.URL), strings.ToUpper(r.Command), quoteIf(r.KeyPrefix), r.Key)
+		for _, f := range []struct{ name, v string }{{"field", r.Field}, {"value", r.Value}, {"by", r.By}} {
+			if f.v != "" {
+				fmt.Fprintf(w, " %s=%s", f.name, f.v)
+			}
+		}
+		if owner == sinkRedis {
+			fmt.Fprintf(w, ", delivery exactly-once (Redis is the commit point), %d commands per batch\n", r.BatchRows)
+		} else {
+			fmt.Fprintf(w, ", delivery %s (epoch-fenced writes), %d commands per batch\n", jf.Sink.Delivery, r.BatchRows)
+		}
+	}
 	switch jf.Errors.Policy {
 	case flow.DeadLetterOnError:
-		fmt.Fprintf(w, "  errors:     dead-letter to %s\n", jf.Errors.DeadLetterTopic)
+		var places []string
+		if jf.Sink.hasTopic() {
+			places = append(places, jf.Errors.DeadLetterTopic)
+		}
+		for _, k := range jf.Sink.kinds() {
+			if k != sinkKafka {
+				places = append(places, deadLetterPlace(k, jf.Job)+" (sink."+k+")")
+			}
+		}
+		fmt.Fprintf(w, "  errors:     dead-letter to %s\n", strings.Join(places, ", "))
 	case flow.SkipOnError:
 		fmt.Fprintln(w, "  errors:     skip (drop, count and log poison records)")
 	default:
@@ -156,4 +218,12 @@ func checkpointsAt(jf *JobFile) string {
 		return strings.TrimRight(jf.State.Checkpoints, "/") + "/" + jf.Job
 	}
 	return filepath.Join(jf.State.Dir, jf.Job)
+}
+
+// quoteIf quotes a key prefix for display ("" when there is none).
+func quoteIf(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return strconv.Quote(prefix) + "+"
 }
