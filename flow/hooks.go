@@ -15,6 +15,13 @@ import (
 // its own schedule instead.
 type Hook any
 
+// HookJobStarted is called once when the job has started, with the job:
+// a hook that reads Job.Stats or Job.ReportMetrics on its own schedule (a
+// metrics exporter) learns the job here.
+type HookJobStarted interface {
+	OnJobStarted(*Job)
+}
+
 // HookCheckpointStarted is called when a checkpoint or savepoint is
 // triggered.
 type HookCheckpointStarted interface {
@@ -72,7 +79,13 @@ type CheckpointCompleted struct {
 	// Records is how many records the sinks wrote in the epochs it
 	// committed.
 	Records int64
-	Time    time.Time
+	// Alignment is the longest time a subtask spent aligning its barriers
+	// (from the first input's barrier to the last's).
+	Alignment time.Duration
+	// CommitDuration is how long the commit point took (Kafka: the
+	// transaction's offsets and EndTxn; a database: its COMMIT).
+	CommitDuration time.Duration
+	Time           time.Time
 }
 
 // CheckpointFailed is an aborted checkpoint or a failed commit.

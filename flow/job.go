@@ -32,6 +32,21 @@ type Stats struct {
 	RecordsSkipped      int64 // poison records dropped by TryMap with SkipOnError
 	RecordsDeadLettered int64 // poison records sent to a dead-letter stream by TryMap
 	Running             bool
+	// CheckpointsInProgress counts checkpoints triggered and neither
+	// committed nor aborted.
+	CheckpointsInProgress int64
+	// The newest committed checkpoint: its state size, the part of it it
+	// wrote, the longest barrier alignment of its subtasks, how long its
+	// commit point took, and when it committed (zero: none yet in this
+	// process).
+	LastCheckpointStateBytes     int64
+	LastCheckpointWrittenBytes   int64
+	LastCheckpointAlignment      time.Duration
+	LastCheckpointCommitDuration time.Duration
+	LastCheckpointTime           time.Time
+	// LastRestoreTime is when the current (or last) attempt restored a
+	// checkpoint or savepoint; zero when none was restored.
+	LastRestoreTime time.Time
 	// Tasks has one entry per task (a chain of operators) of the running
 	// attempt, nil when none runs.
 	Tasks []TaskStats
@@ -49,10 +64,18 @@ type TaskStats struct {
 	// Backpressured is how long the task's subtasks waited, in all, for
 	// room in the channels to the next task.
 	Backpressured time.Duration
+	// Idle is how long they waited for input (a source: polls that
+	// returned no record), Busy the rest of their time, Elapsed the sum
+	// of their running times in this attempt: Busy + Idle + Backpressured
+	// = Elapsed. Busy/Elapsed is Flink's busy time ratio.
+	Idle, Busy, Elapsed time.Duration
 }
 
 // Job is a running job.
-type Job struct{ j *engine.Job }
+type Job struct {
+	j *engine.Job
+	g *engine.Graph
+}
 
 // Run runs the job until its input ends (bounded sources), ctx is canceled
 // (then it stops gracefully: a final checkpoint commits what was processed),
@@ -102,11 +125,23 @@ func (e *Env) Start(ctx context.Context) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Job{j}, nil
+	job := &Job{j: j, g: e.g}
+	for _, h := range e.hooks {
+		if v, ok := h.(HookJobStarted); ok {
+			v.OnJobStarted(job)
+		}
+	}
+	return job, nil
 }
 
 // Wait blocks until the job ends and returns why it failed, or nil.
 func (j *Job) Wait() error { return j.j.Wait() }
+
+// Name is the job's name.
+func (j *Job) Name() string { return j.j.Name() }
+
+// Checkpointing is the job's checkpoint configuration, defaults applied.
+func (j *Job) Checkpointing() CheckpointSettings { return j.j.Checkpointing() }
 
 // Done is closed when the job has ended.
 func (j *Job) Done() <-chan struct{} { return j.j.Done() }
@@ -136,6 +171,10 @@ func (j *Job) Stats() Stats {
 		LastCheckpoint: s.LastCheckpoint, LastCheckpointDuration: s.LastCheckpointDuration,
 		Restarts: s.Restarts, RestoredCheckpoint: s.RestoredCheckpoint,
 		RecordsSkipped: s.RecordsSkipped, RecordsDeadLettered: s.RecordsDeadLettered, Running: s.Running,
+		CheckpointsInProgress:    s.CheckpointsInProgress,
+		LastCheckpointStateBytes: s.LastCheckpointStateBytes, LastCheckpointWrittenBytes: s.LastCheckpointWrittenBytes,
+		LastCheckpointAlignment: s.LastCheckpointAlignment, LastCheckpointCommitDuration: s.LastCheckpointCommitDuration,
+		LastCheckpointTime: s.LastCheckpointTime, LastRestoreTime: s.LastRestoreTime,
 	}
 	for _, t := range s.Tasks {
 		out.Tasks = append(out.Tasks, TaskStats(t))

@@ -217,8 +217,10 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	}
 	j.restoreCounters(rec)
 	j.restored.Store(0)
+	j.restoredAt.Store(0)
 	if restored != nil {
 		j.restored.Store(restored.CheckpointID)
+		j.restoredAt.Store(time.Now().UnixNano())
 		j.log.Info("restoring", "checkpoint", restored.CheckpointID, "dir", restored.Dir, "savepoint", restored.Savepoint)
 		cfg.Hooks.restored(Restored{Job: cfg.Job, ID: restored.CheckpointID, Savepoint: restored.Savepoint, Dir: restored.Dir, Time: time.Now()})
 	}
@@ -295,7 +297,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 			continue
 		}
 		for i := 0; i < par[n]; i++ {
-			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail]()}
+			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail](), started: time.Now()}
 			att.subtasks = append(att.subtasks, st)
 			if n.kind == kindSource {
 				att.sources = append(att.sources, st)

@@ -122,8 +122,10 @@ func sendMsg[T any](st *subtask, ch chan exMsg[T], m exMsg[T]) {
 	case ch <- m:
 	default:
 		start := time.Now()
+		st.bpSince.Store(start.UnixNano())
 		select {
 		case ch <- m:
+			st.bpSince.Store(0)
 			st.backpressured.Add(int64(time.Since(start)))
 		case <-st.att.ctx.Done():
 			panic(errAttemptCanceled)
@@ -167,6 +169,7 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 	plain := in.(input[T])
 	var cur exMsg[T]
 	var idx int
+	var alignStart time.Time
 	st.describeRecord = func() any {
 		if idx < len(cur.recs) {
 			return cur.recs[idx]
@@ -177,7 +180,12 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 		if m.isCtl {
 			switch m.c.kind {
 			case ctlBarrier:
+				if !al.Aligning() {
+					alignStart = time.Now()
+				}
 				for _, b := range al.OnBarrier(m.sender, m.c.b) {
+					st.alignCP.Store(b.ID)
+					st.alignNs.Store(int64(time.Since(alignStart)))
 					if err := failpoint.Inject(failpoint.AfterAlignment); err != nil {
 						fail(err)
 					}
@@ -247,7 +255,11 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 			}
 			cases[2+s].Dir = reflect.SelectRecv
 		}
+		waited := time.Now()
+		st.idleSince.Store(waited.UnixNano())
 		chosen, v, ok := reflect.Select(cases)
+		st.idleSince.Store(0)
+		st.idle.Add(int64(time.Since(waited)))
 		switch {
 		case chosen == 0:
 			panic(errAttemptCanceled)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/dirlock"
 	"github.com/onceflow/onceflow/internal/restart"
@@ -40,7 +41,22 @@ type Stats struct {
 	RecordsSkipped      int64 // poison records dropped by TryMap with SkipOnError
 	RecordsDeadLettered int64 // poison records sent to a dead-letter stream by TryMap
 	Running             bool
-	Tasks               []TaskStats
+	// CheckpointsInProgress counts checkpoints triggered and neither
+	// committed nor aborted.
+	CheckpointsInProgress int64
+	// The newest committed checkpoint: its state size, the part of it it
+	// wrote, the longest barrier alignment of its subtasks, how long its
+	// commit point took, and when it committed (zero: none yet in this
+	// process).
+	LastCheckpointStateBytes     int64
+	LastCheckpointWrittenBytes   int64
+	LastCheckpointAlignment      time.Duration
+	LastCheckpointCommitDuration time.Duration
+	LastCheckpointTime           time.Time
+	// LastRestoreTime is when the current (or last) attempt restored a
+	// checkpoint or savepoint; zero when none was restored.
+	LastRestoreTime time.Time
+	Tasks           []TaskStats
 }
 
 // TaskStats are one task's counters (flow.TaskStats).
@@ -50,6 +66,10 @@ type TaskStats struct {
 	Parallelism           int
 	RecordsIn, RecordsOut int64
 	Backpressured         time.Duration
+	// Idle is how long the subtasks waited for input; Busy the rest of
+	// their time (Elapsed less Idle and Backpressured); Elapsed the sum
+	// of the subtasks' running times in this attempt.
+	Idle, Busy, Elapsed time.Duration
 }
 
 // Job is a running job.
@@ -79,6 +99,10 @@ type Job struct {
 	lastCP   atomic.Int64
 	lastDur  atomic.Int64
 	restored atomic.Int64
+	// restoredAt: unix nanoseconds of the last restore, 0 for none.
+	restoredAt atomic.Int64
+	// The newest committed checkpoint's figures (Stats.LastCheckpoint*).
+	inFlight, lastSize, lastWritten, lastAlign, lastCommit, lastAt atomic.Int64
 	// committed counts records of committed checkpoints.
 	committed atomic.Int64
 	// base holds the counters restored from the first checkpoint this
@@ -158,6 +182,12 @@ func (j *Job) Wait() error {
 	return j.err
 }
 
+// Name is the job's name.
+func (j *Job) Name() string { return j.cfg.Job }
+
+// Checkpointing is the job's checkpoint configuration, defaults applied.
+func (j *Job) Checkpointing() checkpoint.Config { return j.cfg.Checkpoint }
+
 // Done is closed when the job has ended.
 func (j *Job) Done() <-chan struct{} { return j.done }
 
@@ -216,6 +246,14 @@ func (j *Job) Stats() Stats {
 		RestoredCheckpoint:     j.restored.Load(),
 		RecordsSkipped:         j.skipped.Load(),
 		RecordsDeadLettered:    j.deadLettered.Load(),
+
+		CheckpointsInProgress:        j.inFlight.Load(),
+		LastCheckpointStateBytes:     j.lastSize.Load(),
+		LastCheckpointWrittenBytes:   j.lastWritten.Load(),
+		LastCheckpointAlignment:      time.Duration(j.lastAlign.Load()),
+		LastCheckpointCommitDuration: time.Duration(j.lastCommit.Load()),
+		LastCheckpointTime:           unixNano(j.lastAt.Load()),
+		LastRestoreTime:              unixNano(j.restoredAt.Load()),
 	}
 	j.mu.Lock()
 	att := j.cur
@@ -237,10 +275,31 @@ func (j *Job) Stats() Stats {
 			t.Parallelism++
 			t.RecordsIn += in
 			t.RecordsOut += out
-			t.Backpressured += time.Duration(st.backpressured.Load())
+			bp, idle := time.Duration(st.backpressured.Load()), time.Duration(st.idle.Load())
+			now := time.Now()
+			if since := st.bpSince.Load(); since != 0 {
+				bp += max(0, now.Sub(time.Unix(0, since)))
+			}
+			if since := st.idleSince.Load(); since != 0 {
+				idle += max(0, now.Sub(time.Unix(0, since)))
+			}
+			elapsed := now.Sub(st.started)
+			t.Backpressured += bp
+			t.Idle += idle
+			t.Elapsed += elapsed
+			t.Busy += max(0, elapsed-bp-idle)
 		}
 	}
 	return s
+}
+
+// unixNano is the time of n nanoseconds since the epoch, or the zero time
+// for 0.
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // counters returns the job-life counters: those restored plus this

@@ -57,7 +57,9 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 		stopDeadline = j.hardStop.Done()
 		att.log.Info("stopping: taking a final checkpoint", "checkpoint", id)
 	}
+	defer j.inFlight.Store(0)
 	for {
+		j.inFlight.Store(int64(len(pending)))
 		now := cfg.Clock()
 		coord.Tick(now)
 		for _, a := range coord.Ready() {
@@ -154,6 +156,10 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			}
 			if p != nil {
 				p.out += a.out
+			} else {
+				// A late ack of an aborted checkpoint: its epoch's output
+				// commits with the next checkpoint.
+				carry += a.out
 			}
 			if p != nil && p.ops != nil && a.uid != "" {
 				op := p.ops[a.uid]
@@ -257,6 +263,7 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 			op.Parallelism = att.par[n]
 		}
 	}
+	var commitDur time.Duration
 	switch {
 	case att.store == nil && cfg.CommitPoint != nil:
 		return errors.New("the commit point needs a state directory for the checkpoint manifest: set flow.StateDir")
@@ -273,6 +280,7 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 		if err := cfg.CommitPoint.Commit(ctx, rec); err != nil {
 			return err
 		}
+		commitDur = time.Since(rec.Time)
 		// The checkpoint is committed. Confirming it in the store is a
 		// follow-up step that recovery repeats (LoadCommitted), so a
 		// failure here fails over without undoing the checkpoint.
@@ -280,9 +288,11 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 			att.failTask(fmt.Errorf("checkpoint %d committed but confirming its manifest failed (recovery confirms it): %w", p.id, err))
 		}
 	default:
+		start := time.Now()
 		if err := att.store.Commit(m); err != nil {
 			return err
 		}
+		commitDur = time.Since(start)
 	}
 	j.committed.Add(carry + p.out)
 	if err := failpoint.Inject(failpoint.AfterCommitPoint); err != nil {
@@ -300,7 +310,14 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 	j.committedThisRun.Store(true)
 	att.log.Debug("checkpoint committed", "checkpoint", p.id, "duration", dur)
 	size, written := stateBytes(m)
-	cfg.Hooks.completed(CheckpointCompleted{Job: cfg.Job, ID: p.id, Savepoint: p.savepoint, Duration: dur, StateBytes: size, WrittenBytes: written, Records: carry + p.out, Time: time.Now()})
+	align := att.alignment(p.id)
+	j.lastSize.Store(size)
+	j.lastWritten.Store(written)
+	j.lastAlign.Store(int64(align))
+	j.lastCommit.Store(int64(commitDur))
+	j.lastAt.Store(time.Now().UnixNano())
+	cfg.Hooks.completed(CheckpointCompleted{Job: cfg.Job, ID: p.id, Savepoint: p.savepoint, Duration: dur, StateBytes: size, WrittenBytes: written, Records: carry + p.out,
+		Alignment: align, CommitDuration: commitDur, Time: time.Now()})
 	if p.savepoint && p.req != nil {
 		if att.store == nil {
 			att.replySavepoint(p, "", errors.New("savepoints need a state directory: set flow.StateDir"))
@@ -317,6 +334,18 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 		}
 	}
 	return nil
+}
+
+// alignment is the longest barrier alignment of checkpoint id among the
+// subtasks (those that have aligned a later one since do not count).
+func (att *attempt) alignment(id int64) time.Duration {
+	var d time.Duration
+	for _, st := range att.subtasks {
+		if st.alignCP.Load() == id {
+			d = max(d, time.Duration(st.alignNs.Load()))
+		}
+	}
+	return d
 }
 
 func (att *attempt) replySavepoint(p *pendingCP, path string, err error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/runtime"
@@ -44,6 +45,17 @@ type subtask struct {
 	// backpressured is how long, in nanoseconds, the subtask waited for
 	// room in an exchange channel.
 	backpressured atomic.Int64
+	// idle is how long, in nanoseconds, the subtask waited for input (a
+	// source: polls that returned no record).
+	idle atomic.Int64
+	// bpSince and idleSince are when the wait in progress began (unix
+	// nanoseconds; 0: none), so Stats counts a long wait before it ends.
+	bpSince, idleSince atomic.Int64
+	// alignCP is the newest checkpoint whose barriers the subtask aligned,
+	// alignNs how long that took: from the first input's barrier to the
+	// last's.
+	alignCP, alignNs atomic.Int64
+	started          time.Time
 	// describe and describeRecord name the record being processed when
 	// user code fails (set by the head of the chain).
 	describe       func() string
@@ -213,8 +225,12 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 			continue
 		}
 		count = 0
+		polled := time.Now()
 		err := reader.Poll(att.ctx, emit)
 		st.in.Add(count)
+		if count == 0 {
+			st.idle.Add(int64(time.Since(polled)))
+		}
 		have = false
 		if att.ctx.Err() != nil {
 			// The attempt ended (a failure elsewhere, a stop): a reader

@@ -54,6 +54,10 @@ func NewAligner(n int, exactlyOnce bool) *Aligner {
 // Blocked reports whether channel ch must not be read now.
 func (a *Aligner) Blocked(ch int) bool { return a.blocked[ch] || a.eos[ch] }
 
+// Aligning reports whether a barrier has arrived on some channel and not
+// yet on all of them: the time until it is released is alignment time.
+func (a *Aligner) Aligning() bool { return len(a.pending) > 0 }
+
 // Open returns how many channels have not reached end of stream.
 func (a *Aligner) Open() int { return a.open }
 
