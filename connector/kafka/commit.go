@@ -293,6 +293,7 @@ func (c *CommitPoint) commitLocked(ctx context.Context, sess *session, rec flow.
 	if err := sess.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("commit the transaction: %w", fenced(err))
 	}
+	c.s.txnCommits.Add(1)
 	return nil
 }
 

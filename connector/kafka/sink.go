@@ -238,6 +238,9 @@ type Sink struct {
 	// highest heldBytes seen, for tests and metrics.
 	heldBytes int64
 	released  chan struct{}
+	// txnCommits and txnAborts count the transactions of checkpoints
+	// committed and those aborted (ReportMetrics).
+	txnCommits, txnAborts atomic.Int64
 	maxHeld   int64
 
 	// deadLetterTopics are the topics of DeadLetters sinks, which the
@@ -391,10 +394,27 @@ func (s *Sink) abortLocked(sess *session, d time.Duration, why string) {
 	if err == nil {
 		err = sess.cl.EndTransaction(ctx, kgo.TryAbort)
 	}
+	if err == nil {
+		s.txnAborts.Add(1)
+	}
 	if err != nil && !isFenced(err) {
 		s.log.Warn("could not abort the open transaction ("+why+"): read_committed readers of the partitions it wrote wait until the broker aborts it after the transaction timeout, or until the job's next start fences it",
 			"transactional_id", sess.txid, "transaction_timeout", s.cfg.TransactionTimeout, "err", err)
 	}
+}
+
+// ReportMetrics reports the sink's transactions: committed with a
+// checkpoint, and aborted (a failed or aborted checkpoint, a stop).
+func (s *Sink) ReportMetrics(emit func(flow.Metric)) {
+	if !s.exactlyOnce() {
+		return
+	}
+	emit(flow.Metric{Name: "kafka_sink_transactions_committed_total", Counter: true, Help: "Kafka transactions the sink committed, one per checkpoint.", Value: float64(s.txnCommits.Load())})
+	emit(flow.Metric{Name: "kafka_sink_transactions_aborted_total", Counter: true, Help: "Kafka transactions the sink aborted (a failed or aborted checkpoint, a failover, a stop).", Value: float64(s.txnAborts.Load())})
+	s.mu.Lock()
+	held := s.maxHeld
+	s.mu.Unlock()
+	emit(flow.Metric{Name: "kafka_sink_held_bytes_max", Help: "The most bytes of records the sink held back at once while a checkpoint's commit was pending.", Value: float64(held)})
 }
 
 // closeSession aborts the open transaction and closes the producer. Caller

@@ -263,12 +263,19 @@ type Source struct {
 	// readers are the open readers of this process, for Lag and
 	// checkpointOffsets.
 	readers map[*reader]bool
+	// committed holds the offsets last committed per partition (to the
+	// group, or in a Kafka sink's transaction), for ReportMetrics.
+	committed map[split]int64
+	// commitsOK and commitsFailed count checkpoints whose offsets were
+	// committed, and commits to the group that failed.
+	commitsOK, commitsFailed atomic.Int64
 }
 
 var (
 	_ flow.Source[Record]        = (*Source)(nil)
 	_ flow.ParallelismHinter     = (*Source)(nil)
 	_ flow.PriorProgressReporter = (*Source)(nil)
+	_ flow.MetricsReporter       = (*Source)(nil)
 	_ flow.SourceReader[Record]  = (*reader)(nil)
 	_ flow.Positioner            = (*reader)(nil)
 )
@@ -554,6 +561,11 @@ type reader struct {
 	endGen         uint64
 	nextLagRefresh time.Time
 	lag            atomic.Int64
+	// progress copies each owned split's next offset and end (-1:
+	// unknown) at every lag update, for Source.ReportMetrics.
+	progressMu sync.Mutex
+	progress   map[split]progress
+	progressAt time.Time
 	// The record emitted last, formatted only when Position asks: a
 	// string per record would cost more than the rest of Poll.
 	lastTopic     string
@@ -1175,6 +1187,126 @@ func (r *reader) updateLag() {
 	if known {
 		r.lag.Store(lag)
 	}
+	r.progressMu.Lock()
+	if r.progress == nil {
+		r.progress = map[split]progress{}
+	}
+	clear(r.progress)
+	for s, p := range r.pos {
+		end := int64(-1)
+		if e, ok := r.ends[s]; ok {
+			end = e.off
+			if p.end >= 0 {
+				end = min(end, p.end)
+			}
+		}
+		r.progress[s] = progress{next: p.next, end: end, bound: p.end}
+	}
+	r.progressAt = time.Now()
+	r.progressMu.Unlock()
+}
+
+// progress is a split's position for ReportMetrics: the next offset, the
+// end offset (-1: unknown) and the bound of a bounded split (-1: none).
+type progress struct{ next, end, bound int64 }
+
+// staleProgress is how old a reader's progress may be before
+// ReportMetrics lists the end offsets itself: a reader blocked downstream
+// (backpressure, a stuck operator) does not poll, and its lag must still
+// grow while records arrive.
+const staleProgress = 3 * time.Second
+
+// refreshStale lists the end offsets of the splits of readers whose
+// progress is older than staleProgress and updates those copies.
+func (s *Source) refreshStale(readers []*reader) {
+	for _, r := range readers {
+		r.progressMu.Lock()
+		stale := time.Since(r.progressAt) > staleProgress && len(r.progress) > 0
+		topics := map[string]bool{}
+		for sp := range r.progress {
+			topics[sp.topic] = true
+		}
+		r.progressMu.Unlock()
+		if !stale {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), lagListTimeout)
+		list := r.adm.ListCommittedOffsets
+		if s.cfg.ReadUncommitted {
+			list = r.adm.ListEndOffsets
+		}
+		lo, err := list(ctx, slices.Sorted(maps.Keys(topics))...)
+		cancel()
+		if err != nil {
+			continue
+		}
+		r.progressMu.Lock()
+		for sp, p := range r.progress {
+			if o, ok := lo.Lookup(sp.topic, sp.partition); ok && o.Err == nil && o.Offset >= 0 {
+				p.end = o.Offset
+				if p.bound >= 0 {
+					p.end = min(p.end, p.bound)
+				}
+				r.progress[sp] = p
+			}
+		}
+		r.progressMu.Unlock()
+	}
+}
+
+// ReportMetrics reports, per partition this process reads, the next
+// offset to read (current_offset), the end offset less it (records_lag)
+// and the offset last committed (committed_offset); their maximum and sum
+// (records_lag_max, pending_records), and the offset commits. The names
+// follow Flink's Kafka source metrics (docs/design.md, "Metrics").
+func (s *Source) ReportMetrics(emit func(flow.Metric)) {
+	s.mu.Lock()
+	readers := slices.Collect(maps.Keys(s.readers))
+	committed := maps.Clone(s.committed)
+	s.mu.Unlock()
+	s.refreshStale(readers)
+	parts := map[split]progress{}
+	for _, r := range readers {
+		r.progressMu.Lock()
+		maps.Copy(parts, r.progress)
+		r.progressMu.Unlock()
+	}
+	labels := func(sp split) []flow.Label {
+		return []flow.Label{{Name: "topic", Value: sp.topic}, {Name: "partition", Value: strconv.Itoa(int(sp.partition))}}
+	}
+	var lagMax, pending int64
+	lagKnown := len(parts) > 0
+	for sp, p := range parts {
+		emit(flow.Metric{Name: "source_current_offset", Help: "The next offset the source reads from the partition.", Labels: labels(sp), Value: float64(p.next)})
+		if p.end < 0 {
+			lagKnown = false
+			continue
+		}
+		lag := max(0, p.end-p.next)
+		emit(flow.Metric{Name: "source_records_lag", Help: "Records in the partition after the source's position (end offset less current offset).", Labels: labels(sp), Value: float64(lag)})
+		lagMax = max(lagMax, lag)
+		pending += lag
+	}
+	if lagKnown {
+		emit(flow.Metric{Name: "source_records_lag_max", Help: "The largest lag of a partition the source reads.", Value: float64(lagMax)})
+		emit(flow.Metric{Name: "source_pending_records", Help: "Records not yet read by the source, over its partitions.", Value: float64(pending)})
+	}
+	for sp, off := range committed {
+		emit(flow.Metric{Name: "source_committed_offset", Help: "The offset last committed for the partition with a checkpoint (to the group, or in the Kafka sink's transaction).", Labels: labels(sp), Value: float64(off)})
+	}
+	emit(flow.Metric{Name: "source_commits_succeeded_total", Counter: true, Help: "Checkpoints whose source offsets were committed.", Value: float64(s.commitsOK.Load())})
+	emit(flow.Metric{Name: "source_commits_failed_total", Counter: true, Help: "Commits of checkpoint offsets to the group that failed.", Value: float64(s.commitsFailed.Load())})
+}
+
+// offsetsCommitted records offs as the partitions' committed offsets.
+func (s *Source) offsetsCommitted(offs map[split]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.committed == nil {
+		s.committed = map[split]int64{}
+	}
+	maps.Copy(s.committed, offs)
+	s.commitsOK.Add(1)
 }
 
 func appendDone(m map[string][]int32, s split) map[string][]int32 {
@@ -1377,7 +1509,12 @@ func (r *reader) CheckpointCommitted(ctx context.Context, checkpointID int64) er
 	r.src.mu.Lock()
 	txn := r.src.transactional
 	r.src.mu.Unlock()
-	if txn || !ok || len(snap.read) == 0 {
+	if !ok || len(snap.read) == 0 {
+		return nil
+	}
+	if txn {
+		// The sink's transaction committed them with the checkpoint.
+		r.src.offsetsCommitted(snap.read)
 		return nil
 	}
 	meta := offsetMetadata(r.sc.Job, checkpointID)
@@ -1390,8 +1527,10 @@ func (r *reader) CheckpointCommitted(ctx context.Context, checkpointID int64) er
 		err = resp.Error()
 	}
 	if err != nil {
+		r.src.commitsFailed.Add(1)
 		return fmt.Errorf("commit offsets of checkpoint %d to group %q: %w", checkpointID, r.group, err)
 	}
+	r.src.offsetsCommitted(snap.read)
 	return nil
 }
 
