@@ -21,6 +21,14 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 		"errors":        func(p string, v *yaml.Node) { d.decodeErrors(p, v, &jf.Errors) },
 		"checkpointing": func(p string, v *yaml.Node) { d.decodeCheckpointing(p, v, &jf.Checkpointing) },
 		"state":         func(p string, v *yaml.Node) { d.decodeState(p, v, &jf.State) },
+		"http": func(p string, v *yaml.Node) {
+			d.mapping(p, v, map[string]field{
+				"listen":     d.str(&jf.HTTP.Listen),
+				"token-file": d.str(&jf.HTTP.TokenFile),
+				"tls-cert":   d.str(&jf.HTTP.TLSCert),
+				"tls-key":    d.str(&jf.HTTP.TLSKey),
+			})
+		},
 		"restart": func(p string, v *yaml.Node) {
 			jf.RestartSet = true
 			d.decodeRestart(p, v, &jf.Restart)

@@ -17,6 +17,8 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 	}
 	tls := &jf.Kafka.TLS
 	tls.CAFile, tls.CertFile, tls.KeyFile = d.abs(tls.CAFile), d.abs(tls.CertFile), d.abs(tls.KeyFile)
+	h := &jf.HTTP
+	h.TokenFile, h.TLSCert, h.TLSKey = d.abs(h.TokenFile), d.abs(h.TLSCert), d.abs(h.TLSKey)
 
 	src := &jf.Source
 	if src.Group == "" {

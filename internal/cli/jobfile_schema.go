@@ -38,6 +38,21 @@ type JobFile struct {
 	// restart section at all (without one the engine picks its default).
 	Restart    restart.Config
 	RestartSet bool
+	// HTTP is the http section: where the job serves its metrics and REST
+	// API (the run flags override it).
+	HTTP HTTPConfig
+}
+
+// HTTPConfig is the http section. Without Listen (and without --http) the
+// job serves nothing. Files are absolute once read.
+type HTTPConfig struct {
+	// Listen is host:port; a bare port listens on 127.0.0.1.
+	Listen string
+	// TokenFile holds the bearer token the endpoints that change the job
+	// need (ONCEFLOW_HTTP_TOKEN overrides it); required off loopback.
+	TokenFile string
+	// TLSCert and TLSKey turn on TLS.
+	TLSCert, TLSKey string
 }
 
 // KafkaConfig is the kafka section: how to reach the cluster.

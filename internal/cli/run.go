@@ -77,6 +77,7 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Left in place, it is\n"+
 		"ignored once the job's newest checkpoint descends from DIR (a later start resumes that checkpoint, it\n"+
 		"does not go back); to go back to DIR again, use a new state.dir")
+	httpOpts := httpFlags(fs)
 	set := make([]*bool, len(restoreSwitches))
 	for i, sw := range restoreSwitches {
 		set[i] = fs.Bool(sw.flag, false, sw.usage)
@@ -85,7 +86,7 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		if *stop <= 0 {
 			return runOptions{}, fmt.Errorf("%w: --stop-timeout %v must be positive", errUsage, *stop)
 		}
-		o := runOptions{status: *status, connectTimeout: *connect, stopTimeout: *stop}
+		o := runOptions{status: *status, connectTimeout: *connect, stopTimeout: *stop, http: httpOpts()}
 		on := map[string]bool{}
 		for i, sw := range restoreSwitches {
 			if *set[i] {
@@ -131,6 +132,7 @@ type runOptions struct {
 	// restoreSwitches given.
 	fromSavepoint string
 	switches      []restoreSwitch
+	http          httpOptions
 }
 
 // flowOptions are the engine options the run flags ask for.
@@ -435,7 +437,16 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, outputs); err != nil {
 		return err
 	}
-	b, err := buildJob(jf, cc, e, o.flowOptions()...)
+	srv, err := newHTTPServer(e, jf, o.http)
+	if err != nil {
+		return err
+	}
+	fopts := o.flowOptions()
+	if srv != nil {
+		defer func() { _ = srv.Close() }()
+		fopts = append(fopts, flow.WithHooks(srv.Hooks()...))
+	}
+	b, err := buildJob(jf, cc, e, fopts...)
 	if err != nil {
 		return err
 	}
@@ -445,6 +456,9 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		return err
 	}
 	e.log.Info("job started; stop it with Ctrl-C (it takes a final checkpoint)", "job", jf.Job, "file", jf.Path)
+	if srv != nil {
+		serveJob(e, srv, jf, job, b.metrics)
+	}
 	if o.status > 0 {
 		t := time.NewTicker(o.status)
 		defer t.Stop()
