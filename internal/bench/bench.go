@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -33,6 +34,7 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/metrics"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -51,8 +53,12 @@ const (
 const (
 	NameCeiling     = "franz-go txn loop (ceiling)"
 	NamePassThrough = "onceflow pass-through"
-	NameCountMemory = "onceflow keyed count (memory)"
-	NameCountPebble = "onceflow keyed count (pebble)"
+	// NamePassThroughMetrics is the pass-through with the metrics
+	// collector registered and scraped every 100 ms (a hundred times
+	// more often than Prometheus usually does): the cost of metrics.
+	NamePassThroughMetrics = "onceflow pass-through, metrics scraped"
+	NameCountMemory        = "onceflow keyed count (memory)"
+	NameCountPebble        = "onceflow keyed count (pebble)"
 )
 
 // CountName is the name of the keyed count run with the state backend
@@ -245,7 +251,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 			}
 		}()
 	}
-	suffixes := []string{"in", "ceiling", "passthrough"}
+	suffixes := []string{"in", "ceiling", "passthrough", "passthrough-metrics"}
 	for _, be := range b.cfg.Backends {
 		suffixes = append(suffixes, "count-"+be)
 	}
@@ -269,6 +275,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 	runs := []measured{
 		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling, false},
 		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough, false},
+		{NamePassThroughMetrics, "pass-through-metrics", b.topic("passthrough-metrics"), b.runPassThroughMetrics, false},
 	}
 	for _, be := range b.cfg.Backends {
 		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true})
@@ -522,6 +529,35 @@ func (b *bench) runJob(ctx context.Context, name, out string, pipeline func(flow
 	defer cleanup()
 	flow.To(pipeline(flow.From(env, src, flow.UID("in"))), sink, flow.UID("out"))
 	return env.Run(ctx)
+}
+
+// runPassThroughMetrics is runPassThrough with a metrics.Collector
+// gathered every 100 ms while the job runs.
+func (b *bench) runPassThroughMetrics(ctx context.Context, out string) error {
+	m := metrics.New()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	stop := make(chan struct{})
+	scraped := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				scraped <- nil
+				return
+			case <-t.C:
+				if _, err := reg.Gather(); err != nil {
+					scraped <- err
+					return
+				}
+			}
+		}
+	}()
+	err := b.runJob(ctx, "passthrough-metrics", out, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] { return s }, flow.WithHooks(m))
+	close(stop)
+	return errors.Join(err, <-scraped)
 }
 
 // runPassThrough copies the input to out with the onceflow job

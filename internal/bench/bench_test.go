@@ -28,7 +28,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", Format(rs))
-	names := []string{NameCeiling, NamePassThrough, NameCountMemory, NameCountPebble}
+	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameCountPebble}
 	if len(rs) != len(names) {
 		t.Fatalf("got %d results, want %d", len(rs), len(names))
 	}
