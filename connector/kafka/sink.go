@@ -241,7 +241,7 @@ type Sink struct {
 	// txnCommits and txnAborts count the transactions of checkpoints
 	// committed and those aborted (ReportMetrics).
 	txnCommits, txnAborts atomic.Int64
-	maxHeld   int64
+	maxHeld               int64
 
 	// deadLetterTopics are the topics of DeadLetters sinks, which the
 	// partitioner partitions by key even with KeepPartition.
