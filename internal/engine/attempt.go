@@ -313,7 +313,9 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		j.cur = nil
 		j.mu.Unlock()
 		for _, st := range att.subtasks {
-			j.inBase.Add(st.in.Load())
+			if st.head.kind == kindSource {
+				j.inBase.Add(st.in.Load())
+			}
 			j.outBase.Add(st.out.Load())
 		}
 	}()

@@ -207,6 +207,7 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 			return false
 		}
 		cur = m
+		st.in.Add(int64(len(m.recs)))
 		if keyed != nil {
 			for idx = range m.recs {
 				keyed.pushKeyed(m.keys[idx], int(m.kgs[idx]), m.recs[idx])

@@ -263,7 +263,9 @@ func (j *Job) Stats() Stats {
 		byHead := map[*Node]int{}
 		for _, st := range att.subtasks {
 			in, out := st.in.Load(), st.out.Load()
-			s.RecordsIn += in
+			if st.head.kind == kindSource {
+				s.RecordsIn += in
+			}
 			s.RecordsOut += out
 			i, ok := byHead[st.head]
 			if !ok {

@@ -182,7 +182,12 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		return nil
 	}
 	var count int64
+	var polled time.Time
 	emit := func(x T) {
+		if count == 0 {
+			// Until a poll's first record the source was waiting: idle.
+			st.idle.Add(int64(time.Since(polled)))
+		}
 		last, have = x, true
 		count++
 		out.push(x)
@@ -225,7 +230,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 			continue
 		}
 		count = 0
-		polled := time.Now()
+		polled = time.Now()
 		err := reader.Poll(att.ctx, emit)
 		st.in.Add(count)
 		if count == 0 {
