@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,11 @@ import (
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/metrics"
 )
+
+// indexHTML is the web UI: one page that polls the REST API.
+//
+//go:embed ui/index.html
+var indexHTML []byte
 
 // Config configures a Server.
 type Config struct {
@@ -193,6 +199,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST "+jobs+"/savepoints", s.mutating(s.triggerSavepoint))
 	mux.HandleFunc("GET "+jobs+"/savepoints/{id}", s.savepointStatus)
 	mux.HandleFunc("POST "+jobs+"/stop", s.mutating(s.stop))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		_, _ = w.Write(indexHTML)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s; the job's endpoints are under %s (see docs/design.md, \"Metrics and the REST API\")", r.Method, r.URL.Path, jobs))
 	})

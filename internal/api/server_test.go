@@ -33,7 +33,7 @@ func startJob(t *testing.T, cfg api.Config) (*api.Server, *flow.Job) {
 	go srv.Serve()
 	t.Cleanup(func() { _ = srv.Close() })
 	var recs []rec
-	for i := range 1000 {
+	for i := range 100_000 {
 		recs = append(recs, rec{i})
 	}
 	src := flowtest.NewSource(flowtest.Split(recs, 2), flowtest.Unbounded(), flowtest.PerPoll(1))

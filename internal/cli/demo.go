@@ -16,6 +16,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/api"
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 )
@@ -34,6 +35,7 @@ func demoFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	rate := fs.Int("rate", 1000, "events generated per second")
 	dupPct := fs.Int("duplicates", 20, "percentage of events that are resends of an earlier event")
 	seed := fs.Uint64("seed", 0, "seed of the event generator (default: random; printed so a run can be repeated)")
+	httpAddr := fs.String("http", "127.0.0.1:8081", "serve the web UI, /metrics and the REST API on `ADDR` (a free port when this one is taken; \"off\": none)")
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return fmt.Errorf("%w: demo takes no arguments (got %q)", errUsage, strings.Join(args, " "))
@@ -51,7 +53,7 @@ func demoFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if s == 0 {
 			s = rand.Uint64()
 		}
-		return runDemo(ctx, e, demoOptions{duration: *duration, rate: *rate, dupPct: *dupPct, seed: s})
+		return runDemo(ctx, e, demoOptions{duration: *duration, rate: *rate, dupPct: *dupPct, seed: s, http: *httpAddr})
 	}
 }
 
@@ -62,6 +64,8 @@ type demoOptions struct {
 	seed     uint64
 	// statusInterval is how often the live status line is printed.
 	statusInterval time.Duration
+	// http is where the UI and metrics are served; "" or "off": nowhere.
+	http string
 }
 
 // demoResult is what the demo proves, read back from the output topic.
@@ -113,7 +117,22 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		},
 		State: StateConfig{Dir: stateDir},
 	}
-	built, err := buildJob(jf, cc, e)
+	var srv *api.Server
+	var fopts []flow.Option
+	if o.http != "" && o.http != "off" {
+		jf.HTTP.Listen = o.http
+		srv, err = newHTTPServer(e, jf, httpOptions{})
+		if err != nil && strings.Contains(err.Error(), "address already in use") {
+			jf.HTTP.Listen = "127.0.0.1:0"
+			srv, err = newHTTPServer(e, jf, httpOptions{})
+		}
+		if err != nil {
+			return err
+		}
+		defer func() { _ = srv.Close() }()
+		fopts = append(fopts, flow.WithHooks(srv.Hooks()...))
+	}
+	built, err := buildJob(jf, cc, e, fopts...)
 	if err != nil {
 		return err
 	}
@@ -126,6 +145,10 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	job, err := fenv.Start(jobCtx)
 	if err != nil {
 		return err
+	}
+	if srv != nil {
+		serveJob(e, srv, jf, job, metrics)
+		fmt.Fprintf(e.stderr, "demo: web UI at %s/ (metrics at %s/metrics)\n", srv.URL(), srv.URL())
 	}
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("onceflow-demo-generator"), kgo.DefaultProduceTopic(demoInput))
