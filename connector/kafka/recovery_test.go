@@ -540,9 +540,13 @@ func TestSameJobNameElsewhereIsRefused(t *testing.T) {
 	c.produceValues(t, "in", 0, time.Time{}, values(50, "x")...)
 	running := startUnbounded(t, c, t.TempDir(), "a")
 	waitCheckpoint(t, running, 2)
-	err := runTestJob(t, c, testJob{dir: t.TempDir()})
+	// Bounded, so runTestJob waits for the job's own end: the input is
+	// caught up already (by the running job, in the same group), and an
+	// unbounded run would be stopped at once, while it recovers.
+	var log syncBuffer
+	err := runTestJob(t, c, testJob{dir: t.TempDir(), log: &log, bounded: true})
 	if !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), "another installation of a job with this name") {
-		t.Fatalf("second installation: %v", err)
+		t.Fatalf("second installation: %v; its log:\n%s", err, log.String())
 	}
 	before := running.Stats().LastCheckpoint
 	waitCheckpoint(t, running, before+3)
