@@ -85,6 +85,8 @@ type operation struct {
 	Failure  string `json:"failure-cause,omitempty"`
 	Dir      string `json:"target-directory"`
 	Started  int64  `json:"trigger_timestamp"`
+	// reported is set once a client read the outcome.
+	reported bool
 }
 
 // Hooks are the job hooks the server needs.
@@ -177,6 +179,25 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return s.srv.Shutdown(ctx)
+}
+
+// Linger keeps answering, for at most d, until the outcome of every stop
+// requested through the API has been read: the job has ended, and the
+// client that asked for the stop polls for the savepoint's location.
+func (s *Server) Linger(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		waiting := false
+		for _, op := range s.ops {
+			waiting = waiting || (op.Kind == "stop" && !op.reported)
+		}
+		s.mu.Unlock()
+		if !waiting {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Attach gives the server the running job.
@@ -469,6 +490,7 @@ func (s *Server) savepointStatus(w http.ResponseWriter, r *http.Request) {
 	var cp operation
 	if ok {
 		cp = *op
+		op.reported = op.Status != "IN_PROGRESS"
 	}
 	s.mu.Unlock()
 	if !ok {

@@ -443,7 +443,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	}
 	fopts := o.flowOptions()
 	if srv != nil {
-		defer func() { _ = srv.Close() }()
+		defer func() { srv.Linger(5 * time.Second); _ = srv.Close() }()
 		fopts = append(fopts, flow.WithHooks(srv.Hooks()...))
 	}
 	b, err := buildJob(jf, cc, e, fopts...)

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The operations commands against a running `onceflow run --http` with a
+// token: status and checkpoints read it, savepoint without the token is
+// refused, with it prints a savepoint that exists, and stop --savepoint
+// ends the job with its savepoint, having committed every record once.
+func TestOperationsCommands(t *testing.T) {
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "in", 2)
+	createTopic(t, addr, "out-ops", 1)
+	produceInput(t, addr, "in", 2000, 100)
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("ops-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := freeAddr(t)
+	api := "http://" + httpAddr
+	file := writeJob(t, dir, "ops", addr, "pipeline:\n  - dedupe: {key: record.key, ttl: 1h}")
+	bin := binary(t)
+	log := &logWriter{t: t, name: "job"}
+	cmd := exec.Command(bin, "run", "--http", httpAddr, "--http-token-file", tokenFile, file)
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+
+	// ops runs an operations command; env adds to its environment.
+	ops := func(env []string, args ...string) (string, string, error) {
+		c := exec.Command(bin, args...)
+		c.Env = append(os.Environ(), env...)
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		return out.String(), errb.String(), err
+	}
+	var status string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		out, _, err := ops(nil, "status", "--api", api)
+		if err == nil && strings.Contains(out, "RUNNING") && strings.Contains(out, "100 committed") && strings.Contains(out, " OK (") {
+			status = out
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed the job RUNNING with 100 records committed: %v\n%s\njob log:\n%s", err, out, log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("onceflow status:\n%s", status)
+	for _, want := range []string{"job ops: RUNNING", "2000 read", "lag: 0 records over 2 partitions", "TASK", "source", "OK"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %q", want)
+		}
+	}
+	out, _, err := ops(nil, "checkpoints", "--api", api, "-n", "3")
+	if err != nil || !strings.Contains(out, "COMPLETED") || strings.Count(out, "\n") > 5 {
+		t.Errorf("checkpoints -n 3: %v\n%s", err, out)
+	}
+
+	sp := filepath.Join(dir, "sp1")
+	out, errOut, err := ops(nil, "savepoint", "--api", api, "--dir", sp)
+	if err == nil || !strings.Contains(errOut, "token") {
+		t.Fatalf("savepoint without the token: %v\n%s%s", err, out, errOut)
+	}
+	out, errOut, err = ops([]string{"ONCEFLOW_HTTP_TOKEN=ops-token"}, "savepoint", "--api", api, "--dir", sp)
+	if err != nil {
+		t.Fatalf("savepoint: %v\n%s", err, errOut)
+	}
+	if loc := strings.TrimSpace(out); !strings.HasPrefix(loc, sp) {
+		t.Errorf("savepoint printed %q, want a path under %s", loc, sp)
+	} else if _, err := os.Stat(filepath.Join(loc, "_manifest")); err != nil {
+		t.Errorf("savepoint %s: %v", loc, err)
+	}
+
+	final := filepath.Join(dir, "final")
+	out, errOut, err = ops(nil, "stop", "--api", api, "--token-file", tokenFile, "--savepoint", final)
+	if err != nil {
+		t.Fatalf("stop --savepoint: %v\n%s", err, errOut)
+	}
+	if loc := strings.TrimSpace(out); !strings.HasPrefix(loc, final) {
+		t.Errorf("stop printed %q, want a path under %s", loc, final)
+	}
+	select {
+	case err := <-done:
+		done <- err
+		if err != nil {
+			t.Fatalf("the job exited with %v after stop\n%s", err, log)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not exit after stop --savepoint")
+	}
+	if got := readCommitted(t, addr, "out-ops"); len(got) != 100 {
+		t.Errorf("output holds %d records, want 100 (one per key)", len(got))
+	}
+}
