@@ -92,6 +92,11 @@ func (c ClientConfig) opts() []kgo.Opt {
 	return opts
 }
 
+// NewClient returns a franz-go client connected the way the connector's
+// are (brokers, TLS, SASL, client id), plus extra options: for tools that
+// administer what a job uses (topics, groups). Close it when done.
+func (c ClientConfig) NewClient(extra ...kgo.Opt) (*kgo.Client, error) { return c.newClient(extra...) }
+
 // newClient creates a kgo client from c plus extra options.
 func (c ClientConfig) newClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(append(c.opts(), extra...)...)

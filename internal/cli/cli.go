@@ -54,6 +54,8 @@ func commands() []command {
 		{name: "checkpoints", summary: "list a running job's recent checkpoints (its --http API)", flags: checkpointsFlags},
 		{name: "savepoint", summary: "take a savepoint of a running job and print where it is (its --http API)", flags: savepointFlags},
 		{name: "stop", summary: "stop a running job with a final savepoint and print where it is (its --http API)", flags: stopFlags},
+		{name: "lag", summary: "per-partition lag of a consumer group, with a verdict over a window (works while the job is down)", flags: lagFlags},
+		{name: "topic", args: "create [TOPIC...]", summary: "create topics (with --job FILE: the job's input, output and dead-letter topics)", flags: topicFlags},
 		{name: "verify", summary: "check that a job's committed output holds every input exactly once", flags: verifyFlags},
 		{name: "version", summary: "print the onceflow version", flags: versionFlags},
 		{name: "help", args: "[COMMAND]", summary: "show help for onceflow or one command", flags: nil},

@@ -137,7 +137,7 @@ func ping(ctx context.Context, k KafkaConfig, cc kafka.ClientConfig, timeout tim
 	for _, st := range settings {
 		td, ok := tds[outputs[st]]
 		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-			return fmt.Errorf("%s: topic %q does not exist; create it first (for example kafka-topics.sh --create --topic %s --partitions N)", st, outputs[st], outputs[st])
+			return fmt.Errorf("%s: topic %q does not exist; create it first: onceflow topic create --job JOB.yaml creates the job's topics (or onceflow topic create --brokers %s --partitions N %s)", st, outputs[st], strings.Join(k.Brokers, ","), outputs[st])
 		}
 		if td.Err != nil {
 			return fmt.Errorf("%s: topic %q: %w", st, outputs[st], td.Err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,38 @@ func TestOperationsCommands(t *testing.T) {
 	}
 	if got := readCommitted(t, addr, "out-ops"); len(got) != 100 {
 		t.Errorf("output holds %d records, want 100 (one per key)", len(got))
+	}
+
+	// With the job down, lag reads its group: 50 records written since
+	// are behind. kcat (librdkafka) agrees on the end offsets.
+	produceRange(t, addr, "in", 2000, 50, 100)
+	out, errOut, err = ops(nil, "lag", "--brokers", addr, "--group", "ops", "--window", "300ms", "--samples", "2")
+	if err != nil {
+		t.Fatalf("lag: %v\n%s", err, errOut)
+	}
+	t.Logf("onceflow lag:\n%s", out)
+	var committed, lag int64
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 7 || f[0] != "in" {
+			continue
+		}
+		c, _ := strconv.ParseInt(f[2], 10, 64)
+		end, _ := strconv.ParseInt(f[3], 10, 64)
+		l, _ := strconv.ParseInt(f[4], 10, 64)
+		committed += c
+		lag += l
+		if _, err := exec.LookPath("kcat"); err == nil {
+			q, err := exec.Command("kcat", "-b", addr, "-Q", "-t", "in:"+f[1]+":-1").Output()
+			if err != nil {
+				t.Fatalf("kcat -Q: %v", err)
+			}
+			if want := "offset " + f[3]; !strings.Contains(string(q), want) {
+				t.Errorf("partition %s: lag's end offset %d, kcat says %q", f[1], end, strings.TrimSpace(string(q)))
+			}
+		}
+	}
+	if committed != 2000 || lag != 50 || !strings.Contains(out, "group ops: STOP") {
+		t.Errorf("lag: committed %d (want 2000), lag %d (want 50), verdict STOP expected:\n%s", committed, lag, out)
 	}
 }

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
+)
+
+// topic create makes the topics with the partitions asked, and says so
+// for one that exists, which it leaves alone.
+func TestTopicCreate(t *testing.T) {
+	c := kafkatest.Start(t, broker.Config{})
+	code, out, errOut := runMain("topic", "--brokers", c.Addr, "--partitions", "3", "--config", "retention.ms=3600000", "create", "orders", "counts")
+	if code != 0 || !strings.Contains(out, "created orders (3 partitions)") || !strings.Contains(out, "created counts (3 partitions)") {
+		t.Fatalf("topic create: %d\n%s%s", code, out, errOut)
+	}
+	topics, err := c.Admin(t).ListTopics(kafkatest.Context(t), "orders")
+	if err != nil || len(topics["orders"].Partitions) != 3 {
+		t.Fatalf("orders: %v, %v", topics, err)
+	}
+	code, out, errOut = runMain("topic", "--brokers", c.Addr, "--partitions", "5", "create", "orders")
+	if code != 0 || !strings.Contains(out, "orders exists already (3 partitions)") {
+		t.Errorf("topic create of an existing topic: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runMain("topic", "--brokers", c.Addr, "create"); code != 2 || !strings.Contains(errOut, "name the topics") {
+		t.Errorf("topic create without topics: %d %s", code, errOut)
+	}
+}
+
+// lag reads a group's committed offsets and the partitions' ends, and its
+// verdict tells a group that commits and keeps up from one that stopped.
+func TestLagVerdicts(t *testing.T) {
+	c := kafkatest.Start(t, broker.Config{})
+	c.CreateTopic(t, "in", 2)
+	c.ProduceRecords(t, &kgo.Record{Topic: "in", Partition: 0, Value: []byte("a")}, &kgo.Record{Topic: "in", Partition: 0, Value: []byte("b")},
+		&kgo.Record{Topic: "in", Partition: 1, Value: []byte("c")})
+	adm := c.Admin(t)
+	commit := func(p0, p1 int64, cp int) {
+		t.Helper()
+		meta := "onceflow:j:" + strconv.Itoa(cp)
+		var offs kadm.Offsets
+		offs.Add(kadm.Offset{Topic: "in", Partition: 0, At: p0, LeaderEpoch: -1, Metadata: meta})
+		offs.Add(kadm.Offset{Topic: "in", Partition: 1, At: p1, LeaderEpoch: -1, Metadata: meta})
+		if _, err := adm.CommitOffsets(kafkatest.Context(t), "onceflow-j", offs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errOut := runMain("lag", "--brokers", c.Addr, "--group", "onceflow-j", "--window", "0"); code != 1 || !strings.Contains(errOut, "no committed offsets") {
+		t.Errorf("lag of a group that never committed: %d %s", code, errOut)
+	}
+	commit(2, 0, 5)
+	code, out, errOut := runMain("lag", "--brokers", c.Addr, "--group", "onceflow-j", "--window", "0")
+	if code != 0 || !strings.Contains(out, "in     0          2          2    0    5") || !strings.Contains(out, "in     1          0          1    1    5") {
+		t.Fatalf("lag: %d\n%s%s", code, out, errOut)
+	}
+	// Nothing commits over the window while partition 1 lags: STOP.
+	code, out, _ = runMain("lag", "--brokers", c.Addr, "--group", "onceflow-j", "--window", "200ms", "--samples", "2")
+	if code != 0 || !strings.Contains(out, "STOP") || !strings.Contains(out, "group onceflow-j: STOP") {
+		t.Errorf("lag of a stopped group:\n%s", out)
+	}
+	// Checkpoints commit, offsets do not move: STALL.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 6; i < 12; i++ {
+			time.Sleep(40 * time.Millisecond)
+			commit(2, 0, i)
+		}
+	}()
+	code, out, _ = runMain("lag", "--brokers", c.Addr, "--group", "onceflow-j", "--window", "200ms", "--samples", "2")
+	<-done
+	if code != 0 || !strings.Contains(out, "group onceflow-j: STALL") {
+		t.Errorf("lag of a group committing without progress:\n%s", out)
+	}
+}
+
+func TestLagVerdictRules(t *testing.T) {
+	s := func(committed, end, cp int64) lagSample { return lagSample{committed, end, cp} }
+	for _, tc := range []struct {
+		seq  []lagSample
+		want string
+	}{
+		{[]lagSample{s(5, 9, 1), s(9, 9, 2)}, lagOK},
+		{[]lagSample{s(5, 9, 1), s(5, 9, 1)}, lagStop},
+		{[]lagSample{s(5, 9, 1), s(5, 12, 4)}, lagStall},
+		{[]lagSample{s(5, 9, 1), s(7, 14, 2), s(9, 20, 3)}, lagWarn},
+		{[]lagSample{s(5, 9, 1), s(7, 14, 2), s(12, 16, 3)}, lagOK},
+		{[]lagSample{s(5, 5, 1), s(5, 5, 1)}, lagOK},
+	} {
+		if got := lagVerdict(tc.seq); got != tc.want {
+			t.Errorf("lagVerdict(%v) = %s, want %s", tc.seq, got, tc.want)
+		}
+	}
+}
