@@ -35,6 +35,8 @@ func demoFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	rate := fs.Int("rate", 1000, "events generated per second")
 	dupPct := fs.Int("duplicates", 20, "percentage of events that are resends of an earlier event")
 	seed := fs.Uint64("seed", 0, "seed of the event generator (default: random; printed so a run can be repeated)")
+	crashEvery := fs.Duration("crash-every", 0, "run the pipeline as a child process and SIGKILL it this often, restarting it each time: exactly-once\n"+
+		"survives crashes, not only duplicates in the input (default 0: one pipeline in this process)")
 	httpAddr := fs.String("http", "127.0.0.1:8081", "serve the web UI, /metrics and the REST API on `ADDR` (a free port when this one is taken; \"off\": none)")
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
@@ -46,6 +48,9 @@ func demoFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if *rate < 1 {
 			return fmt.Errorf("%w: --rate %d is below 1", errUsage, *rate)
 		}
+		if *crashEvery < 0 || (*crashEvery > 0 && *crashEvery < 500*time.Millisecond) {
+			return fmt.Errorf("%w: --crash-every %v: give 0 (no crashes) or at least 500ms", errUsage, *crashEvery)
+		}
 		if *dupPct < 0 || *dupPct > 90 {
 			return fmt.Errorf("%w: --duplicates %d is outside 0..90", errUsage, *dupPct)
 		}
@@ -53,7 +58,7 @@ func demoFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if s == 0 {
 			s = rand.Uint64()
 		}
-		return runDemo(ctx, e, demoOptions{duration: *duration, rate: *rate, dupPct: *dupPct, seed: s, http: *httpAddr})
+		return runDemo(ctx, e, demoOptions{duration: *duration, rate: *rate, dupPct: *dupPct, seed: s, http: *httpAddr, crashEvery: *crashEvery})
 	}
 }
 
@@ -66,6 +71,9 @@ type demoOptions struct {
 	statusInterval time.Duration
 	// http is where the UI and metrics are served; "" or "off": nowhere.
 	http string
+	// crashEvery > 0 runs the pipeline as `onceflow run` child processes
+	// killed this often.
+	crashEvery time.Duration
 }
 
 // demoResult is what the demo proves, read back from the output topic.
@@ -116,6 +124,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 			Timeout:  30 * time.Second,
 		},
 		State: StateConfig{Dir: stateDir},
+	}
+	if o.crashEvery > 0 {
+		return runDemoCrashing(ctx, e, o, b.Addr(), stateDir)
 	}
 	var srv *api.Server
 	var fopts []flow.Option
@@ -194,7 +205,7 @@ wait:
 	}
 	fmt.Fprintln(e.stderr, "demo: generator stopped; waiting for the pipeline to commit everything it was given")
 	adm := kadm.NewClient(prod)
-	if err := waitCaughtUp(ctx, adm, job, 30*time.Second); err != nil {
+	if err := waitCaughtUp(ctx, adm, job.Done(), job.Wait, 30*time.Second); err != nil {
 		cancelJob()
 		job.Wait()
 		return err
@@ -297,7 +308,7 @@ func (g *generator) run(ctx context.Context, rate int) error {
 // waitCaughtUp waits until the job committed source offsets (in its
 // checkpoint transactions) up to the end of the input topic: everything
 // generated has then been processed and its output committed.
-func waitCaughtUp(ctx context.Context, adm *kadm.Client, job *flow.Job, timeout time.Duration) error {
+func waitCaughtUp(ctx context.Context, adm *kadm.Client, done <-chan struct{}, why func() error, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	cctx := context.WithoutCancel(ctx)
 	for {
@@ -330,8 +341,8 @@ func waitCaughtUp(ctx context.Context, adm *kadm.Client, job *flow.Job, timeout 
 		// is the only way to observe it from outside the job.
 		select {
 		case <-time.After(200 * time.Millisecond):
-		case <-job.Done():
-			return fmt.Errorf("the pipeline stopped while catching up: %w", job.Wait())
+		case <-done:
+			return fmt.Errorf("the pipeline stopped while catching up: %w", why())
 		}
 	}
 }

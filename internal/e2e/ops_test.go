@@ -143,3 +143,25 @@ func TestOperationsCommands(t *testing.T) {
 		t.Errorf("lag: committed %d (want 2000), lag %d (want 50), verdict STOP expected:\n%s", committed, lag, out)
 	}
 }
+
+// onceflow demo --crash-every kills its pipeline process with SIGKILL
+// again and again; the demo itself checks that the output holds every
+// distinct event once, and fails otherwise.
+func TestDemoCrashEvery(t *testing.T) {
+	cmd := exec.Command(binary(t), "demo", "--duration", "6s", "--crash-every", "1s", "--rate", "1000", "--seed", "7")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo --crash-every: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	t.Logf("%s", out.String())
+	var kills int
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 7 && f[0] == "crashes" {
+			kills, _ = strconv.Atoi(f[7])
+		}
+	}
+	if kills < 3 || !strings.Contains(out.String(), "duplicates   0 in the output") || !strings.Contains(out.String(), "missing      0 events") {
+		t.Errorf("demo --crash-every: %d kills (want at least 3), output:\n%s", kills, out.String())
+	}
+}
