@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,6 +149,28 @@ scrape_configs:
 			}
 		}
 	}
+	// Every onceflow metric the shipped alert rules and dashboard use
+	// exists in Prometheus: a renamed metric cannot silently blank a panel
+	// or disarm an alert.
+	dash, err := os.ReadFile("../../deploy/grafana/onceflow-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts, err := os.ReadFile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, m := range regexp.MustCompile(`onceflow_[a-z_]+`).FindAllString(string(dash)+string(alerts), -1) {
+		used[m] = true
+	}
+	for m := range used {
+		if v, ok := query("count(" + m + ")"); !ok || v < 1 {
+			t.Errorf("deploy/ uses %s, which Prometheus does not have", m)
+		}
+	}
+	t.Logf("deploy/ uses %d onceflow metrics, all present", len(used))
+
 	// The alert rules are loaded and evaluated.
 	resp, err := http.Get("http://" + promAddr + "/api/v1/rules")
 	if err != nil {
