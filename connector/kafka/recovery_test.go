@@ -736,7 +736,10 @@ func runTestJob(t *testing.T, c cluster, j testJob) error {
 			return job.Wait()
 		case <-time.After(20 * time.Millisecond):
 		}
-		if kafkatest.CaughtUp(ctx, adm, "onceflow-"+j.name, "in") && (j.logged == "" || strings.Contains(j.log.String(), j.logged)) {
+		// Only a running job can have caught up: the group may be caught
+		// up already (by an earlier run, or another installation), and
+		// stopping a job that still recovers hides how recovery ended.
+		if job.Stats().Running && kafkatest.CaughtUp(ctx, adm, "onceflow-"+j.name, "in") && (j.logged == "" || strings.Contains(j.log.String(), j.logged)) {
 			break
 		}
 		if time.Now().After(deadline) {
