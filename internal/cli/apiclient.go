@@ -118,26 +118,37 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 	return err
 }
 
+// getJob is a read command's GET of the job's path+suffix. With --json it
+// prints the answer and returns nil; otherwise it returns the answer to
+// print as a table. A nil answer ends the command with err.
+func getJob(ctx context.Context, e *env, client func() (*apiClient, error), name, suffix string, args []string) (json.RawMessage, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("%w: %s takes no arguments", errUsage, name)
+	}
+	c, err := client()
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.jobPath(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err := c.call(ctx, "GET", p+suffix, nil, &raw); err != nil {
+		return nil, err
+	}
+	if c.json {
+		return nil, printJSON(e.stdout, raw)
+	}
+	return raw, nil
+}
+
 func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	client := apiFlags(fs)
 	return func(ctx context.Context, e *env, args []string) error {
-		if len(args) > 0 {
-			return fmt.Errorf("%w: status takes no arguments", errUsage)
-		}
-		c, err := client()
-		if err != nil {
+		raw, err := getJob(ctx, e, client, "status", "", args)
+		if raw == nil {
 			return err
-		}
-		p, err := c.jobPath(ctx)
-		if err != nil {
-			return err
-		}
-		var raw json.RawMessage
-		if err := c.call(ctx, "GET", p, nil, &raw); err != nil {
-			return err
-		}
-		if c.json {
-			return printJSON(e.stdout, raw)
 		}
 		var d struct {
 			Name, State string
@@ -186,23 +197,9 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 	client := apiFlags(fs)
 	last := fs.Int("n", 10, "show the last `N` checkpoints")
 	return func(ctx context.Context, e *env, args []string) error {
-		if len(args) > 0 {
-			return fmt.Errorf("%w: checkpoints takes no arguments", errUsage)
-		}
-		c, err := client()
-		if err != nil {
+		raw, err := getJob(ctx, e, client, "checkpoints", "/checkpoints", args)
+		if raw == nil {
 			return err
-		}
-		p, err := c.jobPath(ctx)
-		if err != nil {
-			return err
-		}
-		var raw json.RawMessage
-		if err := c.call(ctx, "GET", p+"/checkpoints", nil, &raw); err != nil {
-			return err
-		}
-		if c.json {
-			return printJSON(e.stdout, raw)
 		}
 		var d struct {
 			Counts  map[string]int64

@@ -162,19 +162,12 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		fmt.Fprintf(e.stderr, "demo: web UI at %s/ (metrics at %s/metrics)\n", srv.URL(), srv.URL())
 	}
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("onceflow-demo-generator"), kgo.DefaultProduceTopic(demoInput))
+	gen, prod, genDone, stopGen, err := startGenerator(ctx, b.Addr(), o)
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
-	gen := &generator{cl: prod, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)), dupPct: o.dupPct}
-	genCtx, stopGen := context.WithCancel(ctx)
-	if o.duration > 0 {
-		genCtx, stopGen = context.WithTimeout(ctx, o.duration)
-	}
 	defer stopGen()
-	genDone := make(chan error, 1)
-	go func() { genDone <- gen.run(genCtx, o.rate) }()
 
 	start := time.Now()
 	status := func() {
@@ -230,6 +223,24 @@ wait:
 		return fmt.Errorf("%s holds %d distinct events, %d were generated", demoOutput, r.distinctOut, r.distinctIn)
 	}
 	return nil
+}
+
+// startGenerator starts the demo's event generator writing to the broker
+// at addr until o.duration has passed or ctx ends (stopGen ends it
+// earlier); genDone receives its end.
+func startGenerator(ctx context.Context, addr string, o demoOptions) (gen *generator, prod *kgo.Client, genDone chan error, stopGen context.CancelFunc, err error) {
+	prod, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("onceflow-demo-generator"), kgo.DefaultProduceTopic(demoInput))
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	gen = &generator{cl: prod, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)), dupPct: o.dupPct}
+	genCtx, stopGen := context.WithCancel(ctx)
+	if o.duration > 0 {
+		genCtx, stopGen = context.WithTimeout(ctx, o.duration)
+	}
+	genDone = make(chan error, 1)
+	go func() { genDone <- gen.run(genCtx, o.rate) }()
+	return gen, prod, genDone, stopGen, nil
 }
 
 // fmtLag writes a lag for people: "?" while it is unknown.

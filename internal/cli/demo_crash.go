@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // runDemoCrashing is the demo with --crash-every: the pipeline runs as
@@ -80,19 +79,12 @@ state:
 		<-cur.done
 	}()
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("onceflow-demo-generator"), kgo.DefaultProduceTopic(demoInput))
+	gen, prod, genDone, stopGen, err := startGenerator(ctx, addr, o)
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
-	gen := &generator{cl: prod, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15)), dupPct: o.dupPct}
-	genCtx, stopGen := context.WithCancel(ctx)
-	if o.duration > 0 {
-		genCtx, stopGen = context.WithTimeout(ctx, o.duration)
-	}
 	defer stopGen()
-	genDone := make(chan error, 1)
-	go func() { genDone <- gen.run(genCtx, o.rate) }()
 
 	rng := rand.New(rand.NewPCG(o.seed, 7))
 	nextKill := func() <-chan time.Time {
