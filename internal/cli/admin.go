@@ -64,6 +64,19 @@ func (f clusterFlags) admin() (*kadm.Client, *JobFile, func(), error) {
 	return kadm.NewClient(cl), jf, cl.Close, nil
 }
 
+// verbFirst lets a command with a verb (topic create, txn list, offsets
+// reset) take its flags after the verb as well: flag parsing stops at the
+// first argument, so the rest is parsed again.
+func verbFirst(fs *flag.FlagSet, args []string) ([]string, error) {
+	if len(args) < 2 {
+		return args, nil
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return append([]string{args[0]}, fs.Args()...), nil
+}
+
 func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	cluster := addClusterFlags(fs)
 	partitions := fs.Int("partitions", 1, "partitions of each new topic (the source's parallelism follows them)")
@@ -77,6 +90,10 @@ func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		return nil
 	})
 	return func(ctx context.Context, e *env, args []string) error {
+		args, err := verbFirst(fs, args)
+		if err != nil {
+			return err
+		}
 		if len(args) == 0 || args[0] != "create" {
 			return fmt.Errorf("%w: use topic create [TOPIC...] (with --job FILE, the job's input, output and dead-letter topics)", errUsage)
 		}

@@ -442,6 +442,11 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		return err
 	}
 	fopts := o.flowOptions()
+	resetOpts, err := applyResetIntent(e, jf, o)
+	if err != nil {
+		return err
+	}
+	fopts = append(fopts, resetOpts...)
 	if srv != nil {
 		defer func() { srv.Linger(5 * time.Second); _ = srv.Close() }()
 		fopts = append(fopts, flow.WithHooks(srv.Hooks()...))

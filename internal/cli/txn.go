@@ -23,6 +23,10 @@ func txnFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	older := fs.Duration("older-than", time.Minute, "txn list: show open transactions started longer ago than this")
 	all := fs.Bool("all", false, "txn list: show every transactional id the brokers know, open or not")
 	return func(ctx context.Context, e *env, args []string) error {
+		args, err := verbFirst(fs, args)
+		if err != nil {
+			return err
+		}
 		if len(args) == 0 || (args[0] != "list" && args[0] != "abort") {
 			return fmt.Errorf("%w: use txn list, or txn abort TRANSACTIONAL_ID", errUsage)
 		}
