@@ -159,20 +159,40 @@ func (r *CrashRun) Finish() {
 // it committed a checkpoint, which also measures how long a child takes to
 // get going on this machine; the others die at random within 400 ms
 // around that time, so that kills land before, during and after commits
-// however slow the machine is. It fails the test when progress never
-// changed.
+// however slow the machine is. After three kills in a row without
+// progress the next child is killed only once it committed, and the delay
+// grows by half: a machine that slowed down (a loaded CI runner) still
+// sees recovery tested. It fails the test when progress never changed.
 func (r *CrashRun) Kills(rng *rand.Rand, kills int, progress func() string) {
 	start := time.Now()
 	r.KillAfterCommit(func() bool { return progress() != "0" })
 	warm := time.Since(start)
 	seen := []string{progress()}
+	stuck := 0
 	for i := 1; i < kills; i++ {
+		if stuck >= 3 {
+			// Three kills in a row before any commit: the machine is
+			// slower now than at the first start (a loaded CI runner).
+			// Let this child commit once more, and wait longer from now on.
+			last := seen[len(seen)-1]
+			r.KillAfterCommit(func() bool { return progress() != last })
+			warm += warm / 2
+			stuck = 0
+			seen = append(seen, progress())
+			continue
+		}
 		d := warm/2 + time.Duration(rng.IntN(400))*time.Millisecond
 		if !r.KillAfter(d) {
 			r.t.Logf("the job finished its input after %d kills", i)
 			break
 		}
-		seen = append(seen, progress())
+		p := progress()
+		if p == seen[len(seen)-1] {
+			stuck++
+		} else {
+			stuck = 0
+		}
+		seen = append(seen, p)
 	}
 	if seen[0] == seen[len(seen)-1] {
 		r.t.Fatalf("no progress between the kills (%v): the kills came too early to test recovery", seen)
