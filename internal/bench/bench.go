@@ -100,6 +100,9 @@ type Config struct {
 	// and how often the ceiling commits its transaction, default 1s, so
 	// all three pay for the same number of commits.
 	CheckpointInterval time.Duration
+	// MetricsFirst runs the pass-through with metrics before the plain one
+	// (default after), so that alternating runs cancel the order's bias.
+	MetricsFirst bool
 	// Progress receives a line as each phase starts and ends, default nil
 	// (silent).
 	Progress func(string)
@@ -276,6 +279,9 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling, false},
 		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough, false},
 		{NamePassThroughMetrics, "pass-through-metrics", b.topic("passthrough-metrics"), b.runPassThroughMetrics, false},
+	}
+	if b.cfg.MetricsFirst {
+		runs[1], runs[2] = runs[2], runs[1]
 	}
 	for _, be := range b.cfg.Backends {
 		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true})

@@ -58,6 +58,8 @@ func TestRunSmall(t *testing.T) {
 //	ONCEFLOW_BENCH_KEYS=N        distinct keys, the keyed count's state size
 //	ONCEFLOW_BENCH_BACKENDS=a,b  the keyed count's backends (memory,pebble)
 //	ONCEFLOW_BENCH_STATE_MEMORY=BYTES  the pebble backend's memory budget
+//	ONCEFLOW_BENCH_METRICS_FIRST=1  measure the pass-through with metrics
+//	                             before the plain one
 //	ONCEFLOW_BENCH_TIMEOUT=d     bound of the whole run (default 10m; pass a
 //	                             longer go test -timeout too)
 func TestBenchFull(t *testing.T) {
@@ -71,6 +73,7 @@ func TestBenchFull(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("ONCEFLOW_BENCH_KEYS")); err == nil {
 		cfg.Keys = n
 	}
+	cfg.MetricsFirst = os.Getenv("ONCEFLOW_BENCH_METRICS_FIRST") == "1"
 	if n, err := strconv.ParseInt(os.Getenv("ONCEFLOW_BENCH_STATE_MEMORY"), 10, 64); err == nil {
 		cfg.StateMemory = n
 	}
