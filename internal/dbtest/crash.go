@@ -175,9 +175,13 @@ func (r *CrashRun) Kills(rng *rand.Rand, kills int, progress func() string) {
 			// slower now than at the first start (a loaded CI runner).
 			// Let this child commit once more, and wait longer from now on.
 			last := seen[len(seen)-1]
-			r.KillAfterCommit(func() bool { return progress() != last })
 			warm += warm / 2
 			stuck = 0
+			if !r.killOnce(func() bool { return progress() != last }) {
+				r.t.Logf("the job finished its input after %d kills", i)
+				seen = append(seen, progress())
+				break
+			}
 			seen = append(seen, progress())
 			continue
 		}
@@ -209,6 +213,30 @@ func Seed(t *testing.T) *rand.Rand {
 	}
 	t.Logf("seed %d (replay with ONCEFLOW_SEED=%d)", seed, seed)
 	return rand.New(rand.NewPCG(seed, 0))
+}
+
+// killOnce runs a child and SIGKILLs it once committed() reports a new
+// commit; false if the child finished its input first.
+func (r *CrashRun) killOnce(committed func() bool) bool {
+	cmd, done := r.Start()
+	for deadline := time.Now().Add(time.Minute); !committed(); {
+		select {
+		case err := <-done:
+			if err != nil {
+				r.t.Fatalf("child failed: %v", err)
+			}
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			r.t.Fatal("the child committed no checkpoint within a minute")
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	return true
 }
 
 // KillAfterCommit runs a child and SIGKILLs it once committed() reports a
