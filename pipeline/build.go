@@ -31,6 +31,15 @@ type Operator struct {
 	// the record fails the same way every time, so that the fail policy
 	// stops the job instead of restarting into it.
 	Map func(r Record) error
+	// Each makes a stateless operator that emits zero or more records per
+	// record: it may change r and call emit to send r as it is then,
+	// any number of times. Errors are handled as Map's.
+	Each func(r Record, emit func()) error
+	// KeyBy is what a keyed operator (Process) partitions by; nil or the
+	// record key (Expr.IsRecordKey) partitions by RecordAccess.Key. A
+	// record whose key expression fails is a poison record, handled as
+	// Map's errors are.
+	KeyBy *Expr
 	// Uses is the set of RecordAccess functions the operator calls (a
 	// keyed operator also needs Key); they are checked when the operator
 	// is applied.
@@ -159,23 +168,38 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 // returned for a stateless operator.
 func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
 	uses := op.Uses
+	set := 0
+	for _, b := range []bool{op.Process != nil, op.Map != nil, op.Each != nil} {
+		if b {
+			set++
+		}
+	}
 	switch {
-	case (op.Process == nil) == (op.Map == nil):
-		return s, nil, errors.New("the operator must set exactly one of Process and Map")
+	case set != 1:
+		return s, nil, errors.New("the operator must set exactly one of Process, Map and Each")
 	case op.Process != nil:
 		uses |= UsesKey
+	}
+	if op.KeyBy != nil {
+		uses |= op.KeyBy.access()
 	}
 	if missing := acc.missing(uses); len(missing) == 1 {
 		return s, nil, fmt.Errorf("%s is nil: %s needs it", missing[0], name)
 	} else if len(missing) > 1 {
 		return s, nil, fmt.Errorf("%s are nil: %s needs them", describeAccess(missing), name)
 	}
+	if op.Process != nil && op.KeyBy != nil && !op.KeyBy.IsRecordKey() {
+		return applyKeyed(s, acc, name, uid, op, policy, opts...)
+	}
+	if op.Each != nil {
+		return applyEach(s, acc, name, uid, op, policy, opts...)
+	}
 	if op.Process != nil {
 		setup := func(st *state.Store) flow.ProcessFunc[T, T] {
 			fn := op.Process(st)
 			h := &handle[T]{acc: &acc}
-			return func(_ flow.Context, rec T, out flow.Collector[T]) error {
-				h.rec = rec
+			return func(ctx flow.Context, rec T, out flow.Collector[T]) error {
+				h.rec, h.group = rec, ctx.Key()
 				keep, err := fn(h)
 				rec = h.rec
 				var zero T
@@ -199,5 +223,87 @@ func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Op
 		return h.rec, nil
 	}
 	out, bad := flow.TryMap(s, f, policy, append([]flow.OpOption{flow.UID(uid), flow.Name(name)}, opts...)...)
+	return out, &bad, nil
+}
+
+// keyed is a record with the key a key expression gave it, between the
+// step that evaluates the expression and the keyed operator.
+type keyed[T any] struct {
+	key string
+	rec T
+}
+
+// applyKeyed adds op, partitioned by its key expression: a stateless step
+// (uid/key) evaluates the expression once per record, so a record it
+// fails on goes to the error policy like any poison record, and the
+// exchange partitions by the value it gave.
+func applyKeyed[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
+	keyOf := func(rec T) (keyed[T], error) {
+		h := &handle[T]{acc: &acc, rec: rec}
+		k, err := op.KeyBy.EvalKey(h)
+		if err != nil {
+			return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s key: %w", h.Position(), name, err))
+		}
+		return keyed[T]{key: k, rec: rec}, nil
+	}
+	withKey, bad := flow.TryMap(s, keyOf, policy, flow.UID(uid+"/key"), flow.Name(name+" key"))
+	setup := func(st *state.Store) flow.ProcessFunc[keyed[T], T] {
+		fn := op.Process(st)
+		h := &handle[T]{acc: &acc}
+		return func(_ flow.Context, k keyed[T], out flow.Collector[T]) error {
+			h.rec, h.group = k.rec, k.key
+			keep, err := fn(h)
+			rec := h.rec
+			var zero T
+			h.rec = zero
+			if err != nil {
+				return err
+			}
+			if keep {
+				out.Emit(rec)
+			}
+			return nil
+		}
+	}
+	out := flow.Process(flow.KeyBy(withKey, func(k keyed[T]) string { return k.key }), uid, setup, append([]flow.OpOption{flow.Name(name)}, opts...)...)
+	return out, &bad, nil
+}
+
+// outputs are the records one input gave an Each operator: the first
+// inline, so a record that gives one output allocates nothing.
+type outputs[T any] struct {
+	n     int
+	first T
+	more  []T
+}
+
+// applyEach adds a stateless operator with zero or more outputs per
+// record.
+func applyEach[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
+	f := func(rec T) (outputs[T], error) {
+		h := &handle[T]{acc: &acc, rec: rec}
+		var out outputs[T]
+		err := op.Each(h, func() {
+			if out.n == 0 {
+				out.first = h.rec
+			} else {
+				out.more = append(out.more, h.rec)
+			}
+			out.n++
+		})
+		if err != nil {
+			return outputs[T]{}, err
+		}
+		return out, nil
+	}
+	both, bad := flow.TryMap(s, f, policy, append([]flow.OpOption{flow.UID(uid), flow.Name(name)}, opts...)...)
+	out := flow.FlatMap(both, func(o outputs[T], c flow.Collector[T]) {
+		if o.n > 0 {
+			c.Emit(o.first)
+		}
+		for _, r := range o.more {
+			c.Emit(r)
+		}
+	}, flow.UID(uid+"/emit"), flow.Name(name))
 	return out, &bad, nil
 }

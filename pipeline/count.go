@@ -7,8 +7,13 @@ import (
 	"github.com/onceflow/onceflow/state"
 )
 
-// CountConfig configures Count. It has no settings yet.
-type CountConfig struct{}
+// CountConfig configures Count.
+type CountConfig struct {
+	// Key is what is counted: an expression (default KeyRecordKey, the
+	// record key), such as value.user_id. The output keeps the record's
+	// own key.
+	Key string
+}
 
 var countSpec = Spec{
 	Name:    "count",
@@ -22,7 +27,7 @@ var countSpec = Spec{
 	},
 	IDField:  "key",
 	Stateful: true,
-	Build:    func(Params, Env) (Operator, error) { return CountConfig{}.operator(), nil },
+	Build:    func(p Params, _ Env) (Operator, error) { return CountConfig{Key: p.Text("key")}.operator() },
 	Describe: func(p Params) string { return "count by " + p.Text("key") },
 	GoFunc:   "Count",
 	Example:  "- count: { key: record.key }",
@@ -30,14 +35,18 @@ var countSpec = Spec{
 
 func init() { Register(countSpec) }
 
-func (CountConfig) operator() Operator {
-	return Operator{Uses: UsesWithCount, Process: func(st *state.Store) func(Record) (bool, error) {
+func (c CountConfig) operator() (Operator, error) {
+	key, err := keyExpr(c.Key)
+	if err != nil {
+		return Operator{}, err
+	}
+	return Operator{KeyBy: key, Uses: UsesWithCount | key.access(), Process: func(st *state.Store) func(Record) (bool, error) {
 		n := state.NewValue[int64](st, "count")
 		return func(r Record) (bool, error) {
 			r.SetCount(increment(n))
 			return true, nil
 		}
-	}}
+	}}, nil
 }
 
 // increment adds one to the current key's count and returns the new count.
@@ -49,14 +58,18 @@ func increment(n *state.Value[int64]) int64 {
 }
 
 // Count emits, for every record, the number of records with its key
-// (acc.Key) so far, this one included, as the record acc.WithCount makes.
+// (cfg.Key, by default acc.Key) so far, this one included, as the record acc.WithCount makes.
 // The counts are keyed state.
 //
 // The operator's id, which names its state in checkpoints, is
 // "count:record.key" unless opts give another with flow.UID. The error is
 // about acc (acc.Key and acc.WithCount are needed).
 func Count[T any](s flow.Stream[T], acc RecordAccess[T], cfg CountConfig, opts ...flow.OpOption) (flow.Stream[T], error) {
-	out, _, err := apply(s, acc, countSpec.Name, countSpec.DefaultID(nil), cfg.operator(), flow.FailOnError, opts...)
+	op, err := cfg.operator()
+	if err != nil {
+		return s, fmt.Errorf("pipeline.Count: %w", err)
+	}
+	out, _, err := apply(s, acc, countSpec.Name, countSpec.DefaultID(Params{"key": op.KeyBy.String()}), op, flow.FailOnError, opts...)
 	if err != nil {
 		return s, fmt.Errorf("pipeline.Count: %w", err)
 	}

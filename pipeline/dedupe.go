@@ -16,6 +16,10 @@ const DuplicatesDropped = "duplicates-dropped"
 
 // DedupeConfig configures Dedupe.
 type DedupeConfig struct {
+	// Key is what makes two records duplicates: an expression (default
+	// KeyRecordKey, the record key), such as value.order_id. The record
+	// passes unchanged: its key stays its own.
+	Key string
 	// TTL is how long a key is remembered after it was last seen. It must
 	// be positive.
 	TTL time.Duration
@@ -52,7 +56,7 @@ var dedupeSpec = Spec{
 func init() { Register(dedupeSpec) }
 
 func dedupeConfig(p Params, env Env) DedupeConfig {
-	return DedupeConfig{TTL: p.Duration("ttl"), Dropped: env.counter(DuplicatesDropped)}
+	return DedupeConfig{Key: p.Text("key"), TTL: p.Duration("ttl"), Dropped: env.counter(DuplicatesDropped)}
 }
 
 func (c DedupeConfig) validate() error {
@@ -66,7 +70,11 @@ func (c DedupeConfig) operator() (Operator, error) {
 	if err := c.validate(); err != nil {
 		return Operator{}, err
 	}
-	return Operator{Process: func(st *state.Store) func(Record) (bool, error) {
+	key, err := keyExpr(c.Key)
+	if err != nil {
+		return Operator{}, err
+	}
+	return Operator{KeyBy: key, Uses: key.access(), Process: func(st *state.Store) func(Record) (bool, error) {
 		seen := state.NewValue[bool](st, "seen", state.WithTTL(c.TTL))
 		return func(Record) (bool, error) {
 			if seenBefore(seen) {
@@ -88,7 +96,7 @@ func seenBefore(seen *state.Value[bool]) bool {
 	return ok
 }
 
-// Dedupe drops every record whose key (acc.Key) was already seen within
+// Dedupe drops every record whose key (cfg.Key, by default acc.Key) was already seen within
 // cfg.TTL; the first record of a key passes. Seeing a key (passed or
 // dropped) restarts its TTL, so a key that keeps being resent more often
 // than the TTL never passes again. The set of seen keys is keyed state, so
@@ -104,9 +112,22 @@ func Dedupe[T any](s flow.Stream[T], acc RecordAccess[T], cfg DedupeConfig, opts
 	if err != nil {
 		return s, fmt.Errorf("pipeline.Dedupe: %w", err)
 	}
-	out, _, err := apply(s, acc, dedupeSpec.Name, dedupeSpec.DefaultID(nil), op, flow.FailOnError, opts...)
+	out, _, err := apply(s, acc, dedupeSpec.Name, dedupeSpec.DefaultID(Params{"key": op.KeyBy.String()}), op, flow.FailOnError, opts...)
 	if err != nil {
 		return s, fmt.Errorf("pipeline.Dedupe: %w", err)
 	}
 	return out, nil
+}
+
+// keyExpr compiles a keyed operator's key expression; empty is the
+// record key.
+func keyExpr(src string) (*Expr, error) {
+	if src == "" {
+		src = KeyRecordKey
+	}
+	e, err := CompileExpr(src, AnyResult)
+	if err != nil {
+		return nil, &FieldError{Field: "key", Err: err}
+	}
+	return e, nil
 }

@@ -342,8 +342,8 @@ func TestBuildRejects(t *testing.T) {
 		acc  RecordAccess[rec]
 		want string
 	}{
-		{Step{Op: "window"}, recAccess, `pipeline step 1 (window): unknown operator "window"; supported operators: count, dedupe, extract-key`},
-		{Step{Op: "count", Params: Params{"key": "record.value"}}, recAccess, `pipeline step 1 (count): key: unsupported key expression "record.value": only record.key is supported for now`},
+		{Step{Op: "nope"}, recAccess, `pipeline step 1 (nope): unknown operator "nope"; supported operators: ` + strings.Join(Names(), ", ")},
+		{Step{Op: "count", Params: Params{"key": "value.amount >> 3"}}, recAccess, `pipeline step 1 (count): key: expression "value.amount >> 3": unexpected token Operator(">") at column 15`},
 		{Step{Op: "count", Params: Params{"ttl": time.Hour}}, recAccess, `pipeline step 1 (count): ttl is not a field of count; known fields: key`},
 		{Step{Op: "dedupe"}, recAccess, `pipeline step 1 (dedupe): ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)`},
 		{Step{Op: "dedupe", Params: Params{"ttl": "1h"}}, recAccess, `pipeline step 1 (dedupe): ttl: 1h is a string, not a duration`},
@@ -391,7 +391,7 @@ func TestIDs(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"count", "dedupe", "extract-key"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"aggregate", "count", "dedupe", "explode", "extract-key", "filter", "key-by", "map", "route"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
 	for _, spec := range Specs() {

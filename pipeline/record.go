@@ -20,10 +20,33 @@ type RecordAccess[T any] struct {
 	// Position names where the record came from, such as orders/0@42, for
 	// errors about the record.
 	Position func(T) string
+	// Meta returns where the record came from and its timestamp (the
+	// expression names topic, partition, offset and timestamp).
+	Meta func(T) Meta
+	// Headers returns the record's headers as text (the expression name
+	// headers); a header given twice keeps its last value.
+	Headers func(T) map[string]string
+	// WithValue returns rec with value as its value (what map emits).
+	WithValue func(rec T, value []byte) T
+	// WithTopic returns rec with the topic it is to be written to (what
+	// route and map's topic emit).
+	WithTopic func(rec T, topic string) T
+	// WithHeader returns rec with header name set to value, replacing a
+	// header of that name.
+	WithHeader func(rec T, name string, value []byte) T
+}
+
+// Meta is where a record came from and when it was written.
+type Meta struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Timestamp is in milliseconds since the Unix epoch.
+	Timestamp int64
 }
 
 // Access is a set of RecordAccess functions an operator calls.
-type Access uint8
+type Access uint16
 
 // The RecordAccess functions, as an Access set.
 const (
@@ -32,15 +55,21 @@ const (
 	UsesPosition
 	UsesWithKey
 	UsesWithCount
+	UsesMeta
+	UsesHeaders
+	UsesWithValue
+	UsesWithTopic
+	UsesWithHeader
 )
 
 // accessNames are the RecordAccess field names of the Access bits, in bit
 // order.
-var accessNames = []string{"Key", "Value", "Position", "WithKey", "WithCount"}
+var accessNames = []string{"Key", "Value", "Position", "WithKey", "WithCount", "Meta", "Headers", "WithValue", "WithTopic", "WithHeader"}
 
 // missing returns the names of the functions in uses that acc lacks.
 func (acc *RecordAccess[T]) missing(uses Access) []string {
-	set := []bool{acc.Key != nil, acc.Value != nil, acc.Position != nil, acc.WithKey != nil, acc.WithCount != nil}
+	set := []bool{acc.Key != nil, acc.Value != nil, acc.Position != nil, acc.WithKey != nil, acc.WithCount != nil,
+		acc.Meta != nil, acc.Headers != nil, acc.WithValue != nil, acc.WithTopic != nil, acc.WithHeader != nil}
 	var names []string
 	for i, name := range accessNames {
 		if uses&(1<<i) != 0 && !set[i] {
@@ -67,14 +96,31 @@ type Record interface {
 	// SetCount replaces the record with the one count emits for it
 	// (RecordAccess.WithCount).
 	SetCount(n int64)
+	// Meta returns where the record came from (RecordAccess.Meta).
+	Meta() Meta
+	// Headers returns the headers (RecordAccess.Headers).
+	Headers() map[string]string
+	// SetValue replaces the value (RecordAccess.WithValue).
+	SetValue(value []byte)
+	// SetTopic sets the topic to write to (RecordAccess.WithTopic).
+	SetTopic(topic string)
+	// SetHeader sets a header (RecordAccess.WithHeader).
+	SetHeader(name string, value []byte)
+	// GroupKey is, in a keyed operator, the key the stream is partitioned
+	// by: the record key, or the value of the operator's key expression
+	// (Operator.KeyBy). Empty in a stateless operator.
+	GroupKey() string
 }
 
 // handle is the Record of a T. A keyed operator reuses one per subtask,
 // so records pass through it without an allocation.
 type handle[T any] struct {
-	acc *RecordAccess[T]
-	rec T
+	acc   *RecordAccess[T]
+	rec   T
+	group string
 }
+
+func (h *handle[T]) GroupKey() string { return h.group }
 
 func (h *handle[T]) Key() string      { return h.acc.Key(h.rec) }
 func (h *handle[T]) Value() []byte    { return h.acc.Value(h.rec) }
@@ -83,6 +129,15 @@ func (h *handle[T]) SetKey(key []byte) {
 	h.rec = h.acc.WithKey(h.rec, key)
 }
 func (h *handle[T]) SetCount(n int64) { h.rec = h.acc.WithCount(h.rec, n) }
+func (h *handle[T]) Meta() Meta       { return h.acc.Meta(h.rec) }
+func (h *handle[T]) Headers() map[string]string {
+	return h.acc.Headers(h.rec)
+}
+func (h *handle[T]) SetValue(v []byte) { h.rec = h.acc.WithValue(h.rec, v) }
+func (h *handle[T]) SetTopic(t string) { h.rec = h.acc.WithTopic(h.rec, t) }
+func (h *handle[T]) SetHeader(name string, v []byte) {
+	h.rec = h.acc.WithHeader(h.rec, name, v)
+}
 
 // describeAccess lists two or more names for a message: "a and b", "a, b
 // and c".

@@ -68,6 +68,9 @@ type Field struct {
 	Description string
 	// Example is a value as a job file writes it ("24h").
 	Example string
+	// Vars are names an Expression field's expression may use besides the
+	// record's (explode's item and index).
+	Vars []string
 }
 
 // Type is the kind of value a field holds.
@@ -81,10 +84,30 @@ const (
 	// it with a unit: 500ms, 10s, 5m, 24h or 7d.
 	Duration
 	// KeyExpr is a key expression, held as a string: what a keyed
-	// operator partitions records by. KeyRecordKey is the only one for
-	// now.
+	// operator partitions records by (KeyRecordKey, or any expression
+	// whose value is a string or number, such as value.user_id).
 	KeyExpr
+	// Expression is an expression over the record, held as a string
+	// (docs/operators.md, Expressions).
+	Expression
+	// Condition is an expression whose value is true or false, held as a
+	// string.
+	Condition
+	// ExprMap maps names to expressions, held as a map[string]string.
+	ExprMap
+	// StringList is a list of strings, held as a []string.
+	StringList
+	// StringMap maps names to strings, held as a map[string]string.
+	StringMap
+	// Cases are route's conditions and topics, held as a []Case.
+	Cases
 )
+
+// Case is one branch of route: records for which If holds go to Topic.
+type Case struct {
+	If    string
+	Topic string
+}
 
 // KeyRecordKey is the key expression of the record's own key
 // (RecordAccess.Key).
@@ -98,12 +121,27 @@ func (t Type) String() string {
 		return "duration"
 	case KeyExpr:
 		return "key expression"
+	case Expression:
+		return "expression"
+	case Condition:
+		return "condition"
+	case ExprMap:
+		return "map of expressions"
+	case StringList:
+		return "list of strings"
+	case StringMap:
+		return "map of strings"
+	case Cases:
+		return "list of cases"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
 
 // Check reports what is wrong with v as a value of type t, or nil.
-func (t Type) Check(v any) error {
+func (t Type) Check(v any) error { return t.check(v, nil) }
+
+// check is Check with the extra names an expression may use.
+func (t Type) check(v any, vars []string) error {
 	switch t {
 	case String:
 		if _, ok := v.(string); ok {
@@ -113,10 +151,42 @@ func (t Type) Check(v any) error {
 		if _, ok := v.(time.Duration); ok {
 			return nil
 		}
-	case KeyExpr:
+	case KeyExpr, Expression:
 		if s, ok := v.(string); ok {
-			if s != KeyRecordKey {
-				return fmt.Errorf("unsupported key expression %q: only %s is supported for now", s, KeyRecordKey)
+			_, err := CompileExpr(s, AnyResult, vars...)
+			return err
+		}
+	case Condition:
+		if s, ok := v.(string); ok {
+			_, err := CompileExpr(s, BoolResult)
+			return err
+		}
+	case ExprMap:
+		if m, ok := v.(map[string]string); ok {
+			for _, k := range sortedKeys(m) {
+				if _, err := CompileExpr(m[k], AnyResult); err != nil {
+					return fmt.Errorf("%s: %w", k, err)
+				}
+			}
+			return nil
+		}
+	case StringList:
+		if _, ok := v.([]string); ok {
+			return nil
+		}
+	case StringMap:
+		if _, ok := v.(map[string]string); ok {
+			return nil
+		}
+	case Cases:
+		if cs, ok := v.([]Case); ok {
+			for i, c := range cs {
+				if c.Topic == "" {
+					return fmt.Errorf("case %d has no topic: give each case an if and a topic", i)
+				}
+				if _, err := CompileExpr(c.If, BoolResult); err != nil {
+					return fmt.Errorf("case %d: %w", i, err)
+				}
 			}
 			return nil
 		}
@@ -126,9 +196,29 @@ func (t Type) Check(v any) error {
 	return fmt.Errorf("%v is a %T, not a %s", v, v, t)
 }
 
-// Params are a step's field values by field name: a string for String and
-// KeyExpr fields, a time.Duration for Duration fields.
+// Params are a step's field values by field name: a string for String,
+// KeyExpr, Expr and Condition fields, a time.Duration for Duration fields,
+// a map[string]string for ExprMap, a []string for StringList and a []Case
+// for Cases.
 type Params map[string]any
+
+// Map returns the map[string]string value of field name, or nil.
+func (p Params) Map(name string) map[string]string {
+	m, _ := p[name].(map[string]string)
+	return m
+}
+
+// List returns the []string value of field name, or nil.
+func (p Params) List(name string) []string {
+	l, _ := p[name].([]string)
+	return l
+}
+
+// Cases returns the []Case value of field name, or nil.
+func (p Params) Cases(name string) []Case {
+	c, _ := p[name].([]Case)
+	return c
+}
 
 // Text returns the string value of field name, or "".
 func (p Params) Text(name string) string {
@@ -216,7 +306,7 @@ func (s Spec) Check(p Params) error {
 		case !ok && f.Required:
 			errs = append(errs, &FieldError{Field: f.Name, Msg: "is missing: " + f.Missing})
 		case ok:
-			if err := f.Type.Check(v); err != nil {
+			if err := f.Type.check(v, f.Vars); err != nil {
 				errs = append(errs, &FieldError{Field: f.Name, Err: err})
 			}
 		}
@@ -305,7 +395,7 @@ func (s Spec) selfCheck() error {
 		case f.Description == "":
 			return fmt.Errorf("field %q has no description", f.Name)
 		}
-		if f.Type < String || f.Type > KeyExpr {
+		if f.Type < String || f.Type > Cases {
 			return fmt.Errorf("field %q has an unknown type %d", f.Name, int(f.Type))
 		}
 		if f.Default != nil {

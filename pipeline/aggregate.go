@@ -1,0 +1,396 @@
+package pipeline
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/durfmt"
+	"github.com/onceflow/onceflow/state"
+)
+
+// AggregateConfig configures Aggregate.
+type AggregateConfig struct {
+	// Key is the expression records are grouped by (KeyRecordKey, or
+	// any expression with a string or number value).
+	Key string
+	// Fields are the output's fields, each an aggregate function of an
+	// expression: count(), sum(e), min(e), max(e), avg(e), first(e),
+	// last(e), distinct(e) (the number of distinct values).
+	Fields map[string]string
+	// TTL, when positive, forgets a group TTL after its last record.
+	TTL time.Duration
+	// OnError is what happens to a record an expression fails on (or
+	// whose sum/avg input is not a number).
+	OnError flow.ErrorPolicy
+}
+
+var aggregateSpec = Spec{
+	Name:    "aggregate",
+	Summary: "Keeps running aggregates per key (count, sum, min, max, avg, first, last, distinct) and emits the group's new figures for every record.",
+	Doc: "The output record has the group's key as its key and, as its value, a JSON object with the key (field " +
+		"`key`) and every field's current value: a changelog of the groups, like a Kafka Streams table's. The figures " +
+		"are keyed state under the step's id, restored exactly with the checkpoint, so after a crash every input counts " +
+		"once. sum and avg need numbers (an integer sum stays an integer); min and max compare numbers with numbers and " +
+		"strings with strings; distinct keeps each distinct value in state, so its size grows with them (bound it with " +
+		"ttl). null inputs (a missing field) are skipped by every function but count() and first/last.",
+	Fields: []Field{
+		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
+			Description: "What the records are grouped by. Part of the step's default id."},
+		{Name: "fields", Type: StringMap, Required: true, Example: `{ revenue: "sum(value.amount)", orders: "count()" }`,
+			Missing:     `give the output's fields, such as fields: { revenue: "sum(value.amount)", orders: "count()" }`,
+			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
+		{Name: "ttl", Type: Duration, Example: "7d",
+			Description: "Forget a group this long after its last record; not set: keep it forever."},
+	},
+	IDField: "key",
+	Validate: func(p Params) error {
+		_, err := aggregateConfig(p, Env{}).operator()
+		return err
+	},
+	Stateful: true,
+	Build:    func(p Params, env Env) (Operator, error) { return aggregateConfig(p, env).operator() },
+	Describe: func(p Params) string {
+		c := aggregateConfig(p, Env{})
+		var fs []string
+		for _, k := range sortedKeys(c.Fields) {
+			fs = append(fs, k+" = "+c.Fields[k])
+		}
+		s := "aggregate by " + c.Key + ": " + strings.Join(fs, ", ")
+		if c.TTL > 0 {
+			s += ", ttl " + durfmt.Short(c.TTL)
+		}
+		return s
+	},
+	GoFunc:  "Aggregate",
+	Example: `- aggregate: { key: value.user_id, fields: { revenue: "sum(value.amount)", orders: "count()" } }`,
+}
+
+func init() { Register(aggregateSpec) }
+
+func aggregateConfig(p Params, env Env) AggregateConfig {
+	key := p.Text("key")
+	if key == "" {
+		key = KeyRecordKey
+	}
+	return AggregateConfig{Key: key, Fields: p.Map("fields"), TTL: p.Duration("ttl"), OnError: env.Policy}
+}
+
+// aggCall is one field's function and argument, as written.
+var aggCall = regexp.MustCompile(`^\s*(count|sum|min|max|avg|first|last|distinct)\s*\((.*)\)\s*$`)
+
+// AggFunc is an aggregate function.
+type AggFunc string
+
+// The aggregate functions.
+const (
+	AggCount    AggFunc = "count"
+	AggSum      AggFunc = "sum"
+	AggMin      AggFunc = "min"
+	AggMax      AggFunc = "max"
+	AggAvg      AggFunc = "avg"
+	AggFirst    AggFunc = "first"
+	AggLast     AggFunc = "last"
+	AggDistinct AggFunc = "distinct"
+)
+
+// aggField is one compiled output field.
+type aggField struct {
+	name string
+	fn   AggFunc
+	arg  *Expr // nil for count()
+}
+
+// ParseAggregate compiles "fn(expr)".
+func parseAggregate(name, src string) (aggField, error) {
+	m := aggCall.FindStringSubmatch(src)
+	if m == nil {
+		return aggField{}, fmt.Errorf("%s: %q is not an aggregate: write count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)", name, src)
+	}
+	f := aggField{name: name, fn: AggFunc(m[1])}
+	arg := strings.TrimSpace(m[2])
+	if f.fn == AggCount {
+		if arg != "" {
+			return aggField{}, fmt.Errorf("%s: count() takes no argument (it counts records); use a filter step before it to count some", name)
+		}
+		return f, nil
+	}
+	if arg == "" {
+		return aggField{}, fmt.Errorf("%s: %s needs an expression, such as %s(value.amount)", name, f.fn, f.fn)
+	}
+	e, err := CompileExpr(arg, AnyResult)
+	if err != nil {
+		return aggField{}, fmt.Errorf("%s: %w", name, err)
+	}
+	f.arg = e
+	return f, nil
+}
+
+// Acc is the running figure of one aggregate field of one group, as
+// kept in keyed state.
+type Acc struct {
+	// N counts the inputs taken (not null), or the records for count().
+	N int64 `json:"n"`
+	// I is an integer sum; F a float sum, used once a float was seen
+	// (Float).
+	I     int64   `json:"i,omitempty"`
+	F     float64 `json:"f,omitempty"`
+	Float bool    `json:"float,omitempty"`
+	// V is the min, max, first or last value.
+	V any `json:"v,omitempty"`
+}
+
+// add takes one input of fn into the figure. The error is about an input
+// fn cannot take.
+func (a *Acc) add(fn AggFunc, v any) error {
+	switch fn {
+	case AggCount:
+		a.N++
+		return nil
+	case AggFirst:
+		if a.N == 0 {
+			a.V = v
+		}
+		a.N++
+		return nil
+	case AggLast:
+		a.V = v
+		a.N++
+		return nil
+	}
+	if v == nil {
+		return nil
+	}
+	switch fn {
+	case AggSum, AggAvg:
+		switch x := v.(type) {
+		case int:
+			if a.Float {
+				a.F += float64(x)
+			} else {
+				a.I += int64(x)
+			}
+		case float64:
+			if !a.Float {
+				a.Float, a.F = true, float64(a.I)
+			}
+			a.F += x
+		default:
+			return fmt.Errorf("%s needs numbers, and got %s", fn, describeValue(v))
+		}
+	case AggMin, AggMax:
+		if a.N > 0 {
+			less, err := lessThan(v, a.V)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn, err)
+			}
+			if (fn == AggMin) != less {
+				a.N++
+				return nil
+			}
+		} else if _, err := lessThan(v, v); err != nil {
+			return fmt.Errorf("%s: %w", fn, err)
+		}
+		a.V = v
+	}
+	a.N++
+	return nil
+}
+
+// result is the figure's value in the output.
+func (a *Acc) result(fn AggFunc) any {
+	switch fn {
+	case AggCount, AggDistinct:
+		return a.N
+	case AggSum:
+		if a.Float {
+			return a.F
+		}
+		return a.I
+	case AggAvg:
+		if a.N == 0 {
+			return nil
+		}
+		if a.Float {
+			return a.F / float64(a.N)
+		}
+		return float64(a.I) / float64(a.N)
+	}
+	return a.V
+}
+
+// lessThan compares two numbers or two strings.
+func lessThan(a, b any) (bool, error) {
+	switch x := a.(type) {
+	case string:
+		if y, ok := b.(string); ok {
+			return x < y, nil
+		}
+	case int, float64:
+		fx := toFloat(x)
+		switch y := b.(type) {
+		case int, float64:
+			return fx < toFloat(y), nil
+		}
+	}
+	if b == nil || a == nil || isOther(a) || isOther(b) {
+		return false, fmt.Errorf("compares numbers or strings, not %s", describeValue(a))
+	}
+	return false, fmt.Errorf("cannot compare %s with %s", describeValue(a), describeValue(b))
+}
+
+func isOther(v any) bool {
+	switch v.(type) {
+	case string, int, float64:
+		return false
+	}
+	return true
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
+}
+
+func (c AggregateConfig) fields() ([]aggField, error) {
+	if len(c.Fields) == 0 {
+		return nil, &FieldError{Field: "fields", Msg: `is empty: give at least one, such as orders: "count()"`}
+	}
+	var out []aggField
+	for _, name := range sortedKeys(c.Fields) {
+		if name == "key" {
+			return nil, &FieldError{Field: "fields", Msg: "has a field called key: the output's key field is the group's key; name it otherwise"}
+		}
+		f, err := parseAggregate(name, c.Fields[name])
+		if err != nil {
+			return nil, &FieldError{Field: "fields", Err: err}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (c AggregateConfig) operator() (Operator, error) {
+	key, err := CompileExpr(c.Key, AnyResult)
+	if err != nil {
+		return Operator{}, &FieldError{Field: "key", Err: err}
+	}
+	fields, err := c.fields()
+	if err != nil {
+		return Operator{}, err
+	}
+	if c.TTL < 0 {
+		return Operator{}, &FieldError{Field: "ttl", Msg: "must be positive, or not set to keep groups forever"}
+	}
+	uses := UsesWithValue | UsesWithKey | UsesPosition
+	for _, f := range fields {
+		if f.arg != nil {
+			uses |= f.arg.access()
+		}
+	}
+	var opts []state.Option
+	if c.TTL > 0 {
+		opts = append(opts, state.WithTTL(c.TTL))
+	}
+	return Operator{Uses: uses, KeyBy: key, Process: func(st *state.Store) func(Record) (bool, error) {
+		accs := make([]*state.Value[Acc], len(fields))
+		seen := make([]*state.Map[string, bool], len(fields))
+		for i, f := range fields {
+			accs[i] = state.NewValue[Acc](st, "agg/"+f.name, opts...)
+			if f.fn == AggDistinct {
+				seen[i] = state.NewMap[string, bool](st, "distinct/"+f.name, opts...)
+			}
+		}
+		inputs := make([]any, len(fields))
+		out := make(map[string]any, len(fields)+1)
+		return func(r Record) (bool, error) {
+			// Evaluate every input before changing any state, so a
+			// record that fails changes nothing.
+			for i, f := range fields {
+				inputs[i] = nil
+				if f.arg == nil {
+					continue
+				}
+				v, err := f.arg.Eval(r)
+				if err != nil {
+					return false, flow.Unrecoverable(fmt.Errorf("record %s: aggregate %s: %w", r.Position(), f.name, err))
+				}
+				inputs[i] = v
+			}
+			figures := make([]Acc, len(fields))
+			for i, f := range fields {
+				a, _ := accs[i].Get()
+				if f.fn == AggDistinct {
+					if inputs[i] != nil {
+						k, ok := keyText(inputs[i])
+						if !ok {
+							b, _ := EncodeJSON(inputs[i])
+							k = string(b)
+						}
+						if _, dup := seen[i].Get(k); !dup {
+							a.N++
+						}
+					}
+				} else if err := a.add(f.fn, inputs[i]); err != nil {
+					return false, flow.Unrecoverable(fmt.Errorf("record %s: aggregate %s: %w", r.Position(), f.name, err))
+				}
+				figures[i] = a
+			}
+			for i, f := range fields {
+				accs[i].Set(figures[i])
+				if f.fn == AggDistinct && inputs[i] != nil {
+					k, ok := keyText(inputs[i])
+					if !ok {
+						b, _ := EncodeJSON(inputs[i])
+						k = string(b)
+					}
+					seen[i].Put(k, true)
+				}
+			}
+			gk := r.GroupKey()
+			clear(out)
+			out["key"] = gk
+			for i, f := range fields {
+				out[f.name] = figures[i].result(f.fn)
+			}
+			b, err := EncodeJSON(out)
+			if err != nil {
+				return false, flow.Unrecoverable(fmt.Errorf("record %s: aggregate: %w", r.Position(), err))
+			}
+			r.SetKey([]byte(gk))
+			r.SetValue(b)
+			return true, nil
+		}
+	}}, nil
+}
+
+// Aggregate keeps running aggregates per group (cfg.Key) and emits, for
+// every record, its group's new figures: the key as the record key and a
+// JSON object as its value. The operator's id is "aggregate:" and the key
+// expression unless opts give another with flow.UID. Under
+// flow.DeadLetterOnError the second stream carries the records whose key
+// expression failed.
+func Aggregate[T any](s flow.Stream[T], acc RecordAccess[T], cfg AggregateConfig, opts ...flow.OpOption) (flow.Stream[T], flow.Stream[flow.Failure[T]], error) {
+	if cfg.Key == "" {
+		cfg.Key = KeyRecordKey
+	}
+	op, err := cfg.operator()
+	if err != nil {
+		return s, flow.Stream[flow.Failure[T]]{}, fmt.Errorf("pipeline.Aggregate: %w", err)
+	}
+	out, bad, err := apply(s, acc, aggregateSpec.Name, aggregateSpec.DefaultID(Params{"key": cfg.Key}), op, cfg.OnError, opts...)
+	if err != nil {
+		return s, flow.Stream[flow.Failure[T]]{}, fmt.Errorf("pipeline.Aggregate: %w", err)
+	}
+	if bad == nil {
+		return out, flow.Stream[flow.Failure[T]]{}, nil
+	}
+	return out, *bad, nil
+}
