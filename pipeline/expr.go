@@ -40,6 +40,26 @@ import (
 // len(value) or a map built from the whole value) parses the whole
 // document. An expression that never names value reads no JSON at all.
 
+// ExpressionsDoc is the Expressions section of the reference docs
+// (docs/operators.md).
+const ExpressionsDoc = `Conditions, keys and values are expressions in the [expr language](https://expr-lang.org/docs/language-definition), ` +
+	"compiled once when the job starts (a mistake is reported with the job file's line and the column in the expression) and evaluated per record. " +
+	"An expression sees the record through these names:\n\n" +
+	"| name | what it is |\n|---|---|\n" +
+	"| `key` | the record key, a string |\n" +
+	"| `value` | the record value parsed as JSON: `value.user.id`, `value.items[0].sku`, `value[\"a b\"]` |\n" +
+	"| `raw` | the record value as a string, unparsed |\n" +
+	"| `headers` | the headers, a map of strings: `headers.trace` |\n" +
+	"| `topic`, `partition`, `offset` | where the record was read |\n" +
+	"| `timestamp` | the record timestamp, in milliseconds since the Unix epoch |\n\n" +
+	"`record.key`, `record.value`, ... are the same names. Operators (`+ - * / % **`, `== != < <= > >=`, `&& || !`, `??` for a default, " +
+	"`in`, `contains`, `startsWith`, `matches`, `? :`) and functions (`len`, `lower`, `upper`, `trim`, `split`, `join`, `int`, `float`, " +
+	"`string`, `now`, `map`, `filter`, `sum`, `all`, `any`, ...) are the language's. JSON numbers are integers when written without a fraction " +
+	"(an id keeps all its digits), otherwise floats; a missing field is `null`.\n\n" +
+	"Parsing is lazy: a path into the value (`value.a.b`, `value.items[0]`) is read straight from the JSON text, only when the expression " +
+	"is evaluated, without parsing the rest; an expression that never names `value` reads no JSON at all. A record an expression fails on " +
+	"(the value is not JSON, `null` compared with a number) is a poison record for `errors.policy`; write `value.amount ?? 0` where a field may be missing.\n"
+
 // The names an expression can use, with the type the checker assumes.
 var exprNames = []string{"key", "value", "raw", "headers", "topic", "partition", "offset", "timestamp"}
 
@@ -79,6 +99,9 @@ type ExprError struct {
 }
 
 func (e *ExprError) Error() string {
+	if e.Column == 0 {
+		return fmt.Sprintf("expression %q %s", e.Expr, e.Msg)
+	}
 	return fmt.Sprintf("expression %q: %s at column %d", e.Expr, e.Msg, e.Column)
 }
 
@@ -97,7 +120,7 @@ const (
 // EvalWith besides the record's (explode's item).
 func CompileExpr(src string, kind ResultKind, extra ...string) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
-		return nil, &ExprError{Expr: src, Column: 1, Msg: "is empty"}
+		return nil, &ExprError{Expr: src, Msg: "is empty: write one, such as value.user_id (docs/operators.md, Expressions)"}
 	}
 	env := map[string]any{
 		"key": "", "raw": "", "topic": "", "partition": 0, "offset": 0, "timestamp": 0,

@@ -114,7 +114,7 @@ func TestExprErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{`value.amount >> 3`, `expression "value.amount >> 3": unexpected token Operator(">") at column 15`},
 		{`vlaue.amount > 3`, `expression "vlaue.amount > 3": unknown name vlaue at column 1`},
-		{`  `, `expression "  ": is empty at column 1`},
+		{`  `, `expression "  " is empty: write one, such as value.user_id (docs/operators.md, Expressions)`},
 		{`value.a +`, `expression "value.a +": unexpected token EOF at column 9`},
 	} {
 		_, err := CompileExpr(tc.src, AnyResult)
@@ -220,6 +220,8 @@ func TestStatelessOperators(t *testing.T) {
 			[]string{`k0={"net":25,"u":"ann"}`, `k1={"net":75,"u":"bob"}`, `k2={"net":125,"u":"ann"}`}},
 		{"map set remove key", Step{Op: "map", Params: Params{"set": map[string]string{"x.y": "value.id * 10", "src": "topic"}, "remove": []string{"items", "amount"}, "key": "value.user"}},
 			[]string{`ann={"id":1,"src":"in","user":"ann","x":{"y":10}}`, `ann={"id":3,"src":"in","user":"ann","x":{"y":30}}`, `bob={"id":2,"src":"in","user":"bob","x":{"y":20}}`}},
+		{"map raw", Step{Op: "map", Params: Params{"value": `value.user + ":" + string(value.amount)`, "format": "raw"}},
+			[]string{`k0=ann:50`, `k1=bob:150`, `k2=ann:250`}},
 		{"key-by", Step{Op: "key-by", Params: Params{"key": "value.id"}}, []string{"1=" + in[0].Value, "2=" + in[1].Value, "3=" + in[2].Value}},
 		{"explode", Step{Op: "explode", Params: Params{"array": "value.items", "value": `{"id": value.id, "sku": item.sku, "i": index}`}},
 			[]string{`k0={"i":0,"id":1,"sku":"a"}`, `k0={"i":1,"id":1,"sku":"b"}`, `k2={"i":0,"id":3,"sku":"c"}`}},

@@ -29,9 +29,19 @@ type MapConfig struct {
 	// Headers sets headers to the expressions' results (a string as it
 	// is, anything else as JSON).
 	Headers map[string]string
+	// Format is how Value's result is written: FormatJSON (default) or
+	// FormatRaw (a string as its bytes, a number in decimal, a boolean
+	// as true or false; a list or an object is an error).
+	Format string
 	// OnError is what happens to a record an expression fails on.
 	OnError flow.ErrorPolicy
 }
+
+// The output formats of map's value.
+const (
+	FormatJSON = "json"
+	FormatRaw  = "raw"
+)
 
 var mapSpec = Spec{
 	Name:    "map",
@@ -53,6 +63,8 @@ var mapSpec = Spec{
 			Description: "The topic the record is written to: the expression's result, a string."},
 		{Name: "headers", Type: ExprMap, Example: `{ origin: "topic" }`,
 			Description: "Headers to set, each to an expression's result (a string as it is, anything else as JSON)."},
+		{Name: "format", Type: String, Default: FormatJSON, Example: FormatRaw,
+			Description: "How value's result is written: json, or raw (a string as its bytes, a number in decimal; for consumers that read plain text)."},
 	},
 	Validate: func(p Params) error {
 		_, err := mapConfig(p, Env{}).operator()
@@ -68,13 +80,16 @@ func init() { Register(mapSpec) }
 
 func mapConfig(p Params, env Env) MapConfig {
 	return MapConfig{Value: p.Text("value"), Set: p.Map("set"), Remove: p.List("remove"), Key: p.Text("key"),
-		Topic: p.Text("topic"), Headers: p.Map("headers"), OnError: env.Policy}
+		Topic: p.Text("topic"), Headers: p.Map("headers"), Format: p.Text("format"), OnError: env.Policy}
 }
 
 func (c MapConfig) describe() string {
 	var parts []string
 	if c.Value != "" {
 		parts = append(parts, "value = "+c.Value)
+		if c.Format == FormatRaw {
+			parts[len(parts)-1] += " (raw)"
+		}
 	}
 	for _, k := range sortedKeys(c.Set) {
 		parts = append(parts, k+" = "+c.Set[k])
@@ -118,6 +133,20 @@ func compileNamed(field string, m map[string]string) ([]namedExpr, error) {
 func (c MapConfig) operator() (Operator, error) {
 	if c.Value == "" && len(c.Set) == 0 && len(c.Remove) == 0 && c.Key == "" && c.Topic == "" && len(c.Headers) == 0 {
 		return Operator{}, &FieldError{Field: "value", Msg: "is missing, and so are set, remove, key, topic and headers: give at least one"}
+	}
+	raw := false
+	switch c.Format {
+	case "", FormatJSON:
+	case FormatRaw:
+		if c.Value == "" {
+			return Operator{}, &FieldError{Field: "format", Msg: "raw applies to value, which is not set"}
+		}
+		if len(c.Set) > 0 || len(c.Remove) > 0 {
+			return Operator{}, &FieldError{Field: "format", Msg: "raw cannot go with set or remove, which change a JSON object"}
+		}
+		raw = true
+	default:
+		return Operator{}, &FieldError{Field: "format", Msg: fmt.Sprintf("is %q: write json or raw", c.Format)}
 	}
 	var value, key, topic *Expr
 	var err error
@@ -242,7 +271,13 @@ func (c MapConfig) operator() (Operator, error) {
 					removePath(obj, p)
 				}
 			}
-			b, err := EncodeJSON(newValue)
+			var b []byte
+			var err error
+			if raw {
+				b, err = rawText(newValue)
+			} else {
+				b, err = EncodeJSON(newValue)
+			}
 			if err != nil {
 				return recordError(r, "map value", err)
 			}
@@ -259,6 +294,20 @@ func (c MapConfig) operator() (Operator, error) {
 		}
 		return nil
 	}}, nil
+}
+
+// rawText writes a scalar as plain text.
+func rawText(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case []byte:
+		return x, nil
+	case nil:
+		return nil, fmt.Errorf("the value is %s: raw needs a string, number or boolean", describeValue(v))
+	}
+	if s, ok := keyText(v); ok {
+		return []byte(s), nil
+	}
+	return nil, fmt.Errorf("the value is %s: raw needs a string, number or boolean (or format: json)", describeValue(v))
 }
 
 // setPath sets obj[a][b]... = v, creating objects on the way.

@@ -54,6 +54,7 @@ func reference(specs []Spec) []byte {
 	for _, s := range specs {
 		p("| [`%s`](#%s) | %s | %s |\n", s.Name, anchor(s.Name), cell(s.Summary), yesNo(s.Stateful))
 	}
+	p("\n## Expressions\n\n%s", ExpressionsDoc)
 	for _, s := range specs {
 		p("\n## %s\n\n%s\n", s.Name, s.Summary)
 		if s.Doc != "" {

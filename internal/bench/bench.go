@@ -34,7 +34,9 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/cli"
 	"github.com/onceflow/onceflow/metrics"
+	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -59,6 +61,24 @@ const (
 	NamePassThroughMetrics = "onceflow pass-through, metrics scraped"
 	NameCountMemory        = "onceflow keyed count (memory)"
 	NameCountPebble        = "onceflow keyed count (pebble)"
+	// NameFilterMap is a job file's filter and map steps over JSON values
+	// (Config.Pipelines): an expression condition and a reshaped value.
+	NameFilterMap = "onceflow filter+map (JSON)"
+	// NameSumPerKey is a job file's aggregate step summing a JSON field
+	// per key given by another JSON field (Config.Pipelines).
+	NameSumPerKey = "onceflow sum per key (JSON)"
+)
+
+// The pipeline steps of the Config.Pipelines runs, as a job file writes
+// them.
+var (
+	FilterMapSteps = []pipeline.Step{
+		{Op: "filter", Params: pipeline.Params{"if": `value.amount >= 0 && value.country != "XX"`}},
+		{Op: "map", Params: pipeline.Params{"set": map[string]string{"gross": "value.amount * 1.19"}, "remove": []string{"pad"}}},
+	}
+	SumPerKeySteps = []pipeline.Step{
+		{Op: "aggregate", Params: pipeline.Params{"key": "value.user", "fields": map[string]string{"revenue": "sum(value.amount)"}}},
+	}
 )
 
 // CountName is the name of the keyed count run with the state backend
@@ -103,6 +123,10 @@ type Config struct {
 	// MetricsFirst runs the pass-through with metrics before the plain one
 	// (default after), so that alternating runs cancel the order's bias.
 	MetricsFirst bool
+	// Pipelines writes JSON values ({"user":"key-N","amount":...,
+	// "country":..., "pad":...}, about ValueSize bytes) and adds the runs
+	// of job-file steps over them: NameFilterMap and NameSumPerKey.
+	Pipelines bool
 	// Progress receives a line as each phase starts and ends, default nil
 	// (silent).
 	Progress func(string)
@@ -258,6 +282,9 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 	for _, be := range b.cfg.Backends {
 		suffixes = append(suffixes, "count-"+be)
 	}
+	if b.cfg.Pipelines {
+		suffixes = append(suffixes, "filter-map", "sum")
+	}
 	for _, s := range suffixes {
 		t := b.topic(s)
 		if err := createTopic(ctx, adm, t, b.cfg.Partitions); err != nil {
@@ -285,6 +312,15 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 	}
 	for _, be := range b.cfg.Backends {
 		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true})
+	}
+	if b.cfg.Pipelines {
+		runs = append(runs,
+			measured{NameFilterMap, "filter-map", b.topic("filter-map"), func(ctx context.Context, out string) error {
+				return b.runSteps(ctx, "filter-map", out, FilterMapSteps)
+			}, false},
+			measured{NameSumPerKey, "sum", b.topic("sum"), func(ctx context.Context, out string) error {
+				return b.runSteps(ctx, "sum", out, SumPerKeySteps)
+			}, false})
 	}
 	var rs []Result
 	for _, r := range runs {
@@ -359,7 +395,11 @@ func (b *bench) produceInput(ctx context.Context, cl *kgo.Client, adm *kadm.Clie
 	errc := make(chan error, 1)
 	for i := range b.cfg.Records {
 		b.perKey[i%b.cfg.Keys]++
-		r := &kgo.Record{Topic: b.input, Key: keyOf(i, b.cfg.Keys), Value: value}
+		v := value
+		if b.cfg.Pipelines {
+			v = jsonValue(i, b.cfg.Keys, b.cfg.ValueSize)
+		}
+		r := &kgo.Record{Topic: b.input, Key: keyOf(i, b.cfg.Keys), Value: v}
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
@@ -564,6 +604,32 @@ func (b *bench) runPassThroughMetrics(ctx context.Context, out string) error {
 	err := b.runJob(ctx, "passthrough-metrics", out, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] { return s }, flow.WithHooks(m))
 	close(stop)
 	return errors.Join(err, <-scraped)
+}
+
+// jsonValue is input record i's value under Config.Pipelines: a JSON
+// object padded to about size bytes.
+func jsonValue(i, keys, size int) []byte {
+	countries := []string{"DE", "FR", "NL", "PL", "IT"}
+	v := fmt.Appendf(nil, `{"user":"user-%d","amount":%d.%02d,"country":"%s","order":%d,"pad":"`, i%keys, i%1000, i%100, countries[i%len(countries)], i)
+	for len(v) < size-2 {
+		v = append(v, 'x')
+	}
+	return append(v, '"', '}')
+}
+
+// runSteps runs the job-file steps between the source and the sink, as
+// `onceflow run` builds them.
+func (b *bench) runSteps(ctx context.Context, name, out string, steps []pipeline.Step) error {
+	var buildErr error
+	err := b.runJob(ctx, name, out, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] {
+		res, _, err := pipeline.Build(s, cli.KafkaAccess, steps, pipeline.Env{})
+		buildErr = err
+		return flow.Map(res, func(r kafka.Record) kafka.Record {
+			r.Topic, r.Partition, r.Offset = "", 0, 0
+			return r
+		})
+	})
+	return errors.Join(buildErr, err)
 }
 
 // runPassThrough copies the input to out with the onceflow job

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"slices"
@@ -48,6 +49,34 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
+// With Pipelines the job-file steps run too, over JSON values, each
+// copying every record (the filter keeps them all).
+func TestRunSmallPipelines(t *testing.T) {
+	cfg := Config{Records: 5_000, Partitions: 2, Keys: 100, CheckpointInterval: 10 * time.Millisecond, Backends: []string{flow.MemoryBackend}, Pipelines: true}
+	rs, err := Run(kafkatest.ContextTimeout(t, 2*time.Minute), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", Format(rs))
+	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameFilterMap, NameSumPerKey}
+	if len(rs) != len(names) {
+		t.Fatalf("got %d results, want %d", len(rs), len(names))
+	}
+	for i, r := range rs {
+		if r.Name != names[i] || r.Records != cfg.Records {
+			t.Errorf("result %d: %s with %d records, want %s with %d", i, r.Name, r.Records, names[i], cfg.Records)
+		}
+	}
+}
+
+func TestJSONValue(t *testing.T) {
+	v := jsonValue(1234, 100, 100)
+	var m map[string]any
+	if err := json.Unmarshal(v, &m); err != nil || m["user"] != "user-34" || m["amount"] != 234.34 || len(v) != 100 {
+		t.Errorf("jsonValue = %s (%d bytes), %v", v, len(v), err)
+	}
+}
+
 // TestBenchFull runs the default benchmark; set ONCEFLOW_BENCH=1 to run it.
 // Other settings, from the environment:
 //
@@ -60,6 +89,8 @@ func TestRunSmall(t *testing.T) {
 //	ONCEFLOW_BENCH_STATE_MEMORY=BYTES  the pebble backend's memory budget
 //	ONCEFLOW_BENCH_METRICS_FIRST=1  measure the pass-through with metrics
 //	                             before the plain one
+//	ONCEFLOW_BENCH_PIPELINES=1   JSON values, and the job-file steps
+//	                             filter+map and a sum per key over them
 //	ONCEFLOW_BENCH_TIMEOUT=d     bound of the whole run (default 10m; pass a
 //	                             longer go test -timeout too)
 func TestBenchFull(t *testing.T) {
@@ -74,6 +105,7 @@ func TestBenchFull(t *testing.T) {
 		cfg.Keys = n
 	}
 	cfg.MetricsFirst = os.Getenv("ONCEFLOW_BENCH_METRICS_FIRST") == "1"
+	cfg.Pipelines = os.Getenv("ONCEFLOW_BENCH_PIPELINES") == "1"
 	if n, err := strconv.ParseInt(os.Getenv("ONCEFLOW_BENCH_STATE_MEMORY"), 10, 64); err == nil {
 		cfg.StateMemory = n
 	}

@@ -111,6 +111,7 @@ func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			if jf.Errors.DeadLetterTopic != "" {
 				topics = append(topics, jf.Errors.DeadLetterTopic)
 			}
+			topics = append(topics, jf.routeTopics()...)
 			if jf.Source.TopicRegex != "" {
 				fmt.Fprintf(e.stderr, "topic: the job reads topics matching %q; name them to create them\n", jf.Source.TopicRegex)
 			}

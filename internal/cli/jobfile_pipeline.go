@@ -97,7 +97,67 @@ func (d *decoder) value(path string, v *yaml.Node, t pipeline.Type) (any, bool) 
 		var dur time.Duration
 		d.duration(&dur)(path, v)
 		val = dur
-	default: // pipeline.String, pipeline.KeyExpr: text
+	case pipeline.StringList:
+		var l []string
+		d.strList(&l)(path, v)
+		val = l
+	case pipeline.ExprMap, pipeline.StringMap:
+		m := map[string]string{}
+		fields := map[string]field{}
+		if v.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				name := resolve(v.Content[i]).Value
+				fields[name] = func(p string, x *yaml.Node) {
+					var s string
+					d.str(&s)(p, x)
+					if t == pipeline.ExprMap && s != "" {
+						if _, err := pipeline.CompileExpr(s, pipeline.AnyResult); err != nil {
+							d.errorf(x.Line, "%s: %v", p, err)
+						}
+					}
+					m[name] = s
+				}
+			}
+		}
+		before := len(d.errs)
+		d.mapping(path, v, fields)
+		if len(d.errs) > before {
+			return nil, false
+		}
+		val = m
+	case pipeline.Cases:
+		var cases []pipeline.Case
+		if v.Kind != yaml.SequenceNode {
+			d.errorf(v.Line, "%s must be a list of cases ({if: condition, topic: name}), not %s", path, describe(v))
+			return nil, false
+		}
+		before := len(d.errs)
+		for i, item := range v.Content {
+			var c pipeline.Case
+			cp := fmt.Sprintf("%s[%d]", path, i)
+			caseBefore := len(d.errs)
+			d.mapping(cp, item, map[string]field{
+				"if": func(p string, x *yaml.Node) {
+					d.str(&c.If)(p, x)
+					if _, err := pipeline.CompileExpr(c.If, pipeline.BoolResult); c.If != "" && err != nil {
+						d.errorf(x.Line, "%s: %v", p, err)
+					}
+				},
+				"topic": d.str(&c.Topic),
+			})
+			if c.If == "" && len(d.errs) == caseBefore {
+				d.errorf(resolve(item).Line, "%s.if is missing: give the condition of the case, such as if: 'value.amount > 1000'", cp)
+			}
+			if c.Topic == "" && len(d.errs) == caseBefore {
+				d.errorf(resolve(item).Line, "%s.topic is missing: name the topic the case's records go to", cp)
+			}
+			cases = append(cases, c)
+		}
+		if len(d.errs) > before {
+			return nil, false
+		}
+		val = cases
+	default: // pipeline.String, KeyExpr, Expression, Condition: text
 		var s string
 		d.str(&s)(path, v)
 		val = s
@@ -151,4 +211,48 @@ func stateFileName(uid string) string {
 		}
 		return '_'
 	}, uid)
+}
+
+// routes reports whether a pipeline step sets records' topics (route, or
+// map with topic): the Kafka sink then writes each record to its own
+// topic, and the records no step routed to sink.topic.
+func (jf *JobFile) routes() bool {
+	for _, st := range jf.Pipeline {
+		if st.Op == "route" || (st.Op == "map" && st.Params.Text("topic") != "") {
+			return true
+		}
+	}
+	return false
+}
+
+// sinkTopic is the Kafka sink's SinkConfig.Topic: sink.topic, or none
+// when steps route records (toSink then sets each record's).
+func sinkTopic(jf *JobFile) string {
+	if jf.routes() {
+		return ""
+	}
+	return jf.Sink.Topic
+}
+
+// routeTopics are the topics route steps name (map's topic is an
+// expression, known only per record).
+func (jf *JobFile) routeTopics() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, st := range jf.Pipeline {
+		if st.Op != "route" {
+			continue
+		}
+		for _, c := range st.Params.Cases("cases") {
+			if !seen[c.Topic] {
+				seen[c.Topic] = true
+				out = append(out, c.Topic)
+			}
+		}
+		if d := st.Params.Text("default"); d != "" && d != pipeline.RouteDrop && !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -32,6 +33,7 @@ func (d *decoder) validate(jf *JobFile) {
 	sourceTopics := d.validateSource(jf.Source)
 	d.validateSink(jf.Sink, sourceTopics)
 	d.validateErrors(jf, sourceTopics)
+	d.validateRoutes(jf, sourceTopics)
 	d.validateCheckpointing(jf)
 	d.validateState(jf)
 	d.validateUIDs(jf.Pipeline)
@@ -347,4 +349,36 @@ func deadLetterPlace(kind, job string) string {
 		return "the Redis hash " + redis.DefaultKeyPrefix + "dead:" + job
 	}
 	return "the table " + sqlsink.DefaultDeadLetterTable
+}
+
+// validateRoutes checks the topics route steps send records to.
+func (d *decoder) validateRoutes(jf *JobFile, sourceTopics map[string]bool) {
+	for i, st := range jf.Pipeline {
+		if st.Op != "route" && !(st.Op == "map" && st.Params.Text("topic") != "") {
+			continue
+		}
+		if !jf.Sink.hasTopic() {
+			d.errorf(st.Line, "pipeline[%d].%s sets the topic records are written to, and the job has no Kafka sink: set sink.topic (the topic of the records no step routes)", i, st.Op)
+			continue
+		}
+		if st.Op != "route" {
+			continue
+		}
+		var topics []string
+		for _, c := range st.Params.Cases("cases") {
+			topics = append(topics, c.Topic)
+		}
+		if t := st.Params.Text("default"); t != "" && t != pipeline.RouteDrop {
+			topics = append(topics, t)
+		}
+		for _, t := range topics {
+			if err := kafka.ValidateTopicName(t); err != nil {
+				d.errorf(st.Line, "pipeline[%d].route: topic %q: %v", i, t, err)
+			} else if sourceTopics[t] {
+				d.errorf(st.Line, "pipeline[%d].route: topic %q is also a source topic: the job would read its own output", i, t)
+			} else if t == jf.Errors.DeadLetterTopic {
+				d.errorf(st.Line, "pipeline[%d].route: topic %q is errors.dead-letter-topic: output would be mixed into the dead letters", i, t)
+			}
+		}
+	}
 }

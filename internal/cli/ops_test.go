@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"context"
 	"errors"
 	"io"
@@ -202,8 +203,8 @@ func TestBuildPipelineRejectsUnsupportedSteps(t *testing.T) {
 		step Step
 		want string
 	}{
-		{Step{Op: "window", Line: 3}, `pipeline operator window (line 3): unknown operator "window"; supported operators: count, dedupe, extract-key`},
-		{Step{Op: OpCount, Key: "record.value", Line: 4}, `pipeline operator count (line 4): key: unsupported key expression "record.value": only record.key is supported for now`},
+		{Step{Op: "nope", Line: 3}, `pipeline operator nope (line 3): unknown operator "nope"; supported operators: ` + strings.Join(pipeline.Names(), ", ")},
+		{Step{Op: OpCount, Key: "value.a +", Line: 4}, `pipeline operator count (line 4): key: expression "value.a +": unexpected token EOF at column 9`},
 		{Step{Op: OpDedupe, Key: KeyRecordKey, Line: 5}, `pipeline operator dedupe (line 5): ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)`},
 		{Step{Op: OpExtractKey, Params: pipeline.Params{"json-field": ""}, Line: 6}, `pipeline operator extract-key (line 6): json-field is empty: name the JSON field whose value becomes the record key, such as json-field: user`},
 	} {

@@ -283,7 +283,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 			Client:             cc,
 			Delivery:           delivery,
 			Job:                jf.Job,
-			Topic:              jf.Sink.Topic,
+			Topic:              sinkTopic(jf),
 			OffsetsOf:          []*kafka.Source{src},
 			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
 			TransactionTimeout: jf.Sink.TransactionTimeout,
@@ -346,7 +346,11 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		return "sink-" + kind
 	}
 	if kafkaSink != nil {
-		flow.To(flow.Map(s, toSink, flow.Name("to-sink")), kafkaSink, flow.UID(uidOf(sinkKafka)), flow.Name("kafka-sink"))
+		to := ""
+		if jf.routes() {
+			to = jf.Sink.Topic // the sink takes each record's topic
+		}
+		flow.To(flow.Map(s, toSink(to), flow.Name("to-sink")), kafkaSink, flow.UID(uidOf(sinkKafka)), flow.Name("kafka-sink"))
 	}
 	// Records a database sink rejects (a value its column refuses) go
 	// through errors.policy; dead letters go to its dead-letter table.
@@ -418,7 +422,7 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafk
 	s := flow.From(env, src, append(srcOpts, flow.UID("source"), flow.Name("kafka-source"))...)
 	m := &PipelineMetrics{}
 	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
-	s, failures, err := BuildPipeline(s, jf.Pipeline, kafkaAccess, jf.Errors.Policy, m)
+	s, failures, err := BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m)
 	return s, m, failures, err
 }
 
@@ -433,6 +437,9 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	}
 	if jf.Errors.DeadLetterTopic != "" {
 		outputs["errors.dead-letter-topic"] = jf.Errors.DeadLetterTopic
+	}
+	for _, t := range jf.routeTopics() {
+		outputs["pipeline route topic "+t] = t
 	}
 	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, outputs); err != nil {
 		return err

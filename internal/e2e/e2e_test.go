@@ -336,12 +336,21 @@ func TestCrashKafkaToKafka(t *testing.T) {
 	createTopic(t, addr, "in", 4)
 	createTopic(t, addr, "out-pass", 4)
 	createTopic(t, addr, "out-count", 4)
+	createTopic(t, addr, "out-aggregate", 4)
 	produceInput(t, addr, "in", records, keys)
 	t.Logf("produced %d records; %d kills per job", records, kills)
 
 	for _, tc := range []struct{ name, pipeline string }{
 		{"pass", ""},
 		{"count", "pipeline:\n  - count: { key: record.key }"},
+		// The expression operators: the value "seq-N" becomes JSON, the
+		// aggregate keys by a field of it (an expression, not the record
+		// key), and its count is written as plain text.
+		{"aggregate", "pipeline:\n" +
+			"  - map: { value: '{\"seq\": int(raw[4:]), \"user\": key}' }\n" +
+			"  - filter: { if: 'value.seq >= 0' }\n" +
+			"  - aggregate: { key: value.user, fields: { n: \"count()\", total: \"sum(value.seq)\" } }\n" +
+			"  - map: { value: 'string(value.n)', format: raw }"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lw := &logWriter{t: t, name: tc.name}
