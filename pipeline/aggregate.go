@@ -35,7 +35,9 @@ var aggregateSpec = Spec{
 		"are keyed state under the step's id, restored exactly with the checkpoint, so after a crash every input counts " +
 		"once. sum and avg need numbers (an integer sum stays an integer); min and max compare numbers with numbers and " +
 		"strings with strings; distinct keeps each distinct value in state, so its size grows with them (bound it with " +
-		"ttl). null inputs (a missing field) are skipped by every function but count() and first/last.",
+		"ttl). null inputs (a missing field) are skipped by every function but count() and first/last. The inputs are " +
+		"evaluated and checked before the records are partitioned: a record whose key or input fails (text for sum, the " +
+		"value not JSON) is a poison record for the job's errors.policy and changes no figure.",
 	Fields: []Field{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
 			Description: "What the records are grouped by. Part of the step's default id."},
@@ -221,6 +223,27 @@ func (a *Acc) result(fn AggFunc) any {
 	return a.V
 }
 
+// checkInput reports an input fn cannot take: sum and avg take numbers,
+// min and max numbers or strings; null is skipped by all.
+func checkInput(fn AggFunc, v any) error {
+	if v == nil {
+		return nil
+	}
+	switch fn {
+	case AggSum, AggAvg:
+		switch v.(type) {
+		case int, float64:
+			return nil
+		}
+		return fmt.Errorf("%s needs numbers, and got %s", fn, describeValue(v))
+	case AggMin, AggMax:
+		if isOther(v) {
+			return fmt.Errorf("%s compares numbers or strings, not %s", fn, describeValue(v))
+		}
+	}
+	return nil
+}
+
 // lessThan compares two numbers or two strings.
 func lessThan(a, b any) (bool, error) {
 	switch x := a.(type) {
@@ -299,7 +322,27 @@ func (c AggregateConfig) operator() (Operator, error) {
 	if c.TTL > 0 {
 		opts = append(opts, state.WithTTL(c.TTL))
 	}
-	return Operator{Uses: uses, KeyBy: key, Process: func(st *state.Store) func(Record) (bool, error) {
+	// The inputs are evaluated and checked before the exchange, so a
+	// record with a bad input goes to the error policy and the state
+	// never sees it.
+	prepare := func(r Record) (any, error) {
+		inputs := make([]any, len(fields))
+		for i, f := range fields {
+			if f.arg == nil {
+				continue
+			}
+			v, err := f.arg.Eval(r)
+			if err != nil {
+				return nil, recordError(r, "aggregate "+f.name, err)
+			}
+			if err := checkInput(f.fn, v); err != nil {
+				return nil, recordError(r, "aggregate "+f.name, err)
+			}
+			inputs[i] = v
+		}
+		return inputs, nil
+	}
+	return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Process: func(st *state.Store) func(Record) (bool, error) {
 		accs := make([]*state.Value[Acc], len(fields))
 		seen := make([]*state.Map[string, bool], len(fields))
 		for i, f := range fields {
@@ -308,22 +351,9 @@ func (c AggregateConfig) operator() (Operator, error) {
 				seen[i] = state.NewMap[string, bool](st, "distinct/"+f.name, opts...)
 			}
 		}
-		inputs := make([]any, len(fields))
 		out := make(map[string]any, len(fields)+1)
 		return func(r Record) (bool, error) {
-			// Evaluate every input before changing any state, so a
-			// record that fails changes nothing.
-			for i, f := range fields {
-				inputs[i] = nil
-				if f.arg == nil {
-					continue
-				}
-				v, err := f.arg.Eval(r)
-				if err != nil {
-					return false, flow.Unrecoverable(fmt.Errorf("record %s: aggregate %s: %w", r.Position(), f.name, err))
-				}
-				inputs[i] = v
-			}
+			inputs := r.Prepared().([]any)
 			figures := make([]Acc, len(fields))
 			for i, f := range fields {
 				a, _ := accs[i].Get()

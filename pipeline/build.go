@@ -40,6 +40,12 @@ type Operator struct {
 	// record whose key expression fails is a poison record, handled as
 	// Map's errors are.
 	KeyBy *Expr
+	// Prepare, for a keyed operator, computes from a record what Process
+	// needs of it (its expressions' values) before the exchange, in a
+	// stateless step: a record it fails on is a poison record, handled
+	// as Map's errors are, so Process only sees records it can take.
+	// Process reads the result with Record.Prepared.
+	Prepare func(r Record) (any, error)
 	// Uses is the set of RecordAccess functions the operator calls (a
 	// keyed operator also needs Key); they are checked when the operator
 	// is applied.
@@ -188,7 +194,7 @@ func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Op
 	} else if len(missing) > 1 {
 		return s, nil, fmt.Errorf("%s are nil: %s needs them", describeAccess(missing), name)
 	}
-	if op.Process != nil && op.KeyBy != nil && !op.KeyBy.IsRecordKey() {
+	if op.Process != nil && (op.Prepare != nil || (op.KeyBy != nil && !op.KeyBy.IsRecordKey())) {
 		return applyKeyed(s, acc, name, uid, op, policy, opts...)
 	}
 	if op.Each != nil {
@@ -226,11 +232,13 @@ func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Op
 	return out, &bad, nil
 }
 
-// keyed is a record with the key a key expression gave it, between the
-// step that evaluates the expression and the keyed operator.
+// keyed is a record with the key a key expression gave it and what
+// Prepare computed, between the step that evaluates them and the keyed
+// operator.
 type keyed[T any] struct {
-	key string
-	rec T
+	key  string
+	prep any
+	rec  T
 }
 
 // applyKeyed adds op, partitioned by its key expression: a stateless step
@@ -240,22 +248,34 @@ type keyed[T any] struct {
 func applyKeyed[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
 	keyOf := func(rec T) (keyed[T], error) {
 		h := &handle[T]{acc: &acc, rec: rec}
-		k, err := op.KeyBy.EvalKey(h)
-		if err != nil {
-			return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s key: %w", h.Position(), name, err))
+		var k string
+		if op.KeyBy == nil || op.KeyBy.IsRecordKey() {
+			k = acc.Key(rec)
+		} else {
+			var err error
+			if k, err = op.KeyBy.EvalKey(h); err != nil {
+				return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s key: %w", h.Position(), name, err))
+			}
 		}
-		return keyed[T]{key: k, rec: rec}, nil
+		var prep any
+		if op.Prepare != nil {
+			var err error
+			if prep, err = op.Prepare(h); err != nil {
+				return keyed[T]{}, err
+			}
+		}
+		return keyed[T]{key: k, prep: prep, rec: rec}, nil
 	}
 	withKey, bad := flow.TryMap(s, keyOf, policy, flow.UID(uid+"/key"), flow.Name(name+" key"))
 	setup := func(st *state.Store) flow.ProcessFunc[keyed[T], T] {
 		fn := op.Process(st)
 		h := &handle[T]{acc: &acc}
 		return func(_ flow.Context, k keyed[T], out flow.Collector[T]) error {
-			h.rec, h.group = k.rec, k.key
+			h.rec, h.group, h.prep = k.rec, k.key, k.prep
 			keep, err := fn(h)
 			rec := h.rec
 			var zero T
-			h.rec = zero
+			h.rec, h.prep = zero, nil
 			if err != nil {
 				return err
 			}

@@ -435,3 +435,26 @@ func TestKeyedByExpression(t *testing.T) {
 		t.Errorf("id %q", ids[0])
 	}
 }
+
+// A record whose aggregate input is bad goes to the error policy and
+// changes no figure.
+func TestAggregatePoisonInput(t *testing.T) {
+	in := orders(`{"u":"a","n":2}`, `{"u":"a","n":"three"}`, `not json`, `{"u":"a","n":4}`, `{"n":1}`)
+	step := Step{Op: "aggregate", Params: Params{"key": "value.u", "fields": map[string]string{"s": "sum(value.n)"}}}
+	out, dead, err := runK(t, in, 1, []Step{step}, flow.DeadLetterOnError)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`a={"key":"a","s":2}`, `a={"key":"a","s":6}`}
+	if got := values(out); !reflect.DeepEqual(got, want) {
+		t.Errorf("%q, want %q", got, want)
+	}
+	var keys []string
+	for _, f := range dead {
+		keys = append(keys, f.Record.Key)
+	}
+	sort.Strings(keys)
+	if !reflect.DeepEqual(keys, []string{"k1", "k2", "k4"}) {
+		t.Errorf("dead letters %q, want k1 (text to sum), k2 (not JSON), k4 (no key)", keys)
+	}
+}

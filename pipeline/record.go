@@ -110,6 +110,9 @@ type Record interface {
 	// by: the record key, or the value of the operator's key expression
 	// (Operator.KeyBy). Empty in a stateless operator.
 	GroupKey() string
+	// Prepared is, in a keyed operator's Process, what its Prepare gave
+	// for this record; nil without one.
+	Prepared() any
 }
 
 // handle is the Record of a T. A keyed operator reuses one per subtask,
@@ -118,9 +121,11 @@ type handle[T any] struct {
 	acc   *RecordAccess[T]
 	rec   T
 	group string
+	prep  any
 }
 
 func (h *handle[T]) GroupKey() string { return h.group }
+func (h *handle[T]) Prepared() any    { return h.prep }
 
 func (h *handle[T]) Key() string      { return h.acc.Key(h.rec) }
 func (h *handle[T]) Value() []byte    { return h.acc.Value(h.rec) }
