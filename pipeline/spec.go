@@ -140,6 +140,9 @@ func (t Type) String() string {
 // Check reports what is wrong with v as a value of type t, or nil.
 func (t Type) Check(v any) error { return t.check(v, nil) }
 
+// Check reports what is wrong with v as a value of the field, or nil.
+func (f Field) Check(v any) error { return f.Type.check(v, f.Vars) }
+
 // check is Check with the extra names an expression may use.
 func (t Type) check(v any, vars []string) error {
 	switch t {

@@ -60,7 +60,7 @@ func (d *decoder) decodeStep(where string, line int, params *yaml.Node, spec pip
 	}
 	for _, f := range spec.Fields {
 		fields[f.Name] = func(p string, v *yaml.Node) {
-			if val, ok := d.value(p, v, f.Type); ok {
+			if val, ok := d.value(p, v, f); ok {
 				st.Params[f.Name] = val
 			} else {
 				failed[f.Name] = true
@@ -89,7 +89,8 @@ func (d *decoder) decodeStep(where string, line int, params *yaml.Node, spec pip
 }
 
 // value decodes a step's field of type t.
-func (d *decoder) value(path string, v *yaml.Node, t pipeline.Type) (any, bool) {
+func (d *decoder) value(path string, v *yaml.Node, f pipeline.Field) (any, bool) {
+	t := f.Type
 	before := len(d.errs)
 	var val any
 	switch t {
@@ -165,7 +166,7 @@ func (d *decoder) value(path string, v *yaml.Node, t pipeline.Type) (any, bool) 
 	if len(d.errs) > before {
 		return nil, false
 	}
-	if err := t.Check(val); err != nil {
+	if err := f.Check(val); err != nil {
 		d.errorf(v.Line, "%s: %v", path, err)
 		return nil, false
 	}

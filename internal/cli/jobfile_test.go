@@ -422,3 +422,31 @@ func TestReadmeJobFile(t *testing.T) {
 		t.Errorf("sink.max-held-bytes %d, source.on-topic-recreated %q", jf.Sink.MaxHeldBytes, jf.Source.OnTopicRecreated)
 	}
 }
+
+// The pipeline shown in README.md's operator examples is a valid pipeline
+// with one step of every operator.
+func TestReadmePipeline(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "One example per operator:\n\n```yaml\n")
+	if !ok {
+		t.Fatal(`README.md has no pipeline after "One example per operator:"`)
+	}
+	src, _, _ := strings.Cut(rest, "```")
+	head := "job: readme\nkafka: {brokers: [b:9092]}\nsource: {topics: [orders]}\nsink: {topic: revenue}\ncheckpointing: {interval: 1s}\n"
+	jf, err := ParseJobFile("README.md", []byte(head+src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, st := range jf.Pipeline {
+		seen[st.Op] = true
+	}
+	for _, op := range pipeline.Names() {
+		if !seen[op] {
+			t.Errorf("README.md's pipeline example has no %s step", op)
+		}
+	}
+}
