@@ -577,6 +577,8 @@ type reader struct {
 	// with Source.checkpointOffsets from its own goroutine.
 	snapMu    sync.Mutex
 	snapshots map[int64]snapshotOffsets
+	// assigned caches AssignedSplits.
+	assigned []string
 }
 
 // endOffset is a split's end offset; gen is the reader's endGen when a

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // split is one topic partition: the unit of source parallelism.
@@ -125,4 +127,37 @@ func decodePosition(b []byte) (position, error) {
 		}
 	}
 	return p, nil
+}
+
+// splitNames caches each split's name, so naming a record's split (for
+// event time, SplitOf) allocates nothing after the split's first record.
+var splitNames sync.Map // split -> string
+
+// SplitOf names the split (topic and partition) a record was read from,
+// "orders/3": the split of a watermark strategy (flow.WithWatermarks),
+// the same names the source's reader reports as its assigned splits.
+func SplitOf(r Record) string {
+	s := split{r.Topic, r.Partition}
+	if n, ok := splitNames.Load(s); ok {
+		return n.(string)
+	}
+	n := s.String()
+	splitNames.Store(s, n)
+	return n
+}
+
+// AssignedSplits names the splits the reader reads (SplitOf's names),
+// so that with event time a partition that has not delivered yet holds
+// the watermark back until it goes idle. Sorted; rebuilt when the
+// number of splits changes (discovery adds them, a deleted topic's are
+// parked).
+func (r *reader) AssignedSplits() []string {
+	if len(r.assigned) != len(r.pos) {
+		r.assigned = r.assigned[:0]
+		for s := range r.pos {
+			r.assigned = append(r.assigned, SplitOf(Record{Topic: s.topic, Partition: s.partition}))
+		}
+		sort.Strings(r.assigned)
+	}
+	return r.assigned
 }
