@@ -227,7 +227,7 @@ func (e *Expr) Eval(r Record) (any, error) { return e.EvalWith(r) }
 // bound to vars, in the order CompileExpr was given them.
 func (e *Expr) EvalWith(r Record, vars ...any) (any, error) {
 	c := e.pool.Get().(*evalCtx)
-	c.rec, c.parsed, c.doc = r, false, nil
+	c.rec, c.parsed, c.doc, c.valid = r, false, nil, 0
 	env := c.env
 	for _, n := range e.uses {
 		switch n {
@@ -372,6 +372,9 @@ type evalCtx struct {
 	parsed bool
 	doc    any
 	vars   []any
+	// valid is 1 once the value was found to be JSON, -1 when not, 0
+	// before a path was read.
+	valid int8
 }
 
 func (c *evalCtx) release(p *sync.Pool) {
@@ -402,7 +405,13 @@ func (c *evalCtx) path(p string) (any, error) {
 		return walkPath(c.doc, p), nil
 	}
 	raw := c.rec.Value()
-	if !gjson.ValidBytes(raw) {
+	if c.valid == 0 {
+		c.valid = 1
+		if !gjson.ValidBytes(raw) {
+			c.valid = -1
+		}
+	}
+	if c.valid < 0 {
 		return nil, errors.New("the value is not JSON")
 	}
 	return resultValue(gjson.GetBytes(raw, p)), nil

@@ -49,7 +49,9 @@ var kAccess = RecordAccess[krec]{
 		return r
 	},
 	WithCount: func(r krec, n int64) krec { r.Value = strconv.FormatInt(n, 10); return r },
-	Position:  func(r krec) string { return r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10) },
+	Position: func(r krec) string {
+		return r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "@" + strconv.FormatInt(r.Offset, 10)
+	},
 	Meta: func(r krec) Meta {
 		return Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS}
 	},
@@ -219,7 +221,8 @@ func TestStatelessOperators(t *testing.T) {
 		{"map value", Step{Op: "map", Params: Params{"value": `{"u": value.user, "net": value.amount / 2}`}},
 			[]string{`k0={"net":25,"u":"ann"}`, `k1={"net":75,"u":"bob"}`, `k2={"net":125,"u":"ann"}`}},
 		{"map set remove key", Step{Op: "map", Params: Params{"set": map[string]string{"x.y": "value.id * 10", "src": "topic"}, "remove": []string{"items", "amount"}, "key": "value.user"}},
-			[]string{`ann={"id":1,"src":"in","user":"ann","x":{"y":10}}`, `ann={"id":3,"src":"in","user":"ann","x":{"y":30}}`, `bob={"id":2,"src":"in","user":"bob","x":{"y":20}}`}},
+			[]string{`ann={"id":1,"user":"ann","src":"in","x":{"y":10}}`, `ann={"id":3,"user":"ann","src":"in","x":{"y":30}}`, `bob={"id":2,"user":"bob","src":"in","x":{"y":20}}`}},
+		{"map set on a non-object", Step{Op: "map", Params: Params{"set": map[string]string{"user.x": "1"}}}, nil},
 		{"map raw", Step{Op: "map", Params: Params{"value": `value.user + ":" + string(value.amount)`, "format": "raw"}},
 			[]string{`k0=ann:50`, `k1=bob:150`, `k2=ann:250`}},
 		{"key-by", Step{Op: "key-by", Params: Params{"key": "value.id"}}, []string{"1=" + in[0].Value, "2=" + in[1].Value, "3=" + in[2].Value}},
@@ -229,6 +232,12 @@ func TestStatelessOperators(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _, err := runK(t, in, 2, []Step{tc.step}, flow.FailOnError)
+			if tc.want == nil {
+				if err == nil || !strings.Contains(err.Error(), `cannot set user.x: user is the string "ann", not an object`) {
+					t.Errorf("error %v", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,12 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/onceflow/onceflow/flow"
 )
@@ -48,8 +52,9 @@ var mapSpec = Spec{
 	Summary: "Reshapes each record: builds a new JSON value, sets or removes fields, sets the key, the topic or headers.",
 	Doc: "Every expression sees the record as it came in, and the results are applied in this order: value, set, " +
 		"remove, key, topic, headers. A value that is not a JSON object, when set or remove need one, or an expression " +
-		"that fails on a record makes it a poison record: the job's errors.policy decides. The new value is written as " +
-		"JSON with its object keys sorted.",
+		"that fails on a record makes it a poison record: the job's errors.policy decides. set and remove edit the JSON " +
+		"text in place (the other fields keep their order and form, new ones are appended); a value built by value is " +
+		"written as JSON with its object keys sorted.",
 	Fields: []Field{
 		{Name: "value", Type: Expression, Example: `{"user": value.user_id, "total": value.amount * 1.19}`,
 			Description: "The new value: the expression's result written as JSON."},
@@ -249,7 +254,15 @@ func (c MapConfig) operator() (Operator, error) {
 			}
 		}
 		// Apply.
-		if reshapes {
+		if reshapes && !haveValue {
+			// Edit the JSON text in place: no parse of the rest, and
+			// the other fields keep their order and form.
+			b, err := editJSON(r.Value(), set, setVals, remove)
+			if err != nil {
+				return recordError(r, "map", err)
+			}
+			r.SetValue(b)
+		} else if reshapes {
 			if !haveValue && (len(set) > 0 || len(remove) > 0) {
 				v, err := ParseJSON(r.Value())
 				if err != nil {
@@ -294,6 +307,49 @@ func (c MapConfig) operator() (Operator, error) {
 		}
 		return nil
 	}}, nil
+}
+
+// editJSON sets and removes fields of the JSON object in value.
+func editJSON(value []byte, set []namedExpr, vals []any, remove [][]string) ([]byte, error) {
+	if !gjson.ValidBytes(value) {
+		return nil, errors.New("the value is not JSON")
+	}
+	if !gjson.ParseBytes(value).IsObject() {
+		return nil, fmt.Errorf("set and remove need a JSON object, and the value is %s", describeValue(resultValue(gjson.ParseBytes(value))))
+	}
+	out := append([]byte(nil), value...)
+	for i, n := range set {
+		// A field on the way that is not an object cannot hold one.
+		for j := 1; j < len(n.path); j++ {
+			at := gjson.GetBytes(out, jsonPath(n.path[:j]))
+			if at.Exists() && at.Type != gjson.Null && !at.IsObject() {
+				return nil, fmt.Errorf("cannot set %s: %s is %s, not an object", n.name, strings.Join(n.path[:j], "."), describeValue(resultValue(at)))
+			}
+		}
+		enc, err := EncodeJSON(vals[i])
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", n.name, err)
+		}
+		if out, err = sjson.SetRawBytesOptions(out, jsonPath(n.path), enc, &sjson.Options{ReplaceInPlace: true}); err != nil {
+			return nil, fmt.Errorf("set %s: %w", n.name, err)
+		}
+	}
+	for _, p := range remove {
+		var err error
+		if out, err = sjson.DeleteBytes(out, jsonPath(p)); err != nil {
+			return nil, fmt.Errorf("remove %s: %w", strings.Join(p, "."), err)
+		}
+	}
+	return out, nil
+}
+
+// jsonPath is a field path in gjson/sjson syntax.
+func jsonPath(segs []string) string {
+	esc := make([]string, len(segs))
+	for i, s := range segs {
+		esc[i] = escapePath(s)
+	}
+	return strings.Join(esc, ".")
 }
 
 // rawText writes a scalar as plain text.
