@@ -1,13 +1,13 @@
 package cli
 
 import (
-	"strings"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
