@@ -56,7 +56,11 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 			editJob(t, file, "  timeout: 1m\n", "  timeout: 5s\n")
 			lw := &logWriter{t: t, name: "job"}
 			start := func(extra ...string) (*exec.Cmd, chan error) {
-				cmd := exec.Command(binary(t), "run", file)
+				jobFile := file
+				if len(extra) > 0 && strings.HasSuffix(extra[0], ".yaml") {
+					jobFile, extra = extra[0], extra[1:]
+				}
+				cmd := exec.Command(binary(t), "run", jobFile)
 				cmd.Env = append(os.Environ(), extra...)
 				if brk != "control" {
 					cmd.Env = append(cmd.Env, testbreak.EnvVar+"="+brk)
@@ -114,6 +118,11 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 					<-done
 				}
 			}
+			if brk == "control" || brk == testbreak.NoFencing {
+				// Fencing is what stops a zombie, and SIGKILL leaves
+				// none: freeze one and let it come back.
+				file = zombieRound(t, brk == "control", dir, file, start, adm, progressed, lw)
+			}
 			stopGen()
 			<-genDone
 			cmd, done := start()
@@ -142,6 +151,82 @@ func TestCheckerCatchesBrokenEngine(t *testing.T) {
 			t.Logf("caught %s:\n%s", brk, rep)
 		})
 	}
+}
+
+// zombieRound freezes an instance of the job after its sinks prepared an
+// epoch (records in the open transaction, no offsets yet), starts its
+// successor on a copy of its state directory — a job rescheduled on
+// another machine while the first one is paused, not dead — waits until
+// the successor committed a checkpoint (it replayed the frozen epoch's
+// input), then lets the zombie go on. With fencing the zombie's commit is
+// refused; without it the zombie commits its epoch and the output holds
+// those records twice; control says the engine is the real one, whose
+// zombie must end fenced. It returns the successor's job file, which the test
+// goes on with.
+func zombieRound(t *testing.T, control bool, dir, file string, start func(...string) (*exec.Cmd, chan error), adm *kadm.Client, progressed func(chan error) bool, lw *logWriter) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The zombie's transaction must outlive its pause (the broker would
+	// abort it, and it could commit nothing), and so must its checkpoint.
+	zombieFile := filepath.Join(dir, "zombie.yaml")
+	zs := strings.Replace(string(b), "  transaction-timeout: 10s\n", "  transaction-timeout: 2m\n", 1)
+	zs = strings.Replace(zs, "  timeout: 5s\n", "  timeout: 1m\n", 1)
+	if err := os.WriteFile(zombieFile, []byte(zs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zombie, zdone := start(zombieFile, failpoint.EnvVar+"="+failpoint.AfterSinkPrepare+"=stop@3")
+	defer func() {
+		_ = zombie.Process.Signal(syscall.SIGCONT)
+		_ = zombie.Process.Kill()
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !processStopped(zombie.Process.Pid); {
+		select {
+		case err := <-zdone:
+			t.Fatalf("the instance to freeze ended (%v) before its failpoint\n%s", err, lw)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance never froze at %s\n%s", failpoint.AfterSinkPrepare, lw)
+		}
+	}
+	// The successor: the same job on a copy of the state directory.
+	if out, err := exec.Command("cp", "-a", filepath.Join(dir, "state"), filepath.Join(dir, "state-next")).CombinedOutput(); err != nil {
+		t.Fatalf("copy the state directory: %v: %s", err, out)
+	}
+	next := filepath.Join(dir, "next.yaml")
+	ns := strings.Replace(string(b), "  dir: "+filepath.Join(dir, "state")+"\n", "  dir: "+filepath.Join(dir, "state-next")+"\n", 1)
+	if ns == string(b) {
+		t.Fatalf("%s has no state dir line", file)
+	}
+	if err := os.WriteFile(next, []byte(ns), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	succ, sdone := start(next)
+	if !progressed(sdone) {
+		t.Fatalf("the successor ended before it committed a checkpoint\n%s", lw)
+	}
+	if err := zombie.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Fenced, the zombie fails its commit and ends (restart: none);
+	// unfenced, it commits and runs on beside the successor.
+	fencedOff := false
+	select {
+	case err := <-zdone:
+		fencedOff = err != nil
+	case <-time.After(5 * time.Second):
+		_ = zombie.Process.Kill()
+		<-zdone
+	}
+	if control && (!fencedOff || !strings.Contains(lw.String(), "fenced")) {
+		t.Fatalf("the zombie was not fenced off: it should fail its commit and end\n%s", lw)
+	}
+	_ = succ.Process.Signal(syscall.SIGTERM)
+	<-sdone
+	return next
 }
 
 // groupCheckpoint returns the newest checkpoint id in the group's offset
