@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnv); dir != "" {
 		os.Exit(crashChild(dir))
 	}
+	if dir := os.Getenv(windowChildEnv); dir != "" {
+		os.Exit(windowChild(dir))
+	}
 	os.Exit(m.Run())
 }
 
@@ -71,6 +74,9 @@ type crashRun struct {
 	dir  string
 	mode string
 	exe  string
+	// child is the environment variable choosing the child's job
+	// (childEnv: the keyed count; windowChildEnv: event-time windows).
+	child string
 }
 
 func newCrashRun(t *testing.T, mode string) *crashRun {
@@ -78,12 +84,12 @@ func newCrashRun(t *testing.T, mode string) *crashRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &crashRun{t: t, dir: t.TempDir(), mode: mode, exe: exe}
+	return &crashRun{t: t, dir: t.TempDir(), mode: mode, exe: exe, child: childEnv}
 }
 
 func (r *crashRun) start(env ...string) (*exec.Cmd, chan error) {
 	cmd := exec.Command(r.exe, "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"="+r.dir, "ONCEFLOW_CRASH_MODE="+r.mode), env...)
+	cmd.Env = append(append(os.Environ(), r.child+"="+r.dir, "ONCEFLOW_CRASH_MODE="+r.mode), env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)

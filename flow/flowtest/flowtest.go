@@ -144,6 +144,20 @@ func (r *reader[T]) Poll(ctx context.Context, emit func(T)) error {
 
 func (r *reader[T]) Position() string { return r.last }
 
+// AssignedSplits names the splits the reader reads ("split-0", ...), so
+// that with event time (flow.WithWatermarks, Split naming records' splits
+// the same way) a split that has not delivered yet holds event time back.
+func (r *reader[T]) AssignedSplits() []string {
+	out := make([]string, len(r.owned))
+	for k, i := range r.owned {
+		out[k] = splitName(i)
+	}
+	return out
+}
+
+// SplitName names split i as AssignedSplits does.
+func SplitName(i int) string { return splitName(i) }
+
 func (r *reader[T]) Snapshot(int64) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(r.owned))
 	for k, i := range r.owned {

@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/onceflow/onceflow/state"
+)
 
 // The generic constructors flow's operators call: each adds a node whose
 // closures build the typed operator for every subtask.
@@ -25,7 +29,19 @@ func AddSource[T any](g *Graph, open SourceOpener[T], impl any, opts ...NodeOpti
 		n.hint = h.ParallelismHint
 	}
 	n.runSource = func(st *subtask, out any) { runSource(st, open, out.(input[T])) }
-	return g.add(n, opts)
+	g.add(n, opts)
+	if n.watermarks != nil {
+		spec, ok := n.watermarks.(WatermarkSpec[T])
+		switch {
+		case !ok:
+			n.Invalid(fmt.Errorf("source %q: its watermark strategy is for records of type %T, not of the source's type", n.uid, n.watermarks))
+		case spec.Timestamp == nil:
+			n.Invalid(fmt.Errorf("source %q: its watermark strategy has no Timestamp function: give the function that reads a record's event time", n.uid))
+		case spec.MaxOutOfOrderness < 0 || spec.IdleTimeout < 0 || spec.Interval < 0:
+			n.Invalid(fmt.Errorf("source %q: its watermark strategy has a negative duration (out-of-orderness %v, idle timeout %v, interval %v)", n.uid, spec.MaxOutOfOrderness, spec.IdleTimeout, spec.Interval))
+		}
+	}
+	return n
 }
 
 // AddMap adds an operator applying f to each record.
@@ -64,6 +80,13 @@ func AddFilter[T any](in *Node, keep func(T) bool, opts ...NodeOption) *Node {
 // AddKeyed adds a keyed operator with state, fed through a key-by
 // exchange partitioned by key.
 func AddKeyed[T, U any](in *Node, uid string, key func(T) string, setup KeyedSetup[T, U], opts ...NodeOption) *Node {
+	return addKeyed(in, uid, key, func(s *state.Store, ctx KeyedContext, out Input[U]) (KeyedFuncs[T], error) {
+		fn, err := setup(s, ctx, out)
+		return KeyedFuncs[T]{OnRecord: fn}, err
+	}, opts)
+}
+
+func addKeyed[T, U any](in *Node, uid string, key func(T) string, setup KeyedTimedSetup[T, U], opts []NodeOption) *Node {
 	g := in.g
 	n := &Node{name: "process", uid: uid, kind: kindKeyed, input: in, edge: edgeKeyed, fanout: typedFanout[U]}
 	if uid == "" {

@@ -156,7 +156,7 @@ func (att *attempt) restoreKeyed(uid string, s *state.Runtime) error {
 
 // writeKeyed writes a keyed snapshot in the background and acks when done,
 // so the operator goes on processing while the file is written and synced.
-func (att *attempt) writeKeyed(cp int64, n *Node, subtask, part int, s *state.Runtime, groups map[int][]byte) {
+func (att *attempt) writeKeyed(cp int64, n *Node, subtask, part int, s *state.Runtime, groups map[int][]byte, blobs map[string][]byte) {
 	if att.store == nil {
 		att.ack(ackMsg{cp: cp, part: part, uid: n.uid})
 		return
@@ -174,7 +174,7 @@ func (att *attempt) writeKeyed(cp int64, n *Node, subtask, part int, s *state.Ru
 			att.ack(ackMsg{cp: cp, part: part, err: fmt.Errorf("write state of %q subtask %d: %w", n.uid, subtask, err)})
 			return
 		}
-		att.ack(ackMsg{cp: cp, part: part, uid: n.uid, keyed: &kf})
+		att.ack(ackMsg{cp: cp, part: part, uid: n.uid, keyed: &kf, blobs: blobs})
 	}()
 }
 

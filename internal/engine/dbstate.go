@@ -231,7 +231,7 @@ func (att *attempt) closeDBs() {
 
 // checkpointDB runs the synchronous part of checkpoint cp for ds and
 // starts the asynchronous part, which acknowledges the barrier.
-func (att *attempt) checkpointDB(cp int64, n *Node, part int, ds *dbState, first, last int) error {
+func (att *attempt) checkpointDB(cp int64, n *Node, part int, ds *dbState, first, last int, blobs map[string][]byte) error {
 	if att.store == nil {
 		att.ack(ackMsg{cp: cp, part: part, uid: n.uid})
 		return nil
@@ -255,7 +255,7 @@ func (att *attempt) checkpointDB(cp int64, n *Node, part int, ds *dbState, first
 			att.ack(ackMsg{cp: cp, part: part, err: fmt.Errorf("write state of %q subtask %d: %w", n.uid, ds.subtask, err)})
 			return
 		}
-		att.ack(ackMsg{cp: cp, part: part, uid: n.uid, db: snap})
+		att.ack(ackMsg{cp: cp, part: part, uid: n.uid, db: snap, blobs: blobs})
 	}()
 	return nil
 }

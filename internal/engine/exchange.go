@@ -162,6 +162,7 @@ func (ex *exchange[T]) recycle(m exMsg[T]) {
 func (ex *exchange[T]) receive(st *subtask, in any) {
 	chans := ex.chans[st.index]
 	al := runtime.NewAligner(len(chans), st.att.exactlyOnce())
+	wms := newWMCombiner(len(chans))
 	var keyed keyedInput[T]
 	if ex.key != nil {
 		keyed = in.(keyedInput[T])
@@ -191,10 +192,17 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 					}
 					plain.control(ctl{kind: ctlBarrier, b: b})
 				}
+			case ctlWatermark:
+				if c, ok := wms.onWatermark(m.sender, m.c); ok {
+					plain.control(c)
+				}
 			case ctlEOS:
 				bs, all := al.OnEOS(m.sender)
 				for _, b := range bs {
 					plain.control(ctl{kind: ctlBarrier, b: b})
+				}
+				if c, ok := wms.onEnd(m.sender); ok && !all {
+					plain.control(c)
 				}
 				if all {
 					// Mail posted before the end of stream (the commit of

@@ -66,6 +66,9 @@ type Node struct {
 	commitPoint CommitPoint
 	// impl is the user's Source or Sink value, for optional interfaces.
 	impl any
+	// watermarks is a source's WatermarkSpec of its record type (nil:
+	// no event time).
+	watermarks any
 }
 
 // NodeOption configures a node as it is added.

@@ -20,11 +20,17 @@ const (
 	ctlBarrier
 	// ctlEOS is the end of the stream.
 	ctlEOS
+	// ctlWatermark is event time: no record at or before wm is expected
+	// any more from this input, or (idle) the input is idle and must not
+	// hold event time back until it sends records again.
+	ctlWatermark
 )
 
 type ctl struct {
 	kind ctlKind
 	b    runtime.Barrier
+	wm   int64
+	idle bool
 }
 
 // input is the typed entry of an operator: records and in-band control, in
@@ -131,6 +137,13 @@ type KeyedContext struct{ op keyedState }
 type keyedState interface {
 	key() string
 	subtask() int
+	Watermark() int64
+	Timer() state.Timer
+	ProcessingTime() int64
+	RegisterEventTimeTimer(at int64)
+	DeleteEventTimeTimer(at int64)
+	RegisterProcessingTimeTimer(at int64)
+	DeleteProcessingTimeTimer(at int64)
 }
 
 // Key returns the key of the record being processed.
@@ -138,6 +151,31 @@ func (c KeyedContext) Key() string { return c.op.key() }
 
 // Subtask returns the index of the subtask processing the record.
 func (c KeyedContext) Subtask() int { return c.op.subtask() }
+
+// Watermark returns the operator's event time: the watermark of its input
+// (ms since the Unix epoch; NoWatermark before the first).
+func (c KeyedContext) Watermark() int64 { return c.op.Watermark() }
+
+// Timer returns the timer being handled by OnTimer (Domain 0 otherwise).
+func (c KeyedContext) Timer() state.Timer { return c.op.Timer() }
+
+// ProcessingTime returns the wall clock in ms (the job's clock).
+func (c KeyedContext) ProcessingTime() int64 { return c.op.ProcessingTime() }
+
+// RegisterEventTimeTimer makes OnTimer run for the current key once the
+// watermark reaches at; once per key and time.
+func (c KeyedContext) RegisterEventTimeTimer(at int64) { c.op.RegisterEventTimeTimer(at) }
+
+// DeleteEventTimeTimer removes the current key's event-time timer at at.
+func (c KeyedContext) DeleteEventTimeTimer(at int64) { c.op.DeleteEventTimeTimer(at) }
+
+// RegisterProcessingTimeTimer makes OnTimer run for the current key once
+// the wall clock reaches at.
+func (c KeyedContext) RegisterProcessingTimeTimer(at int64) { c.op.RegisterProcessingTimeTimer(at) }
+
+// DeleteProcessingTimeTimer removes the current key's processing-time
+// timer at at.
+func (c KeyedContext) DeleteProcessingTimeTimer(at int64) { c.op.DeleteProcessingTimeTimer(at) }
 
 // KeyedSetup builds a keyed operator's function for one subtask: it
 // registers state handles in s and returns the function called with each
@@ -154,7 +192,9 @@ type keyedOp[T, U any] struct {
 	fn      func(T) error
 	out     input[U]
 	lastKey string
+	kg      int // the current key's key group
 	records int
+	time    keyedTime
 }
 
 // Expired state leaves a database through the TTL index (state.Runtime.Sweep):
@@ -170,7 +210,7 @@ const (
 func (k *keyedOp[T, U]) key() string  { return k.store.CurrentKey() }
 func (k *keyedOp[T, U]) subtask() int { return k.st.index }
 
-func newKeyedOp[T, U any](st *subtask, n *Node, setup KeyedSetup[T, U], out input[U]) *keyedOp[T, U] {
+func newKeyedOp[T, U any](st *subtask, n *Node, setup KeyedTimedSetup[T, U], out input[U]) *keyedOp[T, U] {
 	att := st.att
 	first, last := state.KeyGroupRange(st.index, st.par, att.cfg.MaxParallelism)
 	var (
@@ -186,16 +226,25 @@ func newKeyedOp[T, U any](st *subtask, n *Node, setup KeyedSetup[T, U], out inpu
 	}
 	store := state.NewRuntime(first, last, att.cfg.MaxParallelism, att.cfg.Clock, backend)
 	op := &keyedOp[T, U]{st: st, n: n, part: att.partOf(n, st.index), store: store, db: ds, out: out}
-	fn, err := setup(store.Store(), KeyedContext{op}, Input[U]{out})
+	op.time.wm = NoWatermark
+	fns, err := setup(store.Store(), KeyedContext{op}, Input[U]{out})
 	if err != nil {
 		panic(userError{fmt.Errorf("keyed operator %q: %w", n.uid, err)})
 	}
-	if fn == nil {
+	if fns.OnRecord == nil {
 		panic(userError{fmt.Errorf("keyed operator %q: setup returned a nil ProcessFunc", n.uid)})
 	}
-	op.fn = fn
+	op.fn = fns.OnRecord
+	if fns.OnTimer != nil {
+		op.time.onTimer = fns.OnTimer
+		op.time.timers = store.Timers()
+		st.onTimers = append(st.onTimers, op.fireProcessing)
+	}
 	store.Seal()
 	if err := att.restoreKeyed(n.uid, store); err != nil {
+		panic(userError{err})
+	}
+	if err := op.restoreTime(); err != nil {
 		panic(userError{err})
 	}
 	if names := store.Unclaimed(); len(names) > 0 {
@@ -210,7 +259,7 @@ func (k *keyedOp[T, U]) push(x T) {
 }
 
 func (k *keyedOp[T, U]) pushKeyed(key string, kg int, x T) {
-	k.lastKey = key
+	k.lastKey, k.kg = key, kg
 	k.store.SetKeyInGroup(key, kg)
 	if err := k.fn(x); err != nil {
 		fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
@@ -229,12 +278,21 @@ func (k *keyedOp[T, U]) sweep(limit int) {
 }
 
 func (k *keyedOp[T, U]) control(c ctl) {
-	if c.kind == ctlBarrier {
+	switch c.kind {
+	case ctlWatermark:
+		if !c.idle {
+			k.advance(c.wm)
+		}
+		// Downstream sees the operator's watermark, which never goes
+		// back (a restored one can be ahead of the input's).
+		c.wm = max(c.wm, k.time.wm)
+	case ctlBarrier:
 		k.store.ClearKey()
+		first, last := k.store.KeyGroups()
+		wm := watermarkBlob(first, last, k.time.wm)
 		if k.db != nil && !c.b.Savepoint {
 			k.sweep(sweepBatch)
-			first, last := k.store.KeyGroups()
-			if err := k.st.att.checkpointDB(c.b.ID, k.n, k.part, k.db, first, last); err != nil {
+			if err := k.st.att.checkpointDB(c.b.ID, k.n, k.part, k.db, first, last, wm); err != nil {
 				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
 			}
 		} else {
@@ -244,7 +302,7 @@ func (k *keyedOp[T, U]) control(c ctl) {
 			if err != nil {
 				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
 			}
-			k.st.att.writeKeyed(c.b.ID, k.n, k.st.index, k.part, k.store, snap)
+			k.st.att.writeKeyed(c.b.ID, k.n, k.st.index, k.part, k.store, snap, wm)
 		}
 	}
 	k.out.control(c)

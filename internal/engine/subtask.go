@@ -23,6 +23,7 @@ const (
 	mailStop                      // end the stream (sources)
 	mailAborted                   // checkpoint aborted while the job goes on
 	mailWakeup                    // nothing; re-arms the wake-up channel
+	mailTimers                    // a processing-time timer may be due
 )
 
 type mail struct {
@@ -39,6 +40,7 @@ type subtask struct {
 	mail       *runtime.Mailbox[mail]
 	onCommit   []func(ctx context.Context, id int64)
 	onAbort    []func(ctx context.Context, id int64)
+	onTimers   []func()
 	onClose    []func(failed bool)
 	in         atomic.Int64 // records taken in by the head
 	out        atomic.Int64 // records written by sinks in this chain
@@ -88,6 +90,10 @@ func (st *subtask) handleMail() {
 		case mailStop:
 			if st.onStop != nil {
 				st.onStop()
+			}
+		case mailTimers:
+			for _, f := range st.onTimers {
+				f()
 			}
 		}
 	}
@@ -160,9 +166,31 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 	att := st.att
 	n := st.head
 	sc := SourceContext{Job: att.cfg.Job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Checkpointing: att.cfg.Checkpoint, Logger: att.log.With("operator", n.uid, "subtask", st.index)}
-	reader, err := open(att.ctx, sc, att.sourceRestore(n.uid))
+	positions, times, err := splitEventTime(att.sourceRestore(n.uid))
+	if err != nil {
+		fail(fmt.Errorf("%w: source %q: %w", ErrRestoreRefused, n.uid, err))
+	}
+	reader, err := open(att.ctx, sc, positions)
 	if err != nil {
 		fail(fmt.Errorf("open source %q subtask %d: %w", n.uid, st.index, err))
+	}
+	var gen *wmGen[T]
+	if spec, ok := n.watermarks.(WatermarkSpec[T]); ok {
+		gen = newWMGen(spec, reader, times, time.Now().UnixNano())
+	}
+	// sendWatermark emits the subtask's watermark, or its idleness, when
+	// either changed.
+	sendWatermark := func(now int64) {
+		wm, idle := gen.current(now)
+		switch {
+		case idle && !gen.idle:
+			gen.idle = true
+			out.control(ctl{kind: ctlWatermark, wm: gen.emitted, idle: true})
+		case !idle && (wm > gen.emitted || gen.idle):
+			gen.emitted = max(gen.emitted, wm)
+			gen.idle = false
+			out.control(ctl{kind: ctlWatermark, wm: gen.emitted})
+		}
 	}
 	st.onClose = append(st.onClose, func(bool) {
 		if err := reader.Close(); err != nil {
@@ -190,6 +218,9 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		}
 		last, have = x, true
 		count++
+		if gen != nil {
+			gen.record(x)
+		}
 		out.push(x)
 	}
 	stopped := false
@@ -200,6 +231,9 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 			return
 		}
 		pos, err := reader.Snapshot(b.ID)
+		if err == nil && gen != nil {
+			pos = gen.snapshot(pos)
+		}
 		if err != nil {
 			att.ack(ackMsg{cp: b.ID, part: part, err: fmt.Errorf("source %q subtask %d snapshot: %w", n.uid, st.index, err)})
 		} else {
@@ -247,11 +281,22 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				finished = true
+				if gen != nil {
+					// A bounded input is complete: every event-time
+					// timer downstream is due, before the final
+					// checkpoint's barrier.
+					out.control(ctl{kind: ctlWatermark, wm: MaxWatermark})
+				}
 				out.control(ctl{kind: ctlFlush})
 				att.sourceFinished()
 				continue
 			}
 			fail(fmt.Errorf("source %q subtask %d: %w", n.uid, st.index, err))
+		}
+		if gen != nil {
+			if now := time.Now().UnixNano(); gen.due(now) {
+				sendWatermark(now)
+			}
 		}
 		out.control(ctl{kind: ctlFlush})
 	}

@@ -93,6 +93,7 @@ type handles struct {
 	m  *state.Map[string, string]
 	l  *state.List[int]
 	vt *state.Value[string]
+	tm *state.Timers
 }
 
 func newHandles(first, last int, now func() time.Time, b state.Backend) *handles {
@@ -103,6 +104,7 @@ func newHandles(first, last int, now func() time.Time, b state.Backend) *handles
 		m:  state.NewMap[string, string](s, "m", state.WithTTL(time.Minute)),
 		l:  state.NewList[int](s, "l"),
 		vt: state.NewValue[string](s, "vt", state.WithTTL(30*time.Second)),
+		tm: rt.Timers(),
 	}
 	rt.Seal()
 	return h
@@ -116,7 +118,20 @@ func (h *handles) read(key string) string {
 	var m []string
 	h.m.All(func(k, v string) bool { m = append(m, k+"="+v); return true })
 	sort.Strings(m)
-	return fmt.Sprintf("v=%d/%v vt=%q/%v m=%v len=%d l=%v", v, vok, vt, vtok, m, h.m.Len(), h.l.Get())
+	var tms []string
+	if err := h.tm.Each(func(k string, kg int, tm state.Timer) bool {
+		if k == key {
+			if kg != state.KeyGroup(k, 32) || !h.tm.Has(tm) {
+				tms = append(tms, "inconsistent")
+			}
+			tms = append(tms, fmt.Sprintf("%d@%d", tm.Domain, tm.At))
+		}
+		return true
+	}); err != nil {
+		tms = append(tms, err.Error())
+	}
+	sort.Strings(tms)
+	return fmt.Sprintf("v=%d/%v vt=%q/%v m=%v len=%d l=%v timers=%v", v, vok, vt, vtok, m, h.m.Len(), h.l.Get(), tms)
 }
 
 // Conformance runs random operations through the same handles on state in
@@ -142,10 +157,17 @@ func Conformance(t *testing.T, newBackend func() state.Backend) {
 	}
 	for step := 0; step < 5000; step++ {
 		k := keys[rng.IntN(len(keys))]
-		op := rng.IntN(12)
+		op := rng.IntN(15)
+		var added []bool
 		for _, h := range []*handles{heap, kv} {
 			h.rt.SetKey(k)
 			switch op {
+			case 12:
+				added = append(added, h.tm.Add(state.Timer{Domain: state.EventTime, At: int64(step%50) - 25}))
+			case 13:
+				added = append(added, h.tm.Remove(state.Timer{Domain: state.EventTime, At: int64(step%50) - 25}))
+			case 14:
+				added = append(added, h.tm.Add(state.Timer{Domain: state.ProcessingTime, At: int64(step % 9)}))
 			case 0, 1:
 				h.v.Set(int64(step))
 			case 2:
@@ -170,6 +192,9 @@ func Conformance(t *testing.T, newBackend func() state.Backend) {
 		}
 		if step%10 == 0 {
 			clock = clock.Add(time.Duration(rng.IntN(5)) * time.Second)
+		}
+		if len(added) == 2 && added[0] != added[1] {
+			t.Fatalf("step %d, key %s: timer op %d reports %v on the heap, %v on the backend", step, k, op, added[0], added[1])
 		}
 		if a, b := heap.read(k), kv.read(k); a != b {
 			t.Fatalf("step %d, key %s: the heap reads %s, the backend %s", step, k, a, b)

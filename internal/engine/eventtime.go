@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event time (docs/design.md, "Event time and timers"). A source with a
+// WatermarkSpec dates its records and generates watermarks per split
+// (bounded out-of-orderness); the subtask's watermark is the smallest of
+// its splits' that are not idle. Watermarks travel in-band as control
+// messages, like barriers: chained operators pass them on, an exchange
+// receiver combines its channels (the smallest of those neither idle nor
+// ended), and a keyed operator fires its event-time timers when its
+// watermark passes them. Sources and keyed operators store their
+// watermarks in every checkpoint, so event time does not go back after a
+// restore (a window that fired would otherwise take late records as on
+// time and fire again).
+
+// Watermark bounds.
+const (
+	// NoWatermark is the watermark before any: every time is ahead of it.
+	NoWatermark int64 = math.MinInt64
+	// MaxWatermark is the watermark at the end of a bounded input: every
+	// event-time timer is due.
+	MaxWatermark int64 = math.MaxInt64
+	// NoTimestamp is what a Timestamp function returns for a record it
+	// cannot date: the record does not move the watermark.
+	NoTimestamp int64 = math.MinInt64
+)
+
+// DefaultWatermarkInterval is how often a source emits its watermark (Flink's
+// auto-watermark interval).
+const DefaultWatermarkInterval = 200 * time.Millisecond
+
+// WatermarkSpec is a source's event-time strategy (flow.Watermarks).
+type WatermarkSpec[T any] struct {
+	// Timestamp returns a record's event time in ms since the Unix epoch,
+	// or NoTimestamp.
+	Timestamp func(T) int64
+	// Split names the split a record came from (nil: one per subtask).
+	Split func(T) string
+	// MaxOutOfOrderness is how far behind its split's newest record a
+	// record may be and still be on time.
+	MaxOutOfOrderness time.Duration
+	// IdleTimeout is how long a split may deliver nothing before it stops
+	// holding the watermark back; 0: never.
+	IdleTimeout time.Duration
+	// Interval is how often the watermark is emitted; 0: the default.
+	Interval time.Duration
+}
+
+// SplitLister is implemented by source readers that know the splits they
+// read, named as WatermarkSpec.Split names them: a split that has not
+// delivered yet holds the watermark back until it goes idle.
+type SplitLister interface {
+	AssignedSplits() []string
+}
+
+// WithWatermarks gives a source its event-time strategy, a
+// WatermarkSpec of the source's record type.
+func WithWatermarks(spec any) NodeOption { return func(n *Node) { n.watermarks = spec } }
+
+// Blob keys of event time in checkpoints. They start with a NUL byte so
+// they never collide with a source's split names; the runtime removes
+// them before a source reader sees its restored positions.
+const (
+	wmSplitPrefix = "\x00wm/split/" // + split name: the split's newest timestamp
+	wmRangePrefix = "\x00wm/kg/"    // + first-last key group: a keyed operator's watermark
+)
+
+// splitTime is one split's progress.
+type splitTime struct {
+	newest int64 // the newest timestamp seen; NoTimestamp: none yet
+	// active is when the split was last seen delivering (unix ns), or
+	// when it was first listed; delivered is set by a record and turned
+	// into active at the next computation (so a poll slowed down by
+	// backpressure does not make its splits look idle).
+	active    int64
+	delivered bool
+}
+
+// wmGen generates a source subtask's watermarks.
+type wmGen[T any] struct {
+	spec      WatermarkSpec[T]
+	ooo       int64
+	interval  int64
+	lister    SplitLister
+	splits    map[string]*splitTime
+	restored  map[string]int64
+	lastName  string
+	last      *splitTime
+	emitted   int64
+	idle      bool
+	checked   int64
+	started   int64
+	listedBuf map[string]bool
+}
+
+func newWMGen[T any](spec WatermarkSpec[T], reader any, restored map[string]int64, now int64) *wmGen[T] {
+	g := &wmGen[T]{spec: spec, ooo: spec.MaxOutOfOrderness.Milliseconds(), splits: map[string]*splitTime{}, restored: restored, emitted: NoWatermark, started: now, checked: now}
+	g.interval = int64(spec.Interval)
+	if g.interval <= 0 {
+		g.interval = int64(DefaultWatermarkInterval)
+	}
+	if l, ok := reader.(SplitLister); ok {
+		g.lister = l
+	}
+	return g
+}
+
+// split returns the progress of split name, created on first sight (with
+// its restored timestamp).
+func (g *wmGen[T]) split(name string, now int64) *splitTime {
+	if g.last != nil && name == g.lastName {
+		return g.last
+	}
+	s := g.splits[name]
+	if s == nil {
+		s = &splitTime{newest: NoTimestamp, active: now}
+		if ts, ok := g.restored[name]; ok {
+			s.newest = ts
+		}
+		g.splits[name] = s
+	}
+	g.lastName, g.last = name, s
+	return s
+}
+
+// record takes one record's timestamp.
+func (g *wmGen[T]) record(x T) {
+	ts := g.spec.Timestamp(x)
+	var name string
+	if g.spec.Split != nil {
+		name = g.spec.Split(x)
+	}
+	s := g.split(name, g.checked)
+	s.delivered = true
+	if ts != NoTimestamp && ts > s.newest {
+		s.newest = ts
+	}
+}
+
+// due reports whether the watermark should be computed now.
+func (g *wmGen[T]) due(now int64) bool { return now-g.checked >= g.interval }
+
+// current computes the subtask's watermark and whether every split is
+// idle (or it has none).
+func (g *wmGen[T]) current(now int64) (wm int64, idle bool) {
+	g.checked = now
+	var names []string
+	if g.lister != nil {
+		names = g.lister.AssignedSplits()
+		if g.listedBuf == nil {
+			g.listedBuf = map[string]bool{}
+		}
+		clear(g.listedBuf)
+		for _, n := range names {
+			g.listedBuf[n] = true
+			g.split(n, now)
+		}
+		for n := range g.splits {
+			if !g.listedBuf[n] {
+				// A split the reader gave up (a deleted topic's):
+				// it no longer holds event time back.
+				delete(g.splits, n)
+				if g.lastName == n {
+					g.last = nil
+				}
+			}
+		}
+	}
+	timeout := int64(g.spec.IdleTimeout)
+	if len(g.splits) == 0 && g.lister == nil {
+		// No record yet and no list of splits: the subtask holds event
+		// time back like a split that has not delivered.
+		if timeout > 0 && now-g.started >= timeout {
+			return NoWatermark, true
+		}
+		return NoWatermark, false
+	}
+	wm, idle = MaxWatermark, true
+	for _, s := range g.splits {
+		if s.delivered {
+			s.active, s.delivered = now, false
+		}
+		if timeout > 0 && now-s.active >= timeout {
+			continue
+		}
+		idle = false
+		w := NoWatermark
+		if s.newest != NoTimestamp {
+			w = s.newest - g.ooo - 1
+		}
+		wm = min(wm, w)
+	}
+	if idle {
+		return NoWatermark, true
+	}
+	return wm, false
+}
+
+// snapshot adds the splits' newest timestamps to a source's checkpoint
+// blobs.
+func (g *wmGen[T]) snapshot(blobs map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(blobs)+len(g.splits))
+	for k, v := range blobs {
+		out[k] = v
+	}
+	for name, s := range g.splits {
+		if s.newest != NoTimestamp {
+			out[wmSplitPrefix+name] = binary.AppendVarint(nil, s.newest)
+		}
+	}
+	// A split restored but neither listed nor read by this subtask is
+	// left out: its reader stores its time. (Without a SplitLister a
+	// subtask cannot tell, and such a split restarts from no time; the
+	// keyed operators' own watermarks still keep event time from going
+	// back.)
+	return out
+}
+
+// splitEventTime separates a source's restored blobs into the reader's
+// positions and the splits' newest timestamps.
+func splitEventTime(blobs map[string][]byte) (positions map[string][]byte, times map[string]int64, err error) {
+	if blobs == nil {
+		return nil, nil, nil
+	}
+	positions = make(map[string][]byte, len(blobs))
+	for k, v := range blobs {
+		name, ok := strings.CutPrefix(k, wmSplitPrefix)
+		if !ok {
+			positions[k] = v
+			continue
+		}
+		ts, n := binary.Varint(v)
+		if n <= 0 {
+			return nil, nil, fmt.Errorf("damaged event time of split %q in the checkpoint", name)
+		}
+		if times == nil {
+			times = map[string]int64{}
+		}
+		times[name] = ts
+	}
+	return positions, times, nil
+}
+
+// watermarkBlob is a keyed operator subtask's watermark in its checkpoint.
+func watermarkBlob(first, last int, wm int64) map[string][]byte {
+	if wm == NoWatermark {
+		return nil
+	}
+	return map[string][]byte{wmRangePrefix + strconv.Itoa(first) + "-" + strconv.Itoa(last): binary.AppendVarint(nil, wm)}
+}
+
+// restoredWatermark returns the watermark a keyed subtask owning key groups
+// first..last restores: the smallest of the former subtasks' whose ranges
+// overlap it (with the same parallelism, its own).
+func restoredWatermark(blobs map[string][]byte, first, last int) (int64, error) {
+	wm, found := MaxWatermark, false
+	for k, v := range blobs {
+		r, ok := strings.CutPrefix(k, wmRangePrefix)
+		if !ok {
+			continue
+		}
+		a, b, ok := strings.Cut(r, "-")
+		lo, err1 := strconv.Atoi(a)
+		hi, err2 := strconv.Atoi(b)
+		w, n := binary.Varint(v)
+		if !ok || err1 != nil || err2 != nil || n <= 0 {
+			return 0, fmt.Errorf("damaged watermark %q in the checkpoint", k)
+		}
+		if hi < first || lo > last {
+			continue
+		}
+		wm, found = min(wm, w), true
+	}
+	if !found {
+		return NoWatermark, nil
+	}
+	return wm, nil
+}
+
+// wmCombiner combines the watermarks of an exchange's channels.
+type wmCombiner struct {
+	wm      []int64
+	idle    []bool
+	ended   []bool
+	out     int64 // the last watermark forwarded
+	outIdle bool
+}
+
+func newWMCombiner(n int) *wmCombiner {
+	c := &wmCombiner{wm: make([]int64, n), idle: make([]bool, n), ended: make([]bool, n), out: NoWatermark}
+	for i := range c.wm {
+		c.wm[i] = NoWatermark
+	}
+	return c
+}
+
+// onWatermark takes channel ch's watermark message; it returns the control
+// to forward, if any.
+func (c *wmCombiner) onWatermark(ch int, m ctl) (ctl, bool) {
+	c.idle[ch] = m.idle
+	if !m.idle && m.wm > c.wm[ch] {
+		c.wm[ch] = m.wm
+	}
+	return c.combine()
+}
+
+// onEnd takes the end of channel ch.
+func (c *wmCombiner) onEnd(ch int) (ctl, bool) {
+	c.ended[ch] = true
+	return c.combine()
+}
+
+func (c *wmCombiner) combine() (ctl, bool) {
+	wm, active, open := MaxWatermark, false, false
+	for ch := range c.wm {
+		if c.ended[ch] {
+			continue
+		}
+		open = true
+		if c.idle[ch] {
+			continue
+		}
+		active = true
+		wm = min(wm, c.wm[ch])
+	}
+	switch {
+	case !open:
+		return ctl{}, false // the end of the stream follows
+	case !active:
+		if c.outIdle {
+			return ctl{}, false
+		}
+		c.outIdle = true
+		return ctl{kind: ctlWatermark, wm: c.out, idle: true}, true
+	}
+	if wm > c.out || c.outIdle {
+		c.out = max(c.out, wm)
+		c.outIdle = false
+		return ctl{kind: ctlWatermark, wm: c.out}, true
+	}
+	return ctl{}, false
+}
