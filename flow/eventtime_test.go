@@ -432,3 +432,39 @@ func TestWindowsFailpointCrashes(t *testing.T) {
 		})
 	}
 }
+
+// The watermark is in the checkpoint: after a restart, a record for a
+// window that fired before it is late, as it was before the restart (a
+// watermark starting from nothing would take it as on time, and the
+// window would fire a second time).
+func TestWatermarkSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	sink := flowtest.NewSink[wres]()
+	run := func(split []tev, until func() bool) {
+		t.Helper()
+		env := flow.New(flow.JobName("wm"), quiet(), flow.Checkpointing(5*time.Millisecond), flow.StateDir(dir))
+		in := flow.From(env, flowtest.NewSource([][]tev{split}, flowtest.Unbounded(), flowtest.PerPoll(1)), flow.UID("src"),
+			flow.WithWatermarks(flow.Watermarks[tev]{
+				Timestamp: func(e tev) int64 { return e.TS },
+				Split:     func(e tev) string { return flowtest.SplitName(e.Split) },
+				Interval:  time.Millisecond,
+			}))
+		flow.To(flow.ProcessWithTimers(flow.KeyBy(in, func(e tev) string { return e.Key }), "windows", tumblingCount), sink, flow.UID("sink"))
+		job, err := env.Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the run's output", until)
+		job.Stop()
+		if err := job.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := []tev{{Key: "u", TS: 100}, {Key: "u", TS: 5000}}
+	run(first, func() bool { return len(sink.Committed()) == 1 }) // [0, 1000) fired
+	run(append(first, tev{Key: "u", TS: 200, Seq: 2}), func() bool { return len(sink.Committed()) == 2 })
+	got := sink.Committed()
+	if want := []wres{{Key: "u", Start: 0, N: 1}, {Key: "u", Start: 0, Late: 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("output %+v, want %+v (the window once, then the record after the restart late)", got, want)
+	}
+}

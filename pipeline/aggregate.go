@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -142,6 +143,31 @@ type Acc struct {
 	Float bool    `json:"float,omitempty"`
 	// V is the min, max, first or last value.
 	V any `json:"v,omitempty"`
+}
+
+// UnmarshalJSON reads a figure back from keyed state, its value as the
+// expressions see JSON (integers stay int: a restored min of 2^60 is still
+// exact).
+func (a *Acc) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		N     int64           `json:"n"`
+		I     int64           `json:"i"`
+		F     float64         `json:"f"`
+		Float bool            `json:"float"`
+		V     json.RawMessage `json:"v"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*a = Acc{N: raw.N, I: raw.I, F: raw.F, Float: raw.Float}
+	if len(raw.V) > 0 && string(raw.V) != "null" {
+		v, err := ParseJSON(raw.V)
+		if err != nil {
+			return err
+		}
+		a.V = v
+	}
+	return nil
 }
 
 // add takes one input of fn into the figure. The error is about an input

@@ -46,14 +46,53 @@ type Operator struct {
 	// as Map's errors are, so Process only sees records it can take.
 	// Process reads the result with Record.Prepared.
 	Prepare func(r Record) (any, error)
+	// Timed makes a keyed operator with event-time timers, like Process
+	// (and with KeyBy and Prepare as for Process): it runs once per
+	// subtask and after every restore, and returns the functions that
+	// handle a record and a due timer of a key.
+	Timed func(st *state.Store) Timed
 	// Uses is the set of RecordAccess functions the operator calls (a
 	// keyed operator also needs Key); they are checked when the operator
 	// is applied.
 	Uses Access
 }
 
+// Timed are the functions of a keyed operator with timers.
+type Timed struct {
+	// OnRecord handles a record of the current key. out.Forward sends
+	// the record on as r has it then; out.Emit sends a new one.
+	OnRecord func(r Record, clk Clock, out Out) error
+	// OnTimer handles a due event-time timer of key (its state is the
+	// current key's).
+	OnTimer func(key string, at int64, clk Clock, out Out) error
+}
+
+// Clock is event time as a timed operator sees it, in ms since the Unix
+// epoch.
+type Clock interface {
+	// Watermark is the operator's current watermark: no record at or
+	// before it is expected any more.
+	Watermark() int64
+	// RegisterEventTimeTimer makes OnTimer run for the current key when
+	// the watermark reaches at (once per key and time).
+	RegisterEventTimeTimer(at int64)
+	// DeleteEventTimeTimer removes the current key's timer at at.
+	DeleteEventTimeTimer(at int64)
+}
+
+// Out is where a timed operator sends records.
+type Out interface {
+	// Forward sends the record being handled, as it is now.
+	Forward()
+	// Emit sends a new record (RecordAccess.New).
+	Emit(key, value []byte, timestamp int64)
+}
+
 // Env is what steps are built with besides their params.
 type Env struct {
+	// Time is the expression of a record's event time the job's
+	// watermarks follow, which window uses; default "timestamp".
+	Time string
 	// Policy is what stateless operators (extract-key) do with a record
 	// they cannot process. Default flow.FailOnError.
 	Policy flow.ErrorPolicy
@@ -154,8 +193,8 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 		if err != nil {
 			return fail(err)
 		}
-		if spec.Stateful != (op.Process != nil) {
-			return fail(fmt.Errorf("the operator's spec says stateful %v, and its Build returned an operator with Process %v", spec.Stateful, op.Process != nil))
+		if keyedOp := op.Process != nil || op.Timed != nil; spec.Stateful != keyedOp {
+			return fail(fmt.Errorf("the operator's spec says stateful %v, and its Build returned an operator with Process or Timed %v", spec.Stateful, keyedOp))
 		}
 		out, bad, err := apply(s, acc, spec.Name, ids[i], op, env.Policy)
 		if err != nil {
@@ -175,15 +214,15 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
 	uses := op.Uses
 	set := 0
-	for _, b := range []bool{op.Process != nil, op.Map != nil, op.Each != nil} {
+	for _, b := range []bool{op.Process != nil, op.Map != nil, op.Each != nil, op.Timed != nil} {
 		if b {
 			set++
 		}
 	}
 	switch {
 	case set != 1:
-		return s, nil, errors.New("the operator must set exactly one of Process, Map and Each")
-	case op.Process != nil:
+		return s, nil, errors.New("the operator must set exactly one of Process, Map, Each and Timed")
+	case op.Process != nil, op.Timed != nil:
 		uses |= UsesKey
 	}
 	if op.KeyBy != nil {
@@ -199,6 +238,9 @@ func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Op
 	}
 	if op.Each != nil {
 		return applyEach(s, acc, name, uid, op, policy, opts...)
+	}
+	if op.Timed != nil {
+		return applyTimed(s, acc, name, uid, op, policy, opts...)
 	}
 	if op.Process != nil {
 		setup := func(st *state.Store) flow.ProcessFunc[T, T] {
@@ -246,26 +288,7 @@ type keyed[T any] struct {
 // fails on goes to the error policy like any poison record, and the
 // exchange partitions by the value it gave.
 func applyKeyed[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
-	keyOf := func(rec T) (keyed[T], error) {
-		h := &handle[T]{acc: &acc, rec: rec}
-		var k string
-		if op.KeyBy == nil || op.KeyBy.IsRecordKey() {
-			k = acc.Key(rec)
-		} else {
-			var err error
-			if k, err = op.KeyBy.EvalKey(h); err != nil {
-				return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s key: %w", h.Position(), name, err))
-			}
-		}
-		var prep any
-		if op.Prepare != nil {
-			var err error
-			if prep, err = op.Prepare(h); err != nil {
-				return keyed[T]{}, err
-			}
-		}
-		return keyed[T]{key: k, prep: prep, rec: rec}, nil
-	}
+	keyOf := keyStep(acc, name, op)
 	withKey, bad := flow.TryMap(s, keyOf, policy, flow.UID(uid+"/key"), flow.Name(name+" key"))
 	setup := func(st *state.Store) flow.ProcessFunc[keyed[T], T] {
 		fn := op.Process(st)
@@ -326,4 +349,81 @@ func applyEach[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, o
 		}
 	}, flow.UID(uid+"/emit"), flow.Name(name))
 	return out, &bad, nil
+}
+
+// keyStep is the function of the stateless step before a keyed
+// operator: the record's key (KeyBy evaluated, or the record key) and
+// what Prepare computes.
+func keyStep[T any](acc RecordAccess[T], name string, op Operator) func(T) (keyed[T], error) {
+	return func(rec T) (keyed[T], error) {
+		h := &handle[T]{acc: &acc, rec: rec}
+		var k string
+		if op.KeyBy == nil || op.KeyBy.IsRecordKey() {
+			k = acc.Key(rec)
+		} else {
+			var err error
+			if k, err = op.KeyBy.EvalKey(h); err != nil {
+				return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s key: %w", h.Position(), name, err))
+			}
+		}
+		var prep any
+		if op.Prepare != nil {
+			var err error
+			if prep, err = op.Prepare(h); err != nil {
+				return keyed[T]{}, err
+			}
+		}
+		return keyed[T]{key: k, prep: prep, rec: rec}, nil
+	}
+}
+
+// applyTimed adds a keyed operator with event-time timers (Timed), after
+// the same stateless step as applyKeyed.
+func applyTimed[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
+	keyOf := keyStep(acc, name, op)
+	withKey, bad := flow.TryMap(s, keyOf, policy, flow.UID(uid+"/key"), flow.Name(name+" key"))
+	setup := func(st *state.Store) (flow.ProcessFunc[keyed[T], T], flow.TimerFunc[T]) {
+		fns := op.Timed(st)
+		h := &handle[T]{acc: &acc}
+		tc := &timedCtx[T]{h: h}
+		onRecord := func(ctx flow.Context, k keyed[T], out flow.Collector[T]) error {
+			h.rec, h.group, h.prep = k.rec, k.key, k.prep
+			tc.ctx, tc.out, tc.inRecord = ctx, out, true
+			err := fns.OnRecord(h, tc, tc)
+			var zero T
+			h.rec, h.prep, tc.inRecord = zero, nil, false
+			return err
+		}
+		onTimer := func(ctx flow.Context, out flow.Collector[T]) error {
+			tc.ctx, tc.out = ctx, out
+			return fns.OnTimer(ctx.Key(), ctx.Timer().At, tc, tc)
+		}
+		return onRecord, onTimer
+	}
+	out := flow.ProcessWithTimers(flow.KeyBy(withKey, func(k keyed[T]) string { return k.key }), uid, setup, append([]flow.OpOption{flow.Name(name)}, opts...)...)
+	return out, &bad, nil
+}
+
+// timedCtx is the Clock and Out of a Timed operator, over the flow
+// context of the call.
+type timedCtx[T any] struct {
+	h        *handle[T]
+	ctx      flow.Context
+	out      flow.Collector[T]
+	inRecord bool
+}
+
+func (c *timedCtx[T]) Watermark() int64                { return c.ctx.Watermark() }
+func (c *timedCtx[T]) RegisterEventTimeTimer(at int64) { c.ctx.RegisterEventTimeTimer(at) }
+func (c *timedCtx[T]) DeleteEventTimeTimer(at int64)   { c.ctx.DeleteEventTimeTimer(at) }
+
+func (c *timedCtx[T]) Forward() {
+	if !c.inRecord {
+		panic("pipeline: Out.Forward called from OnTimer: there is no record to forward")
+	}
+	c.out.Emit(c.h.rec)
+}
+
+func (c *timedCtx[T]) Emit(key, value []byte, ts int64) {
+	c.out.Emit(c.h.acc.New(key, value, ts))
 }

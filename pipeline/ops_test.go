@@ -382,7 +382,7 @@ func TestIDs(t *testing.T) {
 		}, []string{"extract-key:a", "extract-key:b", "extract-key:a#2"}},
 		// The ttl is not part of the id: changing it keeps the state.
 		{[]Step{dedupe(time.Hour, ""), {Op: "count"}}, []string{"dedupe:record.key", "count:record.key"}},
-		{[]Step{{Op: "window"}, {Op: "window"}}, []string{"window", "window#2"}},
+		{[]Step{{Op: "nope"}, {Op: "nope"}}, []string{"nope", "nope#2"}},
 	} {
 		if got := IDs(tc.steps); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("IDs(%+v) = %q, want %q", tc.steps, got, tc.want)
@@ -391,7 +391,7 @@ func TestIDs(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"aggregate", "count", "dedupe", "explode", "extract-key", "filter", "key-by", "map", "route"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"aggregate", "count", "dedupe", "explode", "extract-key", "filter", "key-by", "map", "route", "window"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
 	for _, spec := range Specs() {

@@ -34,6 +34,8 @@ type RecordAccess[T any] struct {
 	// WithHeader returns rec with header name set to value, replacing a
 	// header of that name.
 	WithHeader func(rec T, name string, value []byte) T
+	// New returns a new record (what window emits), timestamp in ms.
+	New func(key, value []byte, timestamp int64) T
 }
 
 // Meta is where a record came from and when it was written.
@@ -60,16 +62,17 @@ const (
 	UsesWithValue
 	UsesWithTopic
 	UsesWithHeader
+	UsesNew
 )
 
 // accessNames are the RecordAccess field names of the Access bits, in bit
 // order.
-var accessNames = []string{"Key", "Value", "Position", "WithKey", "WithCount", "Meta", "Headers", "WithValue", "WithTopic", "WithHeader"}
+var accessNames = []string{"Key", "Value", "Position", "WithKey", "WithCount", "Meta", "Headers", "WithValue", "WithTopic", "WithHeader", "New"}
 
 // missing returns the names of the functions in uses that acc lacks.
 func (acc *RecordAccess[T]) missing(uses Access) []string {
 	set := []bool{acc.Key != nil, acc.Value != nil, acc.Position != nil, acc.WithKey != nil, acc.WithCount != nil,
-		acc.Meta != nil, acc.Headers != nil, acc.WithValue != nil, acc.WithTopic != nil, acc.WithHeader != nil}
+		acc.Meta != nil, acc.Headers != nil, acc.WithValue != nil, acc.WithTopic != nil, acc.WithHeader != nil, acc.New != nil}
 	var names []string
 	for i, name := range accessNames {
 		if uses&(1<<i) != 0 && !set[i] {
@@ -148,4 +151,10 @@ func (h *handle[T]) SetHeader(name string, v []byte) {
 // and c".
 func describeAccess(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// RecordOf is rec as a Record, to evaluate an expression on it outside an
+// operator (the job file's event-time timestamp).
+func RecordOf[T any](acc RecordAccess[T], rec T) Record {
+	return &handle[T]{acc: &acc, rec: rec}
 }

@@ -82,6 +82,11 @@ func serveJob(e *env, srv *api.Server, jf *JobFile, job *flow.Job, m *PipelineMe
 			Help:        "Records the pipeline's dedupe steps dropped as duplicates (its rate is the duplicate rate).",
 			ConstLabels: prometheus.Labels{"job_name": jf.Job},
 		}, func() float64 { return float64(m.DuplicatesDropped.Load()) }))
+		srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: metrics.Namespace, Name: "window_late_records_total",
+			Help:        "Records the pipeline's window steps took as later than their allowed lateness (sent to the late topic, or dropped).",
+			ConstLabels: prometheus.Labels{"job_name": jf.Job},
+		}, func() float64 { return float64(m.LateRecords.Load()) }))
 	}
 	srv.Attach(job)
 	go srv.Serve()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/onceflow/onceflow/pipeline"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/onceflow/onceflow/flow"
@@ -27,6 +28,26 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 				"token-file": d.str(&jf.HTTP.TokenFile),
 				"tls-cert":   d.str(&jf.HTTP.TLSCert),
 				"tls-key":    d.str(&jf.HTTP.TLSKey),
+			})
+		},
+		"event-time": func(p string, v *yaml.Node) {
+			et := &jf.EventTime
+			et.Set = true
+			d.mapping(p, v, map[string]field{
+				"timestamp": func(p string, v *yaml.Node) {
+					d.str(&et.Timestamp)(p, v)
+					if _, err := pipeline.CompileExpr(et.Timestamp, pipeline.AnyResult); et.Timestamp != "" && err != nil {
+						d.errorf(v.Line, "%s: %v", p, err)
+					}
+				},
+				"max-out-of-orderness": func(p string, v *yaml.Node) {
+					et.maxSet = true
+					d.duration(&et.MaxOutOfOrderness)(p, v)
+				},
+				"idle-timeout": func(p string, v *yaml.Node) {
+					et.idleSet = true
+					d.duration(&et.IdleTimeout)(p, v)
+				},
 			})
 		},
 		"restart": func(p string, v *yaml.Node) {

@@ -214,12 +214,12 @@ func stateFileName(uid string) string {
 	}, uid)
 }
 
-// routes reports whether a pipeline step sets records' topics (route, or
-// map with topic): the Kafka sink then writes each record to its own
+// routes reports whether a pipeline step sets records' topics (route,
+// map with topic, window with late-topic): the Kafka sink then writes each record to its own
 // topic, and the records no step routed to sink.topic.
 func (jf *JobFile) routes() bool {
 	for _, st := range jf.Pipeline {
-		if st.Op == "route" || (st.Op == "map" && st.Params.Text("topic") != "") {
+		if st.Op == "route" || (st.Op == "map" && st.Params.Text("topic") != "") || (st.Op == "window" && st.Params.Text("late-topic") != "") {
 			return true
 		}
 	}
@@ -235,12 +235,16 @@ func sinkTopic(jf *JobFile) string {
 	return jf.Sink.Topic
 }
 
-// routeTopics are the topics route steps name (map's topic is an
-// expression, known only per record).
+// routeTopics are the topics route steps and windows' late-topic name
+// (map's topic is an expression, known only per record).
 func (jf *JobFile) routeTopics() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, st := range jf.Pipeline {
+		if t := st.Params.Text("late-topic"); st.Op == "window" && t != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
 		if st.Op != "route" {
 			continue
 		}

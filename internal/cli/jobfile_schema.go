@@ -41,6 +41,55 @@ type JobFile struct {
 	// HTTP is the http section: where the job serves its metrics and REST
 	// API (the run flags override it).
 	HTTP HTTPConfig
+	// EventTime is the event-time section: where a record's event time
+	// comes from and how the source's watermarks follow it.
+	EventTime EventTimeConfig
+}
+
+// EventTimeConfig is the event-time section. A job has event time when
+// the section is set or a step needs it (window); the defaults then apply.
+type EventTimeConfig struct {
+	// Set tells whether the file has the section.
+	Set bool
+	// Timestamp is the expression of a record's event time in ms;
+	// default "timestamp", the Kafka record's.
+	Timestamp string
+	// MaxOutOfOrderness is how far behind its partition's newest record
+	// a record may be and still be on time; default 5s.
+	MaxOutOfOrderness time.Duration
+	// IdleTimeout is how long a partition may deliver nothing before it
+	// stops holding event time back; default 30s.
+	IdleTimeout time.Duration
+	// maxSet and idleSet tell a 0 written in the file from none.
+	maxSet, idleSet bool
+}
+
+// Event-time defaults.
+const (
+	DefaultMaxOutOfOrderness = 5 * time.Second
+	DefaultIdleTimeout       = 30 * time.Second
+)
+
+// eventTime reports whether the job runs with event time, and its
+// settings with defaults.
+func (jf *JobFile) eventTime() (EventTimeConfig, bool) {
+	et := jf.EventTime
+	on := et.Set
+	for _, st := range jf.Pipeline {
+		if st.Op == "window" {
+			on = true
+		}
+	}
+	if et.Timestamp == "" {
+		et.Timestamp = "timestamp"
+	}
+	if et.MaxOutOfOrderness == 0 && !et.maxSet {
+		et.MaxOutOfOrderness = DefaultMaxOutOfOrderness
+	}
+	if et.IdleTimeout == 0 && !et.idleSet {
+		et.IdleTimeout = DefaultIdleTimeout
+	}
+	return et, on
 }
 
 // HTTPConfig is the http section. Without Listen (and without --http) the

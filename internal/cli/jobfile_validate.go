@@ -34,6 +34,12 @@ func (d *decoder) validate(jf *JobFile) {
 	d.validateSink(jf.Sink, sourceTopics)
 	d.validateErrors(jf, sourceTopics)
 	d.validateRoutes(jf, sourceTopics)
+	if jf.EventTime.MaxOutOfOrderness < 0 {
+		d.errorf(d.at("event-time.max-out-of-orderness"), "event-time.max-out-of-orderness must not be negative")
+	}
+	if jf.EventTime.IdleTimeout < 0 {
+		d.errorf(d.at("event-time.idle-timeout"), "event-time.idle-timeout must not be negative (0: a partition never goes idle)")
+	}
 	d.validateCheckpointing(jf)
 	d.validateState(jf)
 	d.validateUIDs(jf.Pipeline)
@@ -354,30 +360,37 @@ func deadLetterPlace(kind, job string) string {
 // validateRoutes checks the topics route steps send records to.
 func (d *decoder) validateRoutes(jf *JobFile, sourceTopics map[string]bool) {
 	for i, st := range jf.Pipeline {
-		if st.Op != "route" && !(st.Op == "map" && st.Params.Text("topic") != "") {
+		late := st.Op == "window" && st.Params.Text("late-topic") != ""
+		if st.Op != "route" && !late && !(st.Op == "map" && st.Params.Text("topic") != "") {
 			continue
 		}
 		if !jf.Sink.hasTopic() {
-			d.errorf(st.Line, "pipeline[%d].%s sets the topic records are written to, and the job has no Kafka sink: set sink.topic (the topic of the records no step routes)", i, st.Op)
-			continue
-		}
-		if st.Op != "route" {
+			what := "sets the topic records are written to"
+			if late {
+				what = "sends late records to late-topic"
+			}
+			d.errorf(st.Line, "pipeline[%d].%s %s, and the job has no Kafka sink: set sink.topic (the topic of the records no step routes)", i, st.Op, what)
 			continue
 		}
 		var topics []string
-		for _, c := range st.Params.Cases("cases") {
-			topics = append(topics, c.Topic)
-		}
-		if t := st.Params.Text("default"); t != "" && t != pipeline.RouteDrop {
-			topics = append(topics, t)
+		switch st.Op {
+		case "route":
+			for _, c := range st.Params.Cases("cases") {
+				topics = append(topics, c.Topic)
+			}
+			if t := st.Params.Text("default"); t != "" && t != pipeline.RouteDrop {
+				topics = append(topics, t)
+			}
+		case "window":
+			topics = append(topics, st.Params.Text("late-topic"))
 		}
 		for _, t := range topics {
 			if err := kafka.ValidateTopicName(t); err != nil {
-				d.errorf(st.Line, "pipeline[%d].route: topic %q: %v", i, t, err)
+				d.errorf(st.Line, "pipeline[%d].%s: topic %q: %v", i, st.Op, t, err)
 			} else if sourceTopics[t] {
-				d.errorf(st.Line, "pipeline[%d].route: topic %q is also a source topic: the job would read its own output", i, t)
+				d.errorf(st.Line, "pipeline[%d].%s: topic %q is also a source topic: the job would read its own output", i, st.Op, t)
 			} else if t == jf.Errors.DeadLetterTopic {
-				d.errorf(st.Line, "pipeline[%d].route: topic %q is errors.dead-letter-topic: output would be mixed into the dead letters", i, t)
+				d.errorf(st.Line, "pipeline[%d].%s: topic %q is errors.dead-letter-topic: output would be mixed into the dead letters", i, st.Op, t)
 			}
 		}
 	}

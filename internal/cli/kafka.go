@@ -57,6 +57,9 @@ var KafkaAccess = RecordAccess[kafka.Record]{
 		r.Topic, r.Partition = topic, routedPartition
 		return r
 	},
+	New: func(key, value []byte, ts int64) kafka.Record {
+		return kafka.Record{Key: key, Value: value, Timestamp: time.UnixMilli(ts)}
+	},
 	WithHeader: func(r kafka.Record, name string, v []byte) kafka.Record {
 		hs := make([]kafka.Header, 0, len(r.Headers)+1)
 		for _, x := range r.Headers {

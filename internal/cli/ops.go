@@ -25,12 +25,18 @@ type PipelineMetrics struct {
 	RecordsRead atomic.Int64
 	// DuplicatesDropped counts records dedupe dropped.
 	DuplicatesDropped atomic.Int64
+	// LateRecords counts records window took as too late.
+	LateRecords atomic.Int64
 }
 
 // counter is the pipeline.Env.Counter of m: the counters m keeps.
 func (m *PipelineMetrics) counter(name string) *atomic.Int64 {
-	if m != nil && name == pipeline.DuplicatesDropped {
+	switch {
+	case m == nil:
+	case name == pipeline.DuplicatesDropped:
 		return &m.DuplicatesDropped
+	case name == pipeline.LateRecords:
+		return &m.LateRecords
 	}
 	return nil
 }
@@ -41,12 +47,16 @@ func (m *PipelineMetrics) counter(name string) *atomic.Int64 {
 // cannot process; under flow.DeadLetterOnError the returned failure
 // streams (one per such step) carry those records and must be connected to
 // a sink, otherwise there are none. m may be nil.
-func BuildPipeline[T any](s flow.Stream[T], steps []Step, acc RecordAccess[T], policy flow.ErrorPolicy, m *PipelineMetrics) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+//
+// eventTime is the expression of a record's event time the source's
+// watermarks follow (the job file's event-time section), which window
+// steps use; empty: the Kafka record's timestamp.
+func BuildPipeline[T any](s flow.Stream[T], steps []Step, acc RecordAccess[T], policy flow.ErrorPolicy, m *PipelineMetrics, eventTime string) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
 	ps := make([]pipeline.Step, len(steps))
 	for i, st := range steps {
 		ps[i] = pipeline.Step{Op: st.Op, Params: st.params(), UID: st.UID}
 	}
-	out, failures, err := pipeline.Build(s, acc, ps, pipeline.Env{Policy: policy, Counter: m.counter})
+	out, failures, err := pipeline.Build(s, acc, ps, pipeline.Env{Policy: policy, Counter: m.counter, Time: eventTime})
 	if se := (*pipeline.StepError)(nil); errors.As(err, &se) {
 		return s, nil, fmt.Errorf("pipeline operator %s (line %d): %w", se.Op, steps[se.Index].Line, se.Err)
 	}

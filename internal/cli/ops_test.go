@@ -124,7 +124,7 @@ func runPipelineWith(t testing.TB, in []rec, steps []Step, parallelism int, poli
 	env := flow.New(flow.JobName("test"), flow.Parallelism(parallelism), flow.Logger(slog.New(slog.DiscardHandler)))
 	s := flow.From(env, memSource{recs: in}, flow.UID("src"))
 	m := &PipelineMetrics{}
-	s, failures, err := BuildPipeline(s, steps, recAccess, policy, m)
+	s, failures, err := BuildPipeline(s, steps, recAccess, policy, m, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestBuildPipelineRejectsUnsupportedSteps(t *testing.T) {
 		{Step{Op: OpDedupe, Key: KeyRecordKey, Line: 5}, `pipeline operator dedupe (line 5): ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)`},
 		{Step{Op: OpExtractKey, Params: pipeline.Params{"json-field": ""}, Line: 6}, `pipeline operator extract-key (line 6): json-field is empty: name the JSON field whose value becomes the record key, such as json-field: user`},
 	} {
-		if _, _, err := BuildPipeline(s, []Step{tc.step}, recAccess, flow.FailOnError, nil); err == nil || err.Error() != tc.want {
+		if _, _, err := BuildPipeline(s, []Step{tc.step}, recAccess, flow.FailOnError, nil, ""); err == nil || err.Error() != tc.want {
 			t.Errorf("step %+v: error\n%v\nwant\n%s", tc.step, err, tc.want)
 		}
 	}

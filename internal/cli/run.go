@@ -419,10 +419,22 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafk
 	if jf.Source.Parallelism > 0 {
 		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
 	}
+	var timeExpr string
+	if et, on := jf.eventTime(); on {
+		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
+		if err != nil {
+			return flow.Stream[kafka.Record]{}, nil, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
+		}
+		srcOpts = append(srcOpts, flow.WithWatermarks(flow.Watermarks[kafka.Record]{
+			Timestamp: ts, Split: kafka.SplitOf,
+			MaxOutOfOrderness: et.MaxOutOfOrderness, IdleTimeout: et.IdleTimeout,
+		}))
+		timeExpr = et.Timestamp
+	}
 	s := flow.From(env, src, append(srcOpts, flow.UID("source"), flow.Name("kafka-source"))...)
 	m := &PipelineMetrics{}
 	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
-	s, failures, err := BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m)
+	s, failures, err := BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
 	return s, m, failures, err
 }
 

@@ -75,6 +75,9 @@ func describeJob(w io.Writer, jf *JobFile) {
 		fmt.Fprint(w, ", bounded")
 	}
 	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{RecreatedEarliest: "read from earliest", RecreatedFail: "fail"}[src.OnTopicRecreated])
+	if et, on := jf.eventTime(); on {
+		fmt.Fprintf(w, "  event time: %s, watermarks %s behind each partition's newest, idle partitions after %s\n", et.Timestamp, durfmt.Short(et.MaxOutOfOrderness), durfmt.Short(et.IdleTimeout))
+	}
 	if len(jf.Pipeline) == 0 {
 		fmt.Fprintln(w, "  pipeline:   pass-through")
 	}

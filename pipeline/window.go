@@ -1,0 +1,636 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/durfmt"
+	"github.com/onceflow/onceflow/state"
+)
+
+// WindowConfig configures Window: aggregates per key and event-time
+// window. Exactly one shape: Size alone (tumbling), Size and Slide
+// (sliding, hopping), or Gap (session).
+type WindowConfig struct {
+	// Key is the expression records are grouped by (KeyRecordKey by
+	// default).
+	Key string
+	// Time is the expression giving a record's event time in ms since
+	// the Unix epoch; default "timestamp", the Kafka record's. It must be
+	// the time the job's watermarks follow (the job file's event-time
+	// section).
+	Time string
+	// Size is the length of tumbling and sliding windows.
+	Size time.Duration
+	// Slide is how far apart sliding windows start; 0 for tumbling.
+	Slide time.Duration
+	// Gap closes a session window this long after its last record.
+	Gap time.Duration
+	// AllowedLateness keeps a window this long after it fired: a record
+	// for it arriving then updates it and emits it again.
+	AllowedLateness time.Duration
+	// Fields are the output's fields, as Aggregate's: count(), sum(e),
+	// min(e), max(e), avg(e), first(e), last(e), distinct(e).
+	Fields map[string]string
+	// LateTopic receives the records later than AllowedLateness,
+	// unchanged; empty: they are dropped. Either way they are counted
+	// (Env.Counter LateRecords).
+	LateTopic string
+	// OnError is what happens to a record whose key, time or input
+	// fails.
+	OnError flow.ErrorPolicy
+}
+
+// LateRecords is the counter (Env.Counter) window adds every record that
+// came later than its windows' allowed lateness to.
+const LateRecords = "late-records"
+
+var windowSpec = Spec{
+	Name:    "window",
+	Summary: "Aggregates per key over event-time windows (tumbling, sliding or session) and emits each window's figures when the watermark passes its end.",
+	Doc: "Give `size` for tumbling windows, `size` and `slide` for sliding (hopping) windows, or `gap` for session " +
+		"windows, which close `gap` after their last record. A window fires once, when the watermark passes its end " +
+		"(event time: the job's `event-time` section says where a record's time comes from and how late records may be). " +
+		"The output record has the group's key as its key, the window's last millisecond as its timestamp and, as its " +
+		"value, a JSON object with `key`, `window_start`, `window_end` (ms, end exclusive) and the fields, computed as " +
+		"aggregate's. With `allowed-lateness` a window is kept that long after it fired, and a late record for it " +
+		"updates it and emits it again (a consumer keeps the newest result per key and window_start). A record later " +
+		"than that goes to `late-topic` unchanged, or is dropped when none is set; either way it is counted " +
+		"(`onceflow_window_late_records_total`). Windows and their timers are keyed state, so a window open at a crash " +
+		"is restored and fires exactly once in the committed output.",
+	Fields: []Field{
+		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
+			Description: "What the records are grouped by. Part of the step's default id."},
+		{Name: "size", Type: Duration, Example: "1m",
+			Description: "The length of tumbling and sliding windows."},
+		{Name: "slide", Type: Duration, Example: "10s",
+			Description: "How far apart sliding windows start (less than size); not set: tumbling windows."},
+		{Name: "gap", Type: Duration, Example: "30m",
+			Description: "Session windows: a key's session closes this long after its last record (instead of size)."},
+		{Name: "allowed-lateness", Type: Duration, Example: "1m",
+			Description: "How long a window is kept after it fired; a late record within it updates and re-emits the window."},
+		{Name: "fields", Type: StringMap, Required: true, Example: `{ revenue: "sum(value.amount)", orders: "count()" }`,
+			Missing:     `give the output's fields, such as fields: { revenue: "sum(value.amount)", orders: "count()" }`,
+			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
+		{Name: "late-topic", Type: String, Example: "late-orders",
+			Description: "The topic records later than allowed-lateness go to, unchanged; not set: they are dropped (and counted)."},
+	},
+	IDField:  "key",
+	Stateful: true,
+	Validate: func(p Params) error {
+		_, err := windowConfig(p, Env{}).operator(nil)
+		return err
+	},
+	Build: func(p Params, env Env) (Operator, error) {
+		return windowConfig(p, env).operator(env.counter(LateRecords))
+	},
+	Describe: func(p Params) string { return windowConfig(p, Env{}).describe() },
+	GoFunc:   "Window",
+	Example:  `- window: { key: value.user_id, size: 1m, fields: { revenue: "sum(value.amount)", orders: "count()" } }`,
+}
+
+func init() { Register(windowSpec) }
+
+func windowConfig(p Params, env Env) WindowConfig {
+	key := p.Text("key")
+	if key == "" {
+		key = KeyRecordKey
+	}
+	tm := env.Time
+	if tm == "" {
+		tm = "timestamp"
+	}
+	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Gap: p.Duration("gap"),
+		AllowedLateness: p.Duration("allowed-lateness"), Fields: p.Map("fields"), LateTopic: p.Text("late-topic"), OnError: env.Policy}
+}
+
+func (c WindowConfig) describe() string {
+	var shape string
+	switch {
+	case c.Gap > 0:
+		shape = "session windows, gap " + durfmt.Short(c.Gap)
+	case c.Slide > 0:
+		shape = "sliding windows of " + durfmt.Short(c.Size) + " every " + durfmt.Short(c.Slide)
+	default:
+		shape = "tumbling windows of " + durfmt.Short(c.Size)
+	}
+	var fs []string
+	for _, k := range sortedKeys(c.Fields) {
+		fs = append(fs, k+" = "+c.Fields[k])
+	}
+	s := fmt.Sprintf("window by %s, %s over %s: %s", c.Key, shape, c.Time, strings.Join(fs, ", "))
+	if c.AllowedLateness > 0 {
+		s += ", allowed lateness " + durfmt.Short(c.AllowedLateness)
+	}
+	if c.LateTopic != "" {
+		s += ", late records to " + c.LateTopic
+	}
+	return s
+}
+
+// shape is a window assigner in milliseconds.
+type shape struct {
+	size, slide, gap int64
+}
+
+// span is one window [Start, End).
+type span struct{ Start, End int64 }
+
+// assign returns the tumbling or sliding windows holding ts, oldest
+// first; a session's is [ts, ts+gap).
+func (s shape) assign(ts int64) []span {
+	if s.gap > 0 {
+		return []span{{ts, ts + s.gap}}
+	}
+	slide := s.slide
+	if slide == 0 {
+		slide = s.size
+	}
+	last := floorDiv(ts, slide) * slide
+	var out []span
+	for start := last - s.size + slide; start <= last; start += slide {
+		if start+s.size > ts {
+			out = append(out, span{start, start + s.size})
+		}
+	}
+	return out
+}
+
+// floorDiv divides rounding towards minus infinity (times before 1970).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// WinState is one open window of one key, as kept in keyed state.
+type WinState struct {
+	Start, End int64
+	Accs       []Acc
+	// Distinct holds, per distinct() field, the values seen.
+	Distinct [][]string `json:",omitempty"`
+	// Fired is set once the window emitted its result.
+	Fired bool `json:",omitempty"`
+}
+
+func (c WindowConfig) shape() (shape, error) {
+	switch {
+	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.AllowedLateness < 0:
+		return shape{}, &FieldError{Field: "size", Msg: "and slide, gap and allowed-lateness must not be negative"}
+	case c.Gap > 0 && (c.Size > 0 || c.Slide > 0):
+		return shape{}, &FieldError{Field: "gap", Msg: "makes session windows and cannot go with size or slide: give gap alone, or size (and slide)"}
+	case c.Gap > 0:
+		return shape{gap: c.Gap.Milliseconds()}, nil
+	case c.Size <= 0:
+		return shape{}, &FieldError{Field: "size", Msg: "is missing: give size (tumbling), size and slide (sliding) or gap (session), such as size: 1m"}
+	case c.Slide > c.Size:
+		return shape{}, &FieldError{Field: "slide", Msg: fmt.Sprintf("%s is longer than size %s: records between windows would be lost; use a slide up to the size", durfmt.Short(c.Slide), durfmt.Short(c.Size))}
+	case c.Slide > 0 && c.Size%c.Slide != 0:
+		return shape{}, &FieldError{Field: "slide", Msg: fmt.Sprintf("%s does not divide size %s: choose a slide that does, such as %s", durfmt.Short(c.Slide), durfmt.Short(c.Size), durfmt.Short(c.Size/2))}
+	case c.Size < time.Millisecond || (c.Slide > 0 && c.Slide < time.Millisecond):
+		return shape{}, &FieldError{Field: "size", Msg: "must be at least 1ms (event time is in milliseconds)"}
+	}
+	s := shape{size: c.Size.Milliseconds()}
+	if c.Slide > 0 && c.Slide != c.Size {
+		s.slide = c.Slide.Milliseconds()
+	}
+	return s, nil
+}
+
+// winPrep is what the window's stateless step computes of a record.
+type winPrep struct {
+	ts     int64
+	inputs []any
+}
+
+func (c WindowConfig) operator(late lateCounter) (Operator, error) {
+	sh, err := c.shape()
+	if err != nil {
+		return Operator{}, err
+	}
+	key, err := keyExpr(c.Key)
+	if err != nil {
+		return Operator{}, err
+	}
+	if c.Time == "" {
+		c.Time = "timestamp"
+	}
+	tm, err := CompileExpr(c.Time, AnyResult)
+	if err != nil {
+		return Operator{}, &FieldError{Field: "time", Err: err}
+	}
+	fields, err := AggregateConfig{Fields: c.Fields}.fields()
+	if err != nil {
+		return Operator{}, err
+	}
+	uses := UsesWithValue | UsesWithKey | UsesPosition | UsesNew | tm.access()
+	if c.LateTopic != "" {
+		uses |= UsesWithTopic
+	}
+	for _, f := range fields {
+		if f.arg != nil {
+			uses |= f.arg.access()
+		}
+	}
+	prepare := func(r Record) (any, error) {
+		v, err := tm.Eval(r)
+		if err != nil {
+			return nil, recordError(r, "window time", err)
+		}
+		ts, ok := millis(v)
+		if !ok {
+			return nil, recordError(r, "window time", fmt.Errorf("expression %q gave %s, not a time in milliseconds", c.Time, describeValue(v)))
+		}
+		p := winPrep{ts: ts, inputs: make([]any, len(fields))}
+		for i, f := range fields {
+			if f.arg == nil {
+				continue
+			}
+			v, err := f.arg.Eval(r)
+			if err != nil {
+				return nil, recordError(r, "window "+f.name, err)
+			}
+			if err := checkInput(f.fn, v); err != nil {
+				return nil, recordError(r, "window "+f.name, err)
+			}
+			p.inputs[i] = v
+		}
+		return p, nil
+	}
+	lateness := c.AllowedLateness.Milliseconds()
+	lateTopic := c.LateTopic
+	return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Timed: func(st *state.Store) Timed {
+		wins := state.NewMap[int64, WinState](st, "windows")
+		w := &windower{sh: sh, lateness: lateness, fields: fields, wins: wins}
+		return Timed{
+			OnRecord: func(r Record, clk Clock, out Out) error {
+				p := r.Prepared().(winPrep)
+				on, err := w.add(r.GroupKey(), p, clk, out)
+				if err != nil {
+					return flow.Unrecoverable(fmt.Errorf("record %s: window: %w", r.Position(), err))
+				}
+				if !on {
+					if late != nil {
+						late.Add(1)
+					}
+					if lateTopic != "" {
+						r.SetTopic(lateTopic)
+						out.Forward()
+					}
+				}
+				return nil
+			},
+			OnTimer: func(key string, at int64, clk Clock, out Out) error {
+				return w.fire(key, at, out)
+			},
+		}
+	}}, nil
+}
+
+// Timestamps returns the function giving a record's event time in ms from
+// the expression expr (a Watermarks.Timestamp): "timestamp" reads the
+// record's own (RecordAccess.Meta), anything else is evaluated. A record
+// it cannot date gives flow.NoTimestamp: it does not move the watermark,
+// and the window step that needs its time applies the error policy to it.
+func Timestamps[T any](acc RecordAccess[T], expr string) (func(T) int64, error) {
+	if expr == "" || expr == "timestamp" {
+		if acc.Meta == nil {
+			return nil, errors.New("RecordAccess.Meta is nil: the record timestamp needs it")
+		}
+		return func(rec T) int64 {
+			if ts := acc.Meta(rec).Timestamp; ts != 0 {
+				return ts
+			}
+			return flow.NoTimestamp
+		}, nil
+	}
+	tm, err := CompileExpr(expr, AnyResult)
+	if err != nil {
+		return nil, err
+	}
+	if missing := acc.missing(tm.access()); len(missing) > 0 {
+		return nil, fmt.Errorf("%s needed by %q: the record type does not provide it", describeAccessList(missing), expr)
+	}
+	return func(rec T) int64 {
+		v, err := tm.Eval(&handle[T]{acc: &acc, rec: rec})
+		if err != nil {
+			return flow.NoTimestamp
+		}
+		ts, ok := millis(v)
+		if !ok {
+			return flow.NoTimestamp
+		}
+		return ts
+	}, nil
+}
+
+func describeAccessList(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return describeAccess(names)
+}
+
+// lateCounter counts late records (an *atomic.Int64).
+type lateCounter interface{ Add(int64) int64 }
+
+// millis reads an expression's value as a time in ms.
+func millis(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case float64:
+		return int64(x), true
+	case time.Time:
+		return x.UnixMilli(), true
+	}
+	return 0, false
+}
+
+// windower is one subtask's window logic over the keyed state of the
+// current key.
+type windower struct {
+	sh       shape
+	lateness int64
+	fields   []aggField
+	wins     *state.Map[int64, WinState]
+	out      map[string]any
+}
+
+// fireAt is when a window fires: its last millisecond.
+func fireAt(w span) int64 { return w.End - 1 }
+
+// add takes one record into its windows; false when it was late for all
+// of them (and changed nothing).
+func (w *windower) add(key string, p winPrep, clk Clock, out Out) (bool, error) {
+	wm := clk.Watermark()
+	var spans []span
+	for _, s := range w.sh.assign(p.ts) {
+		// Late for a window: the watermark passed its end and its
+		// allowed lateness.
+		if fireAt(s)+w.lateness > wm {
+			spans = append(spans, s)
+		}
+	}
+	if len(spans) == 0 {
+		return false, nil
+	}
+	if w.sh.gap > 0 {
+		return true, w.addSession(key, spans[0], p, clk, out)
+	}
+	for _, s := range spans {
+		ws, ok := w.wins.Get(s.Start)
+		if !ok {
+			ws = WinState{Start: s.Start, End: s.End, Accs: make([]Acc, len(w.fields))}
+		}
+		if err := w.take(&ws, p.inputs); err != nil {
+			return false, err
+		}
+		if err := w.settle(key, ws, clk, out, !ok); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// settle stores ws after a change: a window the watermark already passed
+// (a late record within the lateness) emits at once; a new one registers
+// its timers.
+func (w *windower) settle(key string, ws WinState, clk Clock, out Out, isNew bool) error {
+	s := span{ws.Start, ws.End}
+	if isNew && w.lateness > 0 {
+		// The timer that drops the window once its lateness ran out.
+		clk.RegisterEventTimeTimer(fireAt(s) + w.lateness)
+	}
+	if fireAt(s) <= clk.Watermark() {
+		ws.Fired = true
+		w.wins.Put(ws.Start, ws)
+		return w.emit(key, ws, out)
+	}
+	w.wins.Put(ws.Start, ws)
+	if isNew {
+		clk.RegisterEventTimeTimer(fireAt(s))
+	}
+	return nil
+}
+
+// release deletes the current key's timer at at unless a window left in
+// state still needs it (windows of one key can share a timer: one's end,
+// another's end of lateness).
+func (w *windower) release(at int64, clk Clock) {
+	needed := false
+	w.wins.All(func(_ int64, ws WinState) bool {
+		f := fireAt(span{ws.Start, ws.End})
+		needed = f == at && !ws.Fired || w.lateness > 0 && f+w.lateness == at
+		return !needed
+	})
+	if !needed {
+		clk.DeleteEventTimeTimer(at)
+	}
+}
+
+// addSession merges the record's session with the key's sessions it
+// overlaps.
+func (w *windower) addSession(key string, s span, p winPrep, clk Clock, out Out) error {
+	var merged []WinState
+	w.wins.All(func(_ int64, ws WinState) bool {
+		if ws.Start < s.End && s.Start < ws.End {
+			merged = append(merged, ws)
+		}
+		return true
+	})
+	sort.Slice(merged, func(i, j int) bool { return merged[i].Start < merged[j].Start })
+	ws := WinState{Start: s.Start, End: s.End, Accs: make([]Acc, len(w.fields))}
+	if len(merged) > 0 {
+		ws = merged[0]
+		ws.Start, ws.End = min(ws.Start, s.Start), max(ws.End, s.End)
+		for _, m := range merged[1:] {
+			w.merge(&ws, m)
+			ws.End = max(ws.End, m.End)
+		}
+	}
+	if err := w.take(&ws, p.inputs); err != nil {
+		return err
+	}
+	changed := len(merged) != 1 || merged[0].Start != ws.Start || merged[0].End != ws.End
+	if changed {
+		for _, m := range merged {
+			w.wins.Delete(m.Start)
+		}
+		for _, m := range merged {
+			w.release(fireAt(span{m.Start, m.End}), clk)
+			if w.lateness > 0 {
+				w.release(fireAt(span{m.Start, m.End})+w.lateness, clk)
+			}
+		}
+	}
+	ws.Fired = false
+	return w.settle(key, ws, clk, out, changed)
+}
+
+// take adds a record's inputs to a window's figures.
+func (w *windower) take(ws *WinState, inputs []any) error {
+	for i, f := range w.fields {
+		if f.fn == AggDistinct {
+			if inputs[i] == nil {
+				continue
+			}
+			for len(ws.Distinct) < len(w.fields) {
+				ws.Distinct = append(ws.Distinct, nil)
+			}
+			k := distinctKey(inputs[i])
+			j := sort.SearchStrings(ws.Distinct[i], k)
+			if j < len(ws.Distinct[i]) && ws.Distinct[i][j] == k {
+				continue
+			}
+			ws.Distinct[i] = append(ws.Distinct[i], "")
+			copy(ws.Distinct[i][j+1:], ws.Distinct[i][j:])
+			ws.Distinct[i][j] = k
+			ws.Accs[i].N = int64(len(ws.Distinct[i]))
+			continue
+		}
+		if err := ws.Accs[i].add(f.fn, inputs[i]); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// merge folds session m (later or earlier) into ws.
+func (w *windower) merge(ws *WinState, m WinState) {
+	for i, f := range w.fields {
+		a, b := &ws.Accs[i], m.Accs[i]
+		switch f.fn {
+		case AggDistinct:
+			for len(ws.Distinct) < len(w.fields) {
+				ws.Distinct = append(ws.Distinct, nil)
+			}
+			var mi []string
+			if i < len(m.Distinct) {
+				mi = m.Distinct[i]
+			}
+			set := map[string]bool{}
+			for _, x := range append(append([]string(nil), ws.Distinct[i]...), mi...) {
+				set[x] = true
+			}
+			ws.Distinct[i] = sortedKeys(set)
+			a.N = int64(len(ws.Distinct[i]))
+			continue
+		case AggSum, AggAvg:
+			if a.Float || b.Float {
+				if !a.Float {
+					a.Float, a.F = true, float64(a.I)
+				}
+				bf := b.F
+				if !b.Float {
+					bf = float64(b.I)
+				}
+				a.F += bf
+			} else {
+				a.I += b.I
+			}
+		case AggMin, AggMax:
+			if b.N > 0 && a.N > 0 {
+				less, err := lessThan(b.V, a.V)
+				if err == nil && (f.fn == AggMin) == less {
+					a.V = b.V
+				}
+			} else if b.N > 0 {
+				a.V = b.V
+			}
+		case AggFirst:
+			if m.Start < ws.Start && b.N > 0 {
+				a.V = b.V
+			}
+		case AggLast:
+			if m.Start > ws.Start && b.N > 0 {
+				a.V = b.V
+			}
+		}
+		a.N += b.N
+	}
+}
+
+func distinctKey(v any) string {
+	if k, ok := keyText(v); ok {
+		return k
+	}
+	b, _ := EncodeJSON(v)
+	return string(b)
+}
+
+// fire emits the key's windows due at at and drops those whose lateness
+// ran out.
+func (w *windower) fire(key string, at int64, out Out) error {
+	var due []WinState
+	w.wins.All(func(_ int64, ws WinState) bool {
+		s := span{ws.Start, ws.End}
+		if fireAt(s) == at || fireAt(s)+w.lateness == at {
+			due = append(due, ws)
+		}
+		return true
+	})
+	sort.Slice(due, func(i, j int) bool { return due[i].Start < due[j].Start })
+	for _, ws := range due {
+		s := span{ws.Start, ws.End}
+		if fireAt(s) == at && !ws.Fired {
+			if err := w.emit(key, ws, out); err != nil {
+				return err
+			}
+			ws.Fired = true
+			w.wins.Put(ws.Start, ws)
+		}
+		if fireAt(s)+w.lateness == at {
+			w.wins.Delete(ws.Start)
+		}
+	}
+	return nil
+}
+
+// emit writes a window's figures.
+func (w *windower) emit(key string, ws WinState, out Out) error {
+	if w.out == nil {
+		w.out = make(map[string]any, len(w.fields)+3)
+	}
+	clear(w.out)
+	w.out["key"], w.out["window_start"], w.out["window_end"] = key, ws.Start, ws.End
+	for i, f := range w.fields {
+		w.out[f.name] = ws.Accs[i].result(f.fn)
+	}
+	b, err := EncodeJSON(w.out)
+	if err != nil {
+		return err
+	}
+	out.Emit([]byte(key), b, ws.End-1)
+	return nil
+}
+
+// Window aggregates per key and event-time window as cfg says. The
+// stream's source must generate watermarks (flow.WithWatermarks) from
+// the same time as cfg.Time; acc.New builds the output records. The
+// second stream carries, under flow.DeadLetterOnError, the records whose
+// key, time or inputs failed. The operator's id is "window:" and the key
+// expression unless opts give another with flow.UID. late counts the
+// records later than the allowed lateness (nil: not counted).
+func Window[T any](s flow.Stream[T], acc RecordAccess[T], cfg WindowConfig, late lateCounter, opts ...flow.OpOption) (flow.Stream[T], flow.Stream[flow.Failure[T]], error) {
+	if cfg.Key == "" {
+		cfg.Key = KeyRecordKey
+	}
+	op, err := cfg.operator(late)
+	if err != nil {
+		return s, flow.Stream[flow.Failure[T]]{}, fmt.Errorf("pipeline.Window: %w", err)
+	}
+	out, bad, err := apply(s, acc, windowSpec.Name, windowSpec.DefaultID(Params{"key": cfg.Key}), op, cfg.OnError, opts...)
+	if err != nil {
+		return s, flow.Stream[flow.Failure[T]]{}, fmt.Errorf("pipeline.Window: %w", err)
+	}
+	return out, *bad, nil
+}

@@ -1,0 +1,330 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/state"
+)
+
+func TestAssign(t *testing.T) {
+	for _, tc := range []struct {
+		sh   shape
+		ts   int64
+		want []span
+	}{
+		{shape{size: 60}, 0, []span{{0, 60}}},
+		{shape{size: 60}, 59, []span{{0, 60}}},
+		{shape{size: 60}, 60, []span{{60, 120}}},
+		{shape{size: 60}, -1, []span{{-60, 0}}},
+		{shape{size: 60, slide: 20}, 65, []span{{20, 80}, {40, 100}, {60, 120}}},
+		{shape{size: 60, slide: 20}, 60, []span{{20, 80}, {40, 100}, {60, 120}}},
+		{shape{size: 60, slide: 20}, 59, []span{{0, 60}, {20, 80}, {40, 100}}},
+		{shape{gap: 30}, 100, []span{{100, 130}}},
+	} {
+		if got := tc.sh.assign(tc.ts); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v.assign(%d) = %v, want %v", tc.sh, tc.ts, got, tc.want)
+		}
+	}
+}
+
+// fakeTime drives a windower the way the engine does: per key its
+// timers, a watermark, and the emitted results.
+type fakeTime struct {
+	rt      *state.Runtime
+	wm      int64
+	key     string
+	timers  map[string]map[int64]bool
+	emitted []string
+	forward int
+}
+
+func (f *fakeTime) Watermark() int64                { return f.wm }
+func (f *fakeTime) RegisterEventTimeTimer(at int64) { f.timers[f.key][at] = true }
+func (f *fakeTime) DeleteEventTimeTimer(at int64)   { delete(f.timers[f.key], at) }
+func (f *fakeTime) Forward()                        { f.forward++ }
+func (f *fakeTime) Emit(key, value []byte, ts int64) {
+	f.emitted = append(f.emitted, fmt.Sprintf("%s@%d %s", key, ts, value))
+}
+
+func (f *fakeTime) setKey(k string) {
+	f.key = k
+	f.rt.SetKey(k)
+	if f.timers[k] == nil {
+		f.timers[k] = map[int64]bool{}
+	}
+}
+
+// advance moves the watermark to wm, firing due timers in time order.
+func (f *fakeTime) advance(t *testing.T, tm Timed, wm int64) {
+	t.Helper()
+	for {
+		var best int64
+		bestKey := ""
+		for k, ts := range f.timers {
+			for at := range ts {
+				if at <= wm && (bestKey == "" || at < best || at == best && k < bestKey) {
+					best, bestKey = at, k
+				}
+			}
+		}
+		if bestKey == "" {
+			break
+		}
+		delete(f.timers[bestKey], best)
+		f.wm = best
+		f.setKey(bestKey)
+		if err := tm.OnTimer(bestKey, best, f, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.wm = wm
+}
+
+func newFake(t *testing.T, c WindowConfig) (*fakeTime, Timed) {
+	t.Helper()
+	op, err := c.operator(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := state.NewRuntime(0, 127, 128, nil, nil)
+	tm := op.Timed(rt.Store())
+	rt.Seal()
+	return &fakeTime{rt: rt, wm: -1 << 62, timers: map[string]map[int64]bool{}}, tm
+}
+
+// feed hands the windower a record with key k at time ts and amount a.
+func (f *fakeTime) feed(t *testing.T, tm Timed, k string, ts int64, a float64) {
+	t.Helper()
+	f.setKey(k)
+	r := &handle[krec]{acc: &kAccess, group: k, prep: winPrep{ts: ts, inputs: []any{nil, a}}}
+	if err := tm.OnRecord(r, f, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTumblingWindows(t *testing.T) {
+	f, tm := newFake(t, WindowConfig{Size: time.Minute, Fields: map[string]string{"n": "count()", "s": "sum(value.a)"}})
+	f.feed(t, tm, "u", 1_000, 1)
+	f.feed(t, tm, "u", 59_999, 2)
+	f.feed(t, tm, "v", 30_000, 5)
+	f.feed(t, tm, "u", 60_000, 4)
+	f.advance(t, tm, 59_998)
+	if len(f.emitted) != 0 {
+		t.Fatalf("emitted before the window's end: %q", f.emitted)
+	}
+	f.advance(t, tm, 59_999)
+	want := []string{
+		`u@59999 {"key":"u","n":2,"s":3,"window_end":60000,"window_start":0}`,
+		`v@59999 {"key":"v","n":1,"s":5,"window_end":60000,"window_start":0}`,
+	}
+	if !reflect.DeepEqual(f.emitted, want) {
+		t.Errorf("%q\nwant %q", f.emitted, want)
+	}
+	// A late record (no lateness) is late: not counted, forwarded to the
+	// late output by the caller.
+	f.feed(t, tm, "u", 10, 100)
+	if f.forward != 0 || len(f.emitted) != 2 {
+		t.Errorf("late record: forward %d, emitted %q", f.forward, f.emitted)
+	}
+	f.advance(t, tm, 1<<62)
+	if got := f.emitted[2]; got != `u@119999 {"key":"u","n":1,"s":4,"window_end":120000,"window_start":60000}` {
+		t.Errorf("second window %q", got)
+	}
+}
+
+func TestAllowedLatenessReemits(t *testing.T) {
+	f, tm := newFake(t, WindowConfig{Size: time.Minute, AllowedLateness: 30 * time.Second, LateTopic: "late", Fields: map[string]string{"n": "count()", "s": "sum(value.a)"}})
+	f.feed(t, tm, "u", 1_000, 1)
+	f.advance(t, tm, 70_000)
+	f.feed(t, tm, "u", 2_000, 2) // late, within the lateness: re-emitted
+	f.advance(t, tm, 89_999)     // the window's state is dropped now
+	f.feed(t, tm, "u", 3_000, 4) // too late
+	want := []string{
+		`u@59999 {"key":"u","n":1,"s":1,"window_end":60000,"window_start":0}`,
+		`u@59999 {"key":"u","n":2,"s":3,"window_end":60000,"window_start":0}`,
+	}
+	if !reflect.DeepEqual(f.emitted, want) || f.forward != 1 {
+		t.Errorf("%q, forwarded %d\nwant %q, forwarded 1", f.emitted, f.forward, want)
+	}
+	if len(f.timers["u"]) != 0 {
+		t.Errorf("timers left: %v", f.timers["u"])
+	}
+	f.setKey("u")
+	if n := countWindows(t, tm, f); n != 0 {
+		t.Errorf("%d windows left in state after their lateness", n)
+	}
+}
+
+// A window whose first record comes after its end (within the lateness)
+// emits at once and is still dropped when its lateness runs out.
+func TestLateFirstRecordWindowIsDropped(t *testing.T) {
+	f, tm := newFake(t, WindowConfig{Size: time.Minute, AllowedLateness: 30 * time.Second, Fields: map[string]string{"n": "count()"}})
+	f.feed(t, tm, "u", 65_000, 1)
+	f.advance(t, tm, 70_000)
+	f.feed(t, tm, "u", 2_000, 1) // window [0, 60000) never had a record
+	if want := `u@59999 {"key":"u","n":1,"window_end":60000,"window_start":0}`; len(f.emitted) != 1 || f.emitted[0] != want {
+		t.Fatalf("emitted %q, want %q", f.emitted, want)
+	}
+	f.advance(t, tm, 1<<62)
+	if len(f.timers["u"]) != 0 {
+		t.Errorf("timers left: %v", f.timers["u"])
+	}
+	f.setKey("u")
+	if n := countWindows(t, tm, f); n != 0 {
+		t.Errorf("%d bytes of windows left in state after their lateness", n)
+	}
+}
+
+// A figure read back from keyed state keeps integers exact.
+func TestAccRoundTrip(t *testing.T) {
+	a := Acc{N: 3, V: 1 << 60}
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Acc
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.N != 3 || back.V != any(1<<60) {
+		t.Errorf("round trip of %+v: %+v (%T)", a, back, back.V)
+	}
+}
+
+// countWindows counts the current key's windows in state.
+func countWindows(t *testing.T, tm Timed, f *fakeTime) int {
+	t.Helper()
+	snap, err := f.rt.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range snap {
+		n += len(b)
+	}
+	return n
+}
+
+func TestSessionWindows(t *testing.T) {
+	f, tm := newFake(t, WindowConfig{Gap: 10 * time.Second, Fields: map[string]string{"n": "count()", "s": "sum(value.a)"}})
+	f.feed(t, tm, "u", 0, 1)
+	f.feed(t, tm, "u", 25_000, 2) // a second session
+	f.feed(t, tm, "u", 8_000, 4)  // extends the first: [0, 18000)
+	f.feed(t, tm, "u", 16_000, 8) // bridges them: [0, 35000)
+	f.feed(t, tm, "u", 50_000, 8) // a third
+	f.advance(t, tm, 1<<62)
+	want := []string{
+		`u@34999 {"key":"u","n":4,"s":15,"window_end":35000,"window_start":0}`,
+		`u@59999 {"key":"u","n":1,"s":8,"window_end":60000,"window_start":50000}`,
+	}
+	if !reflect.DeepEqual(f.emitted, want) {
+		t.Errorf("%q\nwant %q", f.emitted, want)
+	}
+}
+
+// Windows over random out-of-order input, with a watermark that trails
+// by a bound, match a brute-force computation from the input.
+func TestWindowsMatchBruteForce(t *testing.T) {
+	for _, c := range []WindowConfig{
+		{Size: 10 * time.Second},
+		{Size: 10 * time.Second, Slide: 5 * time.Second},
+		{Gap: 3 * time.Second},
+		{Size: 10 * time.Second, AllowedLateness: 5 * time.Second},
+	} {
+		t.Run(c.describe(), func(t *testing.T) {
+			c.Fields = map[string]string{"n": "count()", "s": "sum(value.a)"}
+			rng := rand.New(rand.NewPCG(1, uint64(c.Size+c.Gap+c.Slide)))
+			f, tm := newFake(t, c)
+			type ev struct {
+				k  string
+				ts int64
+				a  int
+			}
+			var evs []ev
+			const bound = 4_000
+			maxTS := int64(0)
+			for i := 0; i < 3000; i++ {
+				base := int64(i) * 97
+				ts := base - rng.Int64N(bound) // out of order by up to bound
+				if ts < 0 {
+					ts = 0
+				}
+				e := ev{fmt.Sprint("k", rng.IntN(5)), ts, rng.IntN(10)}
+				evs = append(evs, e)
+				f.feed(t, tm, e.k, e.ts, float64(e.a))
+				maxTS = max(maxTS, ts)
+				f.advance(t, tm, maxTS-bound-1)
+			}
+			f.advance(t, tm, 1<<62)
+			// Brute force: every record is on time (it trails the
+			// highest timestamp by less than the bound).
+			type agg struct{ n, s int }
+			want := map[string]agg{}
+			if c.Gap > 0 {
+				byKey := map[string][]ev{}
+				for _, e := range evs {
+					byKey[e.k] = append(byKey[e.k], e)
+				}
+				for k, es := range byKey {
+					sort.Slice(es, func(i, j int) bool { return es[i].ts < es[j].ts })
+					start, end := es[0].ts, es[0].ts+c.Gap.Milliseconds()
+					cur := agg{}
+					for _, e := range es {
+						if e.ts >= end {
+							want[fmt.Sprintf("%s/%d/%d", k, start, end)] = cur
+							start, cur = e.ts, agg{}
+						}
+						end = max(end, e.ts+c.Gap.Milliseconds())
+						cur.n++
+						cur.s += e.a
+					}
+					want[fmt.Sprintf("%s/%d/%d", k, start, end)] = cur
+				}
+			} else {
+				sh, _ := c.shape()
+				for _, e := range evs {
+					for _, s := range sh.assign(e.ts) {
+						id := fmt.Sprintf("%s/%d/%d", e.k, s.Start, s.End)
+						a := want[id]
+						a.n++
+						a.s += e.a
+						want[id] = a
+					}
+				}
+			}
+			got := map[string]agg{}
+			for _, line := range f.emitted {
+				var k, rest string
+				if _, err := fmt.Sscanf(line, "%s %s", &k, &rest); err != nil {
+					t.Fatal(err)
+				}
+				v, err := ParseJSON([]byte(rest))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := v.(map[string]any)
+				n, s := m["n"].(int), int(toFloat(m["s"]))
+				id := fmt.Sprintf("%s/%d/%d", m["key"], m["window_start"], m["window_end"])
+				if _, dup := got[id]; dup {
+					t.Errorf("window %s emitted twice", id)
+				}
+				got[id] = agg{n, s}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%d windows, want %d", len(got), len(want))
+				for id, w := range want {
+					if got[id] != w {
+						t.Errorf("%s: %+v, want %+v", id, got[id], w)
+						break
+					}
+				}
+			}
+		})
+	}
+}
