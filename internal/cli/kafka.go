@@ -19,77 +19,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/onceflow/onceflow/connector/kafka"
-	"github.com/onceflow/onceflow/pipeline"
+	"github.com/onceflow/onceflow/pipeline/kafkarec"
 )
 
 // KafkaAccess is how the pipeline operators read and change kafka.Record
 // (the job file's record type; the benchmarks use it too).
-var KafkaAccess = RecordAccess[kafka.Record]{
-	Key: func(r kafka.Record) string { return string(r.Key) },
-	WithCount: func(r kafka.Record, n int64) kafka.Record {
-		return kafka.Record{Key: r.Key, Value: formatCount(n), Timestamp: r.Timestamp}
-	},
-	Value: func(r kafka.Record) []byte { return r.Value },
-	WithKey: func(r kafka.Record, key []byte) kafka.Record {
-		r.Key = key
-		return r
-	},
-	Position: kafka.Record.String,
-	Meta: func(r kafka.Record) pipeline.Meta {
-		var ts int64
-		if !r.Timestamp.IsZero() {
-			ts = r.Timestamp.UnixMilli()
-		}
-		return pipeline.Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: ts}
-	},
-	Headers: func(r kafka.Record) map[string]string {
-		h := make(map[string]string, len(r.Headers))
-		for _, x := range r.Headers {
-			h[x.Key] = string(x.Value)
-		}
-		return h
-	},
-	WithValue: func(r kafka.Record, v []byte) kafka.Record {
-		r.Value = v
-		return r
-	},
-	WithTopic: func(r kafka.Record, topic string) kafka.Record {
-		r.Topic, r.Partition = topic, routedPartition
-		return r
-	},
-	New: func(key, value []byte, ts int64) kafka.Record {
-		return kafka.Record{Key: key, Value: value, Timestamp: time.UnixMilli(ts)}
-	},
-	WithHeader: func(r kafka.Record, name string, v []byte) kafka.Record {
-		hs := make([]kafka.Header, 0, len(r.Headers)+1)
-		for _, x := range r.Headers {
-			if x.Key != name {
-				hs = append(hs, x)
-			}
-		}
-		r.Headers = append(hs, kafka.Header{Key: name, Value: v})
-		return r
-	},
-}
+var KafkaAccess = kafkarec.Access
 
-// routedPartition marks a record whose topic a pipeline step (route,
-// map's topic) set: toSink keeps its topic. No record read from Kafka
-// has a negative partition.
-const routedPartition = -1
-
-// toSink readies a record for the sink: a record read from a source still
-// names its source topic and partition, and the sink would write it back
-// there. A record a step routed keeps its topic; the others go to topic
-// (empty: the sink's own SinkConfig.Topic).
-func toSink(topic string) func(kafka.Record) kafka.Record {
-	return func(r kafka.Record) kafka.Record {
-		if r.Partition != routedPartition {
-			r.Topic = topic
-		}
-		r.Partition, r.Offset = 0, 0
-		return r
-	}
-}
+// toSink readies a record for the sink (kafkarec.ToSink).
+func toSink(topic string) func(kafka.Record) kafka.Record { return kafkarec.ToSink(topic) }
 
 // clientConfig translates the kafka section.
 func clientConfig(k KafkaConfig) (kafka.ClientConfig, error) {

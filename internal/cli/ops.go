@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/onceflow/onceflow/flow"
@@ -62,7 +61,3 @@ func BuildPipeline[T any](s flow.Stream[T], steps []Step, acc RecordAccess[T], p
 	}
 	return out, failures, err
 }
-
-// formatCount is how count writes its value: a decimal number, so any
-// consumer can read it without a schema.
-func formatCount(n int64) []byte { return strconv.AppendInt(nil, n, 10) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/pipeline"
+	"github.com/onceflow/onceflow/pipeline/kafkarec"
 )
 
 // rec is the record type of these tests.
@@ -21,7 +22,7 @@ type rec struct{ Key, Value string }
 
 var recAccess = RecordAccess[rec]{
 	Key:       func(r rec) string { return r.Key },
-	WithCount: func(r rec, n int64) rec { return rec{Key: r.Key, Value: string(formatCount(n))} },
+	WithCount: func(r rec, n int64) rec { return rec{Key: r.Key, Value: string(kafkarec.FormatCount(n))} },
 	Value:     func(r rec) []byte { return []byte(r.Value) },
 	WithKey:   func(r rec, key []byte) rec { return rec{Key: string(key), Value: r.Value} },
 	Position:  func(r rec) string { return "rec(" + r.Key + ")" },

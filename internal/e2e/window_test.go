@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,4 +141,61 @@ func TestCrashKafkaWindows(t *testing.T) {
 	}
 	check("franz-go", readCommitted(t, addr, "out-win"))
 	check("kcat", kcatRead(t, addr, "out-win"))
+}
+
+// TestRevenueExample runs the README's worked example as a user would:
+// examples/revenue/revenue.yaml (pointed at this test's broker and
+// directory, and bounded so the end of the input closes the last minute)
+// over examples/revenue/orders.jsonl, produced with kcat. The committed
+// output must be examples/revenue/expected.txt, as franz-go and kcat read
+// it.
+func TestRevenueExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat not installed (./scripts/test installs it)")
+	}
+	example := filepath.Join("..", "..", "examples", "revenue")
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	job, err := os.ReadFile(filepath.Join(example, "revenue.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "revenue.yaml")
+	if err := os.WriteFile(file, job, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	editJob(t, file, "  brokers: [127.0.0.1:9092]\n", "  brokers: ["+addr+"]\n")
+	editJob(t, file, "  startup: earliest\n", "  startup: earliest\n  bounded: true\n")
+	if out, err := exec.Command(binary(t), "topic", "create", "--job", file, "--partitions", "2").CombinedOutput(); err != nil {
+		t.Fatalf("topic create: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("kcat", "-P", "-b", addr, "-t", "orders", "-l", filepath.Join(example, "orders.jsonl")).CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P: %v\n%s", err, out)
+	}
+	lw := &logWriter{t: t, name: "revenue"}
+	cmd := exec.Command(binary(t), "run", file)
+	cmd.Stderr = lw
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("onceflow run: %v\n%s", err, lw)
+	}
+	want, err := os.ReadFile(filepath.Join(example, "expected.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for client, out := range map[string][]kafkatest.Record{
+		"franz-go": readCommitted(t, addr, "revenue-per-minute"),
+		"kcat":     kcatRead(t, addr, "revenue-per-minute"),
+	} {
+		lines := make([]string, len(out))
+		for i, r := range out {
+			lines[i] = r.Key + " " + r.Value
+		}
+		slices.Sort(lines)
+		if got := strings.Join(lines, "\n") + "\n"; got != string(want) {
+			t.Errorf("%s: the output\n%s\nis not examples/revenue/expected.txt:\n%s", client, got, want)
+		}
+	}
 }
