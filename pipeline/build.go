@@ -65,6 +65,9 @@ type Timed struct {
 	// OnTimer handles a due event-time timer of key (its state is the
 	// current key's).
 	OnTimer func(key string, at int64, clk Clock, out Out) error
+	// OnProcessingTimer handles a due processing-time timer of key; nil
+	// when the operator registers none.
+	OnProcessingTimer func(key string, at int64, clk Clock, out Out) error
 }
 
 // Clock is event time as a timed operator sees it, in ms since the Unix
@@ -78,6 +81,11 @@ type Clock interface {
 	RegisterEventTimeTimer(at int64)
 	// DeleteEventTimeTimer removes the current key's timer at at.
 	DeleteEventTimeTimer(at int64)
+	// ProcessingTime is the job's clock, in ms.
+	ProcessingTime() int64
+	// RegisterProcessingTimeTimer makes OnProcessingTimer run for the
+	// current key when the clock reaches at (once per key and time).
+	RegisterProcessingTimeTimer(at int64)
 }
 
 // Out is where a timed operator sends records.
@@ -396,6 +404,12 @@ func applyTimed[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, 
 		}
 		onTimer := func(ctx flow.Context, out flow.Collector[T]) error {
 			tc.ctx, tc.out = ctx, out
+			if tm := ctx.Timer(); tm.Domain == state.ProcessingTime {
+				if fns.OnProcessingTimer == nil {
+					return fmt.Errorf("a processing-time timer at %d is due and the operator has no OnProcessingTimer", tm.At)
+				}
+				return fns.OnProcessingTimer(ctx.Key(), tm.At, tc, tc)
+			}
 			return fns.OnTimer(ctx.Key(), ctx.Timer().At, tc, tc)
 		}
 		return onRecord, onTimer
@@ -416,6 +430,10 @@ type timedCtx[T any] struct {
 func (c *timedCtx[T]) Watermark() int64                { return c.ctx.Watermark() }
 func (c *timedCtx[T]) RegisterEventTimeTimer(at int64) { c.ctx.RegisterEventTimeTimer(at) }
 func (c *timedCtx[T]) DeleteEventTimeTimer(at int64)   { c.ctx.DeleteEventTimeTimer(at) }
+func (c *timedCtx[T]) ProcessingTime() int64           { return c.ctx.ProcessingTime() }
+func (c *timedCtx[T]) RegisterProcessingTimeTimer(at int64) {
+	c.ctx.RegisterProcessingTimeTimer(at)
+}
 
 func (c *timedCtx[T]) Forward() {
 	if !c.inRecord {

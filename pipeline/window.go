@@ -33,6 +33,11 @@ type WindowConfig struct {
 	// AllowedLateness keeps a window this long after it fired: a record
 	// for it arriving then updates it and emits it again.
 	AllowedLateness time.Duration
+	// EarlyFiring emits a window's figures so far every EarlyFiring of
+	// processing time while it is open and changed (0: only when it
+	// closes). The results then carry "final": false for those, true for
+	// the one at the close and the late updates.
+	EarlyFiring time.Duration
 	// Fields are the output's fields, as Aggregate's: count(), sum(e),
 	// min(e), max(e), avg(e), first(e), last(e), distinct(e).
 	Fields map[string]string
@@ -60,8 +65,11 @@ var windowSpec = Spec{
 		"aggregate's. With `allowed-lateness` a window is kept that long after it fired, and a late record for it " +
 		"updates it and emits it again (a consumer keeps the newest result per key and window_start). A record later " +
 		"than that goes to `late-topic` unchanged, or is dropped when none is set; either way it is counted " +
-		"(`onceflow_window_late_records_total`). Windows and their timers are keyed state, so a window open at a crash " +
-		"is restored and fires exactly once in the committed output.",
+		"(`onceflow_window_late_records_total`). With `early-firing` an open window that changed also emits its " +
+		"figures so far that often (processing time); every result then has `final`, false for those. Windows, their " +
+		"timers and the watermark are keyed state and checkpointed, so a window open at a crash is restored and fires " +
+		"exactly once in the committed output. To write the result in another shape, follow the step with a `map` " +
+		"(`- map: { value: 'string(value.revenue)', format: raw }` writes the number alone; `key:` sets another key).",
 	Fields: []Field{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
 			Description: "What the records are grouped by. Part of the step's default id."},
@@ -73,6 +81,8 @@ var windowSpec = Spec{
 			Description: "Session windows: a key's session closes this long after its last record (instead of size)."},
 		{Name: "allowed-lateness", Type: Duration, Example: "1m",
 			Description: "How long a window is kept after it fired; a late record within it updates and re-emits the window."},
+		{Name: "early-firing", Type: Duration, Example: "10s",
+			Description: "Also emit an open window's figures so far this often (processing time) when it changed; results then carry final: false, and true once the window closes."},
 		{Name: "fields", Type: StringMap, Required: true, Example: `{ revenue: "sum(value.amount)", orders: "count()" }`,
 			Missing:     `give the output's fields, such as fields: { revenue: "sum(value.amount)", orders: "count()" }`,
 			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
@@ -105,7 +115,7 @@ func windowConfig(p Params, env Env) WindowConfig {
 		tm = "timestamp"
 	}
 	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Gap: p.Duration("gap"),
-		AllowedLateness: p.Duration("allowed-lateness"), Fields: p.Map("fields"), LateTopic: p.Text("late-topic"), OnError: env.Policy}
+		AllowedLateness: p.Duration("allowed-lateness"), EarlyFiring: p.Duration("early-firing"), Fields: p.Map("fields"), LateTopic: p.Text("late-topic"), OnError: env.Policy}
 }
 
 func (c WindowConfig) describe() string {
@@ -125,6 +135,9 @@ func (c WindowConfig) describe() string {
 	s := fmt.Sprintf("window by %s, %s over %s: %s", c.Key, shape, c.Time, strings.Join(fs, ", "))
 	if c.AllowedLateness > 0 {
 		s += ", allowed lateness " + durfmt.Short(c.AllowedLateness)
+	}
+	if c.EarlyFiring > 0 {
+		s += ", early results every " + durfmt.Short(c.EarlyFiring)
 	}
 	if c.LateTopic != "" {
 		s += ", late records to " + c.LateTopic
@@ -177,12 +190,17 @@ type WinState struct {
 	Distinct [][]string `json:",omitempty"`
 	// Fired is set once the window emitted its result.
 	Fired bool `json:",omitempty"`
+	// Dirty is set when an open window changed since it last emitted
+	// (early firing).
+	Dirty bool `json:",omitempty"`
 }
 
 func (c WindowConfig) shape() (shape, error) {
 	switch {
-	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.AllowedLateness < 0:
-		return shape{}, &FieldError{Field: "size", Msg: "and slide, gap and allowed-lateness must not be negative"}
+	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.AllowedLateness < 0 || c.EarlyFiring < 0:
+		return shape{}, &FieldError{Field: "size", Msg: "and slide, gap, allowed-lateness and early-firing must not be negative"}
+	case c.EarlyFiring > 0 && c.EarlyFiring < time.Millisecond:
+		return shape{}, &FieldError{Field: "early-firing", Msg: "must be at least 1ms"}
 	case c.Gap > 0 && (c.Size > 0 || c.Slide > 0):
 		return shape{}, &FieldError{Field: "gap", Msg: "makes session windows and cannot go with size or slide: give gap alone, or size (and slide)"}
 	case c.Gap > 0:
@@ -267,7 +285,7 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	lateTopic := c.LateTopic
 	return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Timed: func(st *state.Store) Timed {
 		wins := state.NewMap[int64, WinState](st, "windows")
-		w := &windower{sh: sh, lateness: lateness, fields: fields, wins: wins}
+		w := &windower{sh: sh, lateness: lateness, early: c.EarlyFiring.Milliseconds(), fields: fields, wins: wins}
 		return Timed{
 			OnRecord: func(r Record, clk Clock, out Out) error {
 				p := r.Prepared().(winPrep)
@@ -288,6 +306,9 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 			},
 			OnTimer: func(key string, at int64, clk Clock, out Out) error {
 				return w.fire(key, at, out)
+			},
+			OnProcessingTimer: func(key string, _ int64, _ Clock, out Out) error {
+				return w.fireEarly(key, out)
 			},
 		}
 	}}, nil
@@ -360,6 +381,7 @@ func millis(v any) (int64, bool) {
 type windower struct {
 	sh       shape
 	lateness int64
+	early    int64
 	fields   []aggField
 	wins     *state.Map[int64, WinState]
 	out      map[string]any
@@ -411,9 +433,15 @@ func (w *windower) settle(key string, ws WinState, clk Clock, out Out, isNew boo
 		clk.RegisterEventTimeTimer(fireAt(s) + w.lateness)
 	}
 	if fireAt(s) <= clk.Watermark() {
-		ws.Fired = true
+		ws.Fired, ws.Dirty = true, false
 		w.wins.Put(ws.Start, ws)
-		return w.emit(key, ws, out)
+		return w.emit(key, ws, out, true)
+	}
+	if w.early > 0 {
+		// The window's figures so far go out at the next multiple of
+		// the early-firing interval: one timer per key and interval.
+		ws.Dirty = true
+		clk.RegisterProcessingTimeTimer((floorDiv(clk.ProcessingTime(), w.early) + 1) * w.early)
 	}
 	w.wins.Put(ws.Start, ws)
 	if isNew {
@@ -582,10 +610,10 @@ func (w *windower) fire(key string, at int64, out Out) error {
 	for _, ws := range due {
 		s := span{ws.Start, ws.End}
 		if fireAt(s) == at && !ws.Fired {
-			if err := w.emit(key, ws, out); err != nil {
+			if err := w.emit(key, ws, out, true); err != nil {
 				return err
 			}
-			ws.Fired = true
+			ws.Fired, ws.Dirty = true, false
 			w.wins.Put(ws.Start, ws)
 		}
 		if fireAt(s)+w.lateness == at {
@@ -595,13 +623,37 @@ func (w *windower) fire(key string, at int64, out Out) error {
 	return nil
 }
 
-// emit writes a window's figures.
-func (w *windower) emit(key string, ws WinState, out Out) error {
+// fireEarly emits the figures so far of the key's open windows that
+// changed since they last did.
+func (w *windower) fireEarly(key string, out Out) error {
+	var due []WinState
+	w.wins.All(func(_ int64, ws WinState) bool {
+		if ws.Dirty && !ws.Fired {
+			due = append(due, ws)
+		}
+		return true
+	})
+	sort.Slice(due, func(i, j int) bool { return due[i].Start < due[j].Start })
+	for _, ws := range due {
+		if err := w.emit(key, ws, out, false); err != nil {
+			return err
+		}
+		ws.Dirty = false
+		w.wins.Put(ws.Start, ws)
+	}
+	return nil
+}
+
+// emit writes a window's figures; final is false for an early result.
+func (w *windower) emit(key string, ws WinState, out Out, final bool) error {
 	if w.out == nil {
 		w.out = make(map[string]any, len(w.fields)+3)
 	}
 	clear(w.out)
 	w.out["key"], w.out["window_start"], w.out["window_end"] = key, ws.Start, ws.End
+	if w.early > 0 {
+		w.out["final"] = final
+	}
 	for i, f := range w.fields {
 		w.out[f.name] = ws.Accs[i].result(f.fn)
 	}

@@ -3,8 +3,10 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -42,12 +44,40 @@ type fakeTime struct {
 	timers  map[string]map[int64]bool
 	emitted []string
 	forward int
+	// processing time and timers
+	now     int64
+	ptimers map[string]map[int64]bool
 }
 
 func (f *fakeTime) Watermark() int64                { return f.wm }
 func (f *fakeTime) RegisterEventTimeTimer(at int64) { f.timers[f.key][at] = true }
 func (f *fakeTime) DeleteEventTimeTimer(at int64)   { delete(f.timers[f.key], at) }
 func (f *fakeTime) Forward()                        { f.forward++ }
+func (f *fakeTime) ProcessingTime() int64           { return f.now }
+func (f *fakeTime) RegisterProcessingTimeTimer(at int64) {
+	if f.ptimers[f.key] == nil {
+		f.ptimers[f.key] = map[int64]bool{}
+	}
+	f.ptimers[f.key][at] = true
+}
+
+// tick moves processing time to now, firing due processing-time timers.
+func (f *fakeTime) tick(t *testing.T, tm Timed, now int64) {
+	t.Helper()
+	f.now = now
+	for _, k := range sortedKeys(f.ptimers) {
+		for _, at := range slices.Sorted(maps.Keys(f.ptimers[k])) {
+			if at > now {
+				continue
+			}
+			delete(f.ptimers[k], at)
+			f.setKey(k)
+			if err := tm.OnProcessingTimer(k, at, f, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
 func (f *fakeTime) Emit(key, value []byte, ts int64) {
 	f.emitted = append(f.emitted, fmt.Sprintf("%s@%d %s", key, ts, value))
 }
@@ -95,7 +125,7 @@ func newFake(t *testing.T, c WindowConfig) (*fakeTime, Timed) {
 	rt := state.NewRuntime(0, 127, 128, nil, nil)
 	tm := op.Timed(rt.Store())
 	rt.Seal()
-	return &fakeTime{rt: rt, wm: -1 << 62, timers: map[string]map[int64]bool{}}, tm
+	return &fakeTime{rt: rt, wm: -1 << 62, timers: map[string]map[int64]bool{}, ptimers: map[string]map[int64]bool{}}, tm
 }
 
 // feed hands the windower a record with key k at time ts and amount a.
@@ -158,6 +188,30 @@ func TestAllowedLatenessReemits(t *testing.T) {
 	f.setKey("u")
 	if n := countWindows(t, tm, f); n != 0 {
 		t.Errorf("%d windows left in state after their lateness", n)
+	}
+}
+
+// With early firing an open window emits its figures so far, when it
+// changed, every interval of processing time; the close emits the final
+// result.
+func TestEarlyFiring(t *testing.T) {
+	f, tm := newFake(t, WindowConfig{Size: time.Minute, EarlyFiring: 10 * time.Second, Fields: map[string]string{"n": "count()"}})
+	f.now = 1_000
+	f.feed(t, tm, "u", 1_000, 1)
+	f.feed(t, tm, "u", 2_000, 1)
+	f.tick(t, tm, 10_000) // early: 2 so far
+	f.tick(t, tm, 20_000) // nothing changed: nothing
+	f.feed(t, tm, "u", 3_000, 1)
+	f.tick(t, tm, 30_000) // early: 3
+	f.advance(t, tm, 59_999)
+	f.tick(t, tm, 40_000) // closed: no more early results
+	want := []string{
+		`u@59999 {"final":false,"key":"u","n":2,"window_end":60000,"window_start":0}`,
+		`u@59999 {"final":false,"key":"u","n":3,"window_end":60000,"window_start":0}`,
+		`u@59999 {"final":true,"key":"u","n":3,"window_end":60000,"window_start":0}`,
+	}
+	if !reflect.DeepEqual(f.emitted, want) {
+		t.Errorf("%q\nwant %q", f.emitted, want)
 	}
 }
 
