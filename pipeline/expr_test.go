@@ -56,6 +56,7 @@ var kAccess = RecordAccess[krec]{
 		return Meta{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.TS}
 	},
 	Headers: func(r krec) map[string]string { return r.Headers },
+	New:     func(k, v []byte, ts int64) krec { return krec{Key: string(k), Value: string(v), TS: ts} },
 }
 
 func evalOn(t *testing.T, src string, r krec) (any, error) {

@@ -1,9 +1,13 @@
 package pipeline
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -247,7 +251,17 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	if err != nil {
 		return Operator{}, err
 	}
-	uses := UsesWithValue | UsesWithKey | UsesPosition | UsesNew | tm.access()
+	for _, f := range fields {
+		if _, ok := reservedMembers[f.name]; ok {
+			return Operator{}, &FieldError{Field: "fields", Msg: fmt.Sprintf("%q is a member every window result has (key, window_start, window_end, final): name the field otherwise", f.name)}
+		}
+	}
+	recordTime := c.Time == "timestamp" // the record's own: no evaluation
+	timeUses := tm.access()
+	if recordTime {
+		timeUses = UsesMeta
+	}
+	uses := UsesWithValue | UsesWithKey | UsesPosition | UsesNew | timeUses
 	if c.LateTopic != "" {
 		uses |= UsesWithTopic
 	}
@@ -257,13 +271,18 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 		}
 	}
 	prepare := func(r Record) (any, error) {
-		v, err := tm.Eval(r)
-		if err != nil {
-			return nil, recordError(r, "window time", err)
-		}
-		ts, ok := millis(v)
-		if !ok {
-			return nil, recordError(r, "window time", fmt.Errorf("expression %q gave %s, not a time in milliseconds", c.Time, describeValue(v)))
+		var ts int64
+		if recordTime {
+			ts = r.Meta().Timestamp
+		} else {
+			v, err := tm.Eval(r)
+			if err != nil {
+				return nil, recordError(r, "window time", err)
+			}
+			var ok bool
+			if ts, ok = millis(v); !ok {
+				return nil, recordError(r, "window time", fmt.Errorf("expression %q gave %s, not a time in milliseconds", c.Time, describeValue(v)))
+			}
 		}
 		p := winPrep{ts: ts, inputs: make([]any, len(fields))}
 		for i, f := range fields {
@@ -384,7 +403,45 @@ type windower struct {
 	early    int64
 	fields   []aggField
 	wins     *state.Map[int64, WinState]
-	out      map[string]any
+	// order is the output's members in name order (as JSON objects are
+	// written here), buf the result being built.
+	order []outMember
+	buf   []byte
+}
+
+// outMember is one member of a window result: its `"name":` and what it
+// holds (one of the member kinds, or the index of a field).
+type outMember struct {
+	name []byte
+	kind int
+}
+
+// Member kinds of a window result besides its fields (0..).
+const (
+	memberKey = -1 - iota
+	memberStart
+	memberEnd
+	memberFinal
+)
+
+// reservedMembers are the result's members the fields cannot be named.
+var reservedMembers = map[string]int{"key": memberKey, "window_start": memberStart, "window_end": memberEnd, "final": memberFinal}
+
+// members returns the result's members in name order.
+func (w *windower) members() []outMember {
+	kinds := map[string]int{"key": memberKey, "window_start": memberStart, "window_end": memberEnd}
+	if w.early > 0 {
+		kinds["final"] = memberFinal
+	}
+	for i, f := range w.fields {
+		kinds[f.name] = i
+	}
+	var out []outMember
+	for _, name := range sortedKeys(kinds) {
+		n, _ := json.Marshal(name)
+		out = append(out, outMember{name: append(n, ':'), kind: kinds[name]})
+	}
+	return out
 }
 
 // fireAt is when a window fires: its last millisecond.
@@ -645,24 +702,87 @@ func (w *windower) fireEarly(key string, out Out) error {
 }
 
 // emit writes a window's figures; final is false for an early result.
+//
+// The result is written by hand, members in name order, the way
+// EncodeJSON writes a map: what a window emits per record is most of its
+// cost when windows hold few records.
 func (w *windower) emit(key string, ws WinState, out Out, final bool) error {
-	if w.out == nil {
-		w.out = make(map[string]any, len(w.fields)+3)
+	if w.order == nil {
+		w.order = w.members()
 	}
-	clear(w.out)
-	w.out["key"], w.out["window_start"], w.out["window_end"] = key, ws.Start, ws.End
-	if w.early > 0 {
-		w.out["final"] = final
+	b := append(w.buf[:0], '{')
+	for i, m := range w.order {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m.name...)
+		switch m.kind {
+		case memberKey:
+			b = appendJSONString(b, key)
+		case memberStart:
+			b = strconv.AppendInt(b, ws.Start, 10)
+		case memberEnd:
+			b = strconv.AppendInt(b, ws.End, 10)
+		case memberFinal:
+			b = strconv.AppendBool(b, final)
+		default:
+			var err error
+			if b, err = appendJSONValue(b, ws.Accs[m.kind].result(w.fields[m.kind].fn)); err != nil {
+				return fmt.Errorf("%s: %w", w.fields[m.kind].name, err)
+			}
+		}
 	}
-	for i, f := range w.fields {
-		w.out[f.name] = ws.Accs[i].result(f.fn)
-	}
-	b, err := EncodeJSON(w.out)
-	if err != nil {
-		return err
-	}
-	out.Emit([]byte(key), b, ws.End-1)
+	b = append(b, '}')
+	w.buf = b
+	out.Emit([]byte(key), bytes.Clone(b), ws.End-1)
 	return nil
+}
+
+// appendJSONString appends s as EncodeJSON writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONValue appends a figure as EncodeJSON writes it.
+func appendJSONValue(b []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return b, fmt.Errorf("%v cannot be written as JSON", x)
+		}
+		// encoding/json's format: %f within [1e-6, 1e21), else %e
+		// with a two-digit exponent at least.
+		f := byte('f')
+		if a := math.Abs(x); a != 0 && (a < 1e-6 || a >= 1e21) {
+			f = 'e'
+		}
+		b = strconv.AppendFloat(b, x, f, -1, 64)
+		if f == 'e' {
+			if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+				b[n-2] = b[n-1]
+				b = b[:n-1]
+			}
+		}
+		return b, nil
+	case string:
+		return appendJSONString(b, x), nil
+	case nil:
+		return append(b, "null"...), nil
+	}
+	e, err := EncodeJSON(v)
+	return append(b, e...), err
 }
 
 // Window aggregates per key and event-time window as cfg says. The

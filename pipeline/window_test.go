@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -92,6 +93,11 @@ func (f *fakeTime) setKey(k string) {
 
 // advance moves the watermark to wm, firing due timers in time order.
 func (f *fakeTime) advance(t *testing.T, tm Timed, wm int64) {
+	t.Helper()
+	f.advanceB(t, tm, wm)
+}
+
+func (f *fakeTime) advanceB(t testing.TB, tm Timed, wm int64) {
 	t.Helper()
 	for {
 		var best int64
@@ -380,5 +386,27 @@ func TestWindowsMatchBruteForce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The window result's hand-written JSON is what EncodeJSON writes.
+func TestWindowJSONMatchesEncodeJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	values := []any{int64(0), int64(-7), int64(1 << 62), 0, 42, 0.0, 1.5, -2.25, 1e-7, 3.3e-12, 1e21, 1.2345e300, 5e-324,
+		"", "plain", `quo"te`, "back\\slash", "<tag>&", "tab\there", "ünï", "\u2028", nil, true, []any{1, "a"}, map[string]any{"b": 1, "a": 2}}
+	for i := 0; i < 2000; i++ {
+		values = append(values, rng.NormFloat64()*math.Pow(10, float64(rng.IntN(60)-30)), rng.Int64()-rng.Int64())
+	}
+	for _, v := range values {
+		want, err := EncodeJSON(v)
+		got, gerr := appendJSONValue(nil, v)
+		if err != nil || gerr != nil || string(got) != string(want) {
+			t.Errorf("%#v: wrote %s (%v), EncodeJSON %s (%v)", v, got, gerr, want, err)
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		if _, err := appendJSONValue(nil, bad); err == nil {
+			t.Errorf("%v written as JSON", bad)
+		}
 	}
 }

@@ -69,6 +69,18 @@ const (
 	NameSumPerKey = "onceflow sum per key (JSON)"
 )
 
+// WindowName is the name of the run of a job file's one-minute tumbling
+// count per key (a JSON field) over event time, keyed state in backend:
+// the records' timestamps spread over WindowSpan (Config.Pipelines),
+// state per key and window, output only when a window closes.
+func WindowName(backend string) string {
+	return "onceflow 1-min tumbling count per key (JSON, " + backend + ")"
+}
+
+// WindowSpan is the event time the input's timestamps cover under
+// Config.Pipelines: with one-minute windows, each key has up to three.
+const WindowSpan = 3 * time.Minute
+
 // The pipeline steps of the Config.Pipelines runs, as a job file writes
 // them.
 var (
@@ -78,6 +90,9 @@ var (
 	}
 	SumPerKeySteps = []pipeline.Step{
 		{Op: "aggregate", Params: pipeline.Params{"key": "value.user", "fields": map[string]string{"revenue": "sum(value.amount)"}}},
+	}
+	WindowSteps = []pipeline.Step{
+		{Op: "window", Params: pipeline.Params{"key": "value.user", "size": time.Minute, "fields": map[string]string{"n": "count()"}}},
 	}
 )
 
@@ -248,6 +263,9 @@ type bench struct {
 	// ends are the input partitions' end offsets after producing, which
 	// bound the ceiling's copy.
 	ends map[int32]int64
+	// windows counts the input records per window of the window run,
+	// "user-N@start" (Config.Pipelines).
+	windows map[string]int
 	// perKey is how many input records carry each key index.
 	perKey []int
 }
@@ -284,6 +302,9 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 	}
 	if b.cfg.Pipelines {
 		suffixes = append(suffixes, "filter-map", "sum")
+		for _, be := range b.cfg.Backends {
+			suffixes = append(suffixes, "window-"+be)
+		}
 	}
 	for _, s := range suffixes {
 		t := b.topic(s)
@@ -301,26 +322,32 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		name, label, out string
 		fn               func(ctx context.Context, out string) error
 		counts           bool // the output holds running counts per key
+		windows          bool // the output holds one count per key and window
 	}
 	runs := []measured{
-		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling, false},
-		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough, false},
-		{NamePassThroughMetrics, "pass-through-metrics", b.topic("passthrough-metrics"), b.runPassThroughMetrics, false},
+		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling, false, false},
+		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough, false, false},
+		{NamePassThroughMetrics, "pass-through-metrics", b.topic("passthrough-metrics"), b.runPassThroughMetrics, false, false},
 	}
 	if b.cfg.MetricsFirst {
 		runs[1], runs[2] = runs[2], runs[1]
 	}
 	for _, be := range b.cfg.Backends {
-		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true})
+		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true, false})
 	}
 	if b.cfg.Pipelines {
 		runs = append(runs,
 			measured{NameFilterMap, "filter-map", b.topic("filter-map"), func(ctx context.Context, out string) error {
 				return b.runSteps(ctx, "filter-map", out, FilterMapSteps)
-			}, false},
+			}, false, false},
 			measured{NameSumPerKey, "sum", b.topic("sum"), func(ctx context.Context, out string) error {
 				return b.runSteps(ctx, "sum", out, SumPerKeySteps)
-			}, false})
+			}, false, false})
+		for _, be := range b.cfg.Backends {
+			runs = append(runs, measured{WindowName(be), "window-" + be, b.topic("window-" + be), func(ctx context.Context, out string) error {
+				return b.runSteps(ctx, "window-"+be, out, WindowSteps, flow.StateBackend(be))
+			}, false, true})
+		}
 	}
 	var rs []Result
 	for _, r := range runs {
@@ -345,10 +372,15 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		res := Result{Name: r.name, Records: b.cfg.Records, Elapsed: el, RecordsPerSec: float64(b.cfg.Records) / el.Seconds()}
 		b.logf("%s: %d records in %v (%.0f records/s); verifying the output", r.name, res.Records, el.Round(time.Millisecond), res.RecordsPerSec)
 		var v verifier = countOnly{}
-		if r.counts {
+		want := b.cfg.Records
+		switch {
+		case r.counts:
 			v = &countVerifier{perKey: b.perKey}
+		case r.windows:
+			v = &windowVerifier{want: b.windows, records: b.cfg.Records}
+			want = len(b.windows)
 		}
-		if err := verifyOutput(ctx, b.brokers, r.out, b.cfg.Records, v); err != nil {
+		if err := verifyOutput(ctx, b.brokers, r.out, want, v); err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", r.name, err)
 		}
 		rs = append(rs, res)
@@ -393,13 +425,24 @@ func (b *bench) produceInput(ctx context.Context, cl *kgo.Client, adm *kadm.Clie
 	}
 	b.perKey = make([]int, b.cfg.Keys)
 	errc := make(chan error, 1)
+	// Under Pipelines the records' timestamps (event time) rise evenly
+	// over WindowSpan from a minute boundary, so the window run knows its
+	// windows: key and minute.
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	step := WindowSpan / time.Duration(max(b.cfg.Records, 1))
+	if b.cfg.Pipelines {
+		b.windows = map[string]int{}
+	}
 	for i := range b.cfg.Records {
 		b.perKey[i%b.cfg.Keys]++
 		v := value
+		var ts time.Time
 		if b.cfg.Pipelines {
 			v = jsonValue(i, b.cfg.Keys, b.cfg.ValueSize)
+			ts = base.Add(time.Duration(i) * step)
+			b.windows["user-"+strconv.Itoa(i%b.cfg.Keys)+"@"+strconv.FormatInt(ts.Truncate(time.Minute).UnixMilli(), 10)]++
 		}
-		r := &kgo.Record{Topic: b.input, Key: keyOf(i, b.cfg.Keys), Value: v}
+		r := &kgo.Record{Topic: b.input, Key: keyOf(i, b.cfg.Keys), Value: v, Timestamp: ts}
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
@@ -562,6 +605,11 @@ func (b *bench) connectors(job, out string) (*kafka.Source, *kafka.Sink, error) 
 // pipeline between the Kafka source and sink and opts added to the job's
 // options.
 func (b *bench) runJob(ctx context.Context, name, out string, pipeline func(flow.Stream[kafka.Record]) flow.Stream[kafka.Record], opts ...flow.Option) error {
+	return b.runJobFrom(ctx, name, out, nil, pipeline, opts...)
+}
+
+// runJobFrom is runJob with options for the source.
+func (b *bench) runJobFrom(ctx context.Context, name, out string, srcOpts []flow.OpOption, pipeline func(flow.Stream[kafka.Record]) flow.Stream[kafka.Record], opts ...flow.Option) error {
 	job := b.topic(name)
 	src, sink, err := b.connectors(job, out)
 	if err != nil {
@@ -573,7 +621,7 @@ func (b *bench) runJob(ctx context.Context, name, out string, pipeline func(flow
 		return err
 	}
 	defer cleanup()
-	flow.To(pipeline(flow.From(env, src, flow.UID("in"))), sink, flow.UID("out"))
+	flow.To(pipeline(flow.From(env, src, append(srcOpts, flow.UID("in"))...)), sink, flow.UID("out"))
 	return env.Run(ctx)
 }
 
@@ -619,16 +667,30 @@ func jsonValue(i, keys, size int) []byte {
 
 // runSteps runs the job-file steps between the source and the sink, as
 // `onceflow run` builds them.
-func (b *bench) runSteps(ctx context.Context, name, out string, steps []pipeline.Step) error {
+func (b *bench) runSteps(ctx context.Context, name, out string, steps []pipeline.Step, opts ...flow.Option) error {
 	var buildErr error
-	err := b.runJob(ctx, name, out, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] {
+	var srcOpts []flow.OpOption
+	for _, st := range steps {
+		if st.Op == "window" {
+			// Event time as a job file's default event-time section
+			// gives it: the records' timestamps, 5 s out of order.
+			ts, err := pipeline.Timestamps(cli.KafkaAccess, "timestamp")
+			if err != nil {
+				return err
+			}
+			srcOpts = append(srcOpts, flow.WithWatermarks(flow.Watermarks[kafka.Record]{
+				Timestamp: ts, Split: kafka.SplitOf, MaxOutOfOrderness: 5 * time.Second, IdleTimeout: 30 * time.Second,
+			}))
+		}
+	}
+	err := b.runJobFrom(ctx, name, out, srcOpts, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] {
 		res, _, err := pipeline.Build(s, cli.KafkaAccess, steps, pipeline.Env{})
 		buildErr = err
 		return flow.Map(res, func(r kafka.Record) kafka.Record {
 			r.Topic, r.Partition, r.Offset = "", 0, 0
 			return r
 		})
-	})
+	}, opts...)
 	return errors.Join(buildErr, err)
 }
 

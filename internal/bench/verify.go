@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -74,6 +75,44 @@ func (v *countVerifier) finish() error {
 		if got != want {
 			return fmt.Errorf("%w: key \"key-%d\" has %d distinct counts, want 1..%d", ErrOutputMismatch, k, got, want)
 		}
+	}
+	return nil
+}
+
+// windowVerifier checks the window run's output: one result per key and
+// window of the input, each counting that window's records.
+type windowVerifier struct {
+	want    map[string]int
+	records int
+	seen    map[string]bool
+}
+
+func (v *windowVerifier) record(key, value []byte) error {
+	var w struct {
+		Key         string `json:"key"`
+		WindowStart int64  `json:"window_start"`
+		N           int    `json:"n"`
+	}
+	if err := json.Unmarshal(value, &w); err != nil || w.Key != string(key) {
+		return fmt.Errorf("%w: %q under key %q is not a window result", ErrOutputMismatch, value, key)
+	}
+	id := w.Key + "@" + strconv.FormatInt(w.WindowStart, 10)
+	if v.seen == nil {
+		v.seen = map[string]bool{}
+	}
+	if v.seen[id] {
+		return fmt.Errorf("%w: window %s emitted twice", ErrOutputMismatch, id)
+	}
+	v.seen[id] = true
+	if want, ok := v.want[id]; !ok || want != w.N {
+		return fmt.Errorf("%w: window %s counts %d, want %d", ErrOutputMismatch, id, w.N, want)
+	}
+	return nil
+}
+
+func (v *windowVerifier) finish() error {
+	if len(v.seen) != len(v.want) {
+		return fmt.Errorf("%w: %d windows, want %d", ErrOutputMismatch, len(v.seen), len(v.want))
 	}
 	return nil
 }
