@@ -206,6 +206,12 @@ func TestIdleSplitReleasesEventTime(t *testing.T) {
 				return
 			}
 			waitFor(t, "windows to fire", func() bool { return len(sink.Committed()) > 10 })
+			// Every task shows the event time it reached.
+			for _, task := range job.Stats().Tasks {
+				if task.Watermark < 1_700_000_000_000 || task.Watermark == flow.MaxWatermark {
+					t.Errorf("task %s: watermark %d in Stats while windows fire", task.UID, task.Watermark)
+				}
+			}
 		})
 	}
 }

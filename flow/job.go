@@ -69,6 +69,11 @@ type TaskStats struct {
 	// of their running times in this attempt: Busy + Idle + Backpressured
 	// = Elapsed. Busy/Elapsed is Flink's busy time ratio.
 	Idle, Busy, Elapsed time.Duration
+	// Watermark is the task's input watermark (Flink's
+	// currentInputWatermark), the smallest of its subtasks', in ms since
+	// the Unix epoch; NoWatermark while a subtask has none, and always
+	// for a job without event time (flow.WithWatermarks).
+	Watermark int64
 }
 
 // Job is a running job.

@@ -139,6 +139,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		w.send("task_busy_seconds_total", "Time the task's subtasks spent processing during this attempt, summed.", prometheus.CounterValue, tl, tv, t.Busy.Seconds())
 		w.send("task_idle_seconds_total", "Time the task's subtasks waited for input during this attempt, summed.", prometheus.CounterValue, tl, tv, t.Idle.Seconds())
 		w.send("task_backpressured_seconds_total", "Time the task's subtasks waited for room downstream during this attempt, summed.", prometheus.CounterValue, tl, tv, t.Backpressured.Seconds())
+		if t.Watermark != flow.NoWatermark {
+			w.send("task_watermark_milliseconds", "The task's input watermark (event time it has reached), the smallest of its subtasks', in ms since the Unix epoch; absent without event time.", prometheus.GaugeValue, tl, tv, float64(min(t.Watermark, 1<<53)))
+		}
 		if r, ok := rates[t.UID]; ok {
 			w.send("task_busy_time_ms_per_second", "Milliseconds per second a subtask of the task was busy, averaged over its subtasks and the last few seconds.", prometheus.GaugeValue, tl, tv, r.Busy)
 			w.send("task_idle_time_ms_per_second", "Milliseconds per second a subtask of the task waited for input.", prometheus.GaugeValue, tl, tv, r.Idle)

@@ -321,6 +321,8 @@ type vertex struct {
 	IdleMsPerSecond     float64 `json:"idle-time-ms-per-second"`
 	BackpressuredPerSec float64 `json:"backpressured-time-ms-per-second"`
 	BackpressureLevel   string  `json:"backpressure-level"`
+	// Watermark is the task's input watermark in ms, absent without one.
+	Watermark *int64 `json:"watermark,omitempty"`
 }
 
 func (s *Server) jobDetail(w http.ResponseWriter, _ *http.Request) {
@@ -329,6 +331,9 @@ func (s *Server) jobDetail(w http.ResponseWriter, _ *http.Request) {
 	vs := []vertex{}
 	for _, t := range st.Tasks {
 		v := vertex{ID: t.UID, Name: t.Name, Parallelism: t.Parallelism, RecordsIn: t.RecordsIn, RecordsOut: t.RecordsOut}
+		if wm := t.Watermark; wm != flow.NoWatermark && wm != flow.MaxWatermark {
+			v.Watermark = &wm
+		}
 		if l, ok := loads[t.UID]; ok {
 			v.InPerSecond, v.OutPerSecond = l.InPerSecond, l.OutPerSecond
 			v.BusyMsPerSecond, v.IdleMsPerSecond, v.BackpressuredPerSec = l.Busy, l.Idle, l.Backpressured

@@ -298,6 +298,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		}
 		for i := 0; i < par[n]; i++ {
 			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail](), started: time.Now()}
+			st.watermark.Store(NoWatermark)
 			att.subtasks = append(att.subtasks, st)
 			if n.kind == kindSource {
 				att.sources = append(att.sources, st)

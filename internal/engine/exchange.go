@@ -194,6 +194,9 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 				}
 			case ctlWatermark:
 				if c, ok := wms.onWatermark(m.sender, m.c); ok {
+					if !c.idle {
+						st.watermark.Store(c.wm)
+					}
 					plain.control(c)
 				}
 			case ctlEOS:

@@ -70,6 +70,10 @@ type TaskStats struct {
 	// their time (Elapsed less Idle and Backpressured); Elapsed the sum
 	// of the subtasks' running times in this attempt.
 	Idle, Busy, Elapsed time.Duration
+	// Watermark is the task's input watermark, the smallest of its
+	// subtasks' (ms; NoWatermark: a subtask has none yet, or the job has
+	// no event time).
+	Watermark int64
 }
 
 // Job is a running job.
@@ -271,9 +275,10 @@ func (j *Job) Stats() Stats {
 			if !ok {
 				i = len(s.Tasks)
 				byHead[st.head] = i
-				s.Tasks = append(s.Tasks, TaskStats{UID: st.head.uid, Name: st.head.name})
+				s.Tasks = append(s.Tasks, TaskStats{UID: st.head.uid, Name: st.head.name, Watermark: MaxWatermark})
 			}
 			t := &s.Tasks[i]
+			t.Watermark = min(t.Watermark, st.watermark.Load())
 			t.Parallelism++
 			t.RecordsIn += in
 			t.RecordsOut += out

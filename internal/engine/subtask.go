@@ -43,6 +43,9 @@ type subtask struct {
 	onTimers   []func()
 	onClose    []func(failed bool)
 	in         atomic.Int64 // records taken in by the head
+	// watermark is the subtask's input watermark (a source: the one it
+	// emits), NoWatermark before any; for Stats.
+	watermark atomic.Int64
 	out        atomic.Int64 // records written by sinks in this chain
 	// backpressured is how long, in nanoseconds, the subtask waited for
 	// room in an exchange channel.
@@ -189,6 +192,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		case !idle && (wm > gen.emitted || gen.idle):
 			gen.emitted = max(gen.emitted, wm)
 			gen.idle = false
+			st.watermark.Store(gen.emitted)
 			out.control(ctl{kind: ctlWatermark, wm: gen.emitted})
 		}
 	}
@@ -285,6 +289,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 					// A bounded input is complete: every event-time
 					// timer downstream is due, before the final
 					// checkpoint's barrier.
+					st.watermark.Store(MaxWatermark)
 					out.control(ctl{kind: ctlWatermark, wm: MaxWatermark})
 				}
 				out.control(ctl{kind: ctlFlush})
