@@ -46,7 +46,7 @@ type subtask struct {
 	// watermark is the subtask's input watermark (a source: the one it
 	// emits), NoWatermark before any; for Stats.
 	watermark atomic.Int64
-	out        atomic.Int64 // records written by sinks in this chain
+	out       atomic.Int64 // records written by sinks in this chain
 	// backpressured is how long, in nanoseconds, the subtask waited for
 	// room in an exchange channel.
 	backpressured atomic.Int64
