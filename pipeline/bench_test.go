@@ -52,14 +52,20 @@ func BenchmarkOperators(b *testing.B) {
 // heap, a discarding sink), event time rising 1 ms per 16 records (about
 // ten records per key and window), so the watermark fires windows as it
 // goes: the whole job's ns and allocations per record, window included.
-// One op is one record.
+// One op is one record; per state backend.
 func BenchmarkWindow(b *testing.B) {
+	for _, backend := range []string{flow.MemoryBackend, flow.PebbleBackend} {
+		b.Run(backend, func(b *testing.B) { benchWindow(b, backend) })
+	}
+}
+
+func benchWindow(b *testing.B, backend string) {
 	const keys = 100_000
 	in := make([]krec, 0, b.N)
 	for i := range b.N {
 		in = append(in, krec{Key: "user-" + strconv.Itoa(i%keys), Value: `{"a":12.5}`, TS: int64(i / 16)})
 	}
-	env := flow.New(flow.JobName("bench"), flow.Logger(slog.New(slog.DiscardHandler)))
+	env := flow.New(flow.JobName("bench"), flow.Logger(slog.New(slog.DiscardHandler)), flow.StateBackend(backend))
 	src := flow.From(env, flowtest.NewSource([][]krec{in}, flowtest.PerPoll(1024)), flow.UID("src"),
 		flow.WithWatermarks(flow.Watermarks[krec]{Timestamp: func(r krec) int64 { return r.TS }, MaxOutOfOrderness: 5 * time.Second}))
 	out, _, err := Window(src, kAccess, WindowConfig{Size: time.Minute, Fields: map[string]string{"n": "count()", "s": "sum(value.a)"}}, nil)

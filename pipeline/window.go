@@ -303,7 +303,7 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	lateness := c.AllowedLateness.Milliseconds()
 	lateTopic := c.LateTopic
 	return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Timed: func(st *state.Store) Timed {
-		wins := state.NewMap[int64, WinState](st, "windows")
+		wins := state.NewMapWithCodecs(st, "windows", state.DefaultCodec[int64](), state.Codec[WinState](winCodec{}))
 		w := &windower{sh: sh, lateness: lateness, early: c.EarlyFiring.Milliseconds(), fields: fields, wins: wins}
 		return Timed{
 			OnRecord: func(r Record, clk Clock, out Out) error {
@@ -407,6 +407,7 @@ type windower struct {
 	// written here), buf the result being built.
 	order []outMember
 	buf   []byte
+	due   []WinState
 }
 
 // outMember is one member of a window result: its `"name":` and what it
@@ -655,14 +656,29 @@ func distinctKey(v any) string {
 // fire emits the key's windows due at at and drops those whose lateness
 // ran out.
 func (w *windower) fire(key string, at int64, out Out) error {
-	var due []WinState
-	w.wins.All(func(_ int64, ws WinState) bool {
-		s := span{ws.Start, ws.End}
-		if fireAt(s) == at || fireAt(s)+w.lateness == at {
-			due = append(due, ws)
+	due := w.due[:0]
+	if w.sh.gap == 0 {
+		// Tumbling and sliding windows have a fixed size: the windows a
+		// timer can be for are the one ending at at+1 and, with a
+		// lateness, the one whose lateness ends then. Two reads, no scan.
+		for _, end := range []int64{at + 1, at + 1 - w.lateness} {
+			if ws, ok := w.wins.Get(end - w.sh.size); ok && ws.End == end {
+				due = append(due, ws)
+			}
+			if w.lateness == 0 {
+				break
+			}
 		}
-		return true
-	})
+	} else {
+		w.wins.All(func(_ int64, ws WinState) bool {
+			s := span{ws.Start, ws.End}
+			if fireAt(s) == at || fireAt(s)+w.lateness == at {
+				due = append(due, ws)
+			}
+			return true
+		})
+	}
+	w.due = due
 	sort.Slice(due, func(i, j int) bool { return due[i].Start < due[j].Start })
 	for _, ws := range due {
 		s := span{ws.Start, ws.End}

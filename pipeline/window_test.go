@@ -410,3 +410,22 @@ func TestWindowJSONMatchesEncodeJSON(t *testing.T) {
 		}
 	}
 }
+
+// Window state survives its codec: every kind of figure, distinct sets,
+// flags; damaged bytes are refused.
+func TestWinCodec(t *testing.T) {
+	ws := WinState{Start: -60_000, End: 1 << 40, Fired: true, Dirty: true,
+		Accs: []Acc{{N: 3, I: -9}, {N: 2, Float: true, F: 1.5}, {N: 1, V: 7}, {N: 1, V: 2.5}, {N: 1, V: "ünï"},
+			{N: 1, V: true}, {N: 1, V: false}, {N: 1, V: []any{1, "a"}}, {N: 1, V: map[string]any{"x": 1}}},
+		Distinct: [][]string{nil, {"a", "b"}}}
+	b := winCodec{}.Append(nil, ws)
+	back, err := winCodec{}.Decode(b)
+	if err != nil || !reflect.DeepEqual(back, ws) {
+		t.Fatalf("round trip: %+v, %v\nwant %+v", back, err, ws)
+	}
+	for i := range b {
+		if _, err := (winCodec{}).Decode(b[:i]); err == nil {
+			t.Fatalf("a window state cut to %d of %d bytes decoded", i, len(b))
+		}
+	}
+}
