@@ -211,6 +211,12 @@ func requireFailpoints(t *testing.T) {
 // Every failpoint of the engine's commit protocol, as a crash of the whole
 // process: the restarted job's output is still exactly once.
 func TestFailpointCrashes(t *testing.T) {
+	runFailpointCrashes(t, childEnv, func(t *testing.T, r *crashRun) { checkCounts(t, r.output(), crashKeys, crashPerKey) })
+}
+
+// runFailpointCrashes crashes the job of child at each protocol failpoint
+// (a seeded hit), runs it to its end and checks its output with check.
+func runFailpointCrashes(t *testing.T, child string, check func(*testing.T, *crashRun)) {
 	requireFailpoints(t)
 	rng := crashSeed(t)
 	for _, fp := range protocolFailpoints() {
@@ -221,6 +227,7 @@ func TestFailpointCrashes(t *testing.T) {
 		t.Run(fp, func(t *testing.T) {
 			t.Parallel() // the children mostly sleep (throttled)
 			r := newCrashRun(t, "exactly-once")
+			r.child = child
 			if fp == failpoint.DuringRestore {
 				r.killAfterCheckpoint() // something to restore
 			}
@@ -235,7 +242,7 @@ func TestFailpointCrashes(t *testing.T) {
 				t.Fatalf("failpoint %s@%d never fired", fp, hit)
 			}
 			r.finish()
-			checkCounts(t, r.output(), crashKeys, crashPerKey)
+			check(t, r)
 		})
 	}
 }

@@ -3,11 +3,9 @@ package flow_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -15,13 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
-	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/state"
 )
@@ -409,34 +405,9 @@ func TestWindowsSIGKILL(t *testing.T) {
 // firing (their results written to the sink, prepared) and the commit
 // point: the restored windows fire again and their results commit once.
 func TestWindowsFailpointCrashes(t *testing.T) {
-	requireFailpoints(t)
-	rng := crashSeed(t)
-	for _, fp := range protocolFailpoints() {
-		hit := 1 + rng.IntN(5)
-		if fp == failpoint.DuringRestore {
-			hit = 1
-		}
-		t.Run(fp, func(t *testing.T) {
-			t.Parallel()
-			r := newCrashRun(t, "exactly-once")
-			r.child = windowChildEnv
-			if fp == failpoint.DuringRestore {
-				r.killAfterCheckpoint()
-			}
-			_, done := r.start(failpoint.EnvVar + "=" + fp + "=crash@" + strconv.Itoa(hit))
-			select {
-			case err := <-done:
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-					t.Fatalf("child with failpoint %s=crash@%d ended with %v, want killed by its failpoint", fp, hit, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("failpoint %s@%d never fired", fp, hit)
-			}
-			r.finish()
-			checkWindows(t, windowOutput(t, r), expectedWindows(windowChildInput()))
-		})
-	}
+	runFailpointCrashes(t, windowChildEnv, func(t *testing.T, r *crashRun) {
+		checkWindows(t, windowOutput(t, r), expectedWindows(windowChildInput()))
+	})
 }
 
 // The watermark is in the checkpoint: after a restart, a record for a
