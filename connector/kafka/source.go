@@ -144,6 +144,11 @@ type SourceConfig struct {
 	// TopicRegex reads every topic whose whole name matches it (internal
 	// topics starting with "__" excepted).
 	TopicRegex string
+	// Partitions, when set, limits the source to these partitions of its
+	// topics (topic -> partitions), default all: a scale-out task reads
+	// one partition (docs/design.md, "Scale-out"). Partitions found later
+	// that are not listed are not read.
+	Partitions map[string][]int32
 	// Group is the consumer group the job's offsets are committed to, for
 	// monitoring and lag and for StartGroupOffsets; default
 	// "onceflow-<job>". The source never joins the group: it reads
@@ -213,6 +218,16 @@ func (c *SourceConfig) validate() error {
 	for _, t := range c.Topics {
 		if t == "" {
 			return errors.New("the Kafka source's topic list has an empty name")
+		}
+	}
+	for t, ps := range c.Partitions {
+		if !slices.Contains(c.Topics, t) {
+			return fmt.Errorf("the Kafka source's Partitions name topic %q, which is not in Topics", t)
+		}
+		for _, p := range ps {
+			if p < 0 {
+				return fmt.Errorf("the Kafka source's Partitions has partition %d of %s: partitions cannot be negative", p, t)
+			}
 		}
 	}
 	switch c.StartupMode {
@@ -465,7 +480,9 @@ func (s *Source) listSplits(ctx context.Context, adm *kadm.Client) ([]split, map
 		}
 		ids[name] = topicID(td.ID)
 		for p := range td.Partitions {
-			out = append(out, split{name, p})
+			if s.cfg.Partitions == nil || slices.Contains(s.cfg.Partitions[name], p) {
+				out = append(out, split{name, p})
+			}
 		}
 	}
 	sortSplits(out)

@@ -43,6 +43,7 @@ func TestStartupModes(t *testing.T) {
 			want: []string{"a4", "b0", "b1"}},
 		{name: "specific offset at the end", cfg: SourceConfig{StartupMode: StartSpecificOffsets, SpecificOffsets: map[string]map[int32]int64{"in": {0: 5, 1: 2}}},
 			want: nil},
+		{name: "one partition", cfg: SourceConfig{Partitions: map[string][]int32{"in": {1}}}, want: []string{"b0", "b1"}},
 		{name: "specific offset out of range", cfg: SourceConfig{StartupMode: StartSpecificOffsets, SpecificOffsets: map[string]map[int32]int64{"in": {0: 6}}},
 			wantErr: "offset 6 for partition in/0 is outside its retained range 0..5"},
 	}
@@ -146,6 +147,8 @@ func TestSourceConfigValidation(t *testing.T) {
 		{"timestamp missing", SourceConfig{Client: cl, Topics: []string{"t"}, StartupMode: StartTimestamp}, "needs StartTimestamp"},
 		{"offsets missing", SourceConfig{Client: cl, Topics: []string{"t"}, StartupMode: StartSpecificOffsets}, "needs SpecificOffsets"},
 		{"bad sasl", SourceConfig{Client: ClientConfig{Brokers: cl.Brokers, SASL: SASL{Mechanism: "GSSAPI"}}, Topics: []string{"t"}}, "not supported"},
+		{"partitions of another topic", SourceConfig{Client: cl, Topics: []string{"t"}, Partitions: map[string][]int32{"u": {0}}}, `topic "u", which is not in Topics`},
+		{"negative partition", SourceConfig{Client: cl, Topics: []string{"t"}, Partitions: map[string][]int32{"t": {-1}}}, "cannot be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
