@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
@@ -130,6 +131,26 @@ func CheckpointsOnS3(url string, o S3Options) Option {
 		}
 	}
 }
+
+// CheckpointsIn keeps the job's checkpoints in the local directory
+// dir/<job> instead of StateDir/<job>: a directory several machines mount
+// (scale-out instances share their tasks' checkpoints there). StateDir
+// still holds the instance lock and the state backend's working files.
+func CheckpointsIn(dir string) Option {
+	return func(c *Env) {
+		c.g.Cfg.OpenStorage = func(_, job string) (storage.Storage, error) {
+			return storage.Open(filepath.Join(dir, job))
+		}
+	}
+}
+
+// FencedCheckpointIDs starts every run's checkpoint ids above its commit
+// point's fence epoch (the Kafka producer's epoch, shifted left 32 bits),
+// so that a fenced zombie of the job on another machine, still writing
+// into the same checkpoint storage, never writes into a directory its
+// successor uses. The ids become large; scale-out tasks use it
+// (docs/design.md, "Scale-out").
+func FencedCheckpointIDs() Option { return func(c *Env) { c.g.Cfg.FencedCheckpointIDs = true } }
 
 // StateMemory is the memory budget of the Pebble backend, in bytes: block
 // cache and memtables of all the job's keyed subtasks. Default 256 MiB.

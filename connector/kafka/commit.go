@@ -260,6 +260,20 @@ func (c *CommitPoint) Commit(ctx context.Context, rec flow.CommitRecord) error {
 	return nil
 }
 
+// FenceEpoch returns the epoch of the producer Recover initialized: every
+// later incarnation of the job that fenced this one has a higher one. The
+// runtime starts checkpoint ids above it (flow.FencedCheckpointIDs), so a
+// fenced zombie never writes into a checkpoint directory its successor
+// uses. 0 before Recover.
+func (c *CommitPoint) FenceEpoch() int64 {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.s.sess == nil {
+		return 0
+	}
+	return int64(c.s.sess.epoch)
+}
+
 // CheckpointAborted releases the records held after checkpoint id into the
 // open transaction: id will never commit, so they may join the epoch the
 // next commit covers (unless an earlier checkpoint is still unresolved).

@@ -316,6 +316,10 @@ type session struct {
 	// ended is true when no transaction is open (it was aborted, or
 	// ending it failed in a way that leaves nothing to abort).
 	ended bool
+	// epoch is the transactional producer's epoch after its
+	// initialization: it grows with every incarnation that fences the
+	// one before.
+	epoch int16
 }
 
 // newSession creates the producer. With exactly-once it initializes its
@@ -361,7 +365,8 @@ func (s *Sink) newSession(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := cl.ProducerID(ctx); err != nil {
+	_, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
 		cl.Close()
 		if errors.Is(err, kerr.InvalidTransactionTimeout) {
 			return nil, flow.Unrecoverable(fmt.Errorf("the broker refused the transaction timeout %v (the producer's transaction.timeout.ms): it is above the brokers' transaction.max.timeout.ms; raise that setting on the brokers or lower SinkConfig.TransactionTimeout: %w", cfg.TransactionTimeout, err))
@@ -372,7 +377,7 @@ func (s *Sink) newSession(ctx context.Context) (*session, error) {
 		cl.Close()
 		return nil, fmt.Errorf("begin transaction: %w", fenced(err))
 	}
-	return &session{cl: cl, txid: txid, writers: map[*writer]bool{}}, nil
+	return &session{cl: cl, txid: txid, writers: map[*writer]bool{}, epoch: epoch}, nil
 }
 
 // abortLocked aborts the session's open transaction, bounded by d, so that

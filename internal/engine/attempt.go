@@ -261,6 +261,14 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		}
 		lastID = max(lastID, high)
 	}
+	if cfg.FencedCheckpointIDs && cfg.CommitPoint != nil {
+		// Ids above every id an older, fenced incarnation can still use
+		// (docs/design.md, "Scale-out"): it may be writing into the same
+		// storage.
+		if fe, ok := cfg.CommitPoint.Unwrap().(FenceEpocher); ok {
+			lastID = max(lastID, fe.FenceEpoch()<<32)
+		}
+	}
 	coord := checkpoint.NewCoordinator(cfg.Checkpoint, lastID, att.parts, cfg.Clock())
 	att.firstID = lastID + 1
 

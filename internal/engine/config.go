@@ -46,6 +46,11 @@ type Config struct {
 	// StateMemory is the Pebble backend's memory budget in bytes (block
 	// cache and memtables of all the job's keyed subtasks); 0: 256 MiB.
 	StateMemory int64
+	// FencedCheckpointIDs starts each attempt's checkpoint ids at its
+	// commit point's fence epoch << 32 at least (FenceEpocher), for jobs
+	// whose storage a fenced zombie on another machine may still write to
+	// (scale-out tasks).
+	FencedCheckpointIDs bool
 	// Errs collects mistakes found while the graph was built; Start
 	// reports them with the rest.
 	Errs []error

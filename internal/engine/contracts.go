@@ -101,6 +101,13 @@ type CommitPoint interface {
 	Unwrap() any
 }
 
+// FenceEpocher is a commit point whose Recover gives the job an epoch
+// that grows with every incarnation fencing the one before (the Kafka
+// producer's epoch); see Config.FencedCheckpointIDs.
+type FenceEpocher interface {
+	FenceEpoch() int64
+}
+
 // AbortNotifier is told of checkpoints aborted while the job goes on.
 type AbortNotifier interface {
 	CheckpointAborted(ctx context.Context, checkpointID int64)

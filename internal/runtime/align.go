@@ -2,7 +2,11 @@
 // barrier alignment and the per-subtask mailbox.
 package runtime
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // Barrier is a checkpoint barrier as it travels with the records.
 type Barrier struct {
@@ -110,13 +114,16 @@ func (a *Aligner) release() []Barrier {
 			low = s
 		}
 	}
+	// Over the pending barriers, not the ids between: ids can jump by
+	// billions (fenced checkpoint ids).
 	var out []Barrier
-	for id := a.released + 1; id <= low; id++ {
-		if b, ok := a.pending[id]; ok {
+	for id, b := range a.pending {
+		if id > a.released && id <= low {
 			out = append(out, b)
 			delete(a.pending, id)
 		}
 	}
+	slices.SortFunc(out, func(x, y Barrier) int { return cmp.Compare(x.ID, y.ID) })
 	if low > a.released {
 		a.released = low
 	}

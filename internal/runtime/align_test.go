@@ -123,3 +123,16 @@ func TestMailboxKeepsOrder(t *testing.T) {
 		t.Fatalf("second drain %v", got)
 	}
 }
+
+// Barrier ids may jump by billions (fenced checkpoint ids): release does
+// not walk the ids between.
+func TestAlignerIDJump(t *testing.T) {
+	a := NewAligner(2, true)
+	const big = int64(7) << 32
+	if got := a.OnBarrier(0, Barrier{ID: big + 1}); len(got) != 0 {
+		t.Fatalf("released %v before the second channel", got)
+	}
+	if got := a.OnBarrier(1, Barrier{ID: big + 1}); len(got) != 1 || got[0].ID != big+1 {
+		t.Fatalf("released %v, want barrier %d", got, big+1)
+	}
+}
