@@ -1,0 +1,211 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Partition names one partition of a topic.
+type Partition struct {
+	Topic     string
+	Partition int32
+}
+
+func (p Partition) String() string { return split{p.Topic, p.Partition}.String() }
+
+// MembershipConfig configures a [Membership].
+type MembershipConfig struct {
+	Client ClientConfig
+	// Group is the consumer group the instances of a job share.
+	Group string
+	// Topics are the topics whose partitions the group assigns.
+	Topics []string
+	// Instance names this member in the group (its client id, shown by
+	// DescribeGroups and `onceflow status`), default the client's.
+	Instance string
+	// OnAssigned is called with partitions the member was given. It runs
+	// in the member's group-management goroutine and should return soon
+	// (start work, do not wait for it).
+	OnAssigned func(ctx context.Context, ps []Partition)
+	// OnRevoked is called with partitions the member gives up in a
+	// rebalance; the rebalance waits for it (within the rebalance
+	// timeout), so that the work on them can end with a commit.
+	OnRevoked func(ctx context.Context, ps []Partition)
+	// OnLost is called with partitions the member lost without a
+	// rebalance (it was expelled from the group, say after a pause):
+	// another member may own them already; nothing may be committed.
+	OnLost func(ctx context.Context, ps []Partition)
+	// SessionTimeout is how long the group waits for a silent member
+	// before it moves its partitions, default 10s; brokers accept 6s to
+	// 30 min by default (group.min/max.session.timeout.ms).
+	SessionTimeout time.Duration
+	// RebalanceTimeout bounds a rebalance, OnRevoked included, default
+	// 60s.
+	RebalanceTimeout time.Duration
+	Logger           *slog.Logger
+}
+
+// Membership is one member of a consumer group that fetches no records:
+// the group's cooperative-sticky assignment tells the instance which
+// partitions it works on (docs/design.md, "Scale-out"). Create it with
+// [NewMembership]; it joins the group at once and leaves it at Close.
+type Membership struct {
+	cfg MembershipConfig
+	cl  *kgo.Client
+
+	mu    sync.Mutex
+	owned map[Partition]bool
+	done  chan struct{}
+}
+
+// NewMembership joins cfg.Group.
+func NewMembership(cfg MembershipConfig) (*Membership, error) {
+	if err := cfg.Client.validate(); err != nil {
+		return nil, fmt.Errorf("kafka membership: %w", err)
+	}
+	switch {
+	case cfg.Group == "":
+		return nil, errors.New("kafka membership: no group")
+	case len(cfg.Topics) == 0:
+		return nil, errors.New("kafka membership: no topics")
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.RebalanceTimeout == 0 {
+		cfg.RebalanceTimeout = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Membership{cfg: cfg, owned: map[Partition]bool{}}
+	list := func(ps map[string][]int32) []Partition {
+		var out []Partition
+		for _, t := range slices.Sorted(maps.Keys(ps)) {
+			for _, p := range slices.Sorted(slices.Values(ps[t])) {
+				out = append(out, Partition{t, p})
+			}
+		}
+		return out
+	}
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topics...),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.RebalanceTimeout(cfg.RebalanceTimeout),
+		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, a map[string][]int32) {
+			ps := list(a)
+			m.mu.Lock()
+			for _, p := range ps {
+				m.owned[p] = true
+			}
+			m.mu.Unlock()
+			if len(ps) > 0 {
+				m.cfg.Logger.Info("partitions assigned", "group", cfg.Group, "partitions", fmt.Sprint(ps))
+				if cfg.OnAssigned != nil {
+					cfg.OnAssigned(ctx, ps)
+				}
+			}
+		}),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, r map[string][]int32) {
+			m.drop(ctx, list(r), "revoked", cfg.OnRevoked)
+		}),
+		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, l map[string][]int32) {
+			m.drop(ctx, list(l), "lost", cfg.OnLost)
+		}),
+	}
+	if cfg.Instance != "" {
+		opts = append(opts, kgo.ClientID(cfg.Instance))
+	}
+	cl, err := cfg.Client.newClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	// The member only holds partitions; the tasks read them.
+	cl.PauseFetchTopics(cfg.Topics...)
+	m.cl = cl
+	// kgo manages the group while it is polled; with fetches paused a
+	// poll returns nothing and only ends when the client closes.
+	m.done = make(chan struct{})
+	go func() {
+		defer close(m.done)
+		var last string
+		var logged time.Time
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			// Errors of the group session (a refused join, an
+			// unreachable coordinator) come as fetch errors; kgo
+			// retries them, and the log says what is wrong.
+			fs.EachError(func(_ string, _ int32, err error) {
+				if msg := err.Error(); msg != last || time.Since(logged) > time.Minute {
+					last, logged = msg, time.Now()
+					m.cfg.Logger.Warn("the group member cannot take part in its group (retrying)", "group", cfg.Group, "err", m.cfg.Client.explain(err))
+				}
+			})
+		}
+	}()
+	return m, nil
+}
+
+func (m *Membership) drop(ctx context.Context, ps []Partition, how string, fn func(context.Context, []Partition)) {
+	m.mu.Lock()
+	var mine []Partition
+	for _, p := range ps {
+		if m.owned[p] {
+			mine = append(mine, p)
+			delete(m.owned, p)
+		}
+	}
+	m.mu.Unlock()
+	if len(mine) == 0 {
+		return
+	}
+	m.cfg.Logger.Info("partitions "+how, "group", m.cfg.Group, "partitions", fmt.Sprint(mine))
+	if fn != nil {
+		fn(ctx, mine)
+	}
+}
+
+// Owns reports whether the member holds p now.
+func (m *Membership) Owns(p Partition) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owned[p]
+}
+
+// Owned returns the partitions the member holds, sorted.
+func (m *Membership) Owned() []Partition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Collect(maps.Keys(m.owned))
+	slices.SortFunc(out, func(a, b Partition) int { return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition}) })
+	return out
+}
+
+// Generation returns the group generation and this member's id, or -1
+// before the member joined.
+func (m *Membership) Generation() (int32, string) {
+	member, gen := m.cl.GroupMetadata()
+	return gen, member
+}
+
+// Close leaves the group: the partitions still held are revoked first
+// (OnRevoked), so the other members take them over without waiting for
+// the session timeout.
+func (m *Membership) Close() {
+	m.cl.Close()
+	<-m.done
+}

@@ -1,0 +1,85 @@
+package kafka
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder keeps what a member was told.
+type recorder struct {
+	mu                     sync.Mutex
+	assigned, revoked, lost []Partition
+}
+
+func (r *recorder) config(c cluster, name string) MembershipConfig {
+	add := func(to *[]Partition) func(context.Context, []Partition) {
+		return func(_ context.Context, ps []Partition) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			*to = append(*to, ps...)
+		}
+	}
+	return MembershipConfig{Client: c.client(), Group: "g", Topics: []string{"in"}, Instance: name,
+		SessionTimeout: 6 * time.Second, OnAssigned: add(&r.assigned), OnRevoked: add(&r.revoked), OnLost: add(&r.lost)}
+}
+
+func waitOwned(t *testing.T, what string, ms []*Membership, want []int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got []int
+		for _, m := range ms {
+			got = append(got, len(m.Owned()))
+		}
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: members own %v partitions, want %v", what, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two members share the partitions; when one leaves, the other is given
+// its partitions after they were revoked from it; no record is fetched.
+func TestMembershipSharesPartitions(t *testing.T) {
+	c := startBroker(t, map[string]int32{"in": 4})
+	c.produceValues(t, "in", 0, time.Time{}, values(10, "v")...)
+	var ra, rb recorder
+	a, err := NewMembership(ra.config(c, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	waitOwned(t, "one member", []*Membership{a}, []int{4})
+	b, err := NewMembership(rb.config(c, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitOwned(t, "two members", []*Membership{a, b}, []int{2, 2})
+	if gen, member := b.Generation(); gen < 1 || member == "" {
+		t.Errorf("generation %d, member %q after joining", gen, member)
+	}
+	ra.mu.Lock()
+	if len(ra.revoked) != 2 {
+		t.Errorf("a had %v revoked when b joined, want two partitions", ra.revoked)
+	}
+	ra.mu.Unlock()
+	b.Close()
+	waitOwned(t, "b left", []*Membership{a}, []int{4})
+	rb.mu.Lock()
+	if len(rb.revoked) != 2 || len(rb.lost) != 0 {
+		t.Errorf("b leaving: revoked %v, lost %v; want its two partitions revoked", rb.revoked, rb.lost)
+	}
+	rb.mu.Unlock()
+	offs := c.GroupOffsets(t, "g", "in")
+	for p, o := range offs {
+		if o.At >= 0 {
+			t.Errorf("the member committed offset %d of partition %d: it must commit nothing", o.At, p)
+		}
+	}
+}
