@@ -191,7 +191,9 @@ func (m *Membership) Owned() []Partition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := slices.Collect(maps.Keys(m.owned))
-	slices.SortFunc(out, func(a, b Partition) int { return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition}) })
+	slices.SortFunc(out, func(a, b Partition) int {
+		return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition})
+	})
 	return out
 }
 

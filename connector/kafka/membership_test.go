@@ -10,7 +10,7 @@ import (
 
 // recorder keeps what a member was told.
 type recorder struct {
-	mu                     sync.Mutex
+	mu                      sync.Mutex
 	assigned, revoked, lost []Partition
 }
 
