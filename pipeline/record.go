@@ -1,6 +1,10 @@
 package pipeline
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // RecordAccess tells the operators how to handle a record type T. An
 // operator needs only some of the functions (Dedupe: Key; Count: Key and
@@ -157,4 +161,24 @@ func describeAccess(names []string) string {
 // operator (the job file's event-time timestamp).
 func RecordOf[T any](acc RecordAccess[T], rec T) Record {
 	return &handle[T]{acc: &acc, rec: rec}
+}
+
+// Keys returns the function giving a record's group key by the key
+// expression expr, as a keyed step keyed by expr computes it: a scale-out
+// job partitions a repartition topic by it.
+func Keys[T any](acc RecordAccess[T], expr string) (func(T) (string, error), error) {
+	e, err := keyExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	if e.IsRecordKey() {
+		if acc.Key == nil {
+			return nil, errors.New("RecordAccess.Key is nil: the record key needs it")
+		}
+		return func(rec T) (string, error) { return acc.Key(rec), nil }, nil
+	}
+	if missing := acc.missing(e.access()); len(missing) > 0 {
+		return nil, fmt.Errorf("%s needed by %q: the record type does not provide it", describeAccessList(missing), expr)
+	}
+	return func(rec T) (string, error) { return e.EvalKey(&handle[T]{acc: &acc, rec: rec}) }, nil
 }

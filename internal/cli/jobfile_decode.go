@@ -50,6 +50,17 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 				},
 			})
 		},
+		"scale-out": func(p string, v *yaml.Node) {
+			so := &jf.ScaleOut
+			so.InputKeyed = true
+			d.mapping(p, v, map[string]field{
+				"enabled":                d.boolean(&so.Enabled),
+				"instance":               d.str(&so.Instance),
+				"input-keyed":            d.boolean(&so.InputKeyed),
+				"repartition-partitions": d.integer(&so.RepartitionPartitions),
+				"session-timeout":        d.duration(&so.SessionTimeout),
+			})
+		},
 		"restart": func(p string, v *yaml.Node) {
 			jf.RestartSet = true
 			d.decodeRestart(p, v, &jf.Restart)

@@ -5,6 +5,7 @@ import (
 	"github.com/onceflow/onceflow/connector/postgres"
 	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/pipeline"
+	"strings"
 )
 
 // applyDefaults fills in what the file leaves out, and resolves the paths
@@ -67,6 +68,9 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 		jf.State.Memory = DefaultStateMemory
 	}
 	jf.State.Dir = d.abs(jf.State.Dir)
+	if c := jf.State.Checkpoints; c != "" && !strings.Contains(c, "://") {
+		jf.State.Checkpoints = d.abs(c)
+	}
 }
 
 // applyPipelineDefaults gives every step its operator's defaults

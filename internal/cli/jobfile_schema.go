@@ -44,6 +44,42 @@ type JobFile struct {
 	// EventTime is the event-time section: where a record's event time
 	// comes from and how the source's watermarks follow it.
 	EventTime EventTimeConfig
+	// ScaleOut is the scale-out section: instances of the job in one
+	// consumer group (docs/design.md, "Scale-out").
+	ScaleOut ScaleOutConfig
+	// task is set on the job file of one scale-out task (derived from the
+	// file the user wrote): the partition it reads and, for a segment
+	// before a cut, the repartition topic it writes.
+	task *taskSpec
+}
+
+// taskSpec is what makes a job file a scale-out task's.
+type taskSpec struct {
+	partitions map[string][]int32
+	// out is the repartition topic written, by the partition Hash(key) mod
+	// outPartitions of the expression outKey; "" for the job's own sink.
+	out, outKey   string
+	outPartitions int
+}
+
+// ScaleOutConfig is the scale-out section.
+type ScaleOutConfig struct {
+	// Enabled makes every process run with this file an instance of the
+	// job, sharing the partitions of source.group with the others.
+	Enabled bool
+	// Instance names this instance (in the group, and its directory under
+	// state.dir); default the host name, --instance overrides it.
+	Instance string
+	// InputKeyed says the input topics are partitioned by record key
+	// (Kafka's default partitioner), default true: a keyed step keyed by
+	// record.key then needs no repartition topic.
+	InputKeyed bool
+	// RepartitionPartitions is the partition count of the repartition
+	// topics the job creates; default the largest input topic's.
+	RepartitionPartitions int
+	// SessionTimeout is how long the group waits for a silent instance
+	// before its partitions move; default 10s.
+	SessionTimeout time.Duration
 }
 
 // EventTimeConfig is the event-time section. A job has event time when
@@ -329,7 +365,8 @@ type StateConfig struct {
 	Memory int64
 	// Checkpoints is where checkpoints live when not under Dir: an
 	// s3://bucket/prefix URL (the job's checkpoints go under
-	// prefix/<job>). Default "": Dir/<job>.
+	// prefix/<job>), or a directory (relative to the job file's), such as
+	// one several machines mount. Default "": Dir/<job>.
 	Checkpoints string
 	// S3 configures the S3 client when Checkpoints is an s3:// URL.
 	S3 S3Config

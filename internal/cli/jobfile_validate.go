@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
@@ -43,6 +44,7 @@ func (d *decoder) validate(jf *JobFile) {
 	d.validateCheckpointing(jf)
 	d.validateState(jf)
 	d.validateUIDs(jf.Pipeline)
+	d.validateScaleOut(jf)
 	if jf.RestartSet {
 		d.configErrors("restart", jf.Restart.Validate())
 	}
@@ -241,7 +243,7 @@ func (d *decoder) validateState(jf *JobFile) {
 	if line := d.at("state.memory"); line != 0 && jf.State.Backend == BackendMemory {
 		d.errorf(line, "state.memory sets the pebble backend's budget, but state.backend is memory; remove state.memory or use backend: pebble")
 	}
-	if line := d.at("state.checkpoints"); line != 0 {
+	if line := d.at("state.checkpoints"); line != 0 && strings.Contains(jf.State.Checkpoints, "://") {
 		if _, _, err := s3store.ParseURL(jf.State.Checkpoints); err != nil {
 			d.errorf(line, "state.checkpoints: %v (leave it out to keep checkpoints under state.dir)", err)
 		}

@@ -72,6 +72,8 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 	stop := fs.Duration("stop-timeout", time.Minute, "how long a graceful stop (SIGINT, SIGTERM) may take: past it the final checkpoint (or a commit stuck on an\n"+
 		"unreachable broker) is given up, its transaction aborted, and the job exits; nothing is lost, the next start resumes\n"+
 		"from the last committed checkpoint")
+	instance := fs.String("instance", "", "scale-out: this instance's `NAME` in the job's consumer group and its directory under state.dir\n"+
+		"(default scale-out.instance, else the host name); two instances on one machine need different names")
 	savepoint := fs.String("from-savepoint", "", "start from the savepoint in `DIR` (relative to the working directory), or from a retained checkpoint\n"+
 		"(STATE_DIR/JOB/checkpoints/chk-N), instead of the job's latest checkpoint: to move a job to another\n"+
 		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Left in place, it is\n"+
@@ -86,7 +88,7 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		if *stop <= 0 {
 			return runOptions{}, fmt.Errorf("%w: --stop-timeout %v must be positive", errUsage, *stop)
 		}
-		o := runOptions{status: *status, connectTimeout: *connect, stopTimeout: *stop, http: httpOpts()}
+		o := runOptions{status: *status, connectTimeout: *connect, stopTimeout: *stop, http: httpOpts(), instance: *instance}
 		on := map[string]bool{}
 		for i, sw := range restoreSwitches {
 			if *set[i] {
@@ -133,6 +135,8 @@ type runOptions struct {
 	fromSavepoint string
 	switches      []restoreSwitch
 	http          httpOptions
+	// instance is --instance (scale-out).
+	instance string
 }
 
 // flowOptions are the engine options the run flags ask for.
@@ -273,6 +277,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		ReadUncommitted:   jf.Source.Isolation == IsolationReadUncommitted,
 		Bounded:           jf.Source.Bounded,
 		OnTopicRecreated:  connectorRecreated[jf.Source.OnTopicRecreated],
+		Partitions:        jf.task.partitionsOrNil(),
 	})
 	if err != nil {
 		return nil, err
@@ -284,6 +289,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 			Delivery:           delivery,
 			Job:                jf.Job,
 			Topic:              sinkTopic(jf),
+			KeepPartition:      jf.task.repartitions(),
 			OffsetsOf:          []*kafka.Source{src},
 			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
 			TransactionTimeout: jf.Sink.TransactionTimeout,
@@ -345,7 +351,17 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		}
 		return "sink-" + kind
 	}
-	if kafkaSink != nil {
+	if kafkaSink != nil && jf.task.repartitions() {
+		out, bad, err := toRepartition(s, jf)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		flow.To(out, kafkaSink, flow.UID(uidOf(sinkKafka)), flow.Name("repartition-sink"))
+		if jf.Errors.Policy == flow.DeadLetterOnError {
+			failures = append(failures, bad)
+		}
+	} else if kafkaSink != nil {
 		to := ""
 		if jf.routes() {
 			to = jf.Sink.Topic // the sink takes each record's topic
@@ -400,7 +416,9 @@ func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWa
 	if jf.State.MaxParallelism > 0 {
 		opts = append(opts, flow.MaxParallelism(jf.State.MaxParallelism))
 	}
-	if jf.State.Checkpoints != "" {
+	if c := jf.State.Checkpoints; c != "" && !strings.Contains(c, "://") {
+		opts = append(opts, flow.CheckpointsIn(c))
+	} else if c != "" {
 		s3 := jf.State.S3
 		opts = append(opts, flow.CheckpointsOnS3(jf.State.Checkpoints, flow.S3Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}))
 	}
@@ -439,6 +457,9 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafk
 }
 
 func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
+	if jf.ScaleOut.Enabled {
+		return runScaleOut(ctx, e, jf, o)
+	}
 	cc, err := clientConfig(jf.Kafka)
 	if err != nil {
 		return err

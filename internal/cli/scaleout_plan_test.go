@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestPlanSegments(t *testing.T) {
+	for _, tc := range []struct {
+		name, pipeline string
+		keyed          bool
+		want           []string // per segment: input topic, steps, the key it repartitions by
+	}{
+		{"no keyed step", "  - filter: { if: 'value.a > 1' }\n  - map: { set: { b: '1' } }", true,
+			[]string{"in: filter map"}},
+		{"keyed by the record key", "  - filter: { if: 'value.a > 1' }\n  - count: { key: record.key }", true,
+			[]string{"in: filter count"}},
+		{"keyed by the record key, input not keyed", "  - count: { key: record.key }", false,
+			[]string{"in: -> record.key", "j-repartition-1: count"}},
+		{"a key changed before", "  - key-by: { key: value.u }\n  - count: { key: record.key }", true,
+			[]string{"in: key-by -> record.key", "j-repartition-1: count"}},
+		{"two keys", "  - dedupe: { key: value.id, ttl: 1h }\n  - filter: { if: 'value.a > 1' }\n  - dedupe: { key: value.id, ttl: 1h, uid: again }\n  - window: { key: value.user, size: 1m, fields: { n: 'count()' } }", true,
+			[]string{"in: -> value.id", "j-repartition-1: dedupe filter dedupe -> value.user", "j-repartition-2: window"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := fmt.Sprintf("job: j\nkafka: {brokers: [b:9092]}\nsource: {topics: [in]}\nsink: {topic: out}\ncheckpointing: {interval: 1s}\nstate: {checkpoints: /shared}\nscale-out: {enabled: true, input-keyed: %v}\npipeline:\n%s\n", tc.keyed, tc.pipeline)
+			jf, err := ParseJobFile("j.yaml", []byte(file), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			segs, err := planSegments(jf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range segs {
+				var ops []string
+				for _, st := range s.steps {
+					ops = append(ops, st.Op)
+				}
+				d := strings.Join(s.topics, ",") + ": " + strings.Join(ops, " ")
+				if s.out != "" {
+					d = strings.TrimSpace(d) + " -> " + s.outKey
+				}
+				got = append(got, strings.ReplaceAll(d, ":  ->", ": ->"))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("segments %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
