@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Partition names one partition of a topic.
@@ -50,7 +53,11 @@ type MembershipConfig struct {
 	// RebalanceTimeout bounds a rebalance, OnRevoked included, default
 	// 60s.
 	RebalanceTimeout time.Duration
-	Logger           *slog.Logger
+	// NextGen speaks KIP-848's consumer group protocol when every broker
+	// has it (the coordinator assigns partitions, incrementally), else the
+	// classic protocol with the cooperative-sticky assignor.
+	NextGen bool
+	Logger  *slog.Logger
 }
 
 // Membership is one member of a consumer group that fetches no records:
@@ -64,6 +71,36 @@ type Membership struct {
 	mu    sync.Mutex
 	owned map[Partition]bool
 	done  chan struct{}
+	// protocol names the group protocol the member speaks.
+	protocol string
+}
+
+// Protocol names the group protocol the member speaks: the consumer
+// protocol of KIP-848, or the classic one with the cooperative-sticky
+// assignor.
+func (m *Membership) Protocol() string { return m.protocol }
+
+// supportsNextGenGroups asks the brokers whether they speak KIP-848's
+// consumer group protocol (ConsumerGroupHeartbeat v1, Kafka 4.0+).
+func supportsNextGenGroups(cc ClientConfig) bool {
+	cl, err := cc.newClient()
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	vs, err := kadm.NewClient(cl).ApiVersions(ctx)
+	if err != nil {
+		return false
+	}
+	ok := len(vs) > 0
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if maxV, has := v.KeyMaxVersion(int16(kmsg.ConsumerGroupHeartbeat)); v.Err != nil || !has || maxV < 1 {
+			ok = false
+		}
+	})
+	return ok
 }
 
 // NewMembership joins cfg.Group.
@@ -96,10 +133,20 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 		}
 		return out
 	}
+	// KIP-848 where the brokers have it (Kafka 4.0+): the coordinator
+	// assigns, incrementally; otherwise the classic protocol with the
+	// cooperative-sticky assignor.
+	balance := []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}
+	if cfg.NextGen && supportsNextGenGroups(cfg.Client) {
+		balance = []kgo.Opt{kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer()}
+		m.protocol = "consumer (KIP-848)"
+	} else {
+		m.protocol = "classic, cooperative-sticky"
+	}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topics...),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		balance[0],
 		kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(cfg.SessionTimeout),
 		kgo.RebalanceTimeout(cfg.RebalanceTimeout),
@@ -124,8 +171,13 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 			m.drop(ctx, list(l), "lost", cfg.OnLost)
 		}),
 	}
+	opts = append(opts, balance[1:]...)
 	if cfg.Instance != "" {
 		opts = append(opts, kgo.ClientID(cfg.Instance))
+	}
+	if cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		// The group protocol's own steps, at debug level.
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(slogWriter{cfg.Logger}, kgo.LogLevelInfo, nil)))
 	}
 	cl, err := cfg.Client.newClient(opts...)
 	if err != nil {
@@ -157,7 +209,78 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 			})
 		}
 	}()
+	go m.reconcileLoop()
 	return m, nil
+}
+
+// reconcileLoop compares, every half session timeout, what the member
+// holds with what the group says each member holds (see Reconcile).
+func (m *Membership) reconcileLoop() {
+	t := time.NewTicker(m.cfg.SessionTimeout / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SessionTimeout/2)
+			if _, err := m.Reconcile(ctx); err != nil {
+				m.cfg.Logger.Debug("could not compare the partitions held with the group's view", "group", m.cfg.Group, "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Reconcile asks the group coordinator who holds what. When the group is
+// stable and gives a partition this member holds to another member (or
+// no longer lists this member), the partition is lost: the member's own
+// client missed that, and the work on it must stop (OnLost) before it
+// fights its new owner. It returns the partitions it dropped.
+func (m *Membership) Reconcile(ctx context.Context) ([]Partition, error) {
+	member, _ := m.cl.GroupMetadata()
+	if member == "" || len(m.Owned()) == 0 {
+		return nil, nil
+	}
+	gs, err := kadm.NewClient(m.cl).DescribeGroups(ctx, m.cfg.Group)
+	if err != nil {
+		return nil, err
+	}
+	g, ok := gs[m.cfg.Group]
+	if !ok || g.Err != nil {
+		return nil, fmt.Errorf("describe group %s: %v", m.cfg.Group, g.Err)
+	}
+	if g.State != "Stable" {
+		return nil, nil // a rebalance is on: the member will hear of it
+	}
+	holder := map[Partition]string{}
+	listed := false
+	for _, mem := range g.Members {
+		if mem.MemberID == member {
+			listed = true
+		}
+		if c, ok := mem.Assigned.AsConsumer(); ok {
+			for _, t := range c.Topics {
+				for _, p := range t.Partitions {
+					holder[Partition{t.Topic, p}] = mem.MemberID
+				}
+			}
+		}
+	}
+	var lost []Partition
+	for _, p := range m.Owned() {
+		if h, ok := holder[p]; !listed || ok && h != member {
+			lost = append(lost, p)
+		}
+	}
+	if len(lost) > 0 {
+		if again, _ := m.cl.GroupMetadata(); again != member {
+			return nil, nil // the member rejoined meanwhile
+		}
+		m.cfg.Logger.Warn("the group gives partitions this member holds to another member: they are lost", "group", m.cfg.Group, "member", member, "partitions", fmt.Sprint(lost))
+		m.drop(ctx, lost, "lost", m.cfg.OnLost)
+	}
+	return lost, nil
 }
 
 func (m *Membership) drop(ctx context.Context, ps []Partition, how string, fn func(context.Context, []Partition)) {
@@ -210,4 +333,12 @@ func (m *Membership) Generation() (int32, string) {
 func (m *Membership) Close() {
 	m.cl.Close()
 	<-m.done
+}
+
+// slogWriter writes kgo's log lines at debug level.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Debug("kafka group client", "line", strings.TrimSpace(string(p)))
+	return len(p), nil
 }

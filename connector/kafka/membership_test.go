@@ -47,16 +47,27 @@ func waitOwned(t *testing.T, what string, ms []*Membership, want []int) {
 // Two members share the partitions; when one leaves, the other is given
 // its partitions after they were revoked from it; no record is fetched.
 func TestMembershipSharesPartitions(t *testing.T) {
+	for _, next := range []bool{false, true} {
+		t.Run(map[bool]string{false: "classic", true: "kip-848"}[next], func(t *testing.T) { testMembership(t, next) })
+	}
+}
+
+func testMembership(t *testing.T, nextGen bool) {
 	c := startBroker(t, map[string]int32{"in": 4})
 	c.produceValues(t, "in", 0, time.Time{}, values(10, "v")...)
 	var ra, rb recorder
-	a, err := NewMembership(ra.config(c, "a"))
+	cfgA, cfgB := ra.config(c, "a"), rb.config(c, "b")
+	cfgA.NextGen, cfgB.NextGen = nextGen, nextGen
+	a, err := NewMembership(cfgA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	waitOwned(t, "one member", []*Membership{a}, []int{4})
-	b, err := NewMembership(rb.config(c, "b"))
+	if want := map[bool]string{false: "classic, cooperative-sticky", true: "consumer (KIP-848)"}[nextGen]; a.Protocol() != want {
+		t.Fatalf("protocol %q, want %q", a.Protocol(), want)
+	}
+	b, err := NewMembership(cfgB)
 	if err != nil {
 		t.Fatal(err)
 	}

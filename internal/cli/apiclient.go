@@ -146,6 +146,18 @@ func getJob(ctx context.Context, e *env, client func() (*apiClient, error), name
 func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	client := apiFlags(fs)
 	return func(ctx context.Context, e *env, args []string) error {
+		if len(args) == 1 {
+			// onceflow status JOB.yaml: a scale-out job's instances and
+			// partitions, from its group.
+			jf, err := LoadJobFile(args[0])
+			if err != nil {
+				return err
+			}
+			if !jf.ScaleOut.Enabled {
+				return fmt.Errorf("%w: %s is not a scale-out job: onceflow status reads a running job through its API (--api URL) without a file", errUsage, args[0])
+			}
+			return scaleOutStatus(ctx, e.stdout, jf)
+		}
 		raw, err := getJob(ctx, e, client, "status", "", args)
 		if raw == nil {
 			return err

@@ -50,7 +50,7 @@ func commands() []command {
 		{name: "validate", args: "FILE.yaml", summary: "check a job file and print the job it describes", flags: validateFlags},
 		{name: "broker", summary: "run an embedded Kafka-compatible broker for development", flags: brokerFlags},
 		{name: "demo", summary: "show exactly-once deduplication end to end with an embedded broker", flags: demoFlags},
-		{name: "status", summary: "show a running job's state, records, lag and per-task load (its --http API)", flags: statusFlags},
+		{name: "status", args: "[JOB.yaml]", summary: "show a running job's state, records, lag and per-task load (its --http API); with a scale-out job file, which instance holds which partitions", flags: statusFlags},
 		{name: "checkpoints", summary: "list a running job's recent checkpoints (its --http API)", flags: checkpointsFlags},
 		{name: "savepoint", summary: "take a savepoint of a running job and print where it is (its --http API)", flags: savepointFlags},
 		{name: "stop", summary: "stop a running job with a final savepoint and print where it is (its --http API)", flags: stopFlags},

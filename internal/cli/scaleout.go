@@ -21,6 +21,7 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/restart"
+	"github.com/onceflow/onceflow/metrics"
 )
 
 // A scale-out instance (docs/design.md, "Scale-out"): a member of the
@@ -45,6 +46,7 @@ type scaleOut struct {
 	closing bool
 	wg      sync.WaitGroup
 	fatal   chan error
+	metrics *taskMetrics
 }
 
 // task is the run of one partition's job on this instance.
@@ -123,7 +125,7 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		return err
 	}
 	so := &scaleOut{e: e, jf: jf, o: o, cc: cc, instance: instance, group: jf.Source.Group, segs: segs,
-		tasks: map[kafka.Partition]*task{}, fatal: make(chan error, 1)}
+		tasks: map[kafka.Partition]*task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}}}
 	if so.parts, err = ensureRepartitionTopics(ctx, cc, jf, segs); err != nil {
 		return err
 	}
@@ -135,15 +137,24 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		"state_dir", so.stateDir(), "checkpoints", jf.State.Checkpoints, "segments", len(segs))
 	m, err := kafka.NewMembership(kafka.MembershipConfig{
 		Client: cc, Group: so.group, Topics: topics, Instance: instance, Logger: e.log,
-		SessionTimeout: jf.ScaleOut.SessionTimeout,
-		OnAssigned:     so.assigned,
-		OnRevoked:      func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "revoked") },
-		OnLost:         func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "lost") },
+		SessionTimeout: jf.ScaleOut.SessionTimeout, NextGen: true,
+		OnAssigned: so.assigned,
+		OnRevoked:  func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "revoked") },
+		OnLost:     func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "lost") },
 	})
 	if err != nil {
 		return err
 	}
 	so.m = m
+	e.log.Info("joined the group", "group", so.group, "protocol", m.Protocol())
+	if listen := o.http.merged(jf.HTTP).listen; listen != "" {
+		closeHTTP, err := so.serveInstance(listen)
+		if err != nil {
+			m.Close()
+			return err
+		}
+		defer closeHTTP()
+	}
 	e.log.Info("instance started; stop it with Ctrl-C (its tasks take final checkpoints, then it leaves the group)", "job", jf.Job, "instance", instance)
 	var t <-chan time.Time
 	if o.status > 0 {
@@ -167,10 +178,19 @@ loop:
 	so.mu.Lock()
 	so.closing = true
 	so.mu.Unlock()
-	// Leaving the group revokes what the member holds: its tasks stop
-	// with a final checkpoint before the others take the partitions.
-	m.Close()
+	// The tasks stop with final checkpoints, then the member leaves the
+	// group, so the others take the partitions over at once. Leaving waits
+	// for the group client, which may be waiting for a rebalance to answer
+	// its join: past a bound the instance exits anyway, and the group
+	// drops it after the session timeout.
 	so.stopTasks(slices.Collect(maps.Keys(so.snapshotTasks())), "stopping")
+	left := make(chan struct{})
+	go func() { m.Close(); close(left) }()
+	select {
+	case <-left:
+	case <-time.After(10 * time.Second):
+		e.log.Warn("leaving the group takes long (a rebalance is on); exiting: the group drops this instance after its session timeout", "group", so.group)
+	}
 	so.wg.Wait()
 	e.log.Info("instance stopped", "job", jf.Job, "instance", instance)
 	return result
@@ -293,7 +313,10 @@ func (so *scaleOut) runTask(t *task) {
 func (so *scaleOut) runTaskOnce(t *task, log *slog.Logger) error {
 	tj := so.taskFile(t)
 	te := &env{stdout: so.e.stdout, stderr: so.e.stderr, log: log}
-	opts := append(so.o.flowOptions(), flow.FencedCheckpointIDs())
+	col := metrics.New()
+	so.metrics.add(col)
+	defer so.metrics.remove(col)
+	opts := append(so.o.flowOptions(), flow.FencedCheckpointIDs(), flow.WithHooks(col))
 	b, err := buildJob(tj, so.cc, te, opts...)
 	if err != nil {
 		return err
@@ -318,7 +341,23 @@ func (so *scaleOut) runTaskOnce(t *task, log *slog.Logger) error {
 	st := job.Stats()
 	t.records.Add(st.RecordsIn)
 	t.lastCheckpoint.Store(st.LastCheckpoint)
+	t.mu.Lock()
+	t.job = nil
+	t.mu.Unlock()
 	return err
+}
+
+// checkpoint is the newest checkpoint the task's job committed.
+func (t *task) checkpoint() int64 {
+	t.mu.Lock()
+	j := t.job
+	t.mu.Unlock()
+	if j != nil {
+		if c := j.Stats().LastCheckpoint; c > 0 {
+			return c
+		}
+	}
+	return t.lastCheckpoint.Load()
 }
 
 // taskFile is the job file of task t: the user's, for one partition of

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func TestPlanSegments(t *testing.T) {
@@ -50,5 +54,30 @@ func TestPlanSegments(t *testing.T) {
 				t.Errorf("segments %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The job file of deploy/kubernetes is a valid scale-out job.
+func TestDeployJobFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kubernetes", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `yaml:"data"`
+	}
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		t.Fatal(err)
+	}
+	jf, err := ParseJobFile("configmap.yaml:job.yaml", []byte(cm.Data["job.yaml"]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jf.ScaleOut.Enabled || jf.HTTP.Listen == "" {
+		t.Fatalf("the deployed job must run scale-out with http.listen (got %+v, %q)", jf.ScaleOut, jf.HTTP.Listen)
+	}
+	segs, err := planSegments(jf)
+	if err != nil || len(segs) != 3 {
+		t.Fatalf("segments %d, %v: want the dedupe and the window each behind a repartition", len(segs), err)
 	}
 }

@@ -183,10 +183,40 @@ func describeJob(w io.Writer, jf *JobFile) {
 	}
 	fmt.Fprintf(w, "  state:      %s, checkpoints in %s, max parallelism %s\n", jf.State.Dir, checkpointsAt(jf), maxPar)
 	fmt.Fprintf(w, "              keyed state %s\n", backend)
+	if jf.ScaleOut.Enabled {
+		describeScaleOut(w, jf)
+		return
+	}
 	if jf.RestartSet {
 		fmt.Fprintf(w, "  restart:    %s\n", jf.Restart.Describe())
 	} else if cp.Enabled() {
 		fmt.Fprintln(w, "  restart:    exponential-delay (default)")
+	}
+}
+
+// describeScaleOut says how the instances share the job: the group, and
+// the tasks of each sub-topology.
+func describeScaleOut(w io.Writer, jf *JobFile) {
+	fmt.Fprintf(w, "  scale-out:  instances share the partitions of group %s, one task per partition (a job named %s-TOPIC-PARTITION);\n", jf.Source.Group, jf.Job)
+	fmt.Fprintf(w, "              each instance keeps its own files under %s, and restarts a failed task itself\n", filepath.Join(jf.State.Dir, jf.Job+".instances", "INSTANCE"))
+	segs, err := planSegments(jf)
+	if err != nil {
+		return
+	}
+	for _, sg := range segs {
+		var ops []string
+		for _, st := range sg.steps {
+			ops = append(ops, st.Op)
+		}
+		steps := strings.Join(ops, ", ")
+		if steps == "" {
+			steps = "pass-through"
+		}
+		to := "the sink"
+		if sg.out != "" {
+			to = fmt.Sprintf("repartition topic %s, partitioned by %s", sg.out, sg.outKey)
+		}
+		fmt.Fprintf(w, "              tasks of %s: %s -> %s\n", strings.Join(sg.topics, ", "), steps, to)
 	}
 }
 

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/internal/api"
+	"github.com/onceflow/onceflow/metrics"
+)
+
+// A scale-out instance serves, with --http (or http.listen), what a
+// process supervisor and Prometheus need; all of it read-only:
+//
+//	GET /healthz    200 while the instance runs (liveness)
+//	GET /readyz     200 once the instance is a member of its group and
+//	                every task it was given runs its job (readiness)
+//	GET /instance   the instance, its group generation and its tasks
+//	GET /metrics    every task's metrics (label job_name: the task's job),
+//	                Go runtime and process metrics
+
+// taskMetrics collects the metrics of the tasks' current jobs.
+type taskMetrics struct {
+	mu   sync.Mutex
+	cols map[*metrics.Collector]bool
+}
+
+func (tm *taskMetrics) add(c *metrics.Collector) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.cols[c] = true
+}
+
+func (tm *taskMetrics) remove(c *metrics.Collector) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	delete(tm.cols, c)
+}
+
+func (tm *taskMetrics) Describe(chan<- *prometheus.Desc) {}
+
+func (tm *taskMetrics) Collect(ch chan<- prometheus.Metric) {
+	tm.mu.Lock()
+	cols := make([]*metrics.Collector, 0, len(tm.cols))
+	for c := range tm.cols {
+		cols = append(cols, c)
+	}
+	tm.mu.Unlock()
+	for _, c := range cols {
+		c.Collect(ch)
+	}
+}
+
+// taskView is a task in /instance.
+type taskView struct {
+	Task           string `json:"task"`
+	Topic          string `json:"topic"`
+	Partition      int32  `json:"partition"`
+	Running        bool   `json:"running"`
+	Runs           int64  `json:"runs"`
+	Restarts       int64  `json:"restarts"`
+	LastCheckpoint int64  `json:"last-checkpoint"`
+	Since          int64  `json:"since"`
+}
+
+// serveInstance starts the instance's HTTP server on addr; the returned
+// function closes it.
+func (so *scaleOut) serveInstance(addr string) (func(), error) {
+	addr, err := api.ListenAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), so.metrics)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if msg := so.notReady(); msg != "" {
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("GET /instance", func(w http.ResponseWriter, _ *http.Request) {
+		gen, member := so.m.Generation()
+		var ts []taskView
+		for p, t := range so.snapshotTasks() {
+			t.mu.Lock()
+			running := t.job != nil && !t.stopped.Load()
+			t.mu.Unlock()
+			ts = append(ts, taskView{Task: t.name, Topic: p.Topic, Partition: p.Partition, Running: running, Runs: t.runs.Load(),
+				Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started.UnixMilli()})
+		}
+		slices.SortFunc(ts, func(a, b taskView) int {
+			if a.Topic != b.Topic {
+				if a.Topic < b.Topic {
+					return -1
+				}
+				return 1
+			}
+			return int(a.Partition - b.Partition)
+		})
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"job": so.jf.Job, "instance": so.instance, "group": so.group,
+			"generation": gen, "member": member, "tasks": ts})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			so.e.log.Warn("the instance's HTTP server stopped", "err", err)
+		}
+	}()
+	so.e.log.Info("serving health, readiness and metrics", "url", "http://"+ln.Addr().String(), "endpoints", "/healthz /readyz /instance /metrics")
+	return func() { _ = srv.Close() }, nil
+}
+
+// notReady says why the instance is not ready, "" when it is.
+func (so *scaleOut) notReady() string {
+	if so.m == nil {
+		return "not a member of the group yet\n"
+	}
+	if gen, _ := so.m.Generation(); gen < 0 {
+		return "not a member of the group yet\n"
+	}
+	for p, t := range so.snapshotTasks() {
+		t.mu.Lock()
+		running := t.job != nil
+		t.mu.Unlock()
+		if !running {
+			return "task of " + kafka.Partition(p).String() + " is starting\n"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,365 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/kafkatest"
+	"github.com/onceflow/onceflow/internal/verify"
+)
+
+// The scale-out tests run several `onceflow run --instance NAME` processes
+// of one job file against `onceflow broker`: one consumer group, one task
+// per partition, checkpoints in a shared directory, each instance with a
+// state directory of its own.
+
+// fleet is the instances of one scale-out job.
+type fleet struct {
+	t    *testing.T
+	file string
+	log  *logWriter
+	mu   sync.Mutex
+	run  map[string]*instanceProc
+}
+
+type instanceProc struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func (f *fleet) start(name string) {
+	f.t.Helper()
+	args := []string{"run", "--instance", name, "--status-interval", "0"}
+	if os.Getenv("ONCEFLOW_E2E_LOGS") != "" {
+		args = append(args, "--log-level", "debug")
+	}
+	cmd := exec.Command(binary(f.t), append(args, f.file)...)
+	// Each instance's whole log goes to a file of its own (kept with
+	// ONCEFLOW_E2E_LOGS=DIR), the last lines to the test's messages.
+	dir := os.Getenv("ONCEFLOW_E2E_LOGS")
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(f.file), "logs")
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	lf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { lf.Close() })
+	cmd.Stderr = io.MultiWriter(f.log, lf)
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	p := &instanceProc{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	f.mu.Lock()
+	f.run[name] = p
+	f.mu.Unlock()
+}
+
+func (f *fleet) signal(name string, sig syscall.Signal) *instanceProc {
+	f.mu.Lock()
+	p := f.run[name]
+	f.mu.Unlock()
+	if p != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+	return p
+}
+
+// kill ends an instance with SIGKILL.
+func (f *fleet) kill(name string) {
+	if p := f.signal(name, syscall.SIGKILL); p != nil {
+		<-p.done
+	}
+	f.mu.Lock()
+	delete(f.run, name)
+	f.mu.Unlock()
+}
+
+// stop ends an instance with SIGTERM: its tasks take final checkpoints,
+// it leaves the group.
+func (f *fleet) stop(name string) {
+	f.t.Helper()
+	p := f.signal(name, syscall.SIGTERM)
+	if p == nil {
+		return
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			f.t.Fatalf("instance %s stopped with %v\n%s", name, err, f.log)
+		}
+	case <-time.After(time.Minute):
+		f.t.Fatalf("instance %s did not stop within a minute of SIGTERM\n%s", name, f.log)
+	}
+	f.mu.Lock()
+	delete(f.run, name)
+	f.mu.Unlock()
+}
+
+func (f *fleet) stopAll() {
+	f.mu.Lock()
+	names := make([]string, 0, len(f.run))
+	for n := range f.run {
+		names = append(names, n)
+	}
+	f.mu.Unlock()
+	slices.Sort(names)
+	for _, n := range names {
+		f.signal(n, syscall.SIGCONT)
+		f.stop(n)
+	}
+}
+
+// checkAlive fails the test if an instance ended on its own.
+func (f *fleet) checkAlive() {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for n, p := range f.run {
+		select {
+		case err := <-p.done:
+			f.t.Fatalf("instance %s ended on its own: %v\n%s", n, err, f.log)
+		default:
+		}
+	}
+}
+
+// writeScaleOutJob writes a scale-out job file reading in into output.
+func writeScaleOutJob(t *testing.T, dir, name, addr, output, pipeline string) string {
+	t.Helper()
+	job := fmt.Sprintf(`job: %s
+kafka:
+  brokers: [%s]
+source:
+  topics: [in]
+  group: %s
+  startup: earliest
+%s
+sink:
+  topic: %s
+checkpointing:
+  interval: 200ms
+  timeout: 1m
+state:
+  dir: %s
+  checkpoints: %s
+%sscale-out:
+  enabled: true
+  session-timeout: 6s
+`, name, addr, name, pipeline, output, filepath.Join(dir, "state"), filepath.Join(dir, "shared"), backendLine())
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitCaughtUp waits until the group committed every input offset.
+func waitCaughtUp(t *testing.T, adm *kadm.Client, group, topic string, f *fleet) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); !kafkatest.CaughtUp(t.Context(), adm, group, topic); {
+		f.checkAlive()
+		if time.Now().After(deadline) {
+			t.Fatalf("the instances did not process the input within 3 minutes\n%s", f.log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// scaleOutEvents is how many instance changes a run goes through.
+func scaleOutEvents() int {
+	if os.Getenv("ONCEFLOW_LONG") != "" {
+		return 30
+	}
+	return 6
+}
+
+// TestScaleOutExactlyOnce: three instances of a keyed count share six
+// partitions while input keeps coming; seeded random events kill an
+// instance (SIGKILL) and start it again, add one, remove one (SIGTERM),
+// and freeze one (SIGSTOP) past the session timeout so its partitions
+// move, then let it go on as a zombie. The verifier finds every input
+// exactly once in the output, each key's counts exactly 1..n, and no
+// transaction left open.
+func TestScaleOutExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	rng := seed(t)
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "in", 6)
+	createTopic(t, addr, "out-so", 6)
+	const keys = 120
+	produceInput(t, addr, "in", 6000, keys)
+	f := &fleet{t: t, file: writeScaleOutJob(t, dir, "so", addr, "out-so", "pipeline:\n  - count: { key: record.key }"),
+		log: &logWriter{t: t, name: "so"}, run: map[string]*instanceProc{}}
+	defer f.stopAll()
+	for _, n := range []string{"a", "b", "c"} {
+		f.start(n)
+	}
+	// Input keeps coming through every event.
+	genCtx, stopGen := context.WithCancel(context.Background())
+	genDone := make(chan int)
+	go func() {
+		cl := client(t, addr, kgo.DefaultProduceTopic("in"))
+		n := 6000
+		for ; genCtx.Err() == nil; n++ {
+			if err := cl.ProduceSync(genCtx, &kgo.Record{Key: []byte("k" + strconv.Itoa(n%keys)), Value: []byte("seq-" + strconv.Itoa(n))}).FirstErr(); err != nil {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		genDone <- n
+	}()
+	adm := kadm.NewClient(client(t, addr))
+	// Every partition has a task committing (the input keeps growing, so
+	// the group is never quite caught up while it runs).
+	for deadline := time.Now().Add(time.Minute); ; {
+		offs, err := adm.FetchOffsets(t.Context(), "so")
+		var seen []string
+		if err == nil {
+			offs.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == "in" && o.At > 0 {
+					seen = append(seen, fmt.Sprint(o.Partition, "@", o.At))
+				}
+			})
+		}
+		if len(seen) == 6 {
+			break
+		}
+		f.checkAlive()
+		if time.Now().After(deadline) {
+			t.Fatalf("the instances did not commit on every partition within a minute (committed: %v, err %v)\n%s", seen, err, f.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	next := 0
+	var events []string
+	for i := 0; i < scaleOutEvents(); i++ {
+		f.mu.Lock()
+		alive := make([]string, 0, len(f.run))
+		for n := range f.run {
+			alive = append(alive, n)
+		}
+		f.mu.Unlock()
+		slices.Sort(alive)
+		victim := alive[rng.IntN(len(alive))]
+		switch ev := []string{"kill", "add", "remove", "pause"}[i%4]; {
+		case ev == "kill":
+			f.kill(victim)
+			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			f.start(victim)
+			events = append(events, "SIGKILL "+victim)
+		case ev == "add":
+			name := "n" + strconv.Itoa(next)
+			next++
+			f.start(name)
+			events = append(events, "add "+name)
+		case ev == "remove" && len(alive) > 1:
+			f.stop(victim)
+			events = append(events, "remove "+victim)
+		case ev == "pause":
+			p := f.signal(victim, syscall.SIGSTOP)
+			time.Sleep(9 * time.Second) // past the 6 s session timeout: its partitions move
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			events = append(events, "SIGSTOP/SIGCONT "+victim)
+		}
+		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
+		f.checkAlive()
+	}
+	stopGen()
+	produced := <-genDone
+	waitCaughtUp(t, adm, "so", "in", f)
+	f.stopAll()
+	t.Logf("%d records, events: %s", produced, strings.Join(events, ", "))
+	rep, err := verify.Run(context.Background(), verify.Config{Brokers: []string{addr}, Input: "in", Output: "out-so", Mode: verify.Count, Sentinels: true, SentinelTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("scale-out broke exactly-once:\n%s\ninstances' log:\n%s", rep, f.log)
+	}
+	t.Logf("\n%s", rep)
+}
+
+// TestScaleOutRepartition: an aggregate keyed by a field of the value,
+// not by the record key, goes through a repartition topic; two instances,
+// one killed and started again. Every user's count comes out exactly
+// 1..n, so each user's records met in one task, once.
+func TestScaleOutRepartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	rng := seed(t)
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "in", 4)
+	createTopic(t, addr, "out-rp", 4)
+	const users = 30
+	perUser := map[string]int{}
+	cl := client(t, addr, kgo.DefaultProduceTopic("in"))
+	var recs []*kgo.Record
+	for i := 0; i < 4000; i++ {
+		u := "u" + strconv.Itoa(rng.IntN(users))
+		perUser[u]++
+		recs = append(recs, &kgo.Record{Key: []byte("order-" + strconv.Itoa(i)), Value: []byte(`{"user":"` + u + `","amount":` + strconv.Itoa(i%7) + `}`)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{t: t, file: writeScaleOutJob(t, dir, "rp", addr, "out-rp",
+		"pipeline:\n  - aggregate: { key: value.user, fields: { n: \"count()\" } }"), log: &logWriter{t: t, name: "rp"}, run: map[string]*instanceProc{}}
+	defer f.stopAll()
+	f.start("a")
+	f.start("b")
+	time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
+	f.kill("b")
+	f.start("b")
+	adm := kadm.NewClient(client(t, addr))
+	waitCaughtUp(t, adm, "rp", "in", f)
+	waitCaughtUp(t, adm, "rp", "rp-repartition-1", f)
+	f.stopAll()
+	got := map[string][]int{}
+	for _, r := range readCommitted(t, addr, "out-rp") {
+		var v struct {
+			Key string `json:"key"`
+			N   int    `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(r.Value), &v); err != nil {
+			t.Fatalf("output %q: %v", r.Value, err)
+		}
+		got[v.Key] = append(got[v.Key], v.N)
+	}
+	for u, n := range perUser {
+		ns := got[u]
+		slices.Sort(ns)
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i + 1
+		}
+		if !slices.Equal(ns, want) {
+			t.Fatalf("user %s: %d counts (first %v), want exactly 1..%d: records of one key were counted in two places, twice, or not at all\n%s", u, len(ns), ns[:min(5, len(ns))], n, f.log)
+		}
+	}
+	if len(got) != len(perUser) {
+		t.Fatalf("%d users in the output, want %d", len(got), len(perUser))
+	}
+}
