@@ -242,29 +242,21 @@ func (m *Membership) Reconcile(ctx context.Context) ([]Partition, error) {
 	if member == "" || len(m.Owned()) == 0 {
 		return nil, nil
 	}
-	gs, err := kadm.NewClient(m.cl).DescribeGroups(ctx, m.cfg.Group)
+	view, err := describeGroup(ctx, m.cl, m.cfg.Group)
 	if err != nil {
 		return nil, err
 	}
-	g, ok := gs[m.cfg.Group]
-	if !ok || g.Err != nil {
-		return nil, fmt.Errorf("describe group %s: %v", m.cfg.Group, g.Err)
-	}
-	if g.State != "Stable" {
+	if view.State != "Stable" {
 		return nil, nil // a rebalance is on: the member will hear of it
 	}
 	holder := map[Partition]string{}
 	listed := false
-	for _, mem := range g.Members {
+	for _, mem := range view.Members {
 		if mem.MemberID == member {
 			listed = true
 		}
-		if c, ok := mem.Assigned.AsConsumer(); ok {
-			for _, t := range c.Topics {
-				for _, p := range t.Partitions {
-					holder[Partition{t.Topic, p}] = mem.MemberID
-				}
-			}
+		for _, p := range mem.Partitions {
+			holder[p] = mem.MemberID
 		}
 	}
 	var lost []Partition
@@ -281,6 +273,95 @@ func (m *Membership) Reconcile(ctx context.Context) ([]Partition, error) {
 		m.drop(ctx, lost, "lost", m.cfg.OnLost)
 	}
 	return lost, nil
+}
+
+// GroupView is a group's members and what each holds, as its coordinator
+// sees them.
+type GroupView struct {
+	// Protocol is "consumer" (KIP-848) or "classic".
+	Protocol string
+	State    string
+	Members  []GroupMember
+}
+
+// GroupMember is one member of a GroupView.
+type GroupMember struct {
+	MemberID, ClientID, Host string
+	Partitions               []Partition
+}
+
+// DescribeGroup returns the members of group and their partitions,
+// whichever protocol the group speaks (a scale-out job's instances are
+// its members, named by their client ids).
+func DescribeGroup(ctx context.Context, cc ClientConfig, group string) (GroupView, error) {
+	cl, err := cc.newClient()
+	if err != nil {
+		return GroupView{}, err
+	}
+	defer cl.Close()
+	v, err := describeGroup(ctx, cl, group)
+	return v, cc.explain(err)
+}
+
+func describeGroup(ctx context.Context, cl *kgo.Client, group string) (GroupView, error) {
+	adm := kadm.NewClient(cl)
+	sort := func(ps []Partition) {
+		slices.SortFunc(ps, func(a, b Partition) int { return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition}) })
+	}
+	// KIP-848 groups first: the classic describe does not show them.
+	// The answer names topics by id (newer versions), resolved here.
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	if resp, err := req.RequestWith(ctx, cl); err == nil && len(resp.Groups) == 1 && resp.Groups[0].ErrorCode == 0 && len(resp.Groups[0].Members) > 0 {
+		g := resp.Groups[0]
+		names := map[kadm.TopicID]string{}
+		if tds, err := adm.ListTopics(ctx); err == nil {
+			for _, td := range tds {
+				names[td.ID] = td.Topic
+			}
+		}
+		v := GroupView{Protocol: "consumer", State: g.State}
+		for _, mem := range g.Members {
+			gm := GroupMember{MemberID: mem.MemberID, ClientID: mem.ClientID, Host: mem.ClientHost}
+			for _, tp := range mem.Assignment.TopicPartitions {
+				name := tp.Topic
+				if name == "" {
+					name = names[kadm.TopicID(tp.TopicID)]
+				}
+				for _, p := range tp.Partitions {
+					gm.Partitions = append(gm.Partitions, Partition{name, p})
+				}
+			}
+			sort(gm.Partitions)
+			v.Members = append(v.Members, gm)
+		}
+		return v, nil
+	}
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return GroupView{}, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	g, ok := gs[group]
+	if !ok {
+		return GroupView{Protocol: "classic", State: "Dead"}, nil
+	}
+	if g.Err != nil {
+		return GroupView{}, fmt.Errorf("describe group %s: %w", group, g.Err)
+	}
+	v := GroupView{Protocol: "classic", State: g.State}
+	for _, mem := range g.Members {
+		gm := GroupMember{MemberID: mem.MemberID, ClientID: mem.ClientID, Host: mem.ClientHost}
+		if c, ok := mem.Assigned.AsConsumer(); ok {
+			for _, t := range c.Topics {
+				for _, p := range t.Partitions {
+					gm.Partitions = append(gm.Partitions, Partition{t.Topic, p})
+				}
+			}
+		}
+		sort(gm.Partitions)
+		v.Members = append(v.Members, gm)
+	}
+	return v, nil
 }
 
 func (m *Membership) drop(ctx context.Context, ps []Partition, how string, fn func(context.Context, []Partition)) {

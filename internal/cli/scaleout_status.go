@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/onceflow/onceflow/connector/kafka"
 )
 
 // scaleOutStatus prints who holds what in a scale-out job's group, read
@@ -36,37 +38,23 @@ func scaleOutStatus(ctx context.Context, w io.Writer, jf *JobFile) error {
 		topics = append(topics, s.topics...)
 	}
 	group := jf.Source.Group
-	gs, err := adm.DescribeGroups(ctx, group)
+	view, err := kafka.DescribeGroup(ctx, cc, group)
 	if err != nil {
-		return fmt.Errorf("describe group %s: %w", group, err)
+		return err
 	}
-	g := gs[group]
 	owner := map[string]string{}
-	type inst struct{ name, host, parts string }
-	var insts []inst
-	for _, m := range g.Members {
-		var ps []string
-		if c, ok := m.Assigned.AsConsumer(); ok {
-			for _, t := range c.Topics {
-				for _, p := range slices.Sorted(slices.Values(t.Partitions)) {
-					k := fmt.Sprintf("%s/%d", t.Topic, p)
-					owner[k] = m.ClientID
-					ps = append(ps, k)
-				}
-			}
-		}
-		insts = append(insts, inst{m.ClientID, m.ClientHost, strings.Join(ps, " ")})
-	}
-	slices.SortFunc(insts, func(a, b inst) int { return strings.Compare(a.name, b.name) })
-	state := g.State
-	if state == "" {
-		state = "no members"
-	}
-	fmt.Fprintf(w, "job %s: scale-out, group %s (%s), %d instances\n", jf.Job, group, state, len(insts))
+	fmt.Fprintf(w, "job %s: scale-out, group %s (%s protocol, %s), %d instances\n", jf.Job, group, view.Protocol, view.State, len(view.Members))
+	members := slices.Clone(view.Members)
+	slices.SortFunc(members, func(a, b kafka.GroupMember) int { return strings.Compare(a.ClientID, b.ClientID) })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tHOST\tPARTITIONS")
-	for _, in := range insts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", in.name, in.host, in.parts)
+	for _, m := range members {
+		var ps []string
+		for _, p := range m.Partitions {
+			owner[p.String()] = m.ClientID
+			ps = append(ps, p.String())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ClientID, m.Host, strings.Join(ps, " "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

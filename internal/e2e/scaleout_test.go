@@ -336,6 +336,17 @@ func TestScaleOutRepartition(t *testing.T) {
 	adm := kadm.NewClient(client(t, addr))
 	waitCaughtUp(t, adm, "rp", "in", f)
 	waitCaughtUp(t, adm, "rp", "rp-repartition-1", f)
+	// onceflow status reads who holds what from the group.
+	out, err := exec.Command(binary(t), "status", f.file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("onceflow status: %v\n%s", err, out)
+	}
+	for _, want := range []string{"group rp", "instances", "\na ", "\nb ", "in/0", "rp-repartition-1/3", "TOPIC"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("onceflow status %s does not show %q:\n%s", f.file, want, out)
+		}
+	}
+	t.Logf("onceflow status:\n%s", out)
 	f.stopAll()
 	got := map[string][]int{}
 	for _, r := range readCommitted(t, addr, "out-rp") {
