@@ -306,7 +306,9 @@ func DescribeGroup(ctx context.Context, cc ClientConfig, group string) (GroupVie
 func describeGroup(ctx context.Context, cl *kgo.Client, group string) (GroupView, error) {
 	adm := kadm.NewClient(cl)
 	sort := func(ps []Partition) {
-		slices.SortFunc(ps, func(a, b Partition) int { return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition}) })
+		slices.SortFunc(ps, func(a, b Partition) int {
+			return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition})
+		})
 	}
 	// KIP-848 groups first: the classic describe does not show them.
 	// The answer names topics by id (newer versions), resolved here.
