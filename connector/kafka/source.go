@@ -1317,6 +1317,19 @@ func (s *Source) ReportMetrics(emit func(flow.Metric)) {
 	emit(flow.Metric{Name: "source_commits_failed_total", Counter: true, Help: "Commits of checkpoint offsets to the group that failed.", Value: float64(s.commitsFailed.Load())})
 }
 
+// CommittedOffsets returns, per partition, the offset committed with the
+// newest committed checkpoint (to the group, or in a Kafka sink's
+// transaction): what a restore would resume from.
+func (s *Source) CommittedOffsets() map[Partition]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Partition]int64, len(s.committed))
+	for sp, o := range s.committed {
+		out[Partition{sp.topic, sp.partition}] = o
+	}
+	return out
+}
+
 // offsetsCommitted records offs as the partitions' committed offsets.
 func (s *Source) offsetsCommitted(offs map[split]int64) {
 	s.mu.Lock()

@@ -85,6 +85,13 @@ type Config struct {
 	// producer whose kgo.TransactionTimeout is longer fails to initialize
 	// with kerr.InvalidTransactionTimeout.
 	TxnMaxTimeout time.Duration
+
+	// GroupSessionTimeout is how long a member of a KIP-848 consumer group
+	// may stay silent before the coordinator moves its partitions (Kafka's
+	// group.consumer.session.timeout.ms), default 45s as in Kafka; its
+	// heartbeats are asked for at a tenth of it. Classic groups' members
+	// choose their own, within 6s..30min.
+	GroupSessionTimeout time.Duration
 }
 
 // withDefaults returns cfg with every zero field replaced by its default.
@@ -97,6 +104,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.TxnMaxTimeout == 0 {
 		cfg.TxnMaxTimeout = DefaultTxnMaxTimeout
+	}
+	if cfg.GroupSessionTimeout == 0 {
+		cfg.GroupSessionTimeout = 45 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -268,7 +278,9 @@ func Start(cfg Config) (*Broker, error) {
 		// and options win over the stored value, so a changed
 		// TxnMaxTimeout takes effect on restart.
 		kfake.BrokerConfigs(map[string]string{
-			"transaction.max.timeout.ms": strconv.FormatInt(cfg.TxnMaxTimeout.Milliseconds(), 10),
+			"transaction.max.timeout.ms":           strconv.FormatInt(cfg.TxnMaxTimeout.Milliseconds(), 10),
+			"group.consumer.session.timeout.ms":    strconv.FormatInt(cfg.GroupSessionTimeout.Milliseconds(), 10),
+			"group.consumer.heartbeat.interval.ms": strconv.FormatInt(max(cfg.GroupSessionTimeout.Milliseconds()/10, 100), 10),
 		}),
 	}
 	if cfg.DataDir != "" {

@@ -59,6 +59,7 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 				"input-keyed":            d.boolean(&so.InputKeyed),
 				"repartition-partitions": d.integer(&so.RepartitionPartitions),
 				"session-timeout":        d.duration(&so.SessionTimeout),
+				"group-protocol":         d.oneOf(&so.GroupProtocol, GroupProtocolConsumer, GroupProtocolClassic),
 			})
 		},
 		"restart": func(p string, v *yaml.Node) {

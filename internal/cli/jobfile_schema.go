@@ -78,9 +78,19 @@ type ScaleOutConfig struct {
 	// topics the job creates; default the largest input topic's.
 	RepartitionPartitions int
 	// SessionTimeout is how long the group waits for a silent instance
-	// before its partitions move; default 10s.
+	// before its partitions move, with the classic protocol; default 10s.
+	// With KIP-848 the brokers' group.consumer.session.timeout.ms decides.
 	SessionTimeout time.Duration
+	// GroupProtocol is GroupProtocolConsumer (default: KIP-848 where every
+	// broker has it, else classic) or GroupProtocolClassic.
+	GroupProtocol string
 }
+
+// The group protocols of scale-out instances.
+const (
+	GroupProtocolConsumer = "consumer"
+	GroupProtocolClassic  = "classic"
+)
 
 // EventTimeConfig is the event-time section. A job has event time when
 // the section is set or a step needs it (window); the defaults then apply.

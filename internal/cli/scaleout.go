@@ -137,7 +137,7 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		"state_dir", so.stateDir(), "checkpoints", jf.State.Checkpoints, "segments", len(segs))
 	m, err := kafka.NewMembership(kafka.MembershipConfig{
 		Client: cc, Group: so.group, Topics: topics, Instance: instance, Logger: e.log,
-		SessionTimeout: jf.ScaleOut.SessionTimeout, NextGen: true,
+		SessionTimeout: jf.ScaleOut.SessionTimeout, NextGen: jf.ScaleOut.GroupProtocol != GroupProtocolClassic,
 		OnAssigned: so.assigned,
 		OnRevoked:  func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "revoked") },
 		OnLost:     func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "lost") },
@@ -317,6 +317,13 @@ func (so *scaleOut) runTaskOnce(t *task, log *slog.Logger) error {
 	so.metrics.add(col)
 	defer so.metrics.remove(col)
 	opts := append(so.o.flowOptions(), flow.FencedCheckpointIDs(), flow.WithHooks(col))
+	var pg *purger
+	if t.seg.index > 0 {
+		// The task reads a repartition topic: what it committed past is
+		// deleted (docs/design.md, "Scale-out").
+		pg = &purger{so: so, p: t.p, log: log}
+		opts = append(opts, flow.WithHooks(pg))
+	}
 	b, err := buildJob(tj, so.cc, te, opts...)
 	if err != nil {
 		return err
@@ -324,6 +331,9 @@ func (so *scaleOut) runTaskOnce(t *task, log *slog.Logger) error {
 	defer func() { _ = b.closeSink() }()
 	if t.stopped.Load() {
 		return nil
+	}
+	if pg != nil {
+		pg.src = b.sources[0]
 	}
 	job, err := b.env.Start(context.Background())
 	if err != nil {

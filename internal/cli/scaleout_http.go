@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"net"
@@ -24,9 +26,15 @@ import (
 //	GET /healthz    200 while the instance runs (liveness)
 //	GET /readyz     200 once the instance is a member of its group and
 //	                every task it was given runs its job (readiness)
+//	GET /           a page showing the three below, live
 //	GET /instance   the instance, its group generation and its tasks
+//	GET /group      the job's instances and who holds which partition
+//	                (what onceflow status JOB.yaml prints)
 //	GET /metrics    every task's metrics (label job_name: the task's job),
 //	                Go runtime and process metrics
+
+//go:embed instanceui/index.html
+var instancePage []byte
 
 // taskMetrics collects the metrics of the tasks' current jobs.
 type taskMetrics struct {
@@ -114,6 +122,22 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 			"generation": gen, "member": member, "tasks": ts})
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /group", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		st, err := readGroupStatus(ctx, so.cc, so.jf)
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(st)
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(instancePage)
+	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -13,25 +14,41 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 )
 
-// scaleOutStatus prints who holds what in a scale-out job's group, read
-// from Kafka (it needs no instance's API): the instances (the group's
-// members, named by their client ids), and per partition of every
-// sub-topology its instance, committed offset, end offset, lag and the
-// checkpoint its task committed last.
-func scaleOutStatus(ctx context.Context, w io.Writer, jf *JobFile) error {
-	cc, err := clientConfig(jf.Kafka)
-	if err != nil {
-		return err
-	}
-	cl, err := cc.NewClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+// groupStatus is who holds what in a scale-out job's group, read from
+// Kafka (it needs no instance's API): the instances (the group's members,
+// named by their client ids) and every sub-topology partition with its
+// instance, committed offset, end offset, lag and its task's last
+// checkpoint. onceflow status prints it; an instance's /group serves it.
+type groupStatus struct {
+	Job        string            `json:"job"`
+	Group      string            `json:"group"`
+	Protocol   string            `json:"protocol"`
+	State      string            `json:"state"`
+	Instances  []instanceStatus  `json:"instances"`
+	Partitions []partitionStatus `json:"partitions"`
+}
+
+type instanceStatus struct {
+	Name       string   `json:"name"`
+	Host       string   `json:"host"`
+	Partitions []string `json:"partitions"`
+}
+
+type partitionStatus struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Instance  string `json:"instance"` // "" when none holds it
+	Committed int64  `json:"committed"` // -1: nothing committed
+	End       int64  `json:"end"`
+	Lag       int64  `json:"lag"`
+	// Checkpoint is the task's checkpoint that committed the offset.
+	Checkpoint string `json:"checkpoint"`
+}
+
+func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *JobFile) (groupStatus, error) {
 	segs, err := planSegments(jf)
 	if err != nil {
-		return err
+		return groupStatus{}, err
 	}
 	var topics []string
 	for _, s := range segs {
@@ -40,36 +57,33 @@ func scaleOutStatus(ctx context.Context, w io.Writer, jf *JobFile) error {
 	group := jf.Source.Group
 	view, err := kafka.DescribeGroup(ctx, cc, group)
 	if err != nil {
-		return err
+		return groupStatus{}, err
 	}
-	owner := map[string]string{}
-	fmt.Fprintf(w, "job %s: scale-out, group %s (%s protocol, %s), %d instances\n", jf.Job, group, view.Protocol, view.State, len(view.Members))
-	members := slices.Clone(view.Members)
-	slices.SortFunc(members, func(a, b kafka.GroupMember) int { return strings.Compare(a.ClientID, b.ClientID) })
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tHOST\tPARTITIONS")
-	for _, m := range members {
-		var ps []string
+	st := groupStatus{Job: jf.Job, Group: group, Protocol: view.Protocol, State: view.State}
+	owner := map[kafka.Partition]string{}
+	for _, m := range view.Members {
+		in := instanceStatus{Name: m.ClientID, Host: m.Host, Partitions: []string{}}
 		for _, p := range m.Partitions {
-			owner[p.String()] = m.ClientID
-			ps = append(ps, p.String())
+			owner[p] = m.ClientID
+			in.Partitions = append(in.Partitions, p.String())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ClientID, m.Host, strings.Join(ps, " "))
+		st.Instances = append(st.Instances, in)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	slices.SortFunc(st.Instances, func(a, b instanceStatus) int { return strings.Compare(a.Name, b.Name) })
+	cl, err := cc.NewClient()
+	if err != nil {
+		return st, err
 	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("end offsets: %w", err)
+		return st, fmt.Errorf("end offsets: %w", err)
 	}
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil && !strings.Contains(err.Error(), "GROUP_ID_NOT_FOUND") {
-		return fmt.Errorf("committed offsets of group %s: %w", group, err)
+		return st, fmt.Errorf("committed offsets of group %s: %w", group, err)
 	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tINSTANCE\tCOMMITTED\tEND\tLAG\tCHECKPOINT")
 	for _, t := range topics {
 		var ps []int32
 		ends.Each(func(o kadm.ListedOffset) {
@@ -80,19 +94,56 @@ func scaleOutStatus(ctx context.Context, w io.Writer, jf *JobFile) error {
 		slices.Sort(ps)
 		for _, p := range ps {
 			end, _ := ends.Lookup(t, p)
-			committed, lag, cp := "-", end.Offset, "-"
+			ps := partitionStatus{Topic: t, Partition: p, Instance: owner[kafka.Partition{Topic: t, Partition: p}], Committed: -1, End: end.Offset, Lag: end.Offset}
 			if o, ok := offs.Lookup(t, p); ok && o.At >= 0 {
-				committed, lag = fmt.Sprint(o.At), end.Offset-o.At
+				ps.Committed, ps.Lag = o.At, end.Offset-o.At
 				if i := strings.LastIndexByte(o.Metadata, ':'); i >= 0 {
-					cp = o.Metadata[i+1:]
+					ps.Checkpoint = o.Metadata[i+1:]
 				}
 			}
-			who := owner[fmt.Sprintf("%s/%d", t, p)]
-			if who == "" {
-				who = "(none)"
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\n", t, p, who, committed, end.Offset, lag, cp)
+			st.Partitions = append(st.Partitions, ps)
 		}
+	}
+	return st, nil
+}
+
+// scaleOutStatus prints groupStatus.
+func scaleOutStatus(ctx context.Context, w io.Writer, jf *JobFile) error {
+	cc, err := clientConfig(jf.Kafka)
+	if err != nil {
+		return err
+	}
+	st, err := readGroupStatus(ctx, cc, jf)
+	if err != nil && st.Group == "" {
+		return err
+	}
+	fmt.Fprintf(w, "job %s: scale-out, group %s (%s protocol, %s), %d instances\n", st.Job, st.Group, st.Protocol, st.State, len(st.Instances))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tHOST\tPARTITIONS")
+	for _, in := range st.Instances {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", in.Name, in.Host, strings.Join(in.Partitions, " "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tINSTANCE\tCOMMITTED\tEND\tLAG\tCHECKPOINT")
+	for _, p := range st.Partitions {
+		who, committed, cp := p.Instance, "-", p.Checkpoint
+		if who == "" {
+			who = "(none)"
+		}
+		if p.Committed >= 0 {
+			committed = strconv.FormatInt(p.Committed, 10)
+		}
+		if cp == "" {
+			cp = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\n", p.Topic, p.Partition, who, committed, p.End, p.Lag, cp)
 	}
 	return tw.Flush()
 }

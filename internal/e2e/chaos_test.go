@@ -538,7 +538,8 @@ func (b *brokerProc) kill() {
 func runBroker(t *testing.T, addr, dataDir string) *brokerProc {
 	t.Helper()
 	for i := 0; ; i++ {
-		cmd := exec.Command(binary(t), "broker", "--addr", addr, "--data-dir", dataDir, "--partitions", "4")
+		// Scale-out tests pause instances past a 6 s group session.
+		cmd := exec.Command(binary(t), "broker", "--addr", addr, "--data-dir", dataDir, "--partitions", "4", "--group-session-timeout", "6s")
 		lw := &logWriter{t: t, name: "broker"}
 		cmd.Stderr = lw
 		if err := cmd.Start(); err != nil {

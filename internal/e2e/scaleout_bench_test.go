@@ -128,20 +128,7 @@ func TestScaleOutFigures(t *testing.T) {
 			}
 			return out
 		}
-		owned := func(name string) []int32 {
-			gs, err := adm.DescribeConsumerGroups(ctx, "rb")
-			var ps []int32
-			if err != nil {
-				return nil
-			}
-			for _, m := range gs["rb"].Members {
-				if m.ClientID != name {
-					continue
-				}
-				m.Assignment.Each(func(_ string, p int32) { ps = append(ps, p) })
-			}
-			return ps
-		}
+		owned := func(name string) []int32 { return instancePartitions(t, adm, "rb", name) }
 		results := map[string][]time.Duration{}
 		for round := 0; round < envInt("ONCEFLOW_SCALEOUT_ROUNDS", 5); round++ {
 			for _, how := range []string{"SIGTERM", "SIGKILL"} {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"fmt"
 	"io"
 	"os"
@@ -42,19 +43,16 @@ type instanceProc struct {
 	done chan error
 }
 
-func (f *fleet) start(name string) {
+func (f *fleet) start(name string, extra ...string) {
 	f.t.Helper()
-	args := []string{"run", "--instance", name, "--status-interval", "0"}
+	args := append([]string{"run", "--instance", name, "--status-interval", "0"}, extra...)
 	if os.Getenv("ONCEFLOW_E2E_LOGS") != "" {
 		args = append(args, "--log-level", "debug")
 	}
 	cmd := exec.Command(binary(f.t), append(args, f.file)...)
 	// Each instance's whole log goes to a file of its own (kept with
 	// ONCEFLOW_E2E_LOGS=DIR), the last lines to the test's messages.
-	dir := os.Getenv("ONCEFLOW_E2E_LOGS")
-	if dir == "" {
-		dir = filepath.Join(filepath.Dir(f.file), "logs")
-	}
+	dir := f.logDir()
 	_ = os.MkdirAll(dir, 0o755)
 	lf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -70,6 +68,32 @@ func (f *fleet) start(name string) {
 	f.mu.Lock()
 	f.run[name] = p
 	f.mu.Unlock()
+}
+
+// logDir is where the instances' logs go.
+func (f *fleet) logDir() string {
+	if dir := os.Getenv("ONCEFLOW_E2E_LOGS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(filepath.Dir(f.file), "logs")
+}
+
+// instancePartitions returns the partitions the group gives instance
+// name.
+func instancePartitions(t *testing.T, adm *kadm.Client, group, name string) []int32 {
+	t.Helper()
+	gs, err := adm.DescribeConsumerGroups(t.Context(), group)
+	if err != nil {
+		return nil
+	}
+	var ps []int32
+	for _, m := range gs[group].Members {
+		if m.ClientID == name {
+			m.Assignment.Each(func(_ string, p int32) { ps = append(ps, p) })
+		}
+	}
+	slices.Sort(ps)
+	return ps
 }
 
 func (f *fleet) signal(name string, sig syscall.Signal) *instanceProc {
@@ -277,10 +301,25 @@ func TestScaleOutExactlyOnce(t *testing.T) {
 			f.stop(victim)
 			events = append(events, "remove "+victim)
 		case ev == "pause":
+			held := instancePartitions(t, adm, "so", victim)
+			logFile := filepath.Join(f.logDir(), victim+".log")
+			before, _ := os.ReadFile(logFile)
 			p := f.signal(victim, syscall.SIGSTOP)
 			time.Sleep(9 * time.Second) // past the 6 s session timeout: its partitions move
 			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			events = append(events, "SIGSTOP/SIGCONT "+victim)
+			events = append(events, fmt.Sprintf("SIGSTOP/SIGCONT %s (holding %v)", victim, held))
+			// A zombie: back after its partitions moved, it must see they
+			// are lost (and its late commits are fenced).
+			for deadline := time.Now().Add(20 * time.Second); len(held) > 0; {
+				after, _ := os.ReadFile(logFile)
+				if strings.Contains(string(after[min(len(before), len(after)):]), `msg="partitions lost"`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("instance %s, paused past the session timeout while holding %v, never saw its partitions lost\n%s", victim, held, f.log)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 		}
 		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
 		f.checkAlive()
@@ -328,7 +367,8 @@ func TestScaleOutRepartition(t *testing.T) {
 	f := &fleet{t: t, file: writeScaleOutJob(t, dir, "rp", addr, "out-rp",
 		"pipeline:\n  - aggregate: { key: value.user, fields: { n: \"count()\" } }"), log: &logWriter{t: t, name: "rp"}, run: map[string]*instanceProc{}}
 	defer f.stopAll()
-	f.start("a")
+	httpAddr := freeAddr(t)
+	f.start("a", "--http", httpAddr)
 	f.start("b")
 	time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
 	f.kill("b")
@@ -336,6 +376,25 @@ func TestScaleOutRepartition(t *testing.T) {
 	adm := kadm.NewClient(client(t, addr))
 	waitCaughtUp(t, adm, "rp", "in", f)
 	waitCaughtUp(t, adm, "rp", "rp-repartition-1", f)
+	// What the repartition topic's tasks committed past is deleted.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		starts, err1 := adm.ListStartOffsets(t.Context(), "rp-repartition-1")
+		ends, err2 := adm.ListEndOffsets(t.Context(), "rp-repartition-1")
+		purged := err1 == nil && err2 == nil
+		starts.Each(func(o kadm.ListedOffset) {
+			if e, ok := ends.Lookup(o.Topic, o.Partition); !ok || o.Offset < e.Offset {
+				purged = false
+			}
+		})
+		if purged {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the repartition topic's committed records were not deleted within 30s (start offsets %v, end offsets %v)", starts, ends)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkInstanceHTTP(t, "http://"+httpAddr, f)
 	// onceflow status reads who holds what from the group.
 	out, err := exec.Command(binary(t), "status", f.file).CombinedOutput()
 	if err != nil {
@@ -372,5 +431,62 @@ func TestScaleOutRepartition(t *testing.T) {
 	}
 	if len(got) != len(perUser) {
 		t.Fatalf("%d users in the output, want %d", len(got), len(perUser))
+	}
+}
+
+// checkInstanceHTTP checks what an instance serves with --http.
+func checkInstanceHTTP(t *testing.T, base string, f *fleet) {
+	t.Helper()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		code, body := get("/readyz")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz stayed %d (%s)\n%s", code, body, f.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var inst struct {
+		Instance string `json:"instance"`
+		Tasks    []struct {
+			Task    string `json:"task"`
+			Running bool   `json:"running"`
+		} `json:"tasks"`
+	}
+	_, body := get("/instance")
+	if err := json.Unmarshal([]byte(body), &inst); err != nil || inst.Instance != "a" || len(inst.Tasks) == 0 {
+		t.Errorf("/instance: %v, %s", err, body)
+	}
+	var grp struct {
+		Instances []struct {
+			Name string `json:"name"`
+		} `json:"instances"`
+		Partitions []struct {
+			Topic    string `json:"topic"`
+			Instance string `json:"instance"`
+		} `json:"partitions"`
+	}
+	_, body = get("/group")
+	if err := json.Unmarshal([]byte(body), &grp); err != nil || len(grp.Instances) < 2 || len(grp.Partitions) != 8 {
+		t.Errorf("/group: %v, %s", err, body)
+	}
+	if _, body = get("/metrics"); !strings.Contains(body, `onceflow_records_in_total{job_name="`+inst.Tasks[0].Task+`"}`) || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics has no records of task %s or no Go metrics:\n%.2000s", inst.Tasks[0].Task, body)
+	}
+	if code, body := get("/"); code != 200 || !strings.Contains(body, "Tasks of this instance") {
+		t.Errorf("/: %d %.300s", code, body)
 	}
 }
