@@ -37,7 +37,7 @@ type instanceStatus struct {
 type partitionStatus struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	Instance  string `json:"instance"` // "" when none holds it
+	Instance  string `json:"instance"`  // "" when none holds it
 	Committed int64  `json:"committed"` // -1: nothing committed
 	End       int64  `json:"end"`
 	Lag       int64  `json:"lag"`

@@ -3,9 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
