@@ -47,6 +47,9 @@ type scaleOut struct {
 	wg      sync.WaitGroup
 	fatal   chan error
 	metrics *taskMetrics
+	// joined is closed once m is set: the member's first assignment can
+	// come before NewMembership returns.
+	joined chan struct{}
 }
 
 // task is the run of one partition's job on this instance.
@@ -125,7 +128,7 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		return err
 	}
 	so := &scaleOut{e: e, jf: jf, o: o, cc: cc, instance: instance, group: jf.Source.Group, segs: segs,
-		tasks: map[kafka.Partition]*task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}}}
+		tasks: map[kafka.Partition]*task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}}, joined: make(chan struct{})}
 	if so.parts, err = ensureRepartitionTopics(ctx, cc, jf, segs); err != nil {
 		return err
 	}
@@ -143,9 +146,11 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		OnLost:     func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "lost") },
 	})
 	if err != nil {
+		close(so.joined)
 		return err
 	}
 	so.m = m
+	close(so.joined)
 	e.log.Info("joined the group", "group", so.group, "protocol", m.Protocol())
 	if listen := o.http.merged(jf.HTTP).listen; listen != "" {
 		closeHTTP, err := so.serveInstance(listen)
@@ -286,6 +291,7 @@ func (so *scaleOut) runTask(t *task) {
 	if t.prev != nil {
 		<-t.prev.done
 	}
+	<-so.joined
 	log := so.e.log.With("task", t.name)
 	delay := time.Second
 	for !t.stopped.Load() && so.m != nil && so.m.Owns(t.p) {
