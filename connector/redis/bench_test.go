@@ -60,10 +60,11 @@ func benchRatios(t *testing.T, rows, keys int) {
 		if _, err := srv.Client(db, "FLUSHDB"); err != nil {
 			t.Fatal(err)
 		}
+		cpu0 := serverCPU(t, srv, db)
 		start := time.Now()
 		f()
 		results = append(results, result{name, time.Since(start)})
-		t.Logf("%s: %v", name, time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: %v, server CPU %.2fs", name, time.Since(start).Round(time.Millisecond), serverCPU(t, srv, db)-cpu0)
 	}
 	// loop writes every record with add: in one transaction per second
 	// (tx), or in pipelines of 1000.
@@ -133,4 +134,22 @@ func benchRatios(t *testing.T, rows, keys int) {
 		fmt.Fprintf(&sb, "%-50s %12.0f %9.2fx\n", r.name, float64(rows)/r.d.Seconds(), base.Seconds()/r.d.Seconds())
 	}
 	t.Log(sb.String())
+}
+
+// serverCPU is the CPU time the Redis server has used, in seconds.
+func serverCPU(t *testing.T, srv *dbtest.RedisServer, db int) float64 {
+	info, err := srv.Client(db, "INFO", "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Fields(info) {
+		for _, name := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, name); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				sum += f
+			}
+		}
+	}
+	return sum
 }

@@ -3,10 +3,12 @@ package redis
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,12 +196,30 @@ func (d *driver) OpenUpsert(ctx context.Context, job string) (sqlsink.UpsertConn
 	return &upsertConn{d: d, c: c, job: job}, nil
 }
 
+// The commands travel to the scripts packed: a blob is a MessagePack
+// array of strings, (key, field, value) for each of up to blobCommands
+// commands, which the scripts unpack with Redis' bundled cmsgpack. One
+// argument per thousand commands instead of three per command is less for
+// the server to parse and for Lua to hold.
+
 // commitScript applies the stage, then the commands in ARGV, keeps the
 // dead letters and records the checkpoint, under the fence. KEYS:
 // progress hash, stage, dead-letter hash. ARGV: fence, command,
 // checkpoint, manifest, incarnation, state id, time (ms), the number of
-// dead letters, the stage's expected length, the dead letters' (field,
-// value) pairs, then (key, field, value) triples.
+// dead letters, the stage's expected length (in blobs), the dead letters'
+// (field, value) pairs, then blobs.
+//
+// Redis does not undo the writes of a script that fails half way, and a
+// commit must apply all of its commands or none. HSET is checked key by
+// key before anything is written. Counters are not: each INCRBY (HINCRBY)
+// runs under pcall, and when one fails (a key of another type, a value
+// that is not an integer, an overflow) the increments already applied are
+// taken back, newest first, before the script returns. No other client
+// runs while a script does, so nobody sees them. Checking first cost a
+// TYPE and a GET per counter, three calls where the compensation costs
+// one. The one thing a taken-back increment cannot restore is whether a
+// counter that ends at 0 existed: it is deleted, which INCRBY and HINCRBY
+// read the same as 0.
 var commitScript = goredis.NewScript(`
 local fence = redis.call('HGET', KEYS[1], 'fence')
 if fence ~= ARGV[1] then
@@ -213,39 +233,63 @@ if n ~= tonumber(ARGV[9]) then
 end
 local dead = tonumber(ARGV[8])
 local from = 10 + 2 * dead
--- Every key is checked before anything is written: Redis does not undo
--- the writes of a script that fails half way.
+-- blob is the i-th blob (from 0): the stage's, then ARGV's.
+local blobs = n + #ARGV - from + 1
+local function blob(i)
+  if i < n then return cmsgpack.unpack(redis.call('LINDEX', KEYS[2], i)) end
+  return cmsgpack.unpack(ARGV[from + i - n])
+end
 local bad = nil
 if dead > 0 then bad = wrong(KEYS[3], 'hash', 'HSETNX') end
-if not bad and cmd ~= 'set' then
-  for i = 0, n - 1, 3000 do
-    bad = bad or check(redis.call('LRANGE', KEYS[2], i, i + 2999), 1)
-  end
-  bad = bad or check(ARGV, from)
+if not bad and cmd == 'hset' then
+  for i = 0, blobs - 1 do bad = bad or check(blob(i)) end
 end
 if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
-local function apply(c, from)
-  for j = from, #c, 3 do
-    if cmd == 'set' then redis.call('SET', c[j], c[j+2])
-    elseif cmd == 'hset' then redis.call('HSET', c[j], c[j+1], c[j+2])
-    elseif cmd == 'incrby' then redis.call('INCRBY', c[j], c[j+2])
-    else redis.call('HINCRBY', c[j], c[j+1], c[j+2]) end
+-- apply runs the commands of c; on a counter that fails it returns why
+-- and where.
+local function apply(c)
+  if cmd == 'set' then
+    local kvs = {}
+    for j = 1, #c, 3 do
+      kvs[#kvs + 1] = c[j]
+      kvs[#kvs + 1] = c[j+2]
+    end
+    if #kvs > 0 then redis.call('MSET', unpack(kvs)) end
+    return
+  end
+  for j = 1, #c, 3 do
+    if cmd == 'hset' then redis.call('HSET', c[j], c[j+1], c[j+2])
+    else
+      local r
+      if cmd == 'incrby' then r = redis.pcall('INCRBY', c[j], c[j+2])
+      else r = redis.pcall('HINCRBY', c[j], c[j+1], c[j+2]) end
+      if type(r) == 'table' and r.err then return counterError(c[j], c[j+1], r.err), j end
+    end
   end
 end
-for i = 0, n - 1, 3000 do
-  apply(redis.call('LRANGE', KEYS[2], i, i + 2999), 1)
+for i = 0, blobs - 1 do
+  local c = blob(i)
+  local at
+  bad, at = apply(c)
+  if bad then
+    takeBack(c, at - 3)
+    for k = i - 1, 0, -1 do
+      local prev = blob(k)
+      takeBack(prev, #prev - 2)
+    end
+    return redis.error_reply('ONCEFLOW_BADKEY ' .. bad)
+  end
 end
 if n > 0 then redis.call('DEL', KEYS[2]) end
 for j = 10, 9 + 2 * dead, 2 do redis.call('HSETNX', KEYS[3], ARGV[j], ARGV[j+1]) end
-apply(ARGV, from)
 redis.call('HSET', KEYS[1], 'checkpoint', ARGV[3], 'manifest', ARGV[4], 'incarnation', ARGV[5], 'state_id', ARGV[6], 'time_ms', ARGV[7])
-return n / 3 + (#ARGV - from + 1) / 3
+return blobs
 `)
 
 // checkLua defines, for the scripts, wrong (a key of another type than a
-// command needs) and check (the first command of triples c, from index
-// from, that would fail: a key of the wrong type, a counter that is not an
-// integer). cmd is the sink's command.
+// command needs), check (the first of the HSETs in an unpacked blob whose
+// key is not a hash), counterError and takeBack. cmd is the sink's
+// command.
 const checkLua = `
 local function wrong(k, want, name)
   local t = redis.call('TYPE', k).ok
@@ -253,74 +297,81 @@ local function wrong(k, want, name)
     return 'key ' .. k .. ' holds a ' .. t .. ', and ' .. name .. ' needs a ' .. want
   end
 end
--- isint is whether Redis reads v as a 64-bit integer (false: absent).
-local function isint(v)
-  if v == false or v == '0' then return true end
-  if not string.match(v, '^-?[1-9]%d*$') then return false end
-  local digits = string.gsub(v, '^-', '')
-  if #digits ~= 19 then return #digits < 19 end
-  if string.sub(v, 1, 1) == '-' then return digits <= '9223372036854775808' end
-  return digits <= '9223372036854775807'
-end
--- sums holds, per counter, its value plus the increments checked so far;
--- they must stay where a double counts exactly (2^53), so that the check
--- can tell an overflow.
-local sums = {}
-local function check(c, from)
-  for j = from, #c, 3 do
-    local k = c[j]
-    local e
-    if cmd == 'hset' or cmd == 'hincrby' then e = wrong(k, 'hash', string.upper(cmd))
-    elseif cmd == 'incrby' then e = wrong(k, 'string', 'INCRBY') end
+local function check(c)
+  if cmd ~= 'hset' then return nil end
+  for j = 1, #c, 3 do
+    local e = wrong(c[j], 'hash', 'HSET')
     if e then return e end
-    if cmd == 'incrby' or cmd == 'hincrby' then
-      local id = k
-      if cmd == 'hincrby' then id = k .. '\0' .. c[j+1] end
-      local cur = sums[id]
-      if cur == nil then
-        local v
-        if cmd == 'incrby' then v = redis.call('GET', k) else v = redis.call('HGET', k, c[j+1]) end
-        if not isint(v) then
-          if cmd == 'incrby' then return 'key ' .. k .. ' holds a value that is not an integer, and INCRBY needs one' end
-          return 'field ' .. c[j+1] .. ' of key ' .. k .. ' holds a value that is not an integer, and HINCRBY needs one'
-        end
-        cur = tonumber(v or '0')
-      end
-      cur = cur + tonumber(c[j+2])
-      if math.abs(cur) >= 9007199254740992 then
-        return 'counter ' .. k .. ' would reach ' .. string.format('%.0f', cur) .. ', beyond 2^53, where the sink cannot check for an overflow'
-      end
-      sums[id] = cur
+  end
+end
+-- counterError says why an increment of key k (field f) failed with the
+-- server's error e.
+local function counterError(k, f, e)
+  local what = 'key ' .. k
+  if cmd == 'hincrby' then what = 'field ' .. f .. ' of key ' .. k end
+  if string.find(e, 'WRONGTYPE', 1, true) then
+    if cmd == 'hincrby' then return wrong(k, 'hash', 'HINCRBY') or e end
+    return wrong(k, 'string', 'INCRBY') or e
+  end
+  if string.find(e, 'overflow', 1, true) then
+    return 'counter ' .. what .. ' would overflow a 64-bit integer'
+  end
+  return what .. ' holds a value that is not an integer, and ' .. string.upper(cmd) .. ' needs one'
+end
+-- takeBack undoes the increments of c up to index last, newest first; a
+-- counter taken back to 0 is deleted.
+local function takeBack(c, last)
+  for j = last, 1, -3 do
+    local k, f, by = c[j], c[j+1], c[j+2]
+    local steps
+    if by == '-9223372036854775808' then steps = {'4611686018427387904', '4611686018427387904'}
+    elseif by == '0' then steps = {'0'}
+    elseif string.sub(by, 1, 1) == '-' then steps = {string.sub(by, 2)}
+    else steps = {'-' .. by} end
+    local r = 0
+    for _, s in ipairs(steps) do
+      if cmd == 'incrby' then r = redis.call('INCRBY', k, s) else r = redis.call('HINCRBY', k, f, s) end
+    end
+    if r == 0 then
+      if cmd == 'incrby' then redis.call('DEL', k) else redis.call('HDEL', k, f) end
     end
   end
 end
 `
 
 // upsertScript applies a batch fenced per key by epoch. KEYS: the epochs
-// hash. ARGV: epoch, command, then (key, field, value) triples.
+// hash. ARGV: epoch, command, then blobs. Per blob, one HMGET and one
+// HSET of the epochs, not one call of each per command.
 var upsertScript = goredis.NewScript(`
 local e = tonumber(ARGV[1])
 local cmd = ARGV[2]
 local hash = cmd == 'hset'
 ` + checkLua + `
-local bad = check(ARGV, 3)
-if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
--- One HMGET and one HSET of the epochs per 2000 commands, not one call
--- of each per command.
+local cs = {}
+for i = 3, #ARGV do
+  cs[#cs + 1] = cmsgpack.unpack(ARGV[i])
+  local bad = check(cs[#cs])
+  if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
+end
 local applied = 0
-for from = 3, #ARGV, 6000 do
-  local last = math.min(from + 5999, #ARGV)
+for _, c in ipairs(cs) do
   local ids = {}
-  for j = from, last, 3 do
-    if hash then ids[#ids + 1] = ARGV[j] .. '\0' .. ARGV[j+1] else ids[#ids + 1] = ARGV[j] end
+  for j = 1, #c, 3 do
+    if hash then ids[#ids + 1] = c[j] .. '\0' .. c[j+1] else ids[#ids + 1] = c[j] end
   end
   local olds = redis.call('HMGET', KEYS[1], unpack(ids))
   local upd = {}
+  -- SETs go in one MSET per blob: one call instead of a thousand.
+  local kvs = {}
   for i, id in ipairs(ids) do
-    local j = from + 3 * (i - 1)
+    local j = 3 * i - 2
     local o = olds[i] and tonumber(olds[i])
     if not o or o <= e then
-      if hash then redis.call('HSET', ARGV[j], ARGV[j+1], ARGV[j+2]) else redis.call('SET', ARGV[j], ARGV[j+2]) end
+      if hash then redis.call('HSET', c[j], c[j+1], c[j+2])
+      else
+        kvs[#kvs + 1] = c[j]
+        kvs[#kvs + 1] = c[j+2]
+      end
       if o ~= e then
         upd[#upd + 1] = id
         upd[#upd + 1] = e
@@ -328,6 +379,7 @@ for from = 3, #ARGV, 6000 do
       applied = applied + 1
     end
   end
+  if #kvs > 0 then redis.call('MSET', unpack(kvs)) end
   if #upd > 0 then redis.call('HSET', KEYS[1], unpack(upd)) end
 end
 return applied
@@ -355,7 +407,7 @@ type txConn struct {
 	// multi is the connection of the open MULTI that SETs stream into,
 	// nil when none is open.
 	multi *goredis.Conn
-	// stagedLen is how many elements the stage holds: the commit checks
+	// stagedLen is how many blobs the stage holds: the commit checks
 	// it, so a stage that expired (or was written twice) fails the
 	// commit instead of losing (or doubling) commands.
 	stagedLen int
@@ -485,29 +537,67 @@ func (t *txConn) closeMulti() {
 	}
 }
 
-// triples appends ms as (key, field, value) to a; counter sends the sums.
-func triples(a []any, ms []merged, counter bool) []any {
-	for _, m := range ms {
-		if counter {
-			a = append(a, m.key, m.field, m.by)
-		} else {
-			a = append(a, m.key, m.field, m.value)
+// blobCommands is how many commands a blob holds.
+const blobCommands = 1000
+
+// blobs appends to a the commands of ms packed as blobs (see
+// commitScript); counter sends the sums.
+func blobs(a []any, ms []merged, counter bool) []any {
+	for chunk := range slices.Chunk(ms, blobCommands) {
+		b := msgpackArray(make([]byte, 0, 64*len(chunk)), 3*len(chunk))
+		var num [20]byte
+		for _, m := range chunk {
+			b = msgpackString(b, m.key)
+			b = msgpackString(b, m.field)
+			if counter {
+				b = msgpackString(b, strconv.AppendInt(num[:0], m.by, 10))
+			} else {
+				b = msgpackString(b, m.value)
+			}
 		}
+		a = append(a, b)
 	}
 	return a
+}
+
+// msgpackArray appends the header of a MessagePack array of n elements.
+func msgpackArray(b []byte, n int) []byte {
+	switch {
+	case n < 16:
+		return append(b, 0x90|byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
+	}
+}
+
+// msgpackString appends s as a MessagePack string.
+func msgpackString[T string | []byte](b []byte, s T) []byte {
+	n := len(s)
+	switch {
+	case n < 32:
+		b = append(b, 0xa0|byte(n))
+	case n <= math.MaxUint8:
+		b = append(b, 0xd9, byte(n))
+	case n <= math.MaxUint16:
+		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
+	}
+	return append(b, s...)
 }
 
 // stageMerged moves the merged commands to the stage.
 func (t *txConn) stageMerged(ctx context.Context) error {
 	p := t.c.Pipeline()
-	for chunk := range slices.Chunk(t.merged, 1000) {
-		p.RPush(ctx, t.stage, triples(make([]any, 0, 3*len(chunk)), chunk, t.d.command.Counter())...)
-	}
+	packed := blobs(nil, t.merged, t.d.command.Counter())
+	p.RPush(ctx, t.stage, packed...)
 	p.Expire(ctx, t.stage, stageTTL)
 	if _, err := p.Exec(ctx); err != nil {
 		return fmt.Errorf("stage %d commands in %s: %w", len(t.merged), t.stage, t.d.explain(err))
 	}
-	t.stagedLen += 3 * len(t.merged)
+	t.stagedLen += len(packed)
 	t.merged, t.staged = t.merged[:0], true
 	clear(t.idx)
 	return nil
@@ -519,8 +609,7 @@ func (t *txConn) stageMerged(ctx context.Context) error {
 // progress hash, which Redis runs faster than a script's calls: a SET
 // cannot fail once queued, and a Recover between the WATCH and the EXEC
 // changes the hash, so the EXEC applies nothing. Everything else goes
-// through a script that checks every key before it writes anything (Redis
-// does not undo the writes of a script that fails half way).
+// through commitScript, which applies all of the commit or nothing.
 func (t *txConn) Commit(ctx context.Context, rec flow.CommitRecord) error {
 	if rec.Checkpoint == 0 {
 		// A start mark (flow.StartMarker), not a checkpoint's commit.
@@ -530,7 +619,7 @@ func (t *txConn) Commit(ctx context.Context, rec flow.CommitRecord) error {
 	var err error
 	if t.staged || t.d.command != CommandSet {
 		a := append([]any{t.fence, string(t.d.command), rec.Checkpoint, rec.Manifest, rec.Incarnation, rec.StateID, rec.Time.UnixMilli(), len(t.dead) / 2, t.stagedLen}, t.dead...)
-		err = commitScript.Run(ctx, t.c, []string{t.d.progressKey(t.job), t.stage, t.d.deadKey(t.job)}, triples(a, t.merged, t.d.command.Counter())...).Err()
+		err = commitScript.Run(ctx, t.c, []string{t.d.progressKey(t.job), t.stage, t.d.deadKey(t.job)}, blobs(a, t.merged, t.d.command.Counter())...).Err()
 	} else {
 		err = t.exec(ctx, rec)
 	}
@@ -617,13 +706,13 @@ func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	for i, r := range b.Rows {
 		last[r[0].(string)+"\x00"+r[1].(string)] = i
 	}
-	a := make([]any, 2, 2+3*len(last))
-	a[0], a[1] = b.Epoch, string(u.d.command)
+	ms := make([]merged, 0, len(last))
 	for i, r := range b.Rows {
 		if last[r[0].(string)+"\x00"+r[1].(string)] == i {
-			a = append(a, r[0], r[1], r[2])
+			ms = append(ms, merged{key: r[0].(string), field: r[1].(string), value: r[2].(string)})
 		}
 	}
+	a := blobs([]any{b.Epoch, string(u.d.command)}, ms, false)
 	if len(a) > 2 {
 		if err := upsertScript.Run(ctx, u.c, []string{u.d.epochKey(u.job)}, a...).Err(); err != nil {
 			if bad := badKey(err); bad != nil {

@@ -240,12 +240,12 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	})
 
 	// With Redis as the commit point, a key of the wrong type fails the
-	// commit before anything is written: Redis would not undo the rest.
+	// commit and nothing of it stays written.
 	t.Run("wrong type at commit", func(t *testing.T) {
 		if _, err := srv.Client(db, "HSET", "c:bad", "f", "1"); err != nil {
 			t.Fatal(err)
 		}
-		for k, v := range map[string]string{"c:text": "abc", "c:zeros": "007", "c:big": "9007199254740991"} {
+		for k, v := range map[string]string{"c:text": "abc", "c:zeros": "007", "c:big": "9223372036854775807"} {
 			if _, err := srv.Client(db, "SET", k, v); err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +274,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 			}
 			err = cp.Commit(ctx, flow.CommitRecord{Job: "wrongtype-" + key, Checkpoint: 1, Manifest: "m", Time: time.Now()})
 			want := map[string]string{"bad": "key c:bad holds a hash, and INCRBY needs a string", "text": "key c:text holds a value that is not an integer",
-				"zeros": "key c:zeros holds a value that is not an integer", "big": "counter c:big would reach 9007199254740992, beyond 2^53"}[key]
+				"zeros": "key c:zeros holds a value that is not an integer", "big": "counter key c:big would overflow a 64-bit integer"}[key]
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing of the commit was written") || !errors.Is(err, flow.ErrUnrecoverable) {
 				t.Errorf("INCRBY over %s: %v", key, err)
 			}
@@ -335,6 +335,127 @@ func TestPersistenceWarning(t *testing.T) {
 	defer func() { _, _ = srv.Client(db, "CONFIG", "SET", "appendfsync", "always") }()
 	if log := recoverWith(); !strings.Contains(log, "lose acknowledged writes") || !strings.Contains(log, "appendfsync=everysec") {
 		t.Errorf("no warning with appendfsync everysec:\n%s", log)
+	}
+}
+
+// A counter commit that fails on its last key takes back every increment
+// it applied, from the stage and from the script's arguments, to plain
+// counters and hash fields: the counters read as before, the ones it
+// created are gone, and the checkpoint is not recorded.
+func TestFailedCounterCommitTakesBack(t *testing.T) {
+	defer redis.SetMaxMerged(10)()
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	for _, cmd := range []redis.Command{redis.CommandIncrBy, redis.CommandHIncrBy} {
+		t.Run(string(cmd), func(t *testing.T) {
+			job := "takeback-" + string(cmd)
+			key := func(k string) (string, string) {
+				if cmd == redis.CommandHIncrBy {
+					return job + ":h", k
+				}
+				return job + ":" + k, ""
+			}
+			read := func(k string) string {
+				t.Helper()
+				h, f := key(k)
+				var got string
+				var err error
+				if f != "" {
+					got, err = srv.Client(db, "HGET", h, f)
+				} else {
+					got, err = srv.Client(db, "GET", h)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			// Counters before the commit: some exist (one at the edge of
+			// int64, one negative), the rest do not.
+			before := map[string]string{"k0": "5", "k1": "-3", "k7": "9223372036854767000", "k13": "-9223372036854740000"}
+			for k, v := range before {
+				h, f := key(k)
+				args := []string{"SET", h, v}
+				if f != "" {
+					args = []string{"HSET", h, f, v}
+				}
+				if _, err := srv.Client(db, args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The bad key: a list where a counter (or its hash) should be.
+			bad := job + ":bad"
+			if cmd == redis.CommandHIncrBy {
+				bad = job + ":h"
+				if _, err := srv.Client(db, "HSET", bad, "bad", "not a number"); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := srv.Client(db, "RPUSH", bad, "x"); err != nil {
+				t.Fatal(err)
+			}
+			s, err := redis.NewSink(redis.Config[dbtest.Count]{URL: url, Command: cmd, BatchRows: 7,
+				Op: func(c dbtest.Count) (redis.Op, error) {
+					h, f := key(c.Key)
+					return redis.Op{Key: h, Field: f, By: c.N}, nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			bind(t, s, job, nil)
+			cp := s.CommitPoint()
+			if _, err := cp.Recover(ctx); err != nil {
+				t.Fatal(err)
+			}
+			w, err := s.Open(ctx, flow.SinkContext{Job: job, Parallelism: 1, FirstCheckpoint: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			// 25 keys twice: the stage holds some keys twice, the
+			// arguments hold keys the stage holds too. Increments of both
+			// signs, up to near the edge of int64.
+			for round := range 2 {
+				for i := range 25 {
+					n := int64(i*1000 + round + 1)
+					if i%2 == 1 {
+						n = -n
+					}
+					if i == 7 && round == 1 {
+						n = 800
+					}
+					if err := w.Write(ctx, dbtest.Count{Key: "k" + strconv.Itoa(i), N: n}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := w.Write(ctx, dbtest.Count{Key: "bad", N: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Prepare(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			err = cp.Commit(ctx, flow.CommitRecord{Job: job, Checkpoint: 1, Manifest: "m", Time: time.Now()})
+			if err == nil || !strings.Contains(err.Error(), "nothing of the commit was written") || !errors.Is(err, flow.ErrUnrecoverable) {
+				t.Fatalf("a commit over a bad key: %v", err)
+			}
+			want := "key " + job + ":bad holds a list, and INCRBY needs a string"
+			if cmd == redis.CommandHIncrBy {
+				want = "field bad of key " + job + ":h holds a value that is not an integer, and HINCRBY needs one"
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the commit failed with %v, want it to fail on the bad key: %s", err, want)
+			}
+			for i := range 25 {
+				k := "k" + strconv.Itoa(i)
+				if got := read(k); got != before[k] {
+					t.Errorf("after the failed commit %s = %q, want %q", k, got, before[k])
+				}
+			}
+			if rec, err := cp.Peek(ctx); err != nil || rec.Checkpoint != 0 {
+				t.Errorf("after the failed commit the record is %+v, %v", rec, err)
+			}
+		})
 	}
 }
 
