@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -28,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -628,6 +628,11 @@ func (b *bench) runJobFrom(ctx context.Context, name, out string, srcOpts []flow
 // runPassThroughMetrics is runPassThrough with a metrics.Collector
 // gathered every 100 ms while the job runs.
 func (b *bench) runPassThroughMetrics(ctx context.Context, out string) error {
+	return b.runPassThroughMetricsAs(ctx, "passthrough-metrics", out)
+}
+
+// runPassThroughMetricsAs is runPassThroughMetrics as job name.
+func (b *bench) runPassThroughMetricsAs(ctx context.Context, name, out string) error {
 	m := metrics.New()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
@@ -649,7 +654,7 @@ func (b *bench) runPassThroughMetrics(ctx context.Context, out string) error {
 			}
 		}
 	}()
-	err := b.runJob(ctx, "passthrough-metrics", out, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] { return s }, flow.WithHooks(m))
+	err := b.runJob(ctx, name, out, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] { return s }, flow.WithHooks(m))
 	close(stop)
 	return errors.Join(err, <-scraped)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -282,4 +283,74 @@ func TestFormat(t *testing.T) {
 	if got != want {
 		t.Errorf("Format:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// RunOverhead alternates the order of its pairs and verifies every run's
+// output (a run that lost a record would fail it).
+func TestRunOverheadSmall(t *testing.T) {
+	cfg := Config{Records: 5_000, Partitions: 2, Keys: 100, CheckpointInterval: 10 * time.Millisecond}
+	ps, err := RunOverhead(kafkatest.ContextTimeout(t, 2*time.Minute), cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", FormatOverhead(ps))
+	if len(ps) != 3 {
+		t.Fatalf("%d pairs, want 3", len(ps))
+	}
+	for i, p := range ps {
+		if p.MetricsFirst != (i%2 == 1) {
+			t.Errorf("pair %d: metrics first %v, want the order to alternate", i, p.MetricsFirst)
+		}
+		if p.Plain <= 0 || p.Metrics <= 0 || p.PlainCPU <= 0 || p.MetricsCPU <= 0 {
+			t.Errorf("pair %d: %+v, want every time positive", i, p)
+		}
+	}
+	if _, err := RunOverhead(context.Background(), cfg, 0); err == nil || !strings.Contains(err.Error(), "at least 1") {
+		t.Errorf("0 pairs: %v", err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := time.Second
+	ps := []OverheadPair{
+		{Plain: 10 * s, Metrics: 10 * s, PlainCPU: 4 * s, MetricsCPU: 4 * s},
+		{MetricsFirst: true, Plain: 9 * s, Metrics: 10 * s, PlainCPU: 4 * s, MetricsCPU: 5 * s},
+		{Plain: 12 * s, Metrics: 10 * s, PlainCPU: 6 * s, MetricsCPU: 5 * s},
+	}
+	got := Summarize(ps)
+	if got.Median != 1.0 || got.Min != 0.9 || got.Max != 1.2 || got.Pooled != 31.0/30 {
+		t.Errorf("median %v, range %v–%v, pooled %v; want 1, 0.9–1.2, %v", got.Median, got.Min, got.Max, got.Pooled, 31.0/30)
+	}
+	if got.PlainFirstMedian != 1.1 || got.MetricsFirstMedian != 0.9 {
+		t.Errorf("by order: plain first %v, metrics first %v; want 1.1 and 0.9", got.PlainFirstMedian, got.MetricsFirstMedian)
+	}
+	if got.CPUPooled != 14.0/14 || got.CPUMedian != 1.0 {
+		t.Errorf("CPU: median %v, pooled %v; want 1 and 1", got.CPUMedian, got.CPUPooled)
+	}
+	if want := math.Cbrt(1.0 * 0.9 * 1.2); math.Abs(got.GeoMean-want) > 1e-12 || got.GeoLow > got.GeoMean || got.GeoHigh < got.GeoMean {
+		t.Errorf("geometric mean %v (%v–%v), want %v within its interval", got.GeoMean, got.GeoLow, got.GeoHigh, want)
+	}
+	if got.Low < got.Min || got.High > got.Max || got.Low > got.Median || got.High < got.Median {
+		t.Errorf("interval %v–%v, want it within the range %v–%v and around the median %v", got.Low, got.High, got.Min, got.Max, got.Median)
+	}
+}
+
+// TestBenchOverhead measures the metrics' overhead on the pass-through in
+// pairs of runs of alternating order; set ONCEFLOW_BENCH=1 and
+// ONCEFLOW_BENCH_OVERHEAD_PAIRS=N (ONCEFLOW_BENCH_RECORDS sets each run's
+// records, default 200k).
+func TestBenchOverhead(t *testing.T) {
+	pairs, err := strconv.Atoi(os.Getenv("ONCEFLOW_BENCH_OVERHEAD_PAIRS"))
+	if os.Getenv("ONCEFLOW_BENCH") != "1" || err != nil {
+		t.Skip("set ONCEFLOW_BENCH=1 and ONCEFLOW_BENCH_OVERHEAD_PAIRS=N to measure the metrics' overhead")
+	}
+	cfg := Config{Progress: func(s string) { t.Log(s) }}
+	if n, err := strconv.Atoi(os.Getenv("ONCEFLOW_BENCH_RECORDS")); err == nil {
+		cfg.Records = n
+	}
+	ps, err := RunOverhead(kafkatest.ContextTimeout(t, time.Hour), cfg, pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", FormatOverhead(ps))
 }
