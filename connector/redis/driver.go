@@ -374,7 +374,7 @@ for _, c in ipairs(cs) do
       end
       if o ~= e then
         upd[#upd + 1] = id
-        upd[#upd + 1] = e
+        upd[#upd + 1] = ARGV[1]
       end
       applied = applied + 1
     end
