@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +80,20 @@ func (d *driver) Name() string { return "redis" }
 
 // SetLogger is where the persistence warning goes (sqlsink.LoggerSetter).
 func (d *driver) SetLogger(l *slog.Logger) { d.log = l }
+
+// ownKey is whether key is, or could be, one of the keys the sink keeps
+// for itself: a command on it could break a commit half way.
+func (d *driver) ownKey(key string) bool {
+	if d.deadKeyName != "" && key == d.deadKeyName {
+		return true
+	}
+	for _, kind := range []string{"progress:", "epoch:", "stage:", "dead:"} {
+		if strings.HasPrefix(key, d.prefix+kind) {
+			return true
+		}
+	}
+	return false
+}
 
 func (d *driver) progressKey(job string) string { return d.prefix + "progress:" + job }
 func (d *driver) epochKey(job string) string    { return d.prefix + "epoch:" + job }
@@ -233,20 +246,41 @@ if n ~= tonumber(ARGV[9]) then
 end
 local dead = tonumber(ARGV[8])
 local from = 10 + 2 * dead
--- blob is the i-th blob (from 0): the stage's, then ARGV's.
+-- blob is the i-th blob (from 0), unpacked: the stage's, then ARGV's.
+-- The stage is read a window of 64 blobs at a time. A blob that does not
+-- unpack gives nil and why.
 local blobs = n + #ARGV - from + 1
+local winFrom, win = -1, {}
 local function blob(i)
-  if i < n then return cmsgpack.unpack(redis.call('LINDEX', KEYS[2], i)) end
-  return cmsgpack.unpack(ARGV[from + i - n])
+  local raw
+  if i < n then
+    if i < winFrom or i >= winFrom + #win then
+      winFrom = i - i % 64
+      win = redis.call('LRANGE', KEYS[2], winFrom, winFrom + 63)
+    end
+    raw = win[i - winFrom + 1]
+  else
+    raw = ARGV[from + i - n]
+  end
+  local ok, c = pcall(cmsgpack.unpack, raw)
+  if not ok or type(c) ~= 'table' then
+    return nil, 'element ' .. i .. ' of the commit (the stage ' .. KEYS[2] .. ' holds ' .. n .. ') is damaged: ' .. tostring(c)
+  end
+  return c
 end
 local bad = nil
 if dead > 0 then bad = wrong(KEYS[3], 'hash', 'HSETNX') end
 if not bad and cmd == 'hset' then
-  for i = 0, blobs - 1 do bad = bad or check(blob(i)) end
+  for i = 0, blobs - 1 do
+    if bad then break end
+    local c, e = blob(i)
+    if not c then return redis.error_reply('ONCEFLOW_DAMAGED ' .. e) end
+    bad = check(c)
+  end
 end
 if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
--- apply runs the commands of c; on a counter that fails it returns why
--- and where.
+-- apply runs the commands of c. On a counter that fails it returns the
+-- server's error and where.
 local function apply(c)
   if cmd == 'set' then
     local kvs = {}
@@ -263,21 +297,30 @@ local function apply(c)
       local r
       if cmd == 'incrby' then r = redis.pcall('INCRBY', c[j], c[j+2])
       else r = redis.pcall('HINCRBY', c[j], c[j+1], c[j+2]) end
-      if type(r) == 'table' and r.err then return counterError(c[j], c[j+1], r.err), j end
+      if type(r) == 'table' and r.err then return r.err, j end
     end
   end
 end
+-- fail takes back what blobs 0 to i applied (of blob i, the commands
+-- before index at) and returns the error reply.
+local function fail(i, c, at, reply)
+  takeBack(c, at - 3)
+  for k = i - 1, 0, -1 do
+    local prev = blob(k)
+    takeBack(prev, #prev - 2)
+  end
+  return redis.error_reply(reply)
+end
 for i = 0, blobs - 1 do
-  local c = blob(i)
-  local at
-  bad, at = apply(c)
-  if bad then
-    takeBack(c, at - 3)
-    for k = i - 1, 0, -1 do
-      local prev = blob(k)
-      takeBack(prev, #prev - 2)
-    end
-    return redis.error_reply('ONCEFLOW_BADKEY ' .. bad)
+  local c, e = blob(i)
+  if not c then return fail(i, {}, 1, 'ONCEFLOW_DAMAGED ' .. e) end
+  local err, at = apply(c)
+  if err then
+    local why = counterError(c[at], c[at+1], err)
+    -- Errors of the server (OOM, READONLY, an ACL refusal, ...) are not
+    -- the key's: they go back as they are, for the job to retry.
+    if why then return fail(i, c, at, 'ONCEFLOW_BADKEY ' .. why) end
+    return fail(i, c, at, err)
   end
 end
 if n > 0 then redis.call('DEL', KEYS[2]) end
@@ -305,7 +348,7 @@ local function check(c)
   end
 end
 -- counterError says why an increment of key k (field f) failed with the
--- server's error e.
+-- server's error e, when the key is to blame; nil for other errors.
 local function counterError(k, f, e)
   local what = 'key ' .. k
   if cmd == 'hincrby' then what = 'field ' .. f .. ' of key ' .. k end
@@ -313,10 +356,12 @@ local function counterError(k, f, e)
     if cmd == 'hincrby' then return wrong(k, 'hash', 'HINCRBY') or e end
     return wrong(k, 'string', 'INCRBY') or e
   end
-  if string.find(e, 'overflow', 1, true) then
+  if string.find(e, 'would overflow', 1, true) then
     return 'counter ' .. what .. ' would overflow a 64-bit integer'
   end
-  return what .. ' holds a value that is not an integer, and ' .. string.upper(cmd) .. ' needs one'
+  if string.find(e, 'not an integer', 1, true) then
+    return what .. ' holds a value that is not an integer, and ' .. string.upper(cmd) .. ' needs one'
+  end
 end
 -- takeBack undoes the increments of c up to index last, newest first; a
 -- counter taken back to 0 is deleted.
@@ -537,25 +582,41 @@ func (t *txConn) closeMulti() {
 	}
 }
 
-// blobCommands is how many commands a blob holds.
-const blobCommands = 1000
+// blobCommands is how many commands a blob holds at most, and blobBytes
+// about how many bytes: a blob is one argument, and a server refuses
+// arguments beyond proto-max-bulk-len (512 MB by default, often set
+// lower). Within the scripts a blob's commands go to MSET and HSET through
+// Lua's unpack, which takes at most 7999 values: 2 per command.
+const (
+	blobCommands = 1000
+	blobBytes    = 4 << 20
+)
 
 // blobs appends to a the commands of ms packed as blobs (see
 // commitScript); counter sends the sums.
 func blobs(a []any, ms []merged, counter bool) []any {
-	for chunk := range slices.Chunk(ms, blobCommands) {
-		b := msgpackArray(make([]byte, 0, 64*len(chunk)), 3*len(chunk))
-		var num [20]byte
-		for _, m := range chunk {
-			b = msgpackString(b, m.key)
-			b = msgpackString(b, m.field)
-			if counter {
-				b = msgpackString(b, strconv.AppendInt(num[:0], m.by, 10))
-			} else {
-				b = msgpackString(b, m.value)
-			}
+	var body []byte
+	n := 0
+	flush := func() {
+		b := msgpackArray(make([]byte, 0, 5+len(body)), 3*n)
+		a = append(a, append(b, body...))
+		body, n = body[:0], 0
+	}
+	var num [20]byte
+	for _, m := range ms {
+		body = msgpackString(body, m.key)
+		body = msgpackString(body, m.field)
+		if counter {
+			body = msgpackString(body, strconv.AppendInt(num[:0], m.by, 10))
+		} else {
+			body = msgpackString(body, m.value)
 		}
-		a = append(a, b)
+		if n++; n == blobCommands || len(body) >= blobBytes {
+			flush()
+		}
+	}
+	if n > 0 {
+		flush()
 	}
 	return a
 }

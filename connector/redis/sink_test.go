@@ -343,7 +343,7 @@ func TestPersistenceWarning(t *testing.T) {
 // counters and hash fields: the counters read as before, the ones it
 // created are gone, and the checkpoint is not recorded.
 func TestFailedCounterCommitTakesBack(t *testing.T) {
-	defer redis.SetMaxMerged(10)()
+	defer redis.SetMaxMerged(3)() // 80 blobs in the stage: more than one window of 64
 	url, srv, db := dbtest.Redis(t)
 	ctx := ctxT(t)
 	for _, cmd := range []redis.Command{redis.CommandIncrBy, redis.CommandHIncrBy} {
@@ -393,7 +393,7 @@ func TestFailedCounterCommitTakesBack(t *testing.T) {
 			} else if _, err := srv.Client(db, "RPUSH", bad, "x"); err != nil {
 				t.Fatal(err)
 			}
-			s, err := redis.NewSink(redis.Config[dbtest.Count]{URL: url, Command: cmd, BatchRows: 7,
+			s, err := redis.NewSink(redis.Config[dbtest.Count]{URL: url, Command: cmd, BatchRows: 1,
 				Op: func(c dbtest.Count) (redis.Op, error) {
 					h, f := key(c.Key)
 					return redis.Op{Key: h, Field: f, By: c.N}, nil
@@ -412,11 +412,11 @@ func TestFailedCounterCommitTakesBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer w.Close()
-			// 25 keys twice: the stage holds some keys twice, the
+			// 120 keys twice: the stage holds some keys twice, the
 			// arguments hold keys the stage holds too. Increments of both
 			// signs, up to near the edge of int64.
 			for round := range 2 {
-				for i := range 25 {
+				for i := range 120 {
 					n := int64(i*1000 + round + 1)
 					if i%2 == 1 {
 						n = -n
@@ -446,7 +446,7 @@ func TestFailedCounterCommitTakesBack(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("the commit failed with %v, want it to fail on the bad key: %s", err, want)
 			}
-			for i := range 25 {
+			for i := range 120 {
 				k := "k" + strconv.Itoa(i)
 				if got := read(k); got != before[k] {
 					t.Errorf("after the failed commit %s = %q, want %q", k, got, before[k])
@@ -456,6 +456,75 @@ func TestFailedCounterCommitTakesBack(t *testing.T) {
 				t.Errorf("after the failed commit the record is %+v, %v", rec, err)
 			}
 		})
+	}
+}
+
+// An increment the server refuses for a reason of its own (here: out of
+// memory) is taken back like one a key refuses, but fails the commit as an
+// error to retry, not as a key to fix; and a record may not write the
+// sink's own keys.
+func TestServerErrorsAreNotTheKeys(t *testing.T) {
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	s, err := redis.NewSink(sinkConfig(url, "incr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bind(t, s, "oom", nil)
+	cp := s.CommitPoint()
+	if _, err := cp.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Open(ctx, flow.SinkContext{Job: "oom", Parallelism: 1, FirstCheckpoint: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, k := range []string{"a", "b"} {
+		if err := w.Write(ctx, dbtest.Count{Key: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Prepare(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client(db, "CONFIG", "SET", "maxmemory", "1"); err != nil {
+		t.Fatal(err)
+	}
+	err = cp.Commit(ctx, flow.CommitRecord{Job: "oom", Checkpoint: 1, Manifest: "m", Time: time.Now()})
+	if _, cerr := srv.Client(db, "CONFIG", "SET", "maxmemory", "0"); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "OOM") || errors.Is(err, flow.ErrUnrecoverable) || strings.Contains(err.Error(), "nothing of the commit") {
+		t.Errorf("a commit the server refuses for memory: %v, want the server's OOM error, to retry", err)
+	}
+	if got, _ := srv.Client(db, "EXISTS", "c:a", "c:b"); got != "0" {
+		t.Errorf("after the refused commit %s of c:a, c:b exist, want neither", got)
+	}
+	if rec, err := cp.Peek(ctx); err != nil || rec.Checkpoint != 0 {
+		t.Errorf("after the refused commit the record is %+v, %v", rec, err)
+	}
+	for _, k := range []string{"onceflow:progress:oom", "onceflow:stage:oom:1", "onceflow:dead:x"} {
+		s, err := redis.NewSink(redis.Config[dbtest.Count]{URL: url, Command: redis.CommandIncrBy,
+			Op: func(dbtest.Count) (redis.Op, error) { return redis.Op{Key: k, By: 1}, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bind(t, s, "own", nil)
+		if _, err := s.CommitPoint().Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.Open(ctx, flow.SinkContext{Job: "own", Parallelism: 1, FirstCheckpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Write(ctx, dbtest.Count{Key: "x"})
+		if !errors.Is(err, flow.ErrUnrecoverable) || !strings.Contains(err.Error(), "one of the sink's own keys") {
+			t.Errorf("a record writing %s: %v, want it refused as the sink's own key", k, err)
+		}
+		w.Close()
+		s.Close()
 	}
 }
 
