@@ -230,25 +230,36 @@ type Result struct {
 // and fails if a run lost or duplicated records. The results come in that
 // order, each with its ratio to the ceiling.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	b, closeBroker, err := newBench(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer closeBroker()
+	return b.run(ctx)
+}
+
+// newBench validates cfg and starts the embedded broker when cfg names no
+// brokers; stop stops it.
+func newBench(cfg Config) (_ *bench, stop func(), _ error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, nil, fmt.Errorf("bench: %w", err)
 	}
 	b := &bench{cfg: cfg, progress: cfg.Progress, brokers: cfg.Brokers}
 	if b.progress == nil {
 		b.progress = func(string) {}
 	}
-	if len(b.brokers) == 0 {
-		br, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", Partitions: cfg.Partitions})
-		if err != nil {
-			return nil, fmt.Errorf("bench: start the embedded broker: %w", err)
-		}
-		defer br.Close()
-		b.brokers = []string{br.Addr()}
-		b.embedded = true
-		b.logf("embedded broker at %s", br.Addr())
+	if len(b.brokers) > 0 {
+		return b, func() {}, nil
 	}
-	return b.run(ctx)
+	br, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", Partitions: cfg.Partitions})
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: start the embedded broker: %w", err)
+	}
+	b.brokers = []string{br.Addr()}
+	b.embedded = true
+	b.logf("embedded broker at %s", br.Addr())
+	return b, func() { _ = br.Close() }, nil
 }
 
 type bench struct {

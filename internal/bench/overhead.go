@@ -13,7 +13,6 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
-	"github.com/onceflow/onceflow/internal/broker"
 )
 
 // OverheadPair is one pair of pass-through runs over the same input, one
@@ -39,26 +38,15 @@ func (p OverheadPair) CPURatio() float64 { return p.PlainCPU.Seconds() / p.Metri
 // pair being slower, weighs on both sides alike. Every run copies the
 // input to its own topic, and each output is verified like Run's.
 func RunOverhead(ctx context.Context, cfg Config, pairs int) ([]OverheadPair, error) {
-	cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
 	if pairs < 1 {
 		return nil, fmt.Errorf("bench: %d pairs of runs: want at least 1", pairs)
 	}
-	b := &bench{cfg: cfg, progress: cfg.Progress, brokers: cfg.Brokers}
-	if b.progress == nil {
-		b.progress = func(string) {}
+	b, closeBroker, err := newBench(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if len(b.brokers) == 0 {
-		br, err := broker.Start(broker.Config{Addr: "127.0.0.1:0", Partitions: cfg.Partitions})
-		if err != nil {
-			return nil, fmt.Errorf("bench: start the embedded broker: %w", err)
-		}
-		defer br.Close()
-		b.brokers = []string{br.Addr()}
-		b.embedded = true
-	}
+	defer closeBroker()
+	cfg = b.cfg
 	b.prefix = "onceflow-overhead-" + fmt.Sprint(time.Now().UnixNano())
 	b.input = b.topic("in")
 	cl, err := b.client()
