@@ -21,15 +21,7 @@ func TestMain(m *testing.M) { os.Exit(dbtest.Main(m)) }
 // database table (sink is the sink section's body).
 func writeDBJob(t *testing.T, dir, name, addr, pipeline, sink string) string {
 	t.Helper()
-	job := fmt.Sprintf(`job: %s
-kafka:
-  brokers: [%s]
-source:
-  topics: [in]
-  group: %s
-  startup: earliest
-%s
-sink:
+	return writeJobFile(t, dir, name, addr, pipeline, fmt.Sprintf(`sink:
 %s
 checkpointing:
   interval: 100ms
@@ -39,12 +31,7 @@ state:
   dir: %s
 %srestart:
   strategy: none
-`, name, addr, name, pipeline, sink, filepath.Join(dir, "state-"+name), backendLine())
-	path := filepath.Join(dir, name+".yaml")
-	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+`, sink, filepath.Join(dir, "state-"+name), backendLine()))
 }
 
 // dbCase is a job into a database table and the query that checks it;

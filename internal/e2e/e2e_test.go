@@ -209,15 +209,7 @@ func backendLine() string {
 
 func writeJob(t *testing.T, dir, name, addr, pipeline string) string {
 	t.Helper()
-	job := fmt.Sprintf(`job: %s
-kafka:
-  brokers: [%s]
-source:
-  topics: [in]
-  group: %s
-  startup: earliest
-%s
-sink:
+	return writeJobFile(t, dir, name, addr, pipeline, fmt.Sprintf(`sink:
   topic: out-%s
   delivery: exactly-once
 checkpointing:
@@ -228,7 +220,23 @@ state:
   dir: %s
 %srestart:
   strategy: none
-`, name, addr, name, pipeline, name, filepath.Join(dir, "state"), backendLine())
+`, name, filepath.Join(dir, "state"), backendLine()))
+}
+
+// writeJobFile writes dir/name.yaml: job name reading topic in from the
+// earliest offset on the broker at addr in group name, then pipeline (a
+// section, or empty), then rest (the other sections).
+func writeJobFile(t *testing.T, dir, name, addr, pipeline, rest string) string {
+	t.Helper()
+	job := fmt.Sprintf(`job: %s
+kafka:
+  brokers: [%s]
+source:
+  topics: [in]
+  group: %s
+  startup: earliest
+%s
+%s`, name, addr, name, pipeline, rest)
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
 		t.Fatal(err)

@@ -168,15 +168,7 @@ func (f *fleet) checkAlive() {
 // writeScaleOutJob writes a scale-out job file reading in into output.
 func writeScaleOutJob(t *testing.T, dir, name, addr, output, pipeline string) string {
 	t.Helper()
-	job := fmt.Sprintf(`job: %s
-kafka:
-  brokers: [%s]
-source:
-  topics: [in]
-  group: %s
-  startup: earliest
-%s
-sink:
+	return writeJobFile(t, dir, name, addr, pipeline, fmt.Sprintf(`sink:
   topic: %s
 checkpointing:
   interval: 200ms
@@ -187,12 +179,7 @@ state:
 %sscale-out:
   enabled: true
   session-timeout: 6s
-`, name, addr, name, pipeline, output, filepath.Join(dir, "state"), filepath.Join(dir, "shared"), backendLine())
-	path := filepath.Join(dir, name+".yaml")
-	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+`, output, filepath.Join(dir, "state"), filepath.Join(dir, "shared"), backendLine()))
 }
 
 // waitCaughtUp waits until the group committed every input offset.
