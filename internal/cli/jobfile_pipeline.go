@@ -235,6 +235,23 @@ func sinkTopic(jf *JobFile) string {
 	return jf.Sink.Topic
 }
 
+// outputTopics are the topics the job writes to that are known before it
+// runs, each under the name of where the job file sets it (for the errors
+// of ping).
+func (jf *JobFile) outputTopics() map[string]string {
+	outputs := map[string]string{}
+	if jf.Sink.Topic != "" {
+		outputs["sink.topic"] = jf.Sink.Topic
+	}
+	if jf.Errors.DeadLetterTopic != "" {
+		outputs["errors.dead-letter-topic"] = jf.Errors.DeadLetterTopic
+	}
+	for _, t := range jf.routeTopics() {
+		outputs["pipeline route topic "+t] = t
+	}
+	return outputs
+}
+
 // routeTopics are the topics route steps and windows' late-topic name
 // (map's topic is an expression, known only per record).
 func (jf *JobFile) routeTopics() []string {

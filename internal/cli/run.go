@@ -464,17 +464,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	outputs := map[string]string{}
-	if jf.Sink.Topic != "" {
-		outputs["sink.topic"] = jf.Sink.Topic
-	}
-	if jf.Errors.DeadLetterTopic != "" {
-		outputs["errors.dead-letter-topic"] = jf.Errors.DeadLetterTopic
-	}
-	for _, t := range jf.routeTopics() {
-		outputs["pipeline route topic "+t] = t
-	}
-	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, outputs); err != nil {
+	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, jf.outputTopics()); err != nil {
 		return err
 	}
 	srv, err := newHTTPServer(e, jf, o.http)

@@ -117,14 +117,7 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	outputs := map[string]string{"sink.topic": jf.Sink.Topic}
-	if jf.Errors.DeadLetterTopic != "" {
-		outputs["errors.dead-letter-topic"] = jf.Errors.DeadLetterTopic
-	}
-	for _, t := range jf.routeTopics() {
-		outputs["pipeline route topic "+t] = t
-	}
-	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, outputs); err != nil {
+	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, jf.outputTopics()); err != nil {
 		return err
 	}
 	so := &scaleOut{e: e, jf: jf, o: o, cc: cc, instance: instance, group: jf.Source.Group, segs: segs,
