@@ -16,8 +16,8 @@ type Delivery string
 const (
 	// DeliveryExactlyOnce makes Redis the job's commit point. The default.
 	DeliveryExactlyOnce Delivery = "exactly-once"
-	// DeliveryAtLeastOnce writes epoch-fenced SETs or HSETs as records
-	// come; the manifest write is the commit point.
+	// DeliveryAtLeastOnce writes SETs or HSETs as records come, fenced
+	// per attempt of the job; the manifest write is the commit point.
 	DeliveryAtLeastOnce Delivery = "at-least-once"
 )
 
@@ -64,7 +64,7 @@ const (
 	DefaultBatchRows   = sqlsink.DefaultBatchRows
 	DefaultMaxHeldRows = sqlsink.DefaultMaxHeldRows
 	// DefaultKeyPrefix starts the names of the keys the sink keeps for
-	// itself (progress, stage, epochs).
+	// itself (progress, stage, attempt).
 	DefaultKeyPrefix = "onceflow:"
 )
 

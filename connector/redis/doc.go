@@ -12,12 +12,13 @@
 //     stage. Recovery reads the progress hash. A zombie is fenced: Recover
 //     increments the hash's fence, and a commit applies nothing unless the
 //     fence is its own. Counters (INCRBY, HINCRBY) are exact only here.
-//   - DeliveryAtLeastOnce: epoch-fenced writes, as records come, in
-//     batches each applied by one script. The epoch (checkpoint id) that
-//     last wrote each key (or hash field) is kept in the hash
-//     onceflow:epoch:<job>; a write of an older epoch than the recorded one
-//     is skipped, so a zombie cannot overwrite a newer value, and a replay
-//     after a failure writes the same values again under a newer epoch.
+//   - DeliveryAtLeastOnce: fenced writes, as records come, in batches
+//     each applied by one script. The key onceflow:attempt:<job> holds
+//     the first checkpoint id of the newest attempt of the job (ids grow
+//     from attempt to attempt); opening a writer raises it to the
+//     writer's, and a batch of a writer whose attempt is older (a zombie)
+//     is refused with ErrFenced and writes nothing. A replay after a
+//     failure writes the same values again under the newer attempt.
 //     Only SET and HSET: a replayed increment would count twice.
 //
 // # What the guarantee assumes of the server

@@ -87,7 +87,7 @@ func (d *driver) ownKey(key string) bool {
 	if d.deadKeyName != "" && key == d.deadKeyName {
 		return true
 	}
-	for _, kind := range []string{"progress:", "epoch:", "stage:", "dead:"} {
+	for _, kind := range []string{"progress:", "epoch:", "attempt:", "stage:", "dead:"} {
 		if strings.HasPrefix(key, d.prefix+kind) {
 			return true
 		}
@@ -97,6 +97,7 @@ func (d *driver) ownKey(key string) bool {
 
 func (d *driver) progressKey(job string) string { return d.prefix + "progress:" + job }
 func (d *driver) epochKey(job string) string    { return d.prefix + "epoch:" + job }
+func (d *driver) attemptKey(job string) string  { return d.prefix + "attempt:" + job }
 func (d *driver) stageKey(job string, fence int64) string {
 	return d.prefix + "stage:" + job + ":" + strconv.FormatInt(fence, 10)
 }
@@ -199,14 +200,32 @@ func (d *driver) checkPersistence(ctx context.Context, c *goredis.Client) {
 	}
 }
 
-// OpenUpsert opens an at-least-once writer's client.
-func (d *driver) OpenUpsert(ctx context.Context, job string) (sqlsink.UpsertConn, error) {
+// OpenUpsert opens an at-least-once writer's client, refusing it when a
+// newer attempt of the job opened one.
+func (d *driver) OpenUpsert(ctx context.Context, job string, first int64) (sqlsink.UpsertConn, error) {
 	c := d.client()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("connect: %w", d.explain(err))
 	}
-	return &upsertConn{d: d, c: c, job: job}, nil
+	if err := openUpsertScript.Run(ctx, c, []string{d.attemptKey(job), d.epochKey(job)}, first).Err(); err != nil {
+		c.Close()
+		if f := fencedErr(err); f != nil {
+			return nil, f
+		}
+		return nil, fmt.Errorf("take the attempt key %s: %w", d.attemptKey(job), d.explain(err))
+	}
+	return &upsertConn{d: d, c: c, job: job, first: first}, nil
+}
+
+// fencedErr turns the scripts' refusal of a fenced instance into an error
+// wrapping sqlsink.ErrFenced; nil for other errors.
+func fencedErr(err error) error {
+	msg, ok := strings.CutPrefix(err.Error(), "ONCEFLOW_FENCED ")
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", sqlsink.ErrFenced, msg)
 }
 
 // The commands travel to the scripts packed: a blob is a MessagePack
@@ -384,11 +403,37 @@ local function takeBack(c, last)
 end
 `
 
-// upsertScript applies a batch fenced per key by epoch. KEYS: the epochs
-// hash. ARGV: epoch, command, then blobs. Per blob, one HMGET and one
-// HSET of the epochs, not one call of each per command.
+// The at-least-once fence is per attempt, not per key: KEYS[1] of both
+// scripts is the job's attempt key, which holds the first checkpoint id
+// of the newest attempt that opened a writer. Ids only grow from attempt
+// to attempt (flow.SinkContext.FirstCheckpoint), so a writer whose first
+// id is below the key's belongs to an attempt a newer one replaced.
+// Before the per-attempt key, each key's epoch was kept in a hash beside
+// it (onceflow:epoch:<job>): a write more per command, which cost as much
+// server time as the values. Opening drops that hash.
+
+// openUpsertScript raises the job's attempt key to the writer's first id,
+// or refuses a writer of an older attempt. KEYS: the attempt key, the
+// hash of per-key epochs older versions kept. ARGV: the first id.
+var openUpsertScript = goredis.NewScript(`
+local f = tonumber(redis.call('GET', KEYS[1]))
+local first = tonumber(ARGV[1])
+if f and f > first then
+  return redis.error_reply('ONCEFLOW_FENCED attempt ' .. tostring(f) .. ' opened after this writer\'s attempt ' .. ARGV[1])
+end
+if f ~= first then redis.call('SET', KEYS[1], ARGV[1]) end
+redis.call('UNLINK', KEYS[2])
+return 0
+`)
+
+// upsertScript applies a batch if the writer's attempt is still the
+// newest. KEYS: the attempt key. ARGV: the writer's first id, command,
+// then blobs; the SETs of a blob go in one MSET.
 var upsertScript = goredis.NewScript(`
-local e = tonumber(ARGV[1])
+local f = tonumber(redis.call('GET', KEYS[1]))
+if f and f > tonumber(ARGV[1]) then
+  return redis.error_reply('ONCEFLOW_FENCED attempt ' .. tostring(f) .. ' opened after this writer\'s attempt ' .. ARGV[1])
+end
 local cmd = ARGV[2]
 local hash = cmd == 'hset'
 ` + checkLua + `
@@ -398,36 +443,23 @@ for i = 3, #ARGV do
   local bad = check(cs[#cs])
   if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
 end
-local applied = 0
+-- A key the attempt key vanished from (deleted by hand) is taken again.
+if not f then redis.call('SET', KEYS[1], ARGV[1]) end
+local n = 0
 for _, c in ipairs(cs) do
-  local ids = {}
-  for j = 1, #c, 3 do
-    if hash then ids[#ids + 1] = c[j] .. '\0' .. c[j+1] else ids[#ids + 1] = c[j] end
-  end
-  local olds = redis.call('HMGET', KEYS[1], unpack(ids))
-  local upd = {}
-  -- SETs go in one MSET per blob: one call instead of a thousand.
-  local kvs = {}
-  for i, id in ipairs(ids) do
-    local j = 3 * i - 2
-    local o = olds[i] and tonumber(olds[i])
-    if not o or o <= e then
-      if hash then redis.call('HSET', c[j], c[j+1], c[j+2])
-      else
-        kvs[#kvs + 1] = c[j]
-        kvs[#kvs + 1] = c[j+2]
-      end
-      if o ~= e then
-        upd[#upd + 1] = id
-        upd[#upd + 1] = ARGV[1]
-      end
-      applied = applied + 1
+  if hash then
+    for j = 1, #c, 3 do redis.call('HSET', c[j], c[j+1], c[j+2]) end
+  else
+    local kvs = {}
+    for j = 1, #c, 3 do
+      kvs[#kvs + 1] = c[j]
+      kvs[#kvs + 1] = c[j+2]
     end
+    redis.call('MSET', unpack(kvs))
   end
-  if #kvs > 0 then redis.call('MSET', unpack(kvs)) end
-  if #upd > 0 then redis.call('HSET', KEYS[1], unpack(upd)) end
+  n = n + #c / 3
 end
-return applied
+return n
 `)
 
 // txConn gathers an instance's commands between commits and applies them
@@ -690,8 +722,8 @@ func (t *txConn) Commit(ctx context.Context, rec flow.CommitRecord) error {
 		if errors.Is(err, sqlsink.ErrFenced) {
 			return err
 		}
-		if strings.HasPrefix(err.Error(), "ONCEFLOW_FENCED") {
-			return fmt.Errorf("%w: %s", sqlsink.ErrFenced, strings.TrimPrefix(err.Error(), "ONCEFLOW_FENCED "))
+		if f := fencedErr(err); f != nil {
+			return f
 		}
 		if bad := badKey(err); bad != nil {
 			return bad
@@ -753,15 +785,17 @@ func (t *txConn) Close() error {
 	return t.c.Close()
 }
 
-// upsertConn is an at-least-once writer's client.
+// upsertConn is an at-least-once writer's client; first is its attempt's
+// first checkpoint id.
 type upsertConn struct {
-	d   *driver
-	c   *goredis.Client
-	job string
+	d     *driver
+	c     *goredis.Client
+	job   string
+	first int64
 }
 
-// Upsert applies b, each row fenced by b.Epoch; of the rows of one key
-// (and field) only the last is sent.
+// Upsert applies b unless a newer attempt of the job opened a writer; of
+// the rows of one key (and field) only the last is sent.
 func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	last := make(map[string]int, len(b.Rows))
 	for i, r := range b.Rows {
@@ -773,9 +807,12 @@ func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 			ms = append(ms, merged{key: r[0].(string), field: r[1].(string), value: r[2].(string)})
 		}
 	}
-	a := blobs([]any{b.Epoch, string(u.d.command)}, ms, false)
+	a := blobs([]any{u.first, string(u.d.command)}, ms, false)
 	if len(a) > 2 {
-		if err := upsertScript.Run(ctx, u.c, []string{u.d.epochKey(u.job)}, a...).Err(); err != nil {
+		if err := upsertScript.Run(ctx, u.c, []string{u.d.attemptKey(u.job)}, a...).Err(); err != nil {
+			if f := fencedErr(err); f != nil {
+				return f
+			}
 			if bad := badKey(err); bad != nil {
 				return bad
 			}

@@ -51,7 +51,7 @@ func NewSink[T any](cfg Config[T]) (*Sink[T], error) {
 			return nil, flow.Unrecoverable(errEmptyKey)
 		}
 		if d.ownKey(o.Key) {
-			return nil, flow.Unrecoverable(fmt.Errorf("the record's key %q is one of the sink's own keys (progress, stage, epochs, dead letters): give the records' keys another prefix, or the sink another key prefix", o.Key))
+			return nil, flow.Unrecoverable(fmt.Errorf("the record's key %q is one of the sink's own keys (progress, stage, attempt, dead letters): give the records' keys another prefix, or the sink another key prefix", o.Key))
 		}
 		if cmd.hash() && o.Field == "" {
 			return nil, flow.Unrecoverable(fmt.Errorf("the record's Op has an empty field (key %q): command %s sets a field of a hash", o.Key, cmd))

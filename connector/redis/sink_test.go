@@ -115,10 +115,10 @@ func testZombieIsFenced(t *testing.T, mode, prefix string) {
 	}
 }
 
-// At-least-once: a write of an older epoch never overwrites what a newer
-// one wrote (a zombie, or a slow writer), and a replay under a newer epoch
-// writes again.
-func TestEpochFence(t *testing.T) {
+// At-least-once: once a newer attempt of the job opened a writer, a writer
+// of an older one (a zombie) writes nothing, and writers of the newest
+// attempt, which replays under ids above every earlier one, write again.
+func TestAttemptFence(t *testing.T) {
 	url, srv, db := dbtest.Redis(t)
 	ctx := ctxT(t)
 	hashCfg := sinkConfig(url, "fenced")
@@ -138,37 +138,111 @@ func TestEpochFence(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			bind(t, s, "fence-"+c.name, nil)
-			write := func(first int64, ns ...int64) {
+			job := "fence-" + c.name
+			bind(t, s, job, nil)
+			open := func(first int64) (flow.SinkWriter[dbtest.Count], error) {
+				return s.Open(ctx, flow.SinkContext{Job: job, Parallelism: 1, FirstCheckpoint: first})
+			}
+			// write writes ns and flushes them at barrier first.
+			write := func(w flow.SinkWriter[dbtest.Count], first int64, ns ...int64) error {
+				for _, n := range ns {
+					if err := w.Write(ctx, dbtest.Count{Key: "a", N: n}); err != nil {
+						return err
+					}
+				}
+				_, err := w.Prepare(ctx, first)
+				return err
+			}
+			value := func() string {
 				t.Helper()
-				w, err := s.Open(ctx, flow.SinkContext{Job: "fence-" + c.name, Parallelism: 1, FirstCheckpoint: first})
+				got, err := srv.Client(db, c.get...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer w.Close()
-				for _, n := range ns {
-					if err := w.Write(ctx, dbtest.Count{Key: "a", N: n}); err != nil {
-						t.Fatal(err)
-					}
+				return got
+			}
+			zombie, err := open(5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer zombie.Close()
+			if err := write(zombie, 5, 49, 50); err != nil {
+				t.Fatal(err)
+			}
+			if got := value(); got != "50" {
+				t.Fatalf("a = %q, want 50", got)
+			}
+			// A second writer of the same attempt writes too.
+			peer, err := open(5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := write(peer, 5, 51); err != nil {
+				t.Fatal(err)
+			}
+			peer.Close()
+			if got := value(); got != "51" {
+				t.Errorf("after a writer of the same attempt a = %q, want 51", got)
+			}
+			newer, err := open(7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer newer.Close()
+			if err := write(newer, 7, 70); err != nil {
+				t.Fatal(err)
+			}
+			// The zombie, open since before the newer attempt, is refused.
+			err = write(zombie, 6, 60)
+			if !errors.Is(err, redis.ErrFenced) {
+				t.Errorf("the zombie's write: %v, want ErrFenced", err)
+			}
+			if got := value(); got != "70" {
+				t.Errorf("after the zombie's write a = %q, want 70", got)
+			}
+			// A writer of an older attempt cannot even open.
+			if w, err := open(6); !errors.Is(err, redis.ErrFenced) {
+				if w != nil {
+					w.Close()
 				}
-				if _, err := w.Prepare(ctx, first); err != nil {
-					t.Fatal(err)
-				}
+				t.Errorf("opening a writer of attempt 6 after attempt 7: %v, want ErrFenced", err)
+			} else if !strings.Contains(err.Error(), "attempt 7") {
+				t.Errorf("the refusal %q does not name the newer attempt", err)
 			}
-			write(5, 49, 50)
-			write(3, 30) // older epoch: skipped
-			if got, _ := srv.Client(db, c.get...); got != "50" {
-				t.Errorf("after an older epoch's write a = %q, want 50", got)
+			if err := write(newer, 8, 80); err != nil {
+				t.Fatal(err)
 			}
-			write(5, 51) // the same epoch: last write wins
-			if got, _ := srv.Client(db, c.get...); got != "51" {
-				t.Errorf("after the same epoch's write a = %q, want 51", got)
-			}
-			write(7, 70)
-			if got, _ := srv.Client(db, c.get...); got != "70" {
-				t.Errorf("after a newer epoch's write a = %q, want 70", got)
+			if got := value(); got != "80" {
+				t.Errorf("after the newer attempt's next epoch a = %q, want 80", got)
 			}
 		})
+	}
+}
+
+// An older version kept each key's epoch in a hash; the first writer
+// drops it.
+func TestOpenDropsPerKeyEpochs(t *testing.T) {
+	url, srv, db := dbtest.Redis(t)
+	ctx := ctxT(t)
+	if _, err := srv.Client(db, "HSET", "onceflow:epoch:legacy", "n:a", "3"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := redis.NewSink(sinkConfig(url, "fenced"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bind(t, s, "legacy", nil)
+	w, err := s.Open(ctx, flow.SinkContext{Job: "legacy", Parallelism: 1, FirstCheckpoint: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if got, _ := srv.Client(db, "EXISTS", "onceflow:epoch:legacy"); got != "0" {
+		t.Errorf("EXISTS onceflow:epoch:legacy = %q after a writer opened, want 0", got)
+	}
+	if got, _ := srv.Client(db, "GET", "onceflow:attempt:legacy"); got != "4" {
+		t.Errorf("onceflow:attempt:legacy = %q, want 4", got)
 	}
 }
 

@@ -193,8 +193,12 @@ type Driver interface {
 	// instance's transactions.
 	Recover(ctx context.Context, job string) (flow.CommitRecord, TxConn, error)
 	// OpenUpsert opens a writer's connection for at-least-once delivery,
-	// checking the table.
-	OpenUpsert(ctx context.Context, job string) (UpsertConn, error)
+	// checking the table. first is the attempt's first checkpoint id,
+	// above every id an earlier attempt used (flow.SinkContext): every
+	// batch of the writer has an epoch at or above it. A driver that
+	// fences per attempt rather than per row refuses (ErrFenced) a writer
+	// whose first is below a newer attempt's.
+	OpenUpsert(ctx context.Context, job string, first int64) (UpsertConn, error)
 }
 
 // LoggerSetter is implemented by drivers that log: BindJob gives them the
@@ -402,7 +406,7 @@ func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWrite
 		}
 		return w, nil
 	}
-	c, err := s.cfg.Driver.OpenUpsert(ctx, s.cfg.Job)
+	c, err := s.cfg.Driver.OpenUpsert(ctx, s.cfg.Job, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
