@@ -94,6 +94,10 @@ func TestJSONValue(t *testing.T) {
 //	                             filter+map and a sum per key over them
 //	ONCEFLOW_BENCH_TIMEOUT=d     bound of the whole run (default 10m; pass a
 //	                             longer go test -timeout too)
+//	ONCEFLOW_BENCH_CHECKPOINT_INTERVAL=d  the jobs' checkpoint interval and
+//	                             the ceiling's transaction interval
+//	                             (default 1s); a long one shows what a
+//	                             job costs without its checkpoints
 func TestBenchFull(t *testing.T) {
 	if os.Getenv("ONCEFLOW_BENCH") != "1" {
 		t.Skip("set ONCEFLOW_BENCH=1 to run the full benchmark")
@@ -112,6 +116,13 @@ func TestBenchFull(t *testing.T) {
 	}
 	if s := os.Getenv("ONCEFLOW_BENCH_BACKENDS"); s != "" {
 		cfg.Backends = strings.Split(s, ",")
+	}
+	if s := os.Getenv("ONCEFLOW_BENCH_CHECKPOINT_INTERVAL"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("ONCEFLOW_BENCH_CHECKPOINT_INTERVAL: %v", err)
+		}
+		cfg.CheckpointInterval = d
 	}
 	timeout := 10 * time.Minute
 	if s := os.Getenv("ONCEFLOW_BENCH_TIMEOUT"); s != "" {
