@@ -211,11 +211,19 @@ func (d *driver) OpenUpsert(ctx context.Context, job string, first int64) (sqlsi
 	if err := openUpsertScript.Run(ctx, c, []string{d.attemptKey(job), d.epochKey(job)}, first).Err(); err != nil {
 		c.Close()
 		if f := fencedErr(err); f != nil {
-			return nil, f
+			return nil, d.attemptFenced(job, f)
 		}
 		return nil, fmt.Errorf("take the attempt key %s: %w", d.attemptKey(job), d.explain(err))
 	}
 	return &upsertConn{d: d, c: c, job: job, first: first}, nil
+}
+
+// attemptFenced adds to an at-least-once writer's fencing error what it
+// means and what to do: ids only grow while the job keeps its
+// checkpoints, so a newer attempt is either another instance of the job
+// running now, or a run whose checkpoints were since deleted.
+func (d *driver) attemptFenced(job string, err error) error {
+	return fmt.Errorf("%w: another instance of job %q writes to this Redis under a newer attempt (stop this one), or this job's checkpoints were deleted since an earlier run, so its checkpoint ids began again below that run's (if no other instance runs, delete the key %s and start again)", err, job, d.attemptKey(job))
 }
 
 // fencedErr turns the scripts' refusal of a fenced instance into an error
@@ -443,8 +451,9 @@ for i = 3, #ARGV do
   local bad = check(cs[#cs])
   if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
 end
--- A key the attempt key vanished from (deleted by hand) is taken again.
-if not f then redis.call('SET', KEYS[1], ARGV[1]) end
+-- The key holds the highest attempt seen, also after it was deleted by
+-- hand (or taken by a lower attempt since).
+if not f or f < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
 local n = 0
 for _, c in ipairs(cs) do
   if hash then
@@ -811,7 +820,7 @@ func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	if len(a) > 2 {
 		if err := upsertScript.Run(ctx, u.c, []string{u.d.attemptKey(u.job)}, a...).Err(); err != nil {
 			if f := fencedErr(err); f != nil {
-				return f
+				return u.d.attemptFenced(u.job, f)
 			}
 			if bad := badKey(err); bad != nil {
 				return bad

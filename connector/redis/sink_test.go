@@ -206,14 +206,30 @@ func TestAttemptFence(t *testing.T) {
 					w.Close()
 				}
 				t.Errorf("opening a writer of attempt 6 after attempt 7: %v, want ErrFenced", err)
-			} else if !strings.Contains(err.Error(), "attempt 7") {
-				t.Errorf("the refusal %q does not name the newer attempt", err)
+			} else if !strings.Contains(err.Error(), "attempt 7") || !strings.Contains(err.Error(), "delete the key onceflow:attempt:"+job) {
+				t.Errorf("the refusal %q does not name the newer attempt and the key to delete", err)
 			}
 			if err := write(newer, 8, 80); err != nil {
 				t.Fatal(err)
 			}
 			if got := value(); got != "80" {
 				t.Errorf("after the newer attempt's next epoch a = %q, want 80", got)
+			}
+			// The job's checkpoints were deleted: its ids begin again at 1,
+			// and with the key deleted, as the refusal says, it writes.
+			if _, err := srv.Client(db, "DEL", "onceflow:attempt:"+job); err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := open(1)
+			if err != nil {
+				t.Fatalf("a writer of attempt 1 after the attempt key was deleted: %v", err)
+			}
+			defer fresh.Close()
+			if err := write(fresh, 1, 10); err != nil {
+				t.Fatal(err)
+			}
+			if got := value(); got != "10" {
+				t.Errorf("after the fresh start a = %q, want 10", got)
 			}
 		})
 	}
