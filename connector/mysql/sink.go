@@ -356,7 +356,7 @@ func (d *driver) fence(ctx context.Context, c *sql.Conn, job string) (flow.Commi
 }
 
 // OpenUpsert opens an at-least-once writer's connection.
-func (d *driver) OpenUpsert(ctx context.Context, job string, _ int64) (sqlsink.UpsertConn, error) {
+func (d *driver) OpenUpsert(ctx context.Context, job, _ string, _ int64) (sqlsink.UpsertConn, error) {
 	c, err := d.conn(ctx)
 	if err != nil {
 		return nil, err

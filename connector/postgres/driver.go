@@ -312,7 +312,7 @@ func (d *driver) fence(ctx context.Context, conn *pgx.Conn, job string) (flow.Co
 }
 
 // OpenUpsert opens an at-least-once writer's connection.
-func (d *driver) OpenUpsert(ctx context.Context, job string, _ int64) (sqlsink.UpsertConn, error) {
+func (d *driver) OpenUpsert(ctx context.Context, job, _ string, _ int64) (sqlsink.UpsertConn, error) {
 	conn, err := d.connect(ctx, "upserts", job)
 	if err != nil {
 		return nil, err

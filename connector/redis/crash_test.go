@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // The modes: incr (exactly-once INCRBY c:<key> 1 per count: a duplicate
 // or a loss changes the total), hset (exactly-once HSET counts <key> <n>),
 // set (exactly-once SET n:<key> <n>, streamed into an open MULTI every 7
-// keys), fenced (at-least-once, epoch-fenced SET n:<key> <n>).
+// keys), fenced (at-least-once, SET n:<key> <n> fenced per attempt).
 var modes = []string{"incr", "hset", "set", "fenced"}
 
 var crashSpec = dbtest.CountJobSpec{Keys: 50, PerKey: 4000}

@@ -13,11 +13,10 @@
 //     increments the hash's fence, and a commit applies nothing unless the
 //     fence is its own. Counters (INCRBY, HINCRBY) are exact only here.
 //   - DeliveryAtLeastOnce: fenced writes, as records come, in batches
-//     each applied by one script. The key onceflow:attempt:<job> holds
-//     the first checkpoint id of the newest attempt of the job (ids grow
-//     from attempt to attempt); opening a writer raises it to the
-//     writer's, and a batch of a writer whose attempt is older (a zombie)
-//     is refused with ErrFenced and writes nothing. A replay after a
+//     each applied by one script. The first writer of each attempt of the
+//     job takes a token (INCR onceflow:attempt:<job>:<sink uid>); a batch
+//     of a writer whose token was replaced (a zombie) is refused with
+//     ErrFenced, unrecoverable, and writes nothing. A replay after a
 //     failure writes the same values again under the newer attempt.
 //     Only SET and HSET: a replayed increment would count twice.
 //

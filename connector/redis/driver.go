@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,12 @@ type driver struct {
 	// deadKeyName (default <prefix>dead:<job>).
 	keepDead    bool
 	deadKeyName string
+
+	// mu guards the at-least-once writers' token: the attempt (its first
+	// checkpoint id) that took it, and the token.
+	mu         sync.Mutex
+	tokenFirst int64
+	token      int64
 }
 
 func (d *driver) deadKey(job string) string {
@@ -97,7 +104,9 @@ func (d *driver) ownKey(key string) bool {
 
 func (d *driver) progressKey(job string) string { return d.prefix + "progress:" + job }
 func (d *driver) epochKey(job string) string    { return d.prefix + "epoch:" + job }
-func (d *driver) attemptKey(job string) string  { return d.prefix + "attempt:" + job }
+func (d *driver) attemptKey(job, uid string) string {
+	return d.prefix + "attempt:" + job + ":" + uid
+}
 func (d *driver) stageKey(job string, fence int64) string {
 	return d.prefix + "stage:" + job + ":" + strconv.FormatInt(fence, 10)
 }
@@ -200,30 +209,34 @@ func (d *driver) checkPersistence(ctx context.Context, c *goredis.Client) {
 	}
 }
 
-// OpenUpsert opens an at-least-once writer's client, refusing it when a
-// newer attempt of the job opened one.
-func (d *driver) OpenUpsert(ctx context.Context, job string, first int64) (sqlsink.UpsertConn, error) {
+// OpenUpsert opens an at-least-once writer's client. The first writer of
+// an attempt (first, the attempt's first checkpoint id, names it) takes
+// a new token, which fences the writers of every attempt before it.
+func (d *driver) OpenUpsert(ctx context.Context, job, uid string, first int64) (sqlsink.UpsertConn, error) {
 	c := d.client()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("connect: %w", d.explain(err))
 	}
-	if err := openUpsertScript.Run(ctx, c, []string{d.attemptKey(job), d.epochKey(job)}, first).Err(); err != nil {
-		c.Close()
-		if f := fencedErr(err); f != nil {
-			return nil, d.attemptFenced(job, f)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.token == 0 || d.tokenFirst != first {
+		key := d.attemptKey(job, uid)
+		t, err := takeTokenScript.Run(ctx, c, []string{key, d.epochKey(job)}).Int64()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("take a token in %s: %w", key, d.explain(err))
 		}
-		return nil, fmt.Errorf("take the attempt key %s: %w", d.attemptKey(job), d.explain(err))
+		d.tokenFirst, d.token = first, t
 	}
-	return &upsertConn{d: d, c: c, job: job, first: first}, nil
+	return &upsertConn{d: d, c: c, job: job, uid: uid, token: d.token}, nil
 }
 
-// attemptFenced adds to an at-least-once writer's fencing error what it
-// means and what to do: ids only grow while the job keeps its
-// checkpoints, so a newer attempt is either another instance of the job
-// running now, or a run whose checkpoints were since deleted.
-func (d *driver) attemptFenced(job string, err error) error {
-	return fmt.Errorf("%w: another instance of job %q writes to this Redis under a newer attempt (stop this one), or this job's checkpoints were deleted since an earlier run, so its checkpoint ids began again below that run's (if no other instance runs, delete the key %s and start again)", err, job, d.attemptKey(job))
+// attemptFenced is the error of an at-least-once writer whose token was
+// replaced: restarting would replace the other's in turn, so the job
+// stops.
+func (d *driver) attemptFenced(job, uid string, err error) error {
+	return flow.Unrecoverable(fmt.Errorf("%w: another instance of job %q took over the Redis sink %s (the key %s): two instances of the job run at once, stop one", err, job, uid, d.attemptKey(job, uid)))
 }
 
 // fencedErr turns the scripts' refusal of a fenced instance into an error
@@ -411,36 +424,34 @@ local function takeBack(c, last)
 end
 `
 
-// The at-least-once fence is per attempt, not per key: KEYS[1] of both
-// scripts is the job's attempt key, which holds the first checkpoint id
-// of the newest attempt that opened a writer. Ids only grow from attempt
-// to attempt (flow.SinkContext.FirstCheckpoint), so a writer whose first
-// id is below the key's belongs to an attempt a newer one replaced.
-// Before the per-attempt key, each key's epoch was kept in a hash beside
+// The at-least-once fence is per attempt of the job, not per key: the
+// key onceflow:attempt:<job>:<sink uid> holds a token that the first
+// writer of each attempt takes with INCR, and the writers of the attempt
+// write only while the key still holds their token. A later attempt (a
+// restart, another process) takes a new one, and the writers of the
+// attempts before it are fenced. Tokens come from Redis, not from
+// checkpoint ids: ids start again at 1 when a job's checkpoints are
+// moved aside (onceflow offsets reset) or deleted, and an attempt that
+// took no checkpoint shares its first id with the next.
+// Before the attempt key, each key's epoch was kept in a hash beside
 // it (onceflow:epoch:<job>): a write more per command, which cost as much
-// server time as the values. Opening drops that hash.
+// server time as the values. Taking a token drops that hash.
 
-// openUpsertScript raises the job's attempt key to the writer's first id,
-// or refuses a writer of an older attempt. KEYS: the attempt key, the
-// hash of per-key epochs older versions kept. ARGV: the first id.
-var openUpsertScript = goredis.NewScript(`
-local f = tonumber(redis.call('GET', KEYS[1]))
-local first = tonumber(ARGV[1])
-if f and f > first then
-  return redis.error_reply('ONCEFLOW_FENCED attempt ' .. tostring(f) .. ' opened after this writer\'s attempt ' .. ARGV[1])
-end
-if f ~= first then redis.call('SET', KEYS[1], ARGV[1]) end
+// takeTokenScript takes a new token for an attempt. KEYS: the attempt
+// key, the hash of per-key epochs older versions kept.
+var takeTokenScript = goredis.NewScript(`
 redis.call('UNLINK', KEYS[2])
-return 0
+return redis.call('INCR', KEYS[1])
 `)
 
-// upsertScript applies a batch if the writer's attempt is still the
-// newest. KEYS: the attempt key. ARGV: the writer's first id, command,
-// then blobs; the SETs of a blob go in one MSET.
+// upsertScript applies a batch if the attempt key holds the writer's
+// token (taking the key when it is missing: deleted by hand). KEYS: the
+// attempt key. ARGV: the token, command, then blobs; the SETs of a blob
+// go in one MSET.
 var upsertScript = goredis.NewScript(`
-local f = tonumber(redis.call('GET', KEYS[1]))
-if f and f > tonumber(ARGV[1]) then
-  return redis.error_reply('ONCEFLOW_FENCED attempt ' .. tostring(f) .. ' opened after this writer\'s attempt ' .. ARGV[1])
+local t = redis.call('GET', KEYS[1])
+if t and t ~= ARGV[1] then
+  return redis.error_reply('ONCEFLOW_FENCED the attempt key holds token ' .. t .. ', this writer\'s is ' .. ARGV[1])
 end
 local cmd = ARGV[2]
 local hash = cmd == 'hset'
@@ -451,9 +462,7 @@ for i = 3, #ARGV do
   local bad = check(cs[#cs])
   if bad then return redis.error_reply('ONCEFLOW_BADKEY ' .. bad) end
 end
--- The key holds the highest attempt seen, also after it was deleted by
--- hand (or taken by a lower attempt since).
-if not f or f < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+if not t then redis.call('SET', KEYS[1], ARGV[1]) end
 local n = 0
 for _, c in ipairs(cs) do
   if hash then
@@ -794,17 +803,17 @@ func (t *txConn) Close() error {
 	return t.c.Close()
 }
 
-// upsertConn is an at-least-once writer's client; first is its attempt's
-// first checkpoint id.
+// upsertConn is an at-least-once writer's client; token is its attempt's.
 type upsertConn struct {
 	d     *driver
 	c     *goredis.Client
 	job   string
-	first int64
+	uid   string
+	token int64
 }
 
-// Upsert applies b unless a newer attempt of the job opened a writer; of
-// the rows of one key (and field) only the last is sent.
+// Upsert applies b unless a later attempt of the job took the attempt
+// key; of the rows of one key (and field) only the last is sent.
 func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	last := make(map[string]int, len(b.Rows))
 	for i, r := range b.Rows {
@@ -816,11 +825,11 @@ func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 			ms = append(ms, merged{key: r[0].(string), field: r[1].(string), value: r[2].(string)})
 		}
 	}
-	a := blobs([]any{u.first, string(u.d.command)}, ms, false)
+	a := blobs([]any{u.token, string(u.d.command)}, ms, false)
 	if len(a) > 2 {
-		if err := upsertScript.Run(ctx, u.c, []string{u.d.attemptKey(u.job)}, a...).Err(); err != nil {
+		if err := upsertScript.Run(ctx, u.c, []string{u.d.attemptKey(u.job, u.uid)}, a...).Err(); err != nil {
 			if f := fencedErr(err); f != nil {
-				return u.d.attemptFenced(u.job, f)
+				return u.d.attemptFenced(u.job, u.uid, f)
 			}
 			if bad := badKey(err); bad != nil {
 				return bad

@@ -115,128 +115,137 @@ func testZombieIsFenced(t *testing.T, mode, prefix string) {
 	}
 }
 
-// At-least-once: once a newer attempt of the job opened a writer, a writer
-// of an older one (a zombie) writes nothing, and writers of the newest
-// attempt, which replays under ids above every earlier one, write again.
+// At-least-once: the writers of an attempt share a token taken from
+// Redis; a later attempt (a restart, or another process, even one whose
+// checkpoint ids began again at 1) takes a new one, and the writers of
+// the attempts before it write nothing and stop the job. Sinks of other
+// uids have keys of their own.
 func TestAttemptFence(t *testing.T) {
 	url, srv, db := dbtest.Redis(t)
 	ctx := ctxT(t)
-	hashCfg := sinkConfig(url, "fenced")
-	hashCfg.Command = redis.CommandHSet
-	hashCfg.Op = func(c dbtest.Count) (redis.Op, error) {
-		return redis.Op{Key: "h", Field: c.Key, Value: strconv.FormatInt(c.N, 10)}, nil
-	}
 	for _, c := range []struct {
-		name string
-		cfg  redis.Config[dbtest.Count]
-		get  []string
-	}{{"set", sinkConfig(url, "fenced"), []string{"GET", "n:a"}}, {"hset", hashCfg, []string{"HGET", "h", "a"}}} {
+		name    string
+		command redis.Command
+		get     func(k string) []string
+	}{
+		{"set", redis.CommandSet, func(k string) []string { return []string{"GET", "n:" + k} }},
+		{"hset", redis.CommandHSet, func(k string) []string { return []string{"HGET", "h", k} }},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			c.cfg.BatchRows = 2
-			s, err := redis.NewSink(c.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
 			job := "fence-" + c.name
-			bind(t, s, job, nil)
-			open := func(first int64) (flow.SinkWriter[dbtest.Count], error) {
-				return s.Open(ctx, flow.SinkContext{Job: job, Parallelism: 1, FirstCheckpoint: first})
-			}
-			// write writes ns and flushes them at barrier first.
-			write := func(w flow.SinkWriter[dbtest.Count], first int64, ns ...int64) error {
-				for _, n := range ns {
-					if err := w.Write(ctx, dbtest.Count{Key: "a", N: n}); err != nil {
-						return err
+			// newSink is the Redis sink of one process of the job.
+			newSink := func() *redis.Sink[dbtest.Count] {
+				cfg := sinkConfig(url, "fenced")
+				cfg.BatchRows = 3
+				if c.command == redis.CommandHSet {
+					cfg.Command = redis.CommandHSet
+					cfg.Op = func(c dbtest.Count) (redis.Op, error) {
+						return redis.Op{Key: "h", Field: c.Key, Value: strconv.FormatInt(c.N, 10)}, nil
 					}
 				}
-				_, err := w.Prepare(ctx, first)
-				return err
-			}
-			value := func() string {
-				t.Helper()
-				got, err := srv.Client(db, c.get...)
+				s, err := redis.NewSink(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return got
+				t.Cleanup(func() { s.Close() })
+				bind(t, s, job, nil)
+				return s
 			}
-			zombie, err := open(5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer zombie.Close()
-			if err := write(zombie, 5, 49, 50); err != nil {
-				t.Fatal(err)
-			}
-			if got := value(); got != "50" {
-				t.Fatalf("a = %q, want 50", got)
-			}
-			// A second writer of the same attempt writes too.
-			peer, err := open(5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := write(peer, 5, 51); err != nil {
-				t.Fatal(err)
-			}
-			peer.Close()
-			if got := value(); got != "51" {
-				t.Errorf("after a writer of the same attempt a = %q, want 51", got)
-			}
-			newer, err := open(7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer newer.Close()
-			if err := write(newer, 7, 70); err != nil {
-				t.Fatal(err)
-			}
-			// The zombie, open since before the newer attempt, is refused.
-			err = write(zombie, 6, 60)
-			if !errors.Is(err, redis.ErrFenced) {
-				t.Errorf("the zombie's write: %v, want ErrFenced", err)
-			}
-			if got := value(); got != "70" {
-				t.Errorf("after the zombie's write a = %q, want 70", got)
-			}
-			// A writer of an older attempt cannot even open.
-			if w, err := open(6); !errors.Is(err, redis.ErrFenced) {
-				if w != nil {
-					w.Close()
+			open := func(s *redis.Sink[dbtest.Count], uid string, subtask int, first int64) flow.SinkWriter[dbtest.Count] {
+				t.Helper()
+				w, err := s.Open(ctx, flow.SinkContext{Job: job, UID: uid, Subtask: subtask, Parallelism: 2, FirstCheckpoint: first})
+				if err != nil {
+					t.Fatal(err)
 				}
-				t.Errorf("opening a writer of attempt 6 after attempt 7: %v, want ErrFenced", err)
-			} else if !strings.Contains(err.Error(), "attempt 7") || !strings.Contains(err.Error(), "delete the key onceflow:attempt:"+job) {
-				t.Errorf("the refusal %q does not name the newer attempt and the key to delete", err)
+				t.Cleanup(func() { w.Close() })
+				return w
 			}
-			if err := write(newer, 8, 80); err != nil {
+			// write writes n to keys a, b and c, and flushes them at
+			// barrier id.
+			write := func(w flow.SinkWriter[dbtest.Count], id, n int64) error {
+				for _, k := range []string{"a", "b", "c"} {
+					if err := w.Write(ctx, dbtest.Count{Key: k, N: n}); err != nil {
+						return err
+					}
+				}
+				_, err := w.Prepare(ctx, id)
+				return err
+			}
+			want := func(when, v string) {
+				t.Helper()
+				for _, k := range []string{"a", "b", "c"} {
+					got, err := srv.Client(db, c.get(k)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != v {
+						t.Errorf("%s: %s = %q, want %s", when, k, got, v)
+					}
+				}
+			}
+			fenced := func(when string, err error) {
+				t.Helper()
+				if !errors.Is(err, redis.ErrFenced) || !errors.Is(err, flow.ErrUnrecoverable) {
+					t.Errorf("%s: %v, want ErrFenced, unrecoverable", when, err)
+				} else if !strings.Contains(err.Error(), "onceflow:attempt:"+job+":out") || !strings.Contains(err.Error(), "stop one") {
+					t.Errorf("%s: %q does not name the attempt key and what to do", when, err)
+				}
+			}
+
+			p1 := newSink()
+			w0, w1 := open(p1, "out", 0, 5), open(p1, "out", 1, 5)
+			if err := write(w0, 5, 50); err != nil {
 				t.Fatal(err)
 			}
-			if got := value(); got != "80" {
-				t.Errorf("after the newer attempt's next epoch a = %q, want 80", got)
+			if err := write(w1, 5, 51); err != nil {
+				t.Fatalf("the second writer of the attempt: %v", err)
 			}
-			// The job's checkpoints were deleted: its ids begin again at 1,
-			// and with the key deleted, as the refusal says, it writes.
-			if _, err := srv.Client(db, "DEL", "onceflow:attempt:"+job); err != nil {
+			want("the writers of one attempt", "51")
+
+			// The process restarts the job: its next attempt fences the
+			// writer of the last one (still open here).
+			r0 := open(p1, "out", 0, 7)
+			fenced("the last attempt's writer", write(w0, 6, 60))
+			want("after the last attempt's writer", "51")
+			if err := write(r0, 7, 70); err != nil {
 				t.Fatal(err)
 			}
-			fresh, err := open(1)
-			if err != nil {
-				t.Fatalf("a writer of attempt 1 after the attempt key was deleted: %v", err)
+			want("the restarted attempt", "70")
+
+			// Another process, whose checkpoints were moved aside (ids
+			// begin again at 1), takes over; the first is fenced.
+			p2 := newSink()
+			q0 := open(p2, "out", 0, 1)
+			if err := write(q0, 1, 10); err != nil {
+				t.Fatalf("a fresh start with ids from 1: %v", err)
 			}
-			defer fresh.Close()
-			if err := write(fresh, 1, 10); err != nil {
+			fenced("the first process after another took over", write(r0, 8, 80))
+			want("after the first process's write", "10")
+
+			// A sink of another uid has a key of its own.
+			o0 := open(p2, "other", 0, 1)
+			if err := write(o0, 1, 11); err != nil {
 				t.Fatal(err)
 			}
-			if got := value(); got != "10" {
-				t.Errorf("after the fresh start a = %q, want 10", got)
+			if err := write(q0, 2, 20); err != nil {
+				t.Fatalf("after a sink of another uid opened: %v", err)
 			}
+			want("the taken-over process's next epoch", "20")
+
+			// The attempt key deleted by hand: the next batch takes it.
+			if _, err := srv.Client(db, "DEL", "onceflow:attempt:"+job+":out"); err != nil {
+				t.Fatal(err)
+			}
+			if err := write(q0, 3, 30); err != nil {
+				t.Fatalf("after the attempt key was deleted: %v", err)
+			}
+			want("after the attempt key was deleted", "30")
 		})
 	}
 }
 
-// An older version kept each key's epoch in a hash; the first writer
-// drops it.
+// An older version kept each key's epoch in a hash; taking a token drops
+// it.
 func TestOpenDropsPerKeyEpochs(t *testing.T) {
 	url, srv, db := dbtest.Redis(t)
 	ctx := ctxT(t)
@@ -249,7 +258,7 @@ func TestOpenDropsPerKeyEpochs(t *testing.T) {
 	}
 	defer s.Close()
 	bind(t, s, "legacy", nil)
-	w, err := s.Open(ctx, flow.SinkContext{Job: "legacy", Parallelism: 1, FirstCheckpoint: 4})
+	w, err := s.Open(ctx, flow.SinkContext{Job: "legacy", UID: "out", Parallelism: 1, FirstCheckpoint: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +266,8 @@ func TestOpenDropsPerKeyEpochs(t *testing.T) {
 	if got, _ := srv.Client(db, "EXISTS", "onceflow:epoch:legacy"); got != "0" {
 		t.Errorf("EXISTS onceflow:epoch:legacy = %q after a writer opened, want 0", got)
 	}
-	if got, _ := srv.Client(db, "GET", "onceflow:attempt:legacy"); got != "4" {
-		t.Errorf("onceflow:attempt:legacy = %q, want 4", got)
+	if got, _ := srv.Client(db, "GET", "onceflow:attempt:legacy:out"); got != "1" {
+		t.Errorf("onceflow:attempt:legacy:out = %q, want 1 (the first token)", got)
 	}
 }
 

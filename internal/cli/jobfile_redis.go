@@ -104,7 +104,7 @@ func (d *decoder) validateRedisSink(sink SinkConfig) {
 	}()
 	switch sink.Delivery {
 	case DeliveryNone:
-		d.errorf(d.at("sink.delivery"), "sink.delivery none is for Kafka sinks: a Redis sink is exactly-once (Redis is the commit point) or at-least-once (epoch-fenced writes)")
+		d.errorf(d.at("sink.delivery"), "sink.delivery none is for Kafka sinks: a Redis sink is exactly-once (Redis is the commit point) or at-least-once (writes fenced per attempt of the job)")
 	case DeliveryAtLeastOnce:
 		if cmd.Counter() {
 			d.errorf(d.first("sink.delivery", sec+".command"), "sink.redis.command %s with sink.delivery at-least-once: a replayed increment would count twice; use delivery exactly-once, or write totals with set or hset", p.Command)

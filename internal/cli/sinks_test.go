@@ -34,7 +34,7 @@ func TestValidateSeveralSinks(t *testing.T) {
   delivery: at-least-once`, []string{
 			"  sinks:      out, delivery at-least-once",
 			"(k=record.key), upsert on key (k), delivery at-least-once (epoch-fenced upserts)",
-			"Redis redis://cache:6379/0, SET key=record.key value=record.value, delivery at-least-once (epoch-fenced writes)",
+			"Redis redis://cache:6379/0, SET key=record.key value=record.value, delivery at-least-once (writes fenced per attempt of the job)",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

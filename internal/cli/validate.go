@@ -147,7 +147,7 @@ func describeJob(w io.Writer, jf *JobFile) {
 		if owner == sinkRedis {
 			fmt.Fprintf(w, ", delivery exactly-once (Redis is the commit point), %d commands per batch\n", r.BatchRows)
 		} else {
-			fmt.Fprintf(w, ", delivery %s (epoch-fenced writes), %d commands per batch\n", jf.Sink.Delivery, r.BatchRows)
+			fmt.Fprintf(w, ", delivery %s (writes fenced per attempt of the job), %d commands per batch\n", jf.Sink.Delivery, r.BatchRows)
 		}
 	}
 	switch jf.Errors.Policy {

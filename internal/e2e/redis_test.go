@@ -29,7 +29,7 @@ return {#vals, mn or 0, mx or 0}`
 // at random moments. redis-cli, Redis' own client, then finds each key's
 // count exactly: INCRBY by one per input record (Redis is the commit point:
 // a single duplicate or loss changes a total), HSET of a count job's
-// counts, and at-least-once epoch-fenced SETs of them.
+// counts, and at-least-once SETs of them, fenced per attempt.
 func TestCrashKafkaToRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crash test skipped in -short mode")

@@ -28,7 +28,7 @@ import (
 // ErrFenced is wrapped by the commit error of an instance of a job that a
 // newer one fenced (Recover): its transaction is rolled back and it must
 // not commit again.
-var ErrFenced = errors.New("fenced: a newer instance of the job took over its progress row")
+var ErrFenced = errors.New("fenced: a newer instance of the job took over")
 
 // Batch is rows of one epoch (the checkpoint they belong to), and the
 // dead letters of the records the sink rejected in it.
@@ -192,13 +192,13 @@ type Driver interface {
 	// and returns the newest committed record and the connection of this
 	// instance's transactions.
 	Recover(ctx context.Context, job string) (flow.CommitRecord, TxConn, error)
-	// OpenUpsert opens a writer's connection for at-least-once delivery,
-	// checking the table. first is the attempt's first checkpoint id,
-	// above every id an earlier attempt used (flow.SinkContext): every
-	// batch of the writer has an epoch at or above it. A driver that
-	// fences per attempt rather than per row refuses (ErrFenced) a writer
-	// whose first is below a newer attempt's.
-	OpenUpsert(ctx context.Context, job string, first int64) (UpsertConn, error)
+	// OpenUpsert opens writer's connection for at-least-once delivery of
+	// the sink uid, checking the table. first is the attempt's first
+	// checkpoint id (flow.SinkContext.FirstCheckpoint): the writers of
+	// one attempt share it, and every batch of the writer has an epoch at
+	// or above it. A driver that fences per attempt rather than per row
+	// (Redis) tells attempts apart by it.
+	OpenUpsert(ctx context.Context, job, uid string, first int64) (UpsertConn, error)
 }
 
 // LoggerSetter is implemented by drivers that log: BindJob gives them the
@@ -406,7 +406,7 @@ func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWrite
 		}
 		return w, nil
 	}
-	c, err := s.cfg.Driver.OpenUpsert(ctx, s.cfg.Job, epoch)
+	c, err := s.cfg.Driver.OpenUpsert(ctx, s.cfg.Job, sc.UID, sc.FirstCheckpoint)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
