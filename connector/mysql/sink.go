@@ -445,6 +445,16 @@ type upsertConn struct {
 	job  string
 }
 
+// HighestEpoch implements sqlsink.EpochReader: once per attempt, a scan of
+// the table unless the epoch column is indexed.
+func (c *upsertConn) HighestEpoch(ctx context.Context) (int64, error) {
+	var high int64
+	if err := c.conn.QueryRowContext(ctx, "SELECT COALESCE(MAX("+quote(c.d.epoch)+"), 0) FROM "+quote(c.d.table)).Scan(&high); err != nil {
+		return 0, explain(err)
+	}
+	return high, nil
+}
+
 func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	return c.d.insert(ctx, c.conn, c.job, b, true)
 }

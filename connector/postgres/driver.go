@@ -444,6 +444,17 @@ type upsertConn struct {
 
 func (c *upsertConn) NewCheck() func([]any) error { return newCheck(c.d.table, c.cols) }
 
+// HighestEpoch implements sqlsink.EpochReader: once per attempt, a scan of
+// the table unless the epoch column is indexed.
+func (c *upsertConn) HighestEpoch(ctx context.Context) (int64, error) {
+	var high int64
+	q := pgx.Identifier{c.d.epoch}.Sanitize()
+	if err := c.conn.QueryRow(ctx, "SELECT COALESCE(max("+q+"), 0) FROM "+ident(c.d.table)).Scan(&high); err != nil {
+		return 0, explain(err)
+	}
+	return high, nil
+}
+
 // Upsert writes b in a transaction of its own, fenced by epoch.
 func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	if err := c.d.writeDead(ctx, c.conn, c.job, b); err != nil {

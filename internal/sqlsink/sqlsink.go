@@ -115,6 +115,13 @@ type UpsertConn interface {
 	Close() error
 }
 
+// EpochReader is implemented by upsert connections whose rows carry the
+// epoch that wrote them: HighestEpoch returns the highest one the table
+// holds, 0 when it holds none.
+type EpochReader interface {
+	HighestEpoch(ctx context.Context) (int64, error)
+}
+
 // PreparedConn is one writer's connection in two-phase delivery: its rows
 // go into a transaction of its own, prepared at each barrier and committed
 // after the job's commit point.
@@ -239,6 +246,11 @@ type Sink[T any] struct {
 	// hold keeps the batches written after a barrier whose checkpoint may
 	// still commit, until it resolves.
 	hold *txhold.Hold[Batch]
+
+	// shift is what at-least-once writers of the attempt that starts at
+	// checkpoint shiftFirst add to their epochs (see Open).
+	shiftFirst, shift int64
+	shiftSet          bool
 }
 
 // session is an instance's transaction connection and its writers.
@@ -410,11 +422,43 @@ func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWrite
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
+	if er, ok := c.(EpochReader); ok {
+		if w.shift, err = s.epochShift(ctx, er, sc.FirstCheckpoint, epoch); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
 	w.conn = c
 	if rc, ok := c.(RowChecker); ok {
 		w.check = rc.NewCheck()
 	}
 	return w, nil
+}
+
+// epochShift returns what the at-least-once writers of the attempt
+// starting at checkpoint first add to their epochs, the same for all of
+// them: enough that the first epoch is above every epoch in the table.
+// Checkpoint ids continue above those of the job's checkpoint storage,
+// but they begin again at 1 when the storage was moved aside (offsets
+// reset) or lost, and a restored savepoint continues from its own id:
+// without the shift the fenced upserts would leave alone every row an
+// earlier run wrote with a higher epoch, however new the value.
+func (s *Sink[T]) epochShift(ctx context.Context, er EpochReader, first, epoch int64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shiftSet && s.shiftFirst == first {
+		return s.shift, nil
+	}
+	high, err := er.HighestEpoch(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the highest epoch of the table: %w", err)
+	}
+	s.shiftFirst, s.shift, s.shiftSet = first, max(0, high-epoch+1), true
+	if s.shift > 0 {
+		s.log.Info("the table holds rows of epochs above this run's checkpoint ids (its checkpoints were moved aside, lost or restored from an older savepoint): the rows this run writes carry epochs shifted above them",
+			"highest_epoch", high, "first_checkpoint", epoch, "shift", s.shift)
+	}
+	return s.shift, nil
 }
 
 // writer is one subtask's writer.
@@ -426,8 +470,9 @@ type writer[T any] struct {
 	uid      string
 	check    func([]any) error
 	// epoch is the checkpoint the rows written now belong to (the last
-	// prepared one plus one).
+	// prepared one plus one); at-least-once rows carry epoch+shift.
 	epoch int64
+	shift int64
 	rows  [][]any
 	dead  []DeadLetter
 	// err is the first failure to send rows: sticky, so that a batch
@@ -508,6 +553,7 @@ func (w *writer[T]) flush(ctx context.Context) (err error) {
 		return nil
 	}
 	if w.conn != nil {
+		b.Epoch += w.shift
 		if err := w.conn.Upsert(ctx, b); err != nil {
 			return fmt.Errorf("%s: %w", w.s.name, err)
 		}
