@@ -413,15 +413,15 @@ func TestEpochsAboveTheTable(t *testing.T) {
 	write(w0, 100, 1)
 	write(w0, 101, 2)
 	row("after the old run", "2|101")
-	// The new run starts at checkpoint 1: its epochs are shifted above 101.
+	// The new run starts at checkpoint 1: its epochs are shifted up to 101.
 	fresh := newSink()
 	w := open(fresh, 1)
 	write(w, 1, 10)
-	row("after the new run's first epoch", "10|102")
+	row("after the new run's first epoch", "10|101")
 	write(open(fresh, 1), 1, 11) // another writer of the attempt
-	row("after a second writer of the attempt", "11|102")
+	row("after a second writer of the attempt", "11|101")
 	write(open(old, 100), 100, 3) // a late batch of the old run
-	row("after the old run's late batch", "11|102")
+	row("after the old run's late batch", "11|101")
 	write(w, 2, 20)
-	row("after the new run's second epoch", "20|103")
+	row("after the new run's second epoch", "20|102")
 }

@@ -344,28 +344,28 @@ func TestEpochsAboveTheTable(t *testing.T) {
 	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "2|101" {
 		t.Fatalf("after the old run: %q, want 2|101", got)
 	}
-	// The new run starts at checkpoint 1: its epochs are shifted above 101.
+	// The new run starts at checkpoint 1: its epochs are shifted up to 101.
 	fresh := newSink()
 	w := open(fresh, 1)
 	write(w, 1, 10)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "10|102" {
-		t.Errorf("after the new run's first epoch: %q, want 10|102", got)
+	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "10|101" {
+		t.Errorf("after the new run's first epoch: %q, want 10|101", got)
 	}
 	// Another writer of the same attempt shares the shift.
 	w2 := open(fresh, 1)
 	write(w2, 1, 11)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "11|102" {
-		t.Errorf("after a second writer of the attempt: %q, want 11|102", got)
+	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "11|101" {
+		t.Errorf("after a second writer of the attempt: %q, want 11|101", got)
 	}
 	// A late batch of the old run (a zombie's writer, epoch 100) does not
 	// replace the new run's. (A zombie that runs on past the new run's
 	// epochs would: row epochs order epochs, not runs.)
 	write(open(old, 100), 100, 3)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "11|102" {
-		t.Errorf("after the zombie's write: %q, want 11|102", got)
+	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "11|101" {
+		t.Errorf("after the zombie's write: %q, want 11|101", got)
 	}
 	write(w, 2, 20)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "20|103" {
-		t.Errorf("after the new run's second epoch: %q, want 20|103", got)
+	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "20|102" {
+		t.Errorf("after the new run's second epoch: %q, want 20|102", got)
 	}
 }

@@ -437,7 +437,9 @@ func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWrite
 
 // epochShift returns what the at-least-once writers of the attempt
 // starting at checkpoint first add to their epochs, the same for all of
-// them: enough that the first epoch is above every epoch in the table.
+// them: enough that the first epoch is at least every epoch in the
+// table (an upsert replaces rows of its own epoch: after a crash the
+// replay's first epoch is the one the crashed run was writing).
 // Checkpoint ids continue above those of the job's checkpoint storage,
 // but they begin again at 1 when the storage was moved aside (offsets
 // reset) or lost, and a restored savepoint continues from its own id:
@@ -453,9 +455,9 @@ func (s *Sink[T]) epochShift(ctx context.Context, er EpochReader, first, epoch i
 	if err != nil {
 		return 0, fmt.Errorf("read the highest epoch of the table: %w", err)
 	}
-	s.shiftFirst, s.shift, s.shiftSet = first, max(0, high-epoch+1), true
+	s.shiftFirst, s.shift, s.shiftSet = first, max(0, high-epoch), true
 	if s.shift > 0 {
-		s.log.Info("the table holds rows of epochs above this run's checkpoint ids (its checkpoints were moved aside, lost or restored from an older savepoint): the rows this run writes carry epochs shifted above them",
+		s.log.Info("the table holds rows of epochs above this run's checkpoint ids (its checkpoints were moved aside, lost or restored from an older savepoint): the rows this run writes carry epochs shifted up to them",
 			"highest_epoch", high, "first_checkpoint", epoch, "shift", s.shift)
 	}
 	return s.shift, nil
