@@ -90,11 +90,13 @@ type SinkContext struct {
 	// Open (for example prepared transactions with a higher id).
 	RestoredCheckpoint int64
 	// FirstCheckpoint is the id of the first checkpoint this run of the
-	// job will take: above every id used before (checkpoint ids are not
-	// reused, and after a restore they continue above the aborted ones),
-	// so records written before the first barrier belong to it. A sink
-	// that stamps records with their checkpoint (epoch-fenced upserts)
-	// starts there.
+	// job will take: above every id in the job's checkpoint storage and
+	// commit record (ids are not reused, and after a restore they continue
+	// above the aborted ones), so records written before the first
+	// barrier belong to it. A sink that stamps records with their
+	// checkpoint (epoch-fenced upserts) starts there. Ids begin again when
+	// the storage is moved aside (offsets reset) or lost, so such a sink
+	// also compares with the stamps its destination already holds.
 	FirstCheckpoint int64
 	// Checkpointing is the job's checkpoint configuration, defaults applied.
 	Checkpointing CheckpointSettings
