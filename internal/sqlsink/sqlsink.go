@@ -199,7 +199,7 @@ type Driver interface {
 	// and returns the newest committed record and the connection of this
 	// instance's transactions.
 	Recover(ctx context.Context, job string) (flow.CommitRecord, TxConn, error)
-	// OpenUpsert opens writer's connection for at-least-once delivery of
+	// OpenUpsert opens a writer's connection for at-least-once delivery of
 	// the sink uid, checking the table. first is the attempt's first
 	// checkpoint id (flow.SinkContext.FirstCheckpoint): the writers of
 	// one attempt share it, and every batch of the writer has an epoch at
