@@ -363,33 +363,12 @@ func TestRejectedRows(t *testing.T) {
 }
 
 // At-least-once after the job's checkpoint ids began again below the
-// table's epochs (its checkpoints moved aside by offsets reset, lost, or
-// an older savepoint restored): the new run's rows still replace the old
-// ones, and a late batch of the old run does not replace them.
+// table's epochs (dbtest.EpochsAboveTheTable).
 func TestEpochsAboveTheTable(t *testing.T) {
 	dsn, srv := dbtest.MariaDB(t)
 	db := dsn[strings.LastIndex(dsn, "/")+1:]
 	createTables(t, srv, db)
-	ctx := ctxT(t)
-	open := func(s *mysql.Sink[dbtest.Count], first int64) flow.SinkWriter[dbtest.Count] {
-		t.Helper()
-		w, err := s.Open(ctx, flow.SinkContext{Job: "shift", UID: "out", Parallelism: 1, FirstCheckpoint: first})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
-	write := func(w flow.SinkWriter[dbtest.Count], id, n int64) {
-		t.Helper()
-		if err := w.Write(ctx, dbtest.Count{Key: "a", N: n}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Prepare(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	newSink := func() *mysql.Sink[dbtest.Count] {
+	dbtest.EpochsAboveTheTable(t, func() flow.Sink[dbtest.Count] {
 		s, err := mysql.NewSink(sinkConfig(dsn, "fenced"))
 		if err != nil {
 			t.Fatal(err)
@@ -397,31 +376,11 @@ func TestEpochsAboveTheTable(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		bind(t, s, "shift")
 		return s
-	}
-	row := func(when, want string) {
-		t.Helper()
+	}, func() string {
 		got, err := srv.Client(db, "SELECT CONCAT(n, '|', onceflow_epoch) FROM fenced WHERE k = 'a'")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.TrimSpace(got) != want {
-			t.Errorf("%s: %q, want %s", when, got, want)
-		}
-	}
-	old := newSink()
-	w0 := open(old, 100)
-	write(w0, 100, 1)
-	write(w0, 101, 2)
-	row("after the old run", "2|101")
-	// The new run starts at checkpoint 1: its epochs are shifted up to 101.
-	fresh := newSink()
-	w := open(fresh, 1)
-	write(w, 1, 10)
-	row("after the new run's first epoch", "10|101")
-	write(open(fresh, 1), 1, 11) // another writer of the attempt
-	row("after a second writer of the attempt", "11|101")
-	write(open(old, 100), 100, 3) // a late batch of the old run
-	row("after the old run's late batch", "11|101")
-	write(w, 2, 20)
-	row("after the new run's second epoch", "20|102")
+		return strings.TrimSpace(got)
+	})
 }

@@ -302,33 +302,12 @@ func TestRejectedRows(t *testing.T) {
 }
 
 // At-least-once after the job's checkpoint ids began again below the
-// table's epochs (its checkpoints moved aside by offsets reset, lost, or
-// an older savepoint restored): the new run's rows still replace the old
-// ones, and a late batch of the old run does not replace them.
+// table's epochs (dbtest.EpochsAboveTheTable).
 func TestEpochsAboveTheTable(t *testing.T) {
 	dsn, srv := dbtest.Postgres(t)
 	createTables(t, dsn, srv)
-	ctx := ctxT(t)
 	db := dbName(dsn)
-	open := func(s *postgres.Sink[count], first int64) flow.SinkWriter[count] {
-		t.Helper()
-		w, err := s.Open(ctx, flow.SinkContext{Job: "shift", UID: "out", Parallelism: 1, FirstCheckpoint: first})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
-	write := func(w flow.SinkWriter[count], id, n int64) {
-		t.Helper()
-		if err := w.Write(ctx, count{Key: "a", N: n}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Prepare(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	newSink := func() *postgres.Sink[count] {
+	dbtest.EpochsAboveTheTable(t, func() flow.Sink[count] {
 		s, err := postgres.NewSink(sinkConfig(dsn, modeFenced))
 		if err != nil {
 			t.Fatal(err)
@@ -336,36 +315,11 @@ func TestEpochsAboveTheTable(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		bind(t, s, "shift")
 		return s
-	}
-	old := newSink()
-	zombie := open(old, 100)
-	write(zombie, 100, 1)
-	write(zombie, 101, 2)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "2|101" {
-		t.Fatalf("after the old run: %q, want 2|101", got)
-	}
-	// The new run starts at checkpoint 1: its epochs are shifted up to 101.
-	fresh := newSink()
-	w := open(fresh, 1)
-	write(w, 1, 10)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "10|101" {
-		t.Errorf("after the new run's first epoch: %q, want 10|101", got)
-	}
-	// Another writer of the same attempt shares the shift.
-	w2 := open(fresh, 1)
-	write(w2, 1, 11)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "11|101" {
-		t.Errorf("after a second writer of the attempt: %q, want 11|101", got)
-	}
-	// A late batch of the old run (a zombie's writer, epoch 100) does not
-	// replace the new run's. (A zombie that runs on past the new run's
-	// epochs would: row epochs order epochs, not runs.)
-	write(open(old, 100), 100, 3)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "11|101" {
-		t.Errorf("after the zombie's write: %q, want 11|101", got)
-	}
-	write(w, 2, 20)
-	if got, _ := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'"); got != "20|102" {
-		t.Errorf("after the new run's second epoch: %q, want 20|102", got)
-	}
+	}, func() string {
+		got, err := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	})
 }
