@@ -144,3 +144,93 @@ restart:
 		t.Fatalf("output holds %d keys, want 150", len(seen))
 	}
 }
+
+// `onceflow run --from-savepoint DIR` with DIR one of the job's own
+// retained checkpoints, left in the service definition: the job's cleanup
+// removes DIR once newer checkpoints exist, and the next start with the
+// same flag resumes the job's newest checkpoint (the Kafka commit record
+// names it) instead of refusing because DIR is gone.
+func TestFromSavepointNamingARemovedRetainedCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "in", 2)
+	createTopic(t, addr, "out-spflag", 1)
+	produceInput(t, addr, "in", 1000, 100)
+	file := writeJob(t, dir, "spflag", addr, "pipeline:\n  - dedupe: {key: record.key, ttl: 1h}")
+	bin := binary(t)
+	log := &logWriter{t: t, name: "job"}
+	store, err := storage.Open(filepath.Join(dir, "state", "spflag"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// runUntil runs the job until the output holds want records and cond
+	// holds, then stops it with SIGTERM.
+	runUntil := func(want int, cond func() bool, args ...string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"run"}, args...)...)
+		cmd.Stderr = log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		defer func() {
+			_ = cmd.Process.Kill()
+			<-done
+		}()
+		for deadline := time.Now().Add(time.Minute); len(readCommitted(t, addr, "out-spflag")) < want || !cond(); time.Sleep(100 * time.Millisecond) {
+			select {
+			case err := <-done:
+				done <- err
+				t.Fatalf("onceflow run %v exited: %v\n%s", args, err, log)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("onceflow run %v: no %d records within a minute\n%s", args, want, log)
+			}
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			done <- err
+			if err != nil {
+				t.Fatalf("onceflow run %v: graceful stop: %v\n%s", args, err, log)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("onceflow run %v did not stop within a minute of SIGTERM\n%s", args, log)
+		}
+	}
+	always := func() bool { return true }
+	runUntil(100, always, file)
+	ids, err := store.List()
+	if err != nil || len(ids) == 0 {
+		t.Fatalf("no retained checkpoint after the first run (%v)", err)
+	}
+	chk := store.Dir(ids[len(ids)-1])
+
+	// Started from the retained checkpoint; it runs until cleanup has
+	// removed that checkpoint.
+	produceRange(t, addr, "in", 2000, 50, 100000)
+	gone := func() bool {
+		_, err := os.Stat(filepath.Join(chk, storage.ManifestName))
+		return os.IsNotExist(err)
+	}
+	runUntil(150, gone, "--from-savepoint", chk, file)
+
+	// The flag is still there: the job resumes its newest checkpoint.
+	produceRange(t, addr, "in", 3000, 50, 100000)
+	runUntil(200, always, "--from-savepoint", chk, file)
+	if !strings.Contains(log.String(), "resumes that checkpoint") {
+		t.Errorf("the job did not say it resumes its newest checkpoint instead of the flag's:\n%s", log)
+	}
+	seen := map[string]bool{}
+	for _, r := range readCommitted(t, addr, "out-spflag") {
+		if seen[r.Key] {
+			t.Fatalf("key %s written twice", r.Key)
+		}
+		seen[r.Key] = true
+	}
+	if len(seen) != 200 {
+		t.Fatalf("output holds %d keys, want 200", len(seen))
+	}
+}

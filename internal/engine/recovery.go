@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -123,7 +124,11 @@ func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (reco
 			if pending, _ := filepath.Glob(filepath.Join(dir, "_manifest.pending")); len(pending) > 0 {
 				err = fmt.Errorf("%w: the directory holds a checkpoint whose commit was never confirmed (its transaction may have aborted); name a savepoint or a confirmed checkpoint", err)
 			} else {
-				err = fmt.Errorf("%w: it holds no savepoint or checkpoint, and the job's newest checkpoint (if any) was not started from it. A retained checkpoint is removed by cleanup once newer ones exist: to keep a state, take a savepoint; name a savepoint that exists or remove the flag", err)
+				what := "it holds no savepoint or checkpoint"
+				if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+					what = "the directory does not exist"
+				}
+				err = fmt.Errorf("%w: %s, and the job's newest checkpoint (if any) was not started from it. A retained checkpoint is removed by cleanup once newer ones exist: to keep a state, take a savepoint; name a savepoint that exists or remove the flag", err, what)
 			}
 		}
 		return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, dir, err)
