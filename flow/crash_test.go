@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(windowChildEnv); dir != "" {
 		os.Exit(windowChild(dir))
 	}
+	if dir := os.Getenv(savepointChildEnv); dir != "" {
+		os.Exit(savepointChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

@@ -211,3 +211,59 @@ func TestSavepointFlagLeftInPlace(t *testing.T) {
 		}
 	}
 }
+
+// --from-savepoint naming one of the job's own retained checkpoints (the
+// README allows it), left in place: the job's cleanup removes that
+// checkpoint once newer ones exist, and a later start with the same flag
+// must resume the job's newest checkpoint, which descends from it, instead
+// of refusing because the directory is gone.
+func TestSavepointFlagNamingARemovedRetainedCheckpoint(t *testing.T) {
+	const keys, perKey = 20, 10
+	state := t.TempDir()
+	sink := flowtest.NewSink[count]()
+	run := func(perKey int, opts ...flow.Option) []count {
+		t.Helper()
+		n0 := len(sink.Committed())
+		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2))
+		opts = append([]flow.Option{flow.Checkpointing(10 * time.Millisecond), flow.StateDir(state), flow.RetainedCheckpoints(1)}, opts...)
+		if err := countJob(src, sink, 2, opts...).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return sink.Committed()[n0:]
+	}
+	run(perKey)
+	ids, err := openStore(t, state, "sp").List()
+	if err != nil || len(ids) == 0 {
+		t.Fatalf("no retained checkpoint after the first run (%v)", err)
+	}
+	chk := openStore(t, state, "sp").Dir(ids[len(ids)-1])
+
+	// Started from the retained checkpoint: counts continue at perKey+1,
+	// and cleanup removes the checkpoint the flag names.
+	for _, c := range run(perKey+1, flow.FromSavepoint(chk)) {
+		if c.N != perKey+1 {
+			t.Fatalf("start from retained checkpoint %s: key %s count %d, want %d", chk, c.Key, c.N, perKey+1)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(chk, "_manifest")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the checkpoint the flag names is still there (%v): the test needs cleanup to have removed it", err)
+	}
+
+	// The flag is still there: the job resumes its newest checkpoint.
+	got := run(perKey+2, flow.FromSavepoint(chk))
+	if len(got) != keys {
+		t.Fatalf("start with the flag naming a removed checkpoint: %d outputs, want %d (one per key)", len(got), keys)
+	}
+	for _, c := range got {
+		if c.N != perKey+2 {
+			t.Fatalf("start with the flag naming a removed checkpoint: key %s count %d, want %d", c.Key, c.N, perKey+2)
+		}
+	}
+	// Another state directory has nothing that descends from it: refused,
+	// naming the path.
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2))
+	err = countJob(src, sink, 2, flow.StateDir(t.TempDir()), flow.FromSavepoint(chk)).Run(context.Background())
+	if !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), chk) {
+		t.Fatalf("a new state directory with the flag naming a removed checkpoint: got %v, want a refusal naming %s", err, chk)
+	}
+}

@@ -78,7 +78,8 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		"(STATE_DIR/JOB/checkpoints/chk-N), instead of the job's latest checkpoint: to move a job to another\n"+
 		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Left in place, it is\n"+
 		"ignored once the job's newest checkpoint descends from DIR (a later start resumes that checkpoint, it\n"+
-		"does not go back); to go back to DIR again, use a new state.dir")
+		"does not go back), also after cleanup removed a retained checkpoint named as DIR; to go back to DIR\n"+
+		"again, use a new state.dir")
 	httpOpts := httpFlags(fs)
 	set := make([]*bool, len(restoreSwitches))
 	for i, sw := range restoreSwitches {
@@ -108,9 +109,13 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		if err != nil {
 			return o, fmt.Errorf("--from-savepoint %s: %w", *savepoint, err)
 		}
-		if fi, err := os.Stat(dir); err != nil {
+		// A directory that does not exist (any more) goes on to the job:
+		// one of its retained checkpoints named here is removed by
+		// cleanup once newer ones exist, and the job resumes its newest
+		// checkpoint when that descends from it, or refuses naming dir.
+		if fi, err := os.Stat(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return o, fmt.Errorf("--from-savepoint: %w", err)
-		} else if !fi.IsDir() {
+		} else if err == nil && !fi.IsDir() {
 			return o, fmt.Errorf("--from-savepoint %s is not a directory: name the savepoint's directory (or a retained checkpoint's chk-N)", *savepoint)
 		}
 		o.fromSavepoint = dir

@@ -62,6 +62,26 @@ type dbState struct {
 	stored map[string]storage.DBFile
 	// newest is the highest checkpoint whose files were stored.
 	newest int64
+	// forgotAt is the newest savepoint this database passed (see
+	// forgetStored): snapshots of older checkpoints stored after it no
+	// longer tell what the store holds.
+	forgotAt int64
+}
+
+// forgetStored is called when savepoint cp's barrier passes the subtask.
+// A savepoint is written in the portable format, so its checkpoint
+// references none of the database's files; once it commits, cleanup may
+// remove every checkpoint that did, and with them the shared files. What
+// stored says the store holds is then no longer known to be there: the
+// next checkpoint stores every file anew (under its own id, which cleanup
+// leaves alone until a checkpoint that references it commits). See
+// docs/design.md, "Incremental checkpoints".
+func (ds *dbState) forgetStored(cp int64) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	ds.stored = map[string]storage.DBFile{}
+	ds.newest = max(ds.newest, cp)
+	ds.forgotAt = max(ds.forgotAt, cp)
 }
 
 // dbRoot returns where this attempt's databases live: under the state
@@ -298,11 +318,15 @@ func (att *attempt) storeSnapshot(cp int64, ds *dbState, staging string, names [
 		return nil, errors.New("the database checkpoint holds no files")
 	}
 	// SSTs are immutable and never come back once compacted away, so
-	// what the newest snapshot does not hold is never needed again.
-	if cp > ds.newest {
+	// what the newest snapshot does not hold is never needed again. A
+	// snapshot older than a savepoint that passed says nothing about what
+	// the store holds now (forgetStored).
+	switch {
+	case cp < ds.forgotAt:
+	case cp > ds.newest:
 		ds.newest = cp
 		ds.stored = live
-	} else {
+	default:
 		for k, v := range live {
 			ds.stored[k] = v
 		}

@@ -298,6 +298,9 @@ func (k *keyedOp[T, U]) control(c ctl) {
 		} else {
 			// The heap's snapshot, and every savepoint: the portable
 			// format, which restores into either backend.
+			if k.db != nil {
+				k.db.forgetStored(c.b.ID)
+			}
 			snap, err := k.store.Snapshot()
 			if err != nil {
 				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -117,8 +118,17 @@ func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (reco
 	m, err := storage.LoadManifest(dir)
 	if err != nil {
 		if errors.Is(err, storage.ErrNoManifest) {
+			if r, ok, err := j.resumeDescendantOf(ctx, store, dir); err != nil || ok {
+				return r, err
+			}
 			if pending, _ := filepath.Glob(filepath.Join(dir, "_manifest.pending")); len(pending) > 0 {
 				err = fmt.Errorf("%w: the directory holds a checkpoint whose commit was never confirmed (its transaction may have aborted); name a savepoint or a confirmed checkpoint", err)
+			} else {
+				what := "it holds no savepoint or checkpoint"
+				if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+					what = "the directory does not exist"
+				}
+				err = fmt.Errorf("%w: %s, and the job's newest checkpoint (if any) was not started from it. A retained checkpoint is removed by cleanup once newer ones exist: to keep a state, take a savepoint; name a savepoint that exists or remove the flag", err, what)
 			}
 		}
 		return recovery{}, fmt.Errorf("%w: savepoint %s: %w", ErrRestoreRefused, dir, err)
@@ -135,18 +145,13 @@ func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (reco
 		return recovery{manifest: m, origin: origin}, nil
 	}
 	var rec CommitRecord
-	var own *storage.Manifest
 	if cp := cfg.CommitPoint; cp != nil {
 		// Fence whatever ran before: the savepoint replaces it.
 		if rec, err = cp.Recover(ctx); err != nil {
 			return recovery{}, fmt.Errorf("fence earlier instances of the job before restoring the savepoint: %w", err)
 		}
-		if rec.Checkpoint > 0 && (rec.StateID == "" || rec.StateID == j.stateID) {
-			own, _ = store.LoadCommitted(rec.Checkpoint, rec.Manifest)
-		}
-	} else {
-		own, _, _ = store.Latest(storage.LatestOptions{})
 	}
+	own := j.ownNewest(store, rec)
 	if own != nil && own.Origin != nil && own.Origin.Manifest == sum {
 		j.log.Warn("--from-savepoint names the savepoint this job was started from already; its newest checkpoint descends from it, so the job resumes that checkpoint instead of going back (remove the flag; to go back anyway, start from the savepoint with a new state directory)",
 			"savepoint", dir, "checkpoint", own.CheckpointID)
@@ -154,6 +159,68 @@ func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (reco
 	}
 	j.noteTakeover(rec, "restoring savepoint "+dir)
 	return recovery{manifest: m, record: rec, origin: origin}, nil
+}
+
+// ownNewest is the job's newest own checkpoint: the one rec names when
+// there is a commit point (rec is what it recovered or peeked), else the
+// store's newest committed one; nil when there is none or it cannot be
+// loaded.
+func (j *Job) ownNewest(store storage.Storage, rec CommitRecord) *storage.Manifest {
+	if j.cfg.CommitPoint == nil {
+		own, _, _ := store.Latest(storage.LatestOptions{})
+		return own
+	}
+	if rec.Checkpoint > 0 && (rec.StateID == "" || rec.StateID == j.stateID) {
+		own, _ := store.LoadCommitted(rec.Checkpoint, rec.Manifest)
+		return own
+	}
+	return nil
+}
+
+// resumeDescendantOf handles a --from-savepoint directory that holds no
+// manifest any more: typically one of the job's own retained checkpoints,
+// named as the savepoint to start from, that the job's cleanup removed
+// once newer checkpoints existed. Its checksum cannot be compared then, so
+// the job's newest checkpoint is taken to descend from it when it records
+// the same path as its origin; ok is false when it does not (or there is
+// none), and the caller refuses. With a commit point the decision is made
+// on the peeked record, before fencing, so a refusal disturbs nothing.
+func (j *Job) resumeDescendantOf(ctx context.Context, store storage.Storage, dir string) (r recovery, ok bool, err error) {
+	if store == nil {
+		return recovery{}, false, nil
+	}
+	descends := func(m *storage.Manifest) bool { return m != nil && m.Origin != nil && samePath(m.Origin.Dir, dir) }
+	var rec CommitRecord
+	if cp := j.cfg.CommitPoint; cp != nil {
+		peek, err := cp.Peek(ctx)
+		if err != nil {
+			return recovery{}, false, fmt.Errorf("read the job's commit record: %w", err)
+		}
+		if !descends(j.ownNewest(store, peek)) {
+			return recovery{}, false, nil
+		}
+		if rec, err = cp.Recover(ctx); err != nil {
+			return recovery{}, false, fmt.Errorf("fence earlier instances of the job: %w", err)
+		}
+	}
+	own := j.ownNewest(store, rec)
+	if !descends(own) {
+		return recovery{}, false, nil
+	}
+	j.log.Warn("--from-savepoint names a directory that holds no savepoint any more (a retained checkpoint the job's cleanup removed?), but the job was started from it and its newest checkpoint descends from it, so the job resumes that checkpoint (remove the flag)",
+		"savepoint", dir, "checkpoint", own.CheckpointID)
+	return recovery{manifest: own, record: rec, own: true}, true, nil
+}
+
+// samePath reports whether a and b name the same directory as written,
+// or once made absolute.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
 }
 
 // checkOwner refuses a commit record written from another state directory:

@@ -99,17 +99,21 @@ func (s *Store) WritePending(m *storage.Manifest) (string, error) {
 
 func (s *Store) writeManifest(m *storage.Manifest, name string) (string, error) {
 	dir := s.dirKey(m.CheckpointID)
-	var sizes map[string]int64
-	data, err := storage.EncodeManifest(m, func(file string) (int64, error) {
-		if sizes == nil {
+	var sizes, shared map[string]int64
+	data, err := storage.EncodeManifest(m, func(file string, isShared bool) (int64, error) {
+		prefix, have := dir+"/", &sizes
+		if isShared {
+			prefix, have = s.sharedKey(""), &shared
+		}
+		if *have == nil {
 			var err error
-			if sizes, err = s.sizes(dir + "/"); err != nil {
+			if *have, err = s.sizes(prefix); err != nil {
 				return 0, err
 			}
 		}
-		n, ok := sizes[file]
+		n, ok := (*have)[file]
 		if !ok {
-			return 0, &fs.PathError{Op: "stat", Path: s.url(dir + "/" + file), Err: fs.ErrNotExist}
+			return 0, &fs.PathError{Op: "stat", Path: s.url(prefix + file), Err: fs.ErrNotExist}
 		}
 		return n, nil
 	})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -251,5 +252,45 @@ func TestDBSnapshotValidation(t *testing.T) {
 	}
 	if _, err := (&Store{}).PutDBFile(1, "x", DBFile{Name: "a", Path: SharedName(2, "a"), Shared: true}); err == nil || errors.Is(err, os.ErrNotExist) {
 		t.Errorf("PutDBFile accepted a shared name of a later checkpoint: %v", err)
+	}
+}
+
+// A shared file that cleanup (or anything else) removed while checkpoints
+// still reference it: no new checkpoint may commit a reference to it, and
+// GC removes nothing, so that the older checkpoints stay for a fallback.
+func TestMissingSharedFileRefusesCommitAndGC(t *testing.T) {
+	s := newStore(t)
+	src := t.TempDir()
+	dbCheckpoint(t, s, 1, src, map[string]int64{"000004.sst": 1}, true)
+	m2 := dbCheckpoint(t, s, 2, src, map[string]int64{"000004.sst": 1}, true)
+	sst := m2.Operators["dedupe"].DB[0].Files[0]
+	if !sst.Shared {
+		t.Fatalf("want the shared SST first, got %+v", sst)
+	}
+	if err := os.Remove(s.sharedPath(sst.Path)); err != nil {
+		t.Fatal(err)
+	}
+
+	mustWrite(t, filepath.Join(src, "MANIFEST-000001"), "manifest of 3")
+	priv, err := s.PutDBFile(3, filepath.Join(src, "MANIFEST-000001"), DBFile{Name: "MANIFEST-000001", Path: "dedupe-0.db.MANIFEST-000001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3 := &Manifest{Job: "orders", CheckpointID: 3, MaxParallelism: testMaxParallelism,
+		Operators: map[string]*OperatorState{"dedupe": {Parallelism: 1, DB: []DBSnapshot{{FirstKeyGroup: 0, LastKeyGroup: testMaxParallelism - 1, Files: []DBFile{sst, priv}}}}}}
+	err = s.Commit(m3)
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), sst.Path) {
+		t.Fatalf("Commit of a checkpoint referencing the removed %s: got %v, want a refusal naming it", sst.Path, err)
+	}
+	if _, err := s.WritePending(m3); err == nil {
+		t.Fatalf("WritePending of a checkpoint referencing the removed %s succeeded", sst.Path)
+	}
+
+	removed, err := s.GC(1)
+	if err == nil || !strings.Contains(err.Error(), "000004.sst is missing") {
+		t.Fatalf("GC with the newest checkpoint's %s missing: removed %v, err %v; want a refusal naming it", sst.Path, removed, err)
+	}
+	if ids, _ := s.List(); !slices.Equal(ids, []int64{1, 2}) || len(removed) != 0 {
+		t.Fatalf("after the refused GC: committed %v, removed %v; want [1 2] and nothing removed", ids, removed)
 	}
 }

@@ -238,13 +238,16 @@ func (m *Manifest) EachFile(keyed func(uid string, f KeyedFile) error, db func(u
 // header line holding the SHA-256 of the rest, then m as JSON. It fills in
 // Version and CreatedAt when they are zero.
 //
-// As a cheap guard against committing a checkpoint whose state never made
-// it to storage, it asks size for the size of every file m keeps in its
-// own directory (state files and private database files; shared ones were
-// checked when they were stored) and refuses m when one is missing or has
-// another size than recorded. Hashing them is left to Verify (or the
-// store's Load), because that reads everything.
-func EncodeManifest(m *Manifest, size func(name string) (int64, error)) ([]byte, error) {
+// As a cheap guard against committing a checkpoint whose state is not all
+// in storage, it asks size for the size of every file m references: those
+// in its own directory (state files and private database files) and, with
+// shared set, the database files in the store's shared area, which earlier
+// checkpoints wrote and cleanup could have removed. It refuses m when one
+// is missing or has another size than recorded: a checkpoint that
+// references a missing file must never become the one a restart needs
+// (docs/design.md, "Incremental checkpoints"). Hashing them is left to
+// Verify (or the store's Load), because that reads everything.
+func EncodeManifest(m *Manifest, size func(name string, shared bool) (int64, error)) ([]byte, error) {
 	if m == nil {
 		return nil, errors.New("storage: write manifest: the manifest is nil")
 	}
@@ -257,9 +260,12 @@ func EncodeManifest(m *Manifest, size func(name string) (int64, error)) ([]byte,
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: %w", m.CheckpointID, err)
 	}
-	stored := func(uid, what, name string, want int64) error {
-		got, err := size(name)
+	stored := func(uid, what, name string, shared bool, want int64) error {
+		got, err := size(name, shared)
 		if err != nil {
+			if shared && errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: shared database file %s, which an earlier checkpoint stored, is gone (removed by cleanup while the job still referenced it: a bug, please report it); the job fails over to its last intact checkpoint: %w", m.CheckpointID, uid, name, err)
+			}
 			return fmt.Errorf("storage: refusing to write the manifest of checkpoint %d: operator %q: %w", m.CheckpointID, uid, err)
 		}
 		if got != want {
@@ -269,12 +275,13 @@ func EncodeManifest(m *Manifest, size func(name string) (int64, error)) ([]byte,
 		return nil
 	}
 	err := m.EachFile(func(uid string, f KeyedFile) error {
-		return stored(uid, "state file", f.Path, f.Size)
+		return stored(uid, "state file", f.Path, false, f.Size)
 	}, func(uid string, f DBFile) error {
+		what := "file"
 		if f.Shared {
-			return nil // in the store's shared area, checked by PutDBFile
+			what = "shared database file"
 		}
-		return stored(uid, "file", f.Path, f.Size)
+		return stored(uid, what, f.Path, f.Shared, f.Size)
 	})
 	if err != nil {
 		return nil, err
@@ -385,8 +392,13 @@ func WriteManifest(dir string, m *Manifest) error {
 // writeManifestFile writes m as dir/name the way WriteManifest describes
 // and returns the hex SHA-256 of the file written.
 func writeManifestFile(dir, name string, m *Manifest) (string, error) {
-	data, err := EncodeManifest(m, func(name string) (int64, error) {
-		st, err := os.Stat(filepath.Join(dir, name))
+	data, err := EncodeManifest(m, func(name string, shared bool) (int64, error) {
+		path := filepath.Join(dir, name)
+		if shared {
+			// dir is R/checkpoints/chk-<id>; see dbFilePath.
+			path = filepath.Join(filepath.Dir(filepath.Dir(dir)), SharedDir, name)
+		}
+		st, err := os.Stat(path)
 		if err != nil {
 			return 0, err
 		}

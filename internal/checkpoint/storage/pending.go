@@ -89,8 +89,14 @@ func (s *Store) HighestID() (int64, error) {
 // StateID returns the id of this state directory, creating it on first
 // use: 32 random hex digits in R/STATE_ID. It tells two installations of a
 // job with the same name apart (their commit records carry it); a copy of
-// the directory keeps it, as a moved installation should. The caller must
-// hold the directory's lock.
+// the directory keeps it, as a moved installation should.
+//
+// Creating it is atomic, first writer wins, so that processes opening a
+// fresh directory at once all get the same id: each writes its id to a
+// temporary file of its own and syncs it, then hard-links it as STATE_ID,
+// which fails when the name exists; the losers read the winner's id.
+// Where the filesystem has no hard links, STATE_ID is created exclusively
+// and written in place instead.
 func (s *Store) StateID() (string, error) {
 	path := filepath.Join(s.root, StateIDName)
 	data, err := os.ReadFile(path)
@@ -104,14 +110,78 @@ func (s *Store) StateID() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeAtomic(s.root, StateIDName, func(w io.Writer) error {
-		_, err := io.WriteString(w, id+"\n")
-		return err
-	}); err != nil {
+	tmp, err := writeTempID(s.root, id)
+	if err != nil {
 		return "", err
+	}
+	defer os.Remove(tmp)
+	switch err := os.Link(tmp, path); {
+	case err == nil:
+	case errors.Is(err, os.ErrExist):
+		return readStateID(path)
+	default:
+		if err := createStateID(path, id); errors.Is(err, os.ErrExist) {
+			return readStateID(path)
+		} else if err != nil {
+			return "", err
+		}
 	}
 	if err := syncDir(s.root); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// writeTempID writes id to a new temporary file of its own in dir, synced,
+// and returns its path.
+func writeTempID(dir, id string) (string, error) {
+	f, err := os.CreateTemp(dir, StateIDName+".*"+tmpExt)
+	if err != nil {
+		return "", fmt.Errorf("storage: create state id: %w", err)
+	}
+	_, err = io.WriteString(f, id+"\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("storage: write state id: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// createStateID creates path exclusively and writes id into it, for
+// filesystems without hard links; an existing path yields an error
+// matching os.ErrExist.
+func createStateID(path, id string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return err
+		}
+		return fmt.Errorf("storage: create state id: %w", err)
+	}
+	_, err = io.WriteString(f, id+"\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("storage: write state id %s: %w", path, err)
+	}
+	return nil
+}
+
+// readStateID reads the id another writer stored first.
+func readStateID(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("storage: read state id: %w", err)
+	}
+	return ParseStateID(data, path)
 }

@@ -203,6 +203,10 @@ func (s *Store) GC(retain int, keep ...int64) ([]int64, error) {
 	if err != nil || len(committed) == 0 {
 		return nil, err
 	}
+	if err := s.checkSharedOf(committed[len(committed)-1]); err != nil {
+		// Older checkpoints are all a fallback has left: keep them.
+		return nil, err
+	}
 	var removed []int64
 	var errs []error
 	for _, id := range plan {
@@ -222,6 +226,31 @@ func (s *Store) GC(retain int, keep ...int64) ([]int64, error) {
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// checkSharedOf checks that every shared file committed checkpoint id
+// references is in the shared area. GC calls it before removing anything:
+// when one is missing the store is damaged, and removing older
+// checkpoints would leave nothing to fall back to.
+func (s *Store) checkSharedOf(id int64) error {
+	m, err := LoadManifest(s.Dir(id))
+	if err != nil {
+		// Unreadable: gcShared keeps every shared file then.
+		return nil
+	}
+	o := OwnerOf(m)
+	return m.EachFile(func(string, KeyedFile) error { return nil }, func(_ string, f DBFile) error {
+		if !f.Shared {
+			return nil
+		}
+		path := dbFilePath(m, f)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("storage: gc refused, nothing removed: %w", o.MissingDBFile(path, f))
+		} else if err != nil {
+			return fmt.Errorf("storage: gc: %w", err)
+		}
+		return nil
+	})
 }
 
 // remove deletes a checkpoint directory. A committed one loses its manifest

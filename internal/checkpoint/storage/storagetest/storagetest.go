@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"GCKeepsSharedFilesWhileAManifestIsUnreadable", gcKeepsSharedWhenUnreadable},
 		{"DBFiles", dbFiles},
 		{"StateID", stateID},
+		{"StateIDFirstWriterWins", stateIDFirstWriterWins},
 		{"SavepointOfACheckpoint", savepointOfCheckpoint},
 		{"RestoreFromASavepoint", restoreFromSavepoint},
 	} {
@@ -606,6 +608,51 @@ func stateID(t *testing.T, h Harness) {
 	h.Write(t, path, []byte("not an id\n"))
 	if _, err := s.StateID(); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("a damaged state id: %v, want an error naming %s", err, path)
+	}
+}
+
+// Processes opening the same fresh store at once (two instances started
+// by mistake, a service restarted while the old one still runs) all get
+// the id the first writer stored: the id tells installations apart, so
+// two for one directory would make the directory refuse its own commit
+// record. Every round is a fresh store and the openers are released
+// together.
+func stateIDFirstWriterWins(t *testing.T, h Harness) {
+	const rounds, openers = 25, 8
+	for round := range rounds {
+		first := h.New(t)
+		stores := []storage.Storage{first}
+		for range openers - 1 {
+			stores = append(stores, h.Reopen(t, first))
+		}
+		ids := make([]string, openers)
+		errs := make([]error, openers)
+		var ready, wg sync.WaitGroup
+		start := make(chan struct{})
+		ready.Add(openers)
+		for i, s := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ready.Done()
+				<-start
+				ids[i], errs[i] = s.StateID()
+			}()
+		}
+		ready.Wait()
+		close(start)
+		wg.Wait()
+		for i := range openers {
+			if errs[i] != nil {
+				t.Fatalf("round %d: opener %d: StateID: %v", round, i, errs[i])
+			}
+			if ids[i] != ids[0] {
+				t.Fatalf("round %d: openers racing on a fresh store got different state ids: %v", round, ids)
+			}
+		}
+		if again, err := h.Reopen(t, first).StateID(); err != nil || again != ids[0] {
+			t.Fatalf("round %d: StateID after the race = %q, %v; the racers got %q", round, again, err, ids[0])
+		}
 	}
 }
 
