@@ -470,6 +470,28 @@ func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
 	return nil
 }
 
+// resolvePrepared settles, on a start that restores no checkpoint, what
+// two-phase sinks left prepared: nothing in a manifest names it, and the
+// commit record says up to which checkpoint it committed (docs/design.md,
+// "Database sinks"). It runs before the start mark is recorded, which
+// would replace a record of checkpoint 0 with that of this start.
+func (j *Job) resolvePrepared(ctx context.Context, rec CommitRecord) error {
+	known := rec.Checkpoint > 0 || rec.StateID != ""
+	for _, n := range j.g.nodes {
+		if n.kind != kindSink {
+			continue
+		}
+		r, ok := n.impl.(PreparedResolver)
+		if !ok {
+			continue
+		}
+		if err := r.ResolvePrepared(ctx, j.cfg.Job, n.uid, rec.Checkpoint, known); err != nil {
+			return fmt.Errorf("sink %q: settle the transactions an earlier run left prepared: %w", n.uid, err)
+		}
+	}
+	return nil
+}
+
 // markStart records at the commit point that the attempt starts from the
 // startup modes with nothing committed (flow.StartMarker), so that a crash
 // before the first commit is told apart from a lost record on restart.

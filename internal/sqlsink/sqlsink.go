@@ -7,6 +7,7 @@
 package sqlsink
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -151,6 +152,15 @@ type TwoPhaseDriver interface {
 	// PreparedConn.Prepare names; one that no longer exists was committed
 	// before (only checkpoints after the restored one are rolled back).
 	CommitPrepared(ctx context.Context, handle string) error
+	// ListPrepared returns the ids of the prepared transactions whose id
+	// starts with prefix.
+	ListPrepared(ctx context.Context, prefix string) ([]string, error)
+	// RollbackPrepared rolls back the prepared transaction gid; one that
+	// no longer exists was finished before.
+	RollbackPrepared(ctx context.Context, gid string) error
+	// Statements returns the SQL that commits and the SQL that rolls back
+	// the prepared transaction gid, for an operator to run.
+	Statements(gid string) (commit, rollback string)
 }
 
 // GID is the id of the transaction subtask of the sink uid of job
@@ -264,6 +274,7 @@ var (
 	_ flow.Sink[int]           = (*Sink[int])(nil)
 	_ flow.CommitPointProvider = (*Sink[int])(nil)
 	_ flow.JobBinder           = (*Sink[int])(nil)
+	_ flow.PreparedResolver    = (*Sink[int])(nil)
 	_ flow.CommitPoint         = (*CommitPoint[int])(nil)
 	_ flow.AbortNotifier       = (*CommitPoint[int])(nil)
 )
@@ -312,6 +323,12 @@ func (f failureSink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.Sin
 	return failureWriter[T]{w.(*writer[T])}, nil
 }
 
+// ResolvePrepared settles what this sink's writers left prepared (see
+// Sink.ResolvePrepared).
+func (f failureSink[T]) ResolvePrepared(ctx context.Context, job, uid string, committed int64, known bool) error {
+	return f.s.ResolvePrepared(ctx, job, uid, committed, known)
+}
+
 func (f failureSink[T]) Committer(ctx context.Context, job, uid string) (flow.SinkCommitter, error) {
 	return f.s.Committer(ctx, job, uid)
 }
@@ -346,6 +363,71 @@ func (s *Sink[T]) Committer(context.Context, string, string) (flow.SinkCommitter
 		return preparedCommitter{s.cfg.Driver.(TwoPhaseDriver)}, nil
 	}
 	return nopCommitter{}, nil
+}
+
+// ResolvePrepared settles, on a start that restores no checkpoint, the
+// transactions the sink's writers left prepared (flow.PreparedResolver):
+// the job's commit record says that checkpoints up to committed
+// committed, so what was prepared for them is committed (the sources'
+// positions are past their records, nothing writes them again), and what
+// was prepared for later ones never reached a commit point and is rolled
+// back. Checkpoint ids continue above the record's, so no id of this run
+// can be taken for one of these. Without a record (known false) the fate
+// of a prepared transaction cannot be told: the start is refused with
+// the transactions listed and the statements that settle them.
+func (s *Sink[T]) ResolvePrepared(ctx context.Context, job, uid string, committed int64, known bool) error {
+	if !s.cfg.TwoPhase {
+		return nil
+	}
+	if s.cfg.Job != "" {
+		job = s.cfg.Job
+	}
+	d := s.cfg.Driver.(TwoPhaseDriver)
+	gids, err := d.ListPrepared(ctx, GIDPrefix(job, uid))
+	if err != nil {
+		return fmt.Errorf("%s: list the transactions an earlier run left prepared: %w", s.name, err)
+	}
+	type prepared struct {
+		gid string
+		id  int64
+	}
+	var found []prepared
+	for _, g := range gids {
+		if _, id, ok := ParseGID(g, job, uid); ok {
+			found = append(found, prepared{g, id})
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.SortFunc(found, func(a, b prepared) int { return cmp.Compare(a.id, b.id) })
+	if !known {
+		var b strings.Builder
+		for _, p := range found {
+			c, r := d.Statements(p.gid)
+			fmt.Fprintf(&b, "\n  checkpoint %d: %s   or   %s", p.id, c, r)
+		}
+		return flow.Unrecoverable(fmt.Errorf("%s: %d transactions of job %q are prepared in the database from an earlier run, and the commit point has no record of the job to tell whether their checkpoints committed (its progress group or topic was deleted, or expired). "+
+			"Starting would drop them or commit them blindly. For each, commit it when its checkpoint's records are in the job's other outputs (for a Kafka topic: the committed records up to that checkpoint), otherwise roll it back, then start again:%s",
+			s.name, len(found), job, b.String()))
+	}
+	var done, undone []int64
+	for _, p := range found {
+		if p.id <= committed {
+			if err := d.CommitPrepared(ctx, p.gid); err != nil {
+				return fmt.Errorf("%s: commit %s, prepared for checkpoint %d, which the commit record names committed (up to %d): %w", s.name, p.gid, p.id, committed, err)
+			}
+			done = append(done, p.id)
+			continue
+		}
+		if err := d.RollbackPrepared(ctx, p.gid); err != nil {
+			return fmt.Errorf("%s: roll back %s, prepared for checkpoint %d, after the last committed one (%d): %w", s.name, p.gid, p.id, committed, err)
+		}
+		undone = append(undone, p.id)
+	}
+	s.log.Info("settled the transactions an earlier run left prepared, by the commit record: those of committed checkpoints are committed, the others rolled back",
+		"committed_checkpoint", committed, "committed", done, "rolled_back", undone)
+	return nil
 }
 
 type preparedCommitter struct{ d TwoPhaseDriver }
