@@ -384,3 +384,26 @@ func TestEpochsAboveTheTable(t *testing.T) {
 		return strings.TrimSpace(got)
 	})
 }
+
+// An at-least-once writer of an older attempt (a zombie) cannot replace
+// the rows of the attempt that took over (dbtest.ZombieAttemptFenced).
+func TestZombieAttemptFenced(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	createTables(t, srv, db)
+	dbtest.ZombieAttemptFenced(t, func() flow.Sink[dbtest.Count] {
+		s, err := mysql.NewSink(sinkConfig(dsn, "fenced"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "shift")
+		return s
+	}, func() string {
+		got, err := srv.Client(db, "SELECT CONCAT(n, '|', onceflow_epoch) FROM fenced WHERE k = 'a'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(got)
+	})
+}

@@ -323,3 +323,26 @@ func TestEpochsAboveTheTable(t *testing.T) {
 		return got
 	})
 }
+
+// An at-least-once writer of an older attempt (a zombie) cannot replace
+// the rows of the attempt that took over (dbtest.ZombieAttemptFenced).
+func TestZombieAttemptFenced(t *testing.T) {
+	dsn, srv := dbtest.Postgres(t)
+	createTables(t, dsn, srv)
+	db := dbName(dsn)
+	dbtest.ZombieAttemptFenced(t, func() flow.Sink[count] {
+		s, err := postgres.NewSink(sinkConfig(dsn, modeFenced))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "shift")
+		return s
+	}, func() string {
+		got, err := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	})
+}

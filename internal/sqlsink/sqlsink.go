@@ -189,6 +189,24 @@ func ParseGID(gid, job, uid string) (subtask int, id int64, ok bool) {
 	return sub, n, found && err1 == nil && err2 == nil
 }
 
+// AttemptKey is the key of the progress-table row whose fence column
+// holds the token of the newest attempt of at-least-once sink uid of job
+// (docs/design.md, "Database sinks"): the first writer of an attempt
+// increments it, and each batch writes only while it still holds the
+// writer's token.
+func AttemptKey(job, uid string) string {
+	return "at-least-once attempt:" + uid + ":" + job
+}
+
+// AttemptFenced is the error of an at-least-once writer whose attempt a
+// later one replaced: restarting would take the token back from the
+// other instance, which would then be fenced in turn, so it is
+// unrecoverable.
+func AttemptFenced(db, job, uid, key, table string) error {
+	return flow.Unrecoverable(fmt.Errorf("%w: another instance of job %q (or a later attempt of this one) took over the %s sink %s: the row %q of %s holds a newer attempt's token, and this writer's rows could replace the newer ones. If two instances of the job run at once, stop one",
+		ErrFenced, job, db, uid, key, table))
+}
+
 // RowChecker is implemented by connections that check a row's values
 // against the columns before it is batched: NewCheck returns a check for
 // one writer (it need not be safe for concurrent use). A check may
@@ -213,8 +231,8 @@ type Driver interface {
 	// the sink uid, checking the table. first is the attempt's first
 	// checkpoint id (flow.SinkContext.FirstCheckpoint): the writers of
 	// one attempt share it, and every batch of the writer has an epoch at
-	// or above it. A driver that fences per attempt rather than per row
-	// (Redis) tells attempts apart by it.
+	// or above it. Drivers fence per attempt (Redis, and the SQL sinks
+	// besides their epoch per row) and tell attempts apart by it.
 	OpenUpsert(ctx context.Context, job, uid string, first int64) (UpsertConn, error)
 }
 
