@@ -425,7 +425,7 @@ func (s *Sink[T]) ResolvePrepared(ctx context.Context, job, uid string, committe
 			c, r := d.Statements(p.gid)
 			fmt.Fprintf(&b, "\n  checkpoint %d: %s   or   %s", p.id, c, r)
 		}
-		return flow.Unrecoverable(fmt.Errorf("%s: %d transactions of job %q are prepared in the database from an earlier run, and the commit point has no record of the job to tell whether their checkpoints committed (its progress group or topic was deleted, or expired). "+
+		return flow.Unrecoverable(fmt.Errorf("%s: %d transactions of job %q are prepared in the database from an earlier run, and the commit point has no record of the job to tell whether their checkpoints committed (the record was deleted or expired; with Kafka: the job's progress group or topic). "+
 			"Starting would drop them or commit them blindly. For each, commit it when its checkpoint's records are in the job's other outputs (for a Kafka topic: the committed records up to that checkpoint), otherwise roll it back, then start again:%s",
 			s.name, len(found), job, b.String()))
 	}
