@@ -250,7 +250,9 @@ func (j *Job) resolveWithoutRecord(ctx context.Context, store storage.Storage, r
 		return j.resumeLatest(store, CommitRecord{}, "the commit point has no record of the job")
 	case j.cfg.StartFresh:
 		j.log.Warn("starting fresh, as asked, although earlier progress of the job exists", "found", strings.Join(evidence, "; "))
-		return recovery{}, nil
+		// A start mark still tells that nothing committed since it
+		// (resolvePrepared rolls back what was prepared after it).
+		return recovery{record: rec}, nil
 	}
 	resume := "there is no confirmed checkpoint to resume from"
 	if ids, _ := store.List(); len(ids) > 0 {
