@@ -71,6 +71,22 @@ type PriorProgressReporter interface {
 	PriorProgress(ctx context.Context, job string) ([]string, error)
 }
 
+// PreparedResolver is implemented by sinks whose prepared transactions
+// outlive the process (two-phase database sinks). On a start that
+// restores no checkpoint (--start-fresh, an offsets reset, a lost state
+// directory) nothing in a manifest names them, yet the job's commit point
+// may have committed their checkpoint: before anything is written, the
+// runtime calls ResolvePrepared for each such sink with the checkpoint the
+// commit record names (committed; known is false when the commit point
+// has no record of the job). The sink commits what it prepared for
+// checkpoints up to committed and rolls back the rest; when known is
+// false and transactions are prepared, their fate cannot be told, and it
+// returns an error marked Unrecoverable that lists them with the
+// statements that resolve them (docs/design.md, "Database sinks").
+type PreparedResolver interface {
+	ResolvePrepared(ctx context.Context, job, uid string, committed int64, known bool) error
+}
+
 // Positioner is implemented by source readers that can describe the record
 // last emitted (for example "orders/3@1042"), so failures name it.
 type Positioner interface {

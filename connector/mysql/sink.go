@@ -67,6 +67,12 @@ type driver struct {
 	db *sql.DB // the pool the connections come from, opened at first use
 	// cols describes the sink's columns, from the last describe.
 	cols []column
+	// tokenMu guards tokens: per sink uid, the attempt (its first
+	// checkpoint id) whose at-least-once writers hold a token, and the
+	// token. It is held while a token is taken, so the writers of an
+	// attempt take one between them.
+	tokenMu sync.Mutex
+	tokens  map[string][2]int64
 }
 
 var _ sqlsink.Driver = (*driver)(nil)
@@ -355,8 +361,12 @@ func (d *driver) fence(ctx context.Context, c *sql.Conn, job string) (flow.Commi
 	return rec, fence, nil
 }
 
-// OpenUpsert opens an at-least-once writer's connection.
-func (d *driver) OpenUpsert(ctx context.Context, job, _ string, _ int64) (sqlsink.UpsertConn, error) {
+// OpenUpsert opens an at-least-once writer's connection. The first writer
+// of an attempt (first, the attempt's first checkpoint id, names it)
+// takes a new token: it increments the fence of the sink's attempt row
+// in the progress table (sqlsink.AttemptKey), which fences the writers
+// of every attempt before it. The attempt's other writers share it.
+func (d *driver) OpenUpsert(ctx context.Context, job, uid string, first int64) (sqlsink.UpsertConn, error) {
 	c, err := d.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -365,7 +375,63 @@ func (d *driver) OpenUpsert(ctx context.Context, job, _ string, _ int64) (sqlsin
 		c.Close()
 		return nil, err
 	}
-	return &upsertConn{d: d, conn: c, job: job}, nil
+	key := sqlsink.AttemptKey(job, uid)
+	token, err := d.attemptToken(ctx, c, key, uid, first)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &upsertConn{d: d, conn: c, job: job, uid: uid, key: key, token: token}, nil
+}
+
+// attemptToken returns the token of the attempt starting at checkpoint
+// first of sink uid, taking a new one when the attempt is new.
+func (d *driver) attemptToken(ctx context.Context, c *sql.Conn, key, uid string, first int64) (int64, error) {
+	d.tokenMu.Lock()
+	defer d.tokenMu.Unlock()
+	if t, ok := d.tokens[uid]; ok && t[0] == first {
+		return t[1], nil
+	}
+	if err := d.ensureProgressTable(ctx, c); err != nil {
+		return 0, err
+	}
+	// In a transaction: the row stays locked by the increment until the
+	// token is read, so it is this increment's.
+	var token int64
+	err := d.inTx(ctx, c, func() error {
+		if _, err := c.ExecContext(ctx, `INSERT INTO `+d.progressSQL()+` (job, checkpoint, manifest, incarnation, state_id, committed_at, fence, owner_conn)
+			VALUES (?, 0, '', '', '', NULL, 1, CONNECTION_ID())
+			ON DUPLICATE KEY UPDATE fence = fence + 1, owner_conn = CONNECTION_ID()`, key); err != nil {
+			return explain(err)
+		}
+		return c.QueryRowContext(ctx, `SELECT fence FROM `+d.progressSQL()+` WHERE job = ?`, key).Scan(&token)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("take a token for this attempt (the row %q of %s, which fences the writers of earlier attempts): %w", key, d.progress, err)
+	}
+	if d.tokens == nil {
+		d.tokens = map[string][2]int64{}
+	}
+	d.tokens[uid] = [2]int64{first, token}
+	return token, nil
+}
+
+// inTx runs fn in a transaction on c (BEGIN and COMMIT statements, which
+// take ctx), rolled back when fn fails.
+func (d *driver) inTx(ctx context.Context, c *sql.Conn, fn func() error) error {
+	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
+		return fmt.Errorf("begin a transaction: %w", explain(err))
+	}
+	if err := fn(); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_, _ = c.ExecContext(rctx, "ROLLBACK")
+		cancel()
+		return err
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", explain(err))
+	}
+	return nil
 }
 
 // txConn is the connection of an instance's transactions. It runs them
@@ -438,11 +504,13 @@ func (c *txConn) Rollback() {
 
 func (c *txConn) Close() error { return c.conn.Close() }
 
-// upsertConn is an at-least-once writer's connection.
+// upsertConn is an at-least-once writer's connection; token is its
+// attempt's.
 type upsertConn struct {
-	d    *driver
-	conn *sql.Conn
-	job  string
+	d             *driver
+	conn          *sql.Conn
+	job, uid, key string
+	token         int64
 }
 
 // HighestEpoch implements sqlsink.EpochReader: once per attempt, a scan of
@@ -455,8 +523,22 @@ func (c *upsertConn) HighestEpoch(ctx context.Context) (int64, error) {
 	return high, nil
 }
 
+// Upsert writes b in a transaction, fenced by epoch, unless a later
+// attempt of the job took the attempt row's token: the transaction first
+// reads the row LOCK IN SHARE MODE, so a new attempt's token waits for a
+// batch that passed the check.
 func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
-	return c.d.insert(ctx, c.conn, c.job, b, true)
+	return c.d.inTx(ctx, c.conn, func() error {
+		var token int64
+		err := c.conn.QueryRowContext(ctx, `SELECT fence FROM `+c.d.progressSQL()+` WHERE job = ? LOCK IN SHARE MODE`, c.key).Scan(&token)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read the token of the sink's attempt: %w", explain(err))
+		}
+		if token != c.token {
+			return sqlsink.AttemptFenced(c.d.Name(), c.job, c.uid, c.key, c.d.progress)
+		}
+		return c.d.insert(ctx, c.conn, c.job, b, true)
+	})
 }
 
 func (c *upsertConn) Close() error { return c.conn.Close() }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -383,4 +384,60 @@ func TestEpochsAboveTheTable(t *testing.T) {
 		}
 		return strings.TrimSpace(got)
 	})
+}
+
+// An at-least-once writer of an older attempt (a zombie) cannot replace
+// the rows of the attempt that took over (dbtest.ZombieAttemptFenced).
+func TestZombieAttemptFenced(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	createTables(t, srv, db)
+	dbtest.ZombieAttemptFenced(t, func() flow.Sink[dbtest.Count] {
+		s, err := mysql.NewSink(sinkConfig(dsn, "fenced"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "shift")
+		return s
+	}, func() string {
+		got, err := srv.Client(db, "SELECT CONCAT(n, '|', onceflow_epoch) FROM fenced WHERE k = 'a'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(got)
+	})
+}
+
+// A start that restores no checkpoint settles what an earlier run left
+// prepared by the commit record (dbtest.PreparedSettledByTheRecord).
+func TestPreparedSettledByTheRecord(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	createTables(t, srv, db)
+	query := func(q string) string {
+		got, err := srv.Client(db, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	dbtest.PreparedSettledByTheRecord(t, func() flow.Sink[dbtest.Count] {
+		s, err := mysql.NewSink(sinkConfig(dsn, "twophase"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "settle")
+		return s
+	}, func() string { return query("SELECT k, n FROM append ORDER BY k") },
+		func() string {
+			n := 0
+			for _, l := range strings.Split(query("XA RECOVER"), "\n") {
+				if strings.Contains(l, "onceflow:") {
+					n++
+				}
+			}
+			return strconv.Itoa(n)
+		})
 }

@@ -87,6 +87,38 @@ func (d *driver) CommitPrepared(ctx context.Context, handle string) error {
 	return finishXA(ctx, c, "XA COMMIT", handle)
 }
 
+// ListPrepared lists the prepared XA transactions whose xid starts with
+// prefix.
+func (d *driver) ListPrepared(ctx context.Context, prefix string) ([]string, error) {
+	c, err := d.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	xids, err := recoverXIDs(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(xids, func(x string) bool { return !strings.HasPrefix(x, prefix) }), nil
+}
+
+// RollbackPrepared rolls back the XA transaction gid; one that no longer
+// exists was finished before.
+func (d *driver) RollbackPrepared(ctx context.Context, gid string) error {
+	c, err := d.conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return finishXA(ctx, c, "XA ROLLBACK", gid)
+}
+
+// Statements returns the SQL that commits and that rolls back the XA
+// transaction gid.
+func (d *driver) Statements(gid string) (commit, rollback string) {
+	return "XA COMMIT " + quoteString(gid), "XA ROLLBACK " + quoteString(gid)
+}
+
 // xaAttachedWait bounds how long finishXA waits for the session that
 // prepared a transaction to let go of it.
 const xaAttachedWait = time.Minute

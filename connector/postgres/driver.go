@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,11 @@ type driver struct {
 	fenced          bool // at-least-once: upserts fenced by epoch
 	// dead is the dead-letter table, "" when the sink keeps none.
 	dead string
+
+	// mu guards tokens: per sink uid, the attempt (its first checkpoint
+	// id) whose at-least-once writers hold a token, and the token.
+	mu     sync.Mutex
+	tokens map[string][2]int64
 }
 
 var _ sqlsink.Driver = (*driver)(nil)
@@ -311,22 +317,54 @@ func (d *driver) fence(ctx context.Context, conn *pgx.Conn, job string) (flow.Co
 	return rec, &txConn{d: d, conn: conn, cols: cols, fence: fence, job: job}, nil
 }
 
-// OpenUpsert opens an at-least-once writer's connection.
-func (d *driver) OpenUpsert(ctx context.Context, job, _ string, _ int64) (sqlsink.UpsertConn, error) {
+// OpenUpsert opens an at-least-once writer's connection. The first writer
+// of an attempt (first, the attempt's first checkpoint id, names it)
+// takes a new token: it increments the fence of the sink's attempt row
+// in the progress table (sqlsink.AttemptKey), which fences the writers
+// of every attempt before it. The attempt's other writers share it.
+func (d *driver) OpenUpsert(ctx context.Context, job, uid string, first int64) (sqlsink.UpsertConn, error) {
 	conn, err := d.connect(ctx, "upserts", job)
 	if err != nil {
 		return nil, err
 	}
-	cols, err := d.describe(ctx, conn)
+	c, err := d.openUpsert(ctx, conn, job, uid, first)
 	if err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}
-	if err := d.ensureDeadLetterTable(ctx, conn); err != nil {
-		conn.Close(context.Background())
+	return c, nil
+}
+
+func (d *driver) openUpsert(ctx context.Context, conn *pgx.Conn, job, uid string, first int64) (*upsertConn, error) {
+	cols, err := d.describe(ctx, conn)
+	if err != nil {
 		return nil, err
 	}
-	return &upsertConn{d: d, conn: conn, cols: cols, job: job}, nil
+	if err := d.ensureDeadLetterTable(ctx, conn); err != nil {
+		return nil, err
+	}
+	key := sqlsink.AttemptKey(job, uid)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.tokens[uid]
+	if !ok || t[0] != first {
+		if err := d.ensureProgressTable(ctx, conn); err != nil {
+			return nil, err
+		}
+		var token int64
+		if err := conn.QueryRow(ctx, `INSERT INTO `+d.progressSQL()+` AS p (job, checkpoint, manifest, incarnation, state_id, committed_at, fence, owner_pid)
+			VALUES ($1, 0, '', '', '', NULL, 1, pg_backend_pid())
+			ON CONFLICT (job) DO UPDATE SET fence = p.fence + 1, owner_pid = pg_backend_pid()
+			RETURNING fence`, key).Scan(&token); err != nil {
+			return nil, fmt.Errorf("take a token for this attempt (the row %q of %s, which fences the writers of earlier attempts): %w", key, d.progress, explain(err))
+		}
+		if d.tokens == nil {
+			d.tokens = map[string][2]int64{}
+		}
+		t = [2]int64{first, token}
+		d.tokens[uid] = t
+	}
+	return &upsertConn{d: d, conn: conn, cols: cols, job: job, uid: uid, key: key, token: t[1]}, nil
 }
 
 // txConn is the connection of an instance's transactions.
@@ -434,12 +472,14 @@ func (c *txConn) Close() error {
 	return c.conn.Close(ctx)
 }
 
-// upsertConn is an at-least-once writer's connection.
+// upsertConn is an at-least-once writer's connection; token is its
+// attempt's.
 type upsertConn struct {
-	d    *driver
-	conn *pgx.Conn
-	cols []column
-	job  string
+	d             *driver
+	conn          *pgx.Conn
+	cols          []column
+	job, uid, key string
+	token         int64
 }
 
 func (c *upsertConn) NewCheck() func([]any) error { return newCheck(c.d.table, c.cols) }
@@ -455,18 +495,47 @@ func (c *upsertConn) HighestEpoch(ctx context.Context) (int64, error) {
 	return high, nil
 }
 
-// Upsert writes b in a transaction of its own, fenced by epoch.
+// Upsert writes b in a transaction of its own, fenced by epoch, unless a
+// later attempt of the job took the attempt row's token. The check and
+// the statements go in one pipeline (one round trip, one implicit
+// transaction): the check reads the row FOR SHARE, so a new attempt's
+// token waits for a batch that passed it, and it fails, aborting the
+// batch, when the row holds another token.
 func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
-	if err := c.d.writeDead(ctx, c.conn, c.job, b); err != nil {
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT CASE WHEN f = $2 THEN 0 ELSE ('`+attemptFencedMark+` ' || COALESCE(f::text, 'none'))::int END
+		FROM (SELECT (SELECT fence FROM `+c.d.progressSQL()+` WHERE job = $1 FOR SHARE) AS f) AS a`, c.key, c.token)
+	if err := c.d.writeDead(ctx, batchQueue{batch}, c.job, b); err != nil {
 		return err
 	}
 	for rows := range slices.Chunk(b.Rows, maxParams/(len(c.d.columns)+1)) {
 		query, args := c.d.insertSQL(rows, b.Epoch, true)
-		if _, err := c.conn.Exec(ctx, query, args...); err != nil {
-			return fmt.Errorf("upsert %d rows into %s: %w", len(rows), c.d.table, explain(err))
+		batch.Queue(query, args...)
+	}
+	if err := c.conn.SendBatch(ctx, batch).Close(); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, attemptFencedMark) {
+			return sqlsink.AttemptFenced(c.d.Name(), c.job, c.uid, c.key, c.d.progress)
 		}
+		return fmt.Errorf("upsert %d rows into %s: %w", len(b.Rows), c.d.table, explain(err))
 	}
 	return nil
+}
+
+// attemptFencedMark is in the error of an at-least-once batch whose
+// attempt row holds another token.
+const attemptFencedMark = "onceflow attempt fenced: the row holds token"
+
+// batchQueue queues statements into a pipeline instead of running them.
+type batchQueue struct{ b *pgx.Batch }
+
+func (q batchQueue) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	q.b.Queue(sql, args...)
+	return pgconn.CommandTag{}, nil
+}
+
+func (q batchQueue) CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error) {
+	return 0, errors.New("COPY cannot go into a pipeline")
 }
 
 func (c *upsertConn) Close() error {

@@ -323,3 +323,51 @@ func TestEpochsAboveTheTable(t *testing.T) {
 		return got
 	})
 }
+
+// An at-least-once writer of an older attempt (a zombie) cannot replace
+// the rows of the attempt that took over (dbtest.ZombieAttemptFenced).
+func TestZombieAttemptFenced(t *testing.T) {
+	dsn, srv := dbtest.Postgres(t)
+	createTables(t, dsn, srv)
+	db := dbName(dsn)
+	dbtest.ZombieAttemptFenced(t, func() flow.Sink[count] {
+		s, err := postgres.NewSink(sinkConfig(dsn, modeFenced))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "shift")
+		return s
+	}, func() string {
+		got, err := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	})
+}
+
+// A start that restores no checkpoint settles what an earlier run left
+// prepared by the commit record (dbtest.PreparedSettledByTheRecord).
+func TestPreparedSettledByTheRecord(t *testing.T) {
+	dsn, srv := dbtest.Postgres(t, dbtest.PostgresOptions{MaxPreparedTransactions: 64})
+	createTables(t, dsn, srv)
+	db := dbName(dsn)
+	query := func(q string) string {
+		got, err := srv.Psql(db, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	dbtest.PreparedSettledByTheRecord(t, func() flow.Sink[count] {
+		s, err := postgres.NewSink(sinkConfig(dsn, modeTwoPhase))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "settle")
+		return s
+	}, func() string { return query("SELECT key, n FROM events ORDER BY key") },
+		func() string { return query("SELECT count(*) FROM pg_prepared_xacts") })
+}

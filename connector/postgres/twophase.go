@@ -50,13 +50,9 @@ func (d *driver) openPrepared(ctx context.Context, conn *pgx.Conn, job, uid stri
 	if err := d.ensureDeadLetterTable(ctx, conn); err != nil {
 		return nil, err
 	}
-	rows, err := conn.Query(ctx, "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)", sqlsink.GIDPrefix(job, uid))
+	gids, err := listPrepared(ctx, conn, sqlsink.GIDPrefix(job, uid))
 	if err != nil {
-		return nil, fmt.Errorf("list prepared transactions: %w", explain(err))
-	}
-	gids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list prepared transactions: %w", explain(err))
+		return nil, err
 	}
 	for _, gid := range gids {
 		sub, id, ok := sqlsink.ParseGID(gid, job, uid)
@@ -68,6 +64,48 @@ func (d *driver) openPrepared(ctx context.Context, conn *pgx.Conn, job, uid stri
 		}
 	}
 	return &preparedConn{d: d, conn: conn, cols: cols, job: job, uid: uid, subtask: subtask}, nil
+}
+
+func listPrepared(ctx context.Context, conn *pgx.Conn, prefix string) ([]string, error) {
+	rows, err := conn.Query(ctx, "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, $1)", prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list prepared transactions: %w", explain(err))
+	}
+	gids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list prepared transactions: %w", explain(err))
+	}
+	return gids, nil
+}
+
+// ListPrepared lists the prepared transactions of the database whose gid
+// starts with prefix, on a connection of its own.
+func (d *driver) ListPrepared(ctx context.Context, prefix string) ([]string, error) {
+	conn, err := d.connect(ctx, "committer", "")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	return listPrepared(ctx, conn, prefix)
+}
+
+// RollbackPrepared rolls gid back on a connection of its own; a gid that
+// no longer exists was finished before.
+func (d *driver) RollbackPrepared(ctx context.Context, gid string) error {
+	conn, err := d.connect(ctx, "committer", "")
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "ROLLBACK PREPARED "+quoteLiteral(gid)); err != nil && !notExist(err) {
+		return fmt.Errorf("rollback prepared %s: %w", gid, explain(err))
+	}
+	return nil
+}
+
+// Statements returns the SQL that commits and that rolls back gid.
+func (d *driver) Statements(gid string) (commit, rollback string) {
+	return "COMMIT PREPARED " + quoteLiteral(gid), "ROLLBACK PREPARED " + quoteLiteral(gid)
 }
 
 // CommitPrepared commits gid on a connection of its own; a gid that no

@@ -211,6 +211,11 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if restored == nil && store != nil && cfg.CommitPoint != nil {
+		if err := j.resolvePrepared(ctx, rec.record); err != nil {
+			return err
+		}
+	}
 	incarnation := newIncarnation()
 	if err := j.markStart(ctx, store, rec, incarnation); err != nil {
 		return err

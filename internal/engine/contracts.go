@@ -124,6 +124,12 @@ type PriorProgressReporter interface {
 	PriorProgress(ctx context.Context, job string) ([]string, error)
 }
 
+// PreparedResolver settles the transactions a sink left prepared, on a
+// start that restores no checkpoint (flow.PreparedResolver).
+type PreparedResolver interface {
+	ResolvePrepared(ctx context.Context, job, uid string, committed int64, known bool) error
+}
+
 // Positioner names the record a source reader emitted last.
 type Positioner interface {
 	Position() string

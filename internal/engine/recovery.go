@@ -317,7 +317,9 @@ func (j *Job) resolveWithoutRecord(ctx context.Context, store storage.Storage, r
 		return j.resumeLatest(store, CommitRecord{}, "the commit point has no record of the job")
 	case j.cfg.StartFresh:
 		j.log.Warn("starting fresh, as asked, although earlier progress of the job exists", "found", strings.Join(evidence, "; "))
-		return recovery{}, nil
+		// A start mark still tells that nothing committed since it
+		// (resolvePrepared rolls back what was prepared after it).
+		return recovery{record: rec}, nil
 	}
 	resume := "there is no confirmed checkpoint to resume from"
 	if ids, _ := store.List(); len(ids) > 0 {
@@ -532,6 +534,28 @@ func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
 		}
 		if err := c.Close(); err != nil {
 			return fmt.Errorf("sink %q: close recovery committer: %w", n.uid, err)
+		}
+	}
+	return nil
+}
+
+// resolvePrepared settles, on a start that restores no checkpoint, what
+// two-phase sinks left prepared: nothing in a manifest names it, and the
+// commit record says up to which checkpoint it committed (docs/design.md,
+// "Database sinks"). It runs before the start mark is recorded, which
+// would replace a record of checkpoint 0 with that of this start.
+func (j *Job) resolvePrepared(ctx context.Context, rec CommitRecord) error {
+	known := rec.Checkpoint > 0 || rec.StateID != ""
+	for _, n := range j.g.nodes {
+		if n.kind != kindSink {
+			continue
+		}
+		r, ok := n.impl.(PreparedResolver)
+		if !ok {
+			continue
+		}
+		if err := r.ResolvePrepared(ctx, j.cfg.Job, n.uid, rec.Checkpoint, known); err != nil {
+			return fmt.Errorf("sink %q: settle the transactions an earlier run left prepared: %w", n.uid, err)
 		}
 	}
 	return nil

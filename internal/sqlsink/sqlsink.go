@@ -7,6 +7,7 @@
 package sqlsink
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -151,6 +152,15 @@ type TwoPhaseDriver interface {
 	// PreparedConn.Prepare names; one that no longer exists was committed
 	// before (only checkpoints after the restored one are rolled back).
 	CommitPrepared(ctx context.Context, handle string) error
+	// ListPrepared returns the ids of the prepared transactions whose id
+	// starts with prefix.
+	ListPrepared(ctx context.Context, prefix string) ([]string, error)
+	// RollbackPrepared rolls back the prepared transaction gid; one that
+	// no longer exists was finished before.
+	RollbackPrepared(ctx context.Context, gid string) error
+	// Statements returns the SQL that commits and the SQL that rolls back
+	// the prepared transaction gid, for an operator to run.
+	Statements(gid string) (commit, rollback string)
 }
 
 // GID is the id of the transaction subtask of the sink uid of job
@@ -179,6 +189,24 @@ func ParseGID(gid, job, uid string) (subtask int, id int64, ok bool) {
 	return sub, n, found && err1 == nil && err2 == nil
 }
 
+// AttemptKey is the key of the progress-table row whose fence column
+// holds the token of the newest attempt of at-least-once sink uid of job
+// (docs/design.md, "Database sinks"): the first writer of an attempt
+// increments it, and each batch writes only while it still holds the
+// writer's token.
+func AttemptKey(job, uid string) string {
+	return "at-least-once attempt:" + uid + ":" + job
+}
+
+// AttemptFenced is the error of an at-least-once writer whose attempt a
+// later one replaced: restarting would take the token back from the
+// other instance, which would then be fenced in turn, so it is
+// unrecoverable.
+func AttemptFenced(db, job, uid, key, table string) error {
+	return flow.Unrecoverable(fmt.Errorf("%w: another instance of job %q (or a later attempt of this one) took over the %s sink %s: the row %q of %s holds a newer attempt's token, and this writer's rows could replace the newer ones. If two instances of the job run at once, stop one",
+		ErrFenced, job, db, uid, key, table))
+}
+
 // RowChecker is implemented by connections that check a row's values
 // against the columns before it is batched: NewCheck returns a check for
 // one writer (it need not be safe for concurrent use). A check may
@@ -203,8 +231,8 @@ type Driver interface {
 	// the sink uid, checking the table. first is the attempt's first
 	// checkpoint id (flow.SinkContext.FirstCheckpoint): the writers of
 	// one attempt share it, and every batch of the writer has an epoch at
-	// or above it. A driver that fences per attempt rather than per row
-	// (Redis) tells attempts apart by it.
+	// or above it. Drivers fence per attempt (Redis, and the SQL sinks
+	// besides their epoch per row) and tell attempts apart by it.
 	OpenUpsert(ctx context.Context, job, uid string, first int64) (UpsertConn, error)
 }
 
@@ -264,6 +292,7 @@ var (
 	_ flow.Sink[int]           = (*Sink[int])(nil)
 	_ flow.CommitPointProvider = (*Sink[int])(nil)
 	_ flow.JobBinder           = (*Sink[int])(nil)
+	_ flow.PreparedResolver    = (*Sink[int])(nil)
 	_ flow.CommitPoint         = (*CommitPoint[int])(nil)
 	_ flow.AbortNotifier       = (*CommitPoint[int])(nil)
 )
@@ -312,6 +341,12 @@ func (f failureSink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.Sin
 	return failureWriter[T]{w.(*writer[T])}, nil
 }
 
+// ResolvePrepared settles what this sink's writers left prepared (see
+// Sink.ResolvePrepared).
+func (f failureSink[T]) ResolvePrepared(ctx context.Context, job, uid string, committed int64, known bool) error {
+	return f.s.ResolvePrepared(ctx, job, uid, committed, known)
+}
+
 func (f failureSink[T]) Committer(ctx context.Context, job, uid string) (flow.SinkCommitter, error) {
 	return f.s.Committer(ctx, job, uid)
 }
@@ -346,6 +381,71 @@ func (s *Sink[T]) Committer(context.Context, string, string) (flow.SinkCommitter
 		return preparedCommitter{s.cfg.Driver.(TwoPhaseDriver)}, nil
 	}
 	return nopCommitter{}, nil
+}
+
+// ResolvePrepared settles, on a start that restores no checkpoint, the
+// transactions the sink's writers left prepared (flow.PreparedResolver):
+// the job's commit record says that checkpoints up to committed
+// committed, so what was prepared for them is committed (the sources'
+// positions are past their records, nothing writes them again), and what
+// was prepared for later ones never reached a commit point and is rolled
+// back. Checkpoint ids continue above the record's, so no id of this run
+// can be taken for one of these. Without a record (known false) the fate
+// of a prepared transaction cannot be told: the start is refused with
+// the transactions listed and the statements that settle them.
+func (s *Sink[T]) ResolvePrepared(ctx context.Context, job, uid string, committed int64, known bool) error {
+	if !s.cfg.TwoPhase {
+		return nil
+	}
+	if s.cfg.Job != "" {
+		job = s.cfg.Job
+	}
+	d := s.cfg.Driver.(TwoPhaseDriver)
+	gids, err := d.ListPrepared(ctx, GIDPrefix(job, uid))
+	if err != nil {
+		return fmt.Errorf("%s: list the transactions an earlier run left prepared: %w", s.name, err)
+	}
+	type prepared struct {
+		gid string
+		id  int64
+	}
+	var found []prepared
+	for _, g := range gids {
+		if _, id, ok := ParseGID(g, job, uid); ok {
+			found = append(found, prepared{g, id})
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.SortFunc(found, func(a, b prepared) int { return cmp.Compare(a.id, b.id) })
+	if !known {
+		var b strings.Builder
+		for _, p := range found {
+			c, r := d.Statements(p.gid)
+			fmt.Fprintf(&b, "\n  checkpoint %d: %s   or   %s", p.id, c, r)
+		}
+		return flow.Unrecoverable(fmt.Errorf("%s: %d transactions of job %q are prepared in the database from an earlier run, and the commit point has no record of the job to tell whether their checkpoints committed (the record was deleted or expired; with Kafka: the job's progress group or topic). "+
+			"Starting would drop them or commit them blindly. For each, commit it when its checkpoint's records are in the job's other outputs (for a Kafka topic: the committed records up to that checkpoint), otherwise roll it back, then start again:%s",
+			s.name, len(found), job, b.String()))
+	}
+	var done, undone []int64
+	for _, p := range found {
+		if p.id <= committed {
+			if err := d.CommitPrepared(ctx, p.gid); err != nil {
+				return fmt.Errorf("%s: commit %s, prepared for checkpoint %d, which the commit record names committed (up to %d): %w", s.name, p.gid, p.id, committed, err)
+			}
+			done = append(done, p.id)
+			continue
+		}
+		if err := d.RollbackPrepared(ctx, p.gid); err != nil {
+			return fmt.Errorf("%s: roll back %s, prepared for checkpoint %d, after the last committed one (%d): %w", s.name, p.gid, p.id, committed, err)
+		}
+		undone = append(undone, p.id)
+	}
+	s.log.Info("settled the transactions an earlier run left prepared, by the commit record: those of committed checkpoints are committed, the others rolled back",
+		"committed_checkpoint", committed, "committed", done, "rolled_back", undone)
+	return nil
 }
 
 type preparedCommitter struct{ d TwoPhaseDriver }
