@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,5 +99,45 @@ func TestLagVerdictRules(t *testing.T) {
 		if got := lagVerdict(tc.seq); got != tc.want {
 			t.Errorf("lagVerdict(%v) = %s, want %s", tc.seq, got, tc.want)
 		}
+	}
+}
+
+// topic add-partitions grows a topic to the partition count asked (the
+// job's input topics with --job), leaves one that has it alone, and
+// refuses to shrink one, saying what to do instead.
+func TestTopicAddPartitions(t *testing.T) {
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 2, "other": 4}})
+	job := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(job, []byte("job: j\nkafka: {brokers: ["+c.Addr+"]}\nsource: {topics: [orders]}\nsink: {topic: out}\ncheckpointing: {interval: 1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	partitions := func(topic string) int {
+		t.Helper()
+		d, err := c.Admin(t).ListTopics(kafkatest.Context(t), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(d[topic].Partitions)
+	}
+	code, out, errOut := runMain("topic", "add-partitions", "--job", job, "--partitions", "5")
+	if code != 0 || !strings.Contains(out, "orders: 2 -> 5 partitions") || partitions("orders") != 5 {
+		t.Fatalf("add-partitions --job: %d, orders has %d partitions\n%s%s", code, partitions("orders"), out, errOut)
+	}
+	if partitions("other") != 4 {
+		t.Errorf("add-partitions --job changed a topic the job does not read")
+	}
+	code, out, errOut = runMain("topic", "add-partitions", "--brokers", c.Addr, "--topic", "orders", "--partitions", "5")
+	if code != 0 || !strings.Contains(out, "orders has 5 partitions already; left as it is") {
+		t.Errorf("add-partitions to the count it has: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runMain("topic", "add-partitions", "--brokers", c.Addr, "--topic", "other", "--partitions", "2")
+	if code != 1 || !strings.Contains(errOut, "other has 4 partitions and Kafka cannot remove partitions") || partitions("other") != 4 {
+		t.Errorf("add-partitions that would shrink: %d, other has %d partitions\n%s%s", code, partitions("other"), out, errOut)
+	}
+	if code, _, errOut := runMain("topic", "add-partitions", "--brokers", c.Addr, "orders"); code != 2 || !strings.Contains(errOut, "--partitions") {
+		t.Errorf("add-partitions without --partitions: %d %s", code, errOut)
+	}
+	if code, _, errOut := runMain("topic", "add-partitions", "--brokers", c.Addr, "--partitions", "3", "missing"); code != 1 || !strings.Contains(errOut, "missing") || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("add-partitions of a topic that does not exist: %d %s", code, errOut)
 	}
 }
