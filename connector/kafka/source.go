@@ -103,7 +103,15 @@ func (t TopicRecreated) String() string {
 
 // Source defaults.
 const (
-	DefaultDiscoveryInterval = 5 * time.Minute
+	// DefaultDiscoveryInterval is how often a source looks for new
+	// partitions unless told otherwise. Flink's default is 5 minutes;
+	// records written to a partition added meanwhile wait that long
+	// unread, and in an event-time job arrive behind the watermark the
+	// other partitions moved on. One discovery is a metadata request and
+	// a listing of offsets per subtask, so 10 seconds costs little and a
+	// partition change is read within seconds (docs/design.md, "The
+	// Kafka source").
+	DefaultDiscoveryInterval = 10 * time.Second
 	DefaultMaxPollRecords    = 10000
 )
 
@@ -169,8 +177,11 @@ type SourceConfig struct {
 	SpecificOffsets map[string]map[int32]int64
 	// DiscoveryInterval is how often the source looks for new partitions
 	// (and, with TopicRegex, new topics) and checks the topic ids of the
-	// topics it reads (see OnTopicRecreated), default 5 minutes; negative
-	// turns discovery off. New partitions are read from their earliest
+	// topics it reads (see OnTopicRecreated): Flink's
+	// partition.discovery.interval.ms. Zero means the default,
+	// DefaultDiscoveryInterval (10 seconds); negative turns discovery off
+	// (the source's lag still counts the records of partitions it does
+	// not read). New partitions are read from their earliest
 	// offset by the subtask that owns them, except partitions a restored
 	// checkpoint has a position for (parked because they were not listed at
 	// the restore): those resume at that position. Bounded sources never
