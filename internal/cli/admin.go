@@ -250,8 +250,14 @@ const (
 
 var lagOrder = []string{lagOK, lagWarn, lagStall, lagStop}
 
+// lagSample is one partition's position in a sample. A partition the
+// group has no offset for (added to the topic and not read yet) has
+// uncommitted set and committed its log start offset, where the job's
+// partition discovery starts reading it: its lag counts every record in
+// it.
 type lagSample struct {
 	committed, end, checkpoint int64
+	uncommitted                bool
 }
 
 func lagFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -325,7 +331,11 @@ func lagFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 				if s.checkpoint > 0 {
 					cp = strconv.FormatInt(s.checkpoint, 10)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", t, p, s.committed, s.end, max(0, s.end-s.committed), cp, verdict)
+				committed := strconv.FormatInt(s.committed, 10)
+				if s.uncommitted {
+					committed = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\n", t, p, committed, s.end, max(0, s.end-s.committed), cp, verdict)
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -369,17 +379,39 @@ func sampleLag(ctx context.Context, adm *kadm.Client, group string) (map[string]
 		return out, nil
 	}
 	// The last stable offsets: what a read_committed reader can reach.
+	// The listing covers every partition of the topics, so it also shows
+	// partitions the group has no offset for.
 	ends, err := adm.ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("list the end offsets of %s: %w", strings.Join(topics, ", "), err)
 	}
-	for t, ps := range out {
-		for p, s := range ps {
-			if o, ok := ends.Lookup(t, p); ok && o.Err == nil {
-				s.end = o.Offset
-				ps[p] = s
-			}
+	var unread []kadm.ListedOffset
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			return
 		}
+		if s, ok := out[o.Topic][o.Partition]; ok {
+			s.end = o.Offset
+			out[o.Topic][o.Partition] = s
+			return
+		}
+		unread = append(unread, o)
+	})
+	if len(unread) == 0 {
+		return out, nil
+	}
+	// Partitions without an offset (docs/design.md, "The Kafka source"):
+	// lag from their log start, where discovery starts reading them.
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list the start offsets of %s: %w", strings.Join(topics, ", "), err)
+	}
+	for _, o := range unread {
+		start := int64(0)
+		if so, ok := starts.Lookup(o.Topic, o.Partition); ok && so.Err == nil {
+			start = so.Offset
+		}
+		out[o.Topic][o.Partition] = lagSample{committed: start, end: o.Offset, uncommitted: true}
 	}
 	return out, nil
 }
