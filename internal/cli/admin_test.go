@@ -84,7 +84,9 @@ func TestLagVerdicts(t *testing.T) {
 }
 
 func TestLagVerdictRules(t *testing.T) {
-	s := func(committed, end, cp int64) lagSample { return lagSample{committed: committed, end: end, checkpoint: cp} }
+	s := func(committed, end, cp int64) lagSample {
+		return lagSample{committed: committed, end: end, checkpoint: cp}
+	}
 	for _, tc := range []struct {
 		seq  []lagSample
 		want string
