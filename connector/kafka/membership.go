@@ -186,6 +186,8 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 		// metadata refresh: kgo's default age of 5 minutes left them
 		// unassigned, and their records unread, that long
 		// (docs/design.md, "The Kafka source").
+		// kgo accepts ages from 10ms to an hour.
+		every = min(max(every, 10*time.Millisecond), time.Hour)
 		opts = append(opts, kgo.MetadataMaxAge(every), kgo.MetadataMinAge(min(every, 5*time.Second)))
 	}
 	if cfg.Instance != "" {
