@@ -74,6 +74,13 @@ type TaskStats struct {
 	// the Unix epoch; NoWatermark while a subtask has none, and always
 	// for a job without event time (flow.WithWatermarks).
 	Watermark int64
+	// LateRecords counts, for a source task with event time, the records
+	// it dated at or before the watermark it had already emitted, this
+	// attempt: event-time operators downstream take them as late. The
+	// records of a partition added while the job runs and written before
+	// discovery found it are such (docs/design.md, "The Kafka source");
+	// the source logs a warning naming the split.
+	LateRecords int64
 }
 
 // Job is a running job.

@@ -57,7 +57,13 @@ type MembershipConfig struct {
 	// has it (the coordinator assigns partitions, incrementally), else the
 	// classic protocol with the cooperative-sticky assignor.
 	NextGen bool
-	Logger  *slog.Logger
+	// DiscoveryInterval is how soon partitions added to Topics are
+	// assigned, default DefaultDiscoveryInterval; negative leaves it to
+	// the Kafka client (5 minutes). Under the classic protocol the group
+	// leader assigns what its metadata knows, refreshed this often; under
+	// KIP-848 the coordinator assigns them at a heartbeat anyway.
+	DiscoveryInterval time.Duration
+	Logger            *slog.Logger
 }
 
 // Membership is one member of a consumer group that fetches no records:
@@ -143,6 +149,9 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 	} else {
 		m.protocol = "classic, cooperative-sticky"
 	}
+	if cfg.DiscoveryInterval == 0 {
+		cfg.DiscoveryInterval = DefaultDiscoveryInterval
+	}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topics...),
@@ -172,6 +181,15 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 		}),
 	}
 	opts = append(opts, balance[1:]...)
+	if every := cfg.DiscoveryInterval; every > 0 {
+		// The leader of a classic group sees added partitions only at a
+		// metadata refresh: kgo's default age of 5 minutes left them
+		// unassigned, and their records unread, that long
+		// (docs/design.md, "The Kafka source").
+		// kgo accepts ages from 10ms to an hour.
+		every = min(max(every, 10*time.Millisecond), time.Hour)
+		opts = append(opts, kgo.MetadataMaxAge(every), kgo.MetadataMinAge(min(every, 5*time.Second)))
+	}
 	if cfg.Instance != "" {
 		opts = append(opts, kgo.ClientID(cfg.Instance))
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // recorder keeps what a member was told.
@@ -92,5 +94,31 @@ func testMembership(t *testing.T, nextGen bool) {
 		if o.At >= 0 {
 			t.Errorf("the member committed offset %d of partition %d: it must commit nothing", o.At, p)
 		}
+	}
+}
+
+// Partitions added to the topics are assigned within seconds with the
+// default settings (not after the client's 5-minute metadata refresh),
+// under both protocols.
+func TestMembershipGetsAddedPartitions(t *testing.T) {
+	for _, next := range []bool{false, true} {
+		t.Run(map[bool]string{false: "classic", true: "kip-848"}[next], func(t *testing.T) {
+			c := startBroker(t, map[string]int32{"in": 2})
+			var r recorder
+			cfg := r.config(c, "a")
+			cfg.NextGen = next
+			m, err := NewMembership(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			waitOwned(t, "joined", []*Membership{m}, []int{2})
+			if _, err := c.Admin(t).CreatePartitions(kafkatest.Context(t), 2, "in"); err != nil {
+				t.Fatal(err)
+			}
+			added := time.Now()
+			waitOwned(t, "partitions added", []*Membership{m}, []int{4})
+			t.Logf("assigned the added partitions %v after they were added", time.Since(added).Round(time.Millisecond))
+		})
 	}
 }

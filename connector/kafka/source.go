@@ -103,7 +103,15 @@ func (t TopicRecreated) String() string {
 
 // Source defaults.
 const (
-	DefaultDiscoveryInterval = 5 * time.Minute
+	// DefaultDiscoveryInterval is how often a source looks for new
+	// partitions unless told otherwise. Flink's default is 5 minutes;
+	// records written to a partition added meanwhile wait that long
+	// unread, and in an event-time job arrive behind the watermark the
+	// other partitions moved on. One discovery is a metadata request and
+	// a listing of offsets per subtask, so 10 seconds costs little and a
+	// partition change is read within seconds (docs/design.md, "The
+	// Kafka source").
+	DefaultDiscoveryInterval = 10 * time.Second
 	DefaultMaxPollRecords    = 10000
 )
 
@@ -116,9 +124,10 @@ const pollWait = 100 * time.Millisecond
 const discoveryTimeout = 10 * time.Second
 
 // Lag of caught-up readers: a fetch response carries only partitions with
-// new records, so at most every lagRefreshInterval Poll lists the end
-// offsets of the partitions no fetch response carried since the last
-// listing, waiting at most lagListTimeout for the answer.
+// new records, so every lagRefreshInterval Poll lists the end offsets of
+// the source's topics, for the partitions no fetch response carried since
+// the last listing and for partitions added since the last discovery,
+// waiting at most lagListTimeout for the answer.
 const (
 	lagRefreshInterval = 3 * time.Second
 	lagListTimeout     = time.Second
@@ -169,8 +178,11 @@ type SourceConfig struct {
 	SpecificOffsets map[string]map[int32]int64
 	// DiscoveryInterval is how often the source looks for new partitions
 	// (and, with TopicRegex, new topics) and checks the topic ids of the
-	// topics it reads (see OnTopicRecreated), default 5 minutes; negative
-	// turns discovery off. New partitions are read from their earliest
+	// topics it reads (see OnTopicRecreated): Flink's
+	// partition.discovery.interval.ms. Zero means the default,
+	// DefaultDiscoveryInterval (10 seconds); negative turns discovery off
+	// (the source's lag still counts the records of partitions it does
+	// not read). New partitions are read from their earliest
 	// offset by the subtask that owns them, except partitions a restored
 	// checkpoint has a position for (parked because they were not listed at
 	// the restore): those resume at that position. Bounded sources never
@@ -342,7 +354,11 @@ func (s *Source) opened() (uid, group string, ok bool) {
 // offset to read, as of the latest fetch response that carried the
 // partition or, for partitions without new records, the latest listing of
 // end offsets (each reader's Poll lists them at most every few seconds).
-// A reader that owns no partition counts 0. It is -1 while no reader is
+// Partitions added to the topics that the readers do not read yet (before
+// discovery finds them, or with discovery off) count with all their
+// records from where reading them would start (docs/design.md, "The Kafka
+// source"), so the lag is not 0 while records sit unread. A reader that
+// owns no partition counts 0. It is -1 while no reader is
 // open or one of them does not know its lag yet (before its first Poll):
 // a partial sum would look like progress that is not there. Safe to call
 // from any goroutine.
@@ -578,6 +594,13 @@ type reader struct {
 	endGen         uint64
 	nextLagRefresh time.Time
 	lag            atomic.Int64
+	// unread holds the partitions the reader would own that the listing
+	// of end offsets found and the reader does not read yet (added since
+	// the last discovery, or discovery is off), with the offset it would
+	// start at (the log start, or a parked position) as next and the
+	// end: their records count in the lag (docs/design.md, "The Kafka
+	// source").
+	unread map[split]progress
 	// progress copies each owned split's next offset and end (-1:
 	// unknown) at every lag update, for Source.ReportMetrics.
 	progressMu sync.Mutex
@@ -1017,7 +1040,7 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 		}
 		r.nextDiscovery = time.Now().Add(r.src.cfg.DiscoveryInterval)
 	}
-	if len(r.pos) > 0 && !now.Before(r.nextLagRefresh) {
+	if (len(r.pos) > 0 || len(r.known) > 0 && !r.src.cfg.Bounded) && !now.Before(r.nextLagRefresh) {
 		r.refreshEnds(ctx)
 		r.nextLagRefresh = time.Now().Add(lagRefreshInterval)
 	}
@@ -1158,18 +1181,20 @@ func (r *reader) refreshEnds(ctx context.Context) {
 			stale = append(stale, s)
 		}
 	}
-	if len(stale) > 0 {
+	// The topics of every split listed so far, not only the stale ones:
+	// the listing covers all partitions of a topic, and so shows those
+	// added since the last discovery.
+	topics := map[string]bool{}
+	for s := range r.known {
+		topics[s.topic] = true
+	}
+	if len(topics) > 0 && !r.src.cfg.Bounded {
 		lctx, cancel := context.WithTimeout(ctx, lagListTimeout)
-		topics := map[string]bool{}
-		for _, s := range stale {
-			topics[s.topic] = true
-		}
 		list := r.adm.ListCommittedOffsets
 		if r.src.cfg.ReadUncommitted {
 			list = r.adm.ListEndOffsets
 		}
 		lo, err := list(lctx, slices.Sorted(maps.Keys(topics))...)
-		cancel()
 		if err != nil {
 			r.log.Debug("kafka: listing end offsets for the lag failed", "err", err)
 		}
@@ -1178,18 +1203,97 @@ func (r *reader) refreshEnds(ctx context.Context) {
 				r.ends[s] = endOffset{off: o.Offset}
 			}
 		}
+		if err == nil {
+			r.listUnread(lctx, lo)
+		}
+		cancel()
+	} else if len(stale) > 0 {
+		lctx, cancel := context.WithTimeout(ctx, lagListTimeout)
+		ends, err := r.endOffsets(lctx, stale)
+		cancel()
+		if err != nil {
+			r.log.Debug("kafka: listing end offsets for the lag failed", "err", err)
+		}
+		for s, off := range ends {
+			if off >= 0 {
+				r.ends[s] = endOffset{off: off}
+			}
+		}
 	}
 	r.updateLag()
+}
+
+// listUnread updates r.unread from a listing of end offsets that covers
+// every partition of the reader's topics: the partitions this subtask
+// would own that it neither reads nor knew of, with their end and where
+// reading them would start (a parked position, else the log start,
+// listed once per partition).
+func (r *reader) listUnread(ctx context.Context, lo kadm.ListedOffsets) {
+	found := map[split]int64{}
+	lo.Each(func(o kadm.ListedOffset) {
+		s := split{o.Topic, o.Partition}
+		if o.Err != nil || o.Offset < 0 || r.known[s] || !r.owns(s) {
+			return
+		}
+		if ps := r.src.cfg.Partitions; ps != nil && !slices.Contains(ps[s.topic], s.partition) {
+			return // another task's partition (scale-out)
+		}
+		if _, read := r.pos[s]; read {
+			return
+		}
+		found[s] = o.Offset
+	})
+	var first []split
+	for s := range found {
+		if _, ok := r.unread[s]; !ok {
+			if _, parked := r.parked[s]; !parked {
+				first = append(first, s)
+			}
+		}
+	}
+	var starts map[split]int64
+	if len(first) > 0 {
+		var err error
+		if starts, err = r.listed(ctx, first, r.adm.ListStartOffsets); err != nil {
+			r.log.Debug("kafka: listing start offsets of partitions not read yet failed", "err", err)
+			for _, s := range first {
+				delete(found, s) // next time
+			}
+		}
+	}
+	next := make(map[split]progress, len(found))
+	for s, end := range found {
+		p, ok := r.unread[s]
+		if !ok {
+			p.next = starts[s]
+			if pp, parked := r.parked[s]; parked {
+				p.next = pp.next
+			}
+		}
+		p.end, p.bound = end, -1
+		next[s] = p
+	}
+	r.unread = next
 }
 
 // updateLag sums end - next over the splits with a known end; a reader
 // without splits is behind by nothing.
 func (r *reader) updateLag() {
-	if len(r.pos) == 0 {
-		r.lag.Store(0)
-		return
+	// Partitions discovery has taken since the listing are read now.
+	for s := range r.unread {
+		if r.known[s] {
+			delete(r.unread, s)
+		}
 	}
 	var lag int64
+	for _, p := range r.unread {
+		lag += max(0, p.end-p.next)
+	}
+	if len(r.pos) == 0 {
+		r.lag.Store(lag)
+		r.storeProgress()
+		return
+	}
 	known := false
 	for s, e := range r.ends {
 		p, ok := r.pos[s]
@@ -1206,11 +1310,18 @@ func (r *reader) updateLag() {
 	if known {
 		r.lag.Store(lag)
 	}
+	r.storeProgress()
+}
+
+// storeProgress copies each split's next offset and end, the partitions
+// not read yet included, for Source.ReportMetrics.
+func (r *reader) storeProgress() {
 	r.progressMu.Lock()
 	if r.progress == nil {
 		r.progress = map[split]progress{}
 	}
 	clear(r.progress)
+	maps.Copy(r.progress, r.unread)
 	for s, p := range r.pos {
 		end := int64(-1)
 		if e, ok := r.ends[s]; ok {
@@ -1273,7 +1384,8 @@ func (s *Source) refreshStale(readers []*reader) {
 	}
 }
 
-// ReportMetrics reports, per partition this process reads, the next
+// ReportMetrics reports, per partition this process reads (or would read:
+// one added since the last discovery), the next
 // offset to read (current_offset), the end offset less it (records_lag)
 // and the offset last committed (committed_offset); their maximum and sum
 // (records_lag_max, pending_records), and the offset commits. The names

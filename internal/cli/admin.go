@@ -79,7 +79,12 @@ func verbFirst(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	cluster := addClusterFlags(fs)
-	partitions := fs.Int("partitions", 1, "partitions of each new topic (the source's parallelism follows them)")
+	partitions := fs.Int("partitions", 1, "create: partitions of each new topic (the source's parallelism follows them); add-partitions: the partition count to grow each topic to (required)")
+	var named []string
+	fs.Func("topic", "a topic `NAME` (repeatable), the same as naming it after the verb", func(s string) error {
+		named = append(named, s)
+		return nil
+	})
 	replication := fs.Int("replication-factor", -1, "replicas of each partition (-1: the broker's default)")
 	var configs []string
 	fs.Func("config", "a topic config `KEY=VALUE` (repeatable), such as retention.ms=604800000", func(s string) error {
@@ -94,10 +99,23 @@ func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if err != nil {
 			return err
 		}
-		if len(args) == 0 || args[0] != "create" {
-			return fmt.Errorf("%w: use topic create [TOPIC...] (with --job FILE, the job's input, output and dead-letter topics)", errUsage)
+		if len(args) == 0 || args[0] != "create" && args[0] != "add-partitions" {
+			return fmt.Errorf("%w: use topic create [TOPIC...] (with --job FILE, the job's input, output and dead-letter topics) or topic add-partitions --partitions N [TOPIC...] (with --job FILE, the job's input topics)", errUsage)
 		}
-		topics := args[1:]
+		topics := append(slices.Clone(named), args[1:]...)
+		if args[0] == "add-partitions" {
+			set := false
+			fs.Visit(func(f *flag.Flag) { set = set || f.Name == "partitions" })
+			if !set || *partitions < 1 {
+				return fmt.Errorf("%w: topic add-partitions needs --partitions N, the partition count each topic is to have (at least 1)", errUsage)
+			}
+			adm, jf, closeFn, err := cluster.admin()
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			return addPartitions(ctx, e, adm, jf, topics, *partitions, *cluster.brokers)
+		}
 		adm, jf, closeFn, err := cluster.admin()
 		if err != nil {
 			return err
@@ -154,6 +172,74 @@ func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	}
 }
 
+// addPartitions grows each topic (with a job file and no topics named: the
+// job's input topics) to n partitions with CreatePartitions. Kafka cannot
+// remove partitions, so a topic with more than n is refused, not shrunk;
+// one with exactly n is left alone. A running job reads the new partitions
+// once its partition discovery finds them (source.discovery-interval;
+// docs/design.md, "Operations commands").
+func addPartitions(ctx context.Context, e *env, adm *kadm.Client, jf *JobFile, topics []string, n int, brokers string) error {
+	if jf != nil && len(topics) == 0 {
+		topics = append(topics, jf.Source.Topics...)
+		if jf.Source.TopicRegex != "" {
+			fmt.Fprintf(e.stderr, "topic: the job reads topics matching %q; name the ones to grow\n", jf.Source.TopicRegex)
+		}
+	}
+	if len(topics) == 0 {
+		return fmt.Errorf("%w: name the topics to grow (--topic NAME, or after the verb), or give --job FILE", errUsage)
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("list topics: %w (is a broker at %s?)", err, brokers)
+	}
+	var grow []string
+	var errs []error
+	have := map[string]int{}
+	for _, t := range topics {
+		d, ok := details[t]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			errs = append(errs, fmt.Errorf("%s does not exist: create it with onceflow topic create --partitions %d %s", t, n, t))
+		case d.Err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", t, d.Err))
+		case len(d.Partitions) > n:
+			errs = append(errs, fmt.Errorf("%s has %d partitions and Kafka cannot remove partitions: to read it with fewer, create a new topic with onceflow topic create --partitions %d and move the job to it", t, len(d.Partitions), n))
+		case len(d.Partitions) == n:
+			fmt.Fprintf(e.stdout, "%s has %d partitions already; left as it is\n", t, n)
+		default:
+			have[t] = len(d.Partitions)
+			grow = append(grow, t)
+		}
+	}
+	if len(grow) > 0 {
+		resp, err := adm.UpdatePartitions(ctx, n, grow...)
+		if err != nil {
+			return fmt.Errorf("create partitions: %w (is a broker at %s?)", err, brokers)
+		}
+		for _, t := range grow {
+			r, ok := resp[t]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("%s: no answer", t))
+			case r.Err != nil:
+				msg := ""
+				if r.ErrMessage != "" {
+					msg = " (" + r.ErrMessage + ")"
+				}
+				errs = append(errs, fmt.Errorf("%s: %w%s", t, r.Err, msg))
+			default:
+				fmt.Fprintf(e.stdout, "%s: %d -> %d partitions\n", t, have[t], n)
+			}
+		}
+		if len(errs) < len(topics) {
+			fmt.Fprintln(e.stdout, "a running job reads the new partitions from their earliest offset once its partition discovery finds them (source.discovery-interval, default 10s); then trigger a checkpoint (onceflow savepoint) to have their positions in one")
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Lag verdicts, after Burrow's (worst last).
 const (
 	lagOK    = "OK"    // lag zero, or commits advance and the lag does not grow
@@ -164,8 +250,14 @@ const (
 
 var lagOrder = []string{lagOK, lagWarn, lagStall, lagStop}
 
+// lagSample is one partition's position in a sample. A partition the
+// group has no offset for (added to the topic and not read yet) has
+// uncommitted set and committed its log start offset, where the job's
+// partition discovery starts reading it: its lag counts every record in
+// it.
 type lagSample struct {
 	committed, end, checkpoint int64
+	uncommitted                bool
 }
 
 func lagFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -239,7 +331,11 @@ func lagFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 				if s.checkpoint > 0 {
 					cp = strconv.FormatInt(s.checkpoint, 10)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", t, p, s.committed, s.end, max(0, s.end-s.committed), cp, verdict)
+				committed := strconv.FormatInt(s.committed, 10)
+				if s.uncommitted {
+					committed = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\n", t, p, committed, s.end, max(0, s.end-s.committed), cp, verdict)
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -283,17 +379,39 @@ func sampleLag(ctx context.Context, adm *kadm.Client, group string) (map[string]
 		return out, nil
 	}
 	// The last stable offsets: what a read_committed reader can reach.
+	// The listing covers every partition of the topics, so it also shows
+	// partitions the group has no offset for.
 	ends, err := adm.ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("list the end offsets of %s: %w", strings.Join(topics, ", "), err)
 	}
-	for t, ps := range out {
-		for p, s := range ps {
-			if o, ok := ends.Lookup(t, p); ok && o.Err == nil {
-				s.end = o.Offset
-				ps[p] = s
-			}
+	var unread []kadm.ListedOffset
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			return
 		}
+		if s, ok := out[o.Topic][o.Partition]; ok {
+			s.end = o.Offset
+			out[o.Topic][o.Partition] = s
+			return
+		}
+		unread = append(unread, o)
+	})
+	if len(unread) == 0 {
+		return out, nil
+	}
+	// Partitions without an offset (docs/design.md, "The Kafka source"):
+	// lag from their log start, where discovery starts reading them.
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list the start offsets of %s: %w", strings.Join(topics, ", "), err)
+	}
+	for _, o := range unread {
+		start := int64(0)
+		if so, ok := starts.Lookup(o.Topic, o.Partition); ok && so.Err == nil {
+			start = so.Offset
+		}
+		out[o.Topic][o.Partition] = lagSample{committed: start, end: o.Offset, uncommitted: true}
 	}
 	return out, nil
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,7 +84,9 @@ func TestLagVerdicts(t *testing.T) {
 }
 
 func TestLagVerdictRules(t *testing.T) {
-	s := func(committed, end, cp int64) lagSample { return lagSample{committed, end, cp} }
+	s := func(committed, end, cp int64) lagSample {
+		return lagSample{committed: committed, end: end, checkpoint: cp}
+	}
 	for _, tc := range []struct {
 		seq  []lagSample
 		want string
@@ -97,5 +101,80 @@ func TestLagVerdictRules(t *testing.T) {
 		if got := lagVerdict(tc.seq); got != tc.want {
 			t.Errorf("lagVerdict(%v) = %s, want %s", tc.seq, got, tc.want)
 		}
+	}
+}
+
+// topic add-partitions grows a topic to the partition count asked (the
+// job's input topics with --job), leaves one that has it alone, and
+// refuses to shrink one, saying what to do instead.
+func TestTopicAddPartitions(t *testing.T) {
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 2, "other": 4}})
+	job := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(job, []byte("job: j\nkafka: {brokers: ["+c.Addr+"]}\nsource: {topics: [orders]}\nsink: {topic: out}\ncheckpointing: {interval: 1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	partitions := func(topic string) int {
+		t.Helper()
+		d, err := c.Admin(t).ListTopics(kafkatest.Context(t), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(d[topic].Partitions)
+	}
+	code, out, errOut := runMain("topic", "add-partitions", "--job", job, "--partitions", "5")
+	if code != 0 || !strings.Contains(out, "orders: 2 -> 5 partitions") || partitions("orders") != 5 {
+		t.Fatalf("add-partitions --job: %d, orders has %d partitions\n%s%s", code, partitions("orders"), out, errOut)
+	}
+	if partitions("other") != 4 {
+		t.Errorf("add-partitions --job changed a topic the job does not read")
+	}
+	code, out, errOut = runMain("topic", "add-partitions", "--brokers", c.Addr, "--topic", "orders", "--partitions", "5")
+	if code != 0 || !strings.Contains(out, "orders has 5 partitions already; left as it is") {
+		t.Errorf("add-partitions to the count it has: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runMain("topic", "add-partitions", "--brokers", c.Addr, "--topic", "other", "--partitions", "2")
+	if code != 1 || !strings.Contains(errOut, "other has 4 partitions and Kafka cannot remove partitions") || partitions("other") != 4 {
+		t.Errorf("add-partitions that would shrink: %d, other has %d partitions\n%s%s", code, partitions("other"), out, errOut)
+	}
+	if code, _, errOut := runMain("topic", "add-partitions", "--brokers", c.Addr, "orders"); code != 2 || !strings.Contains(errOut, "--partitions") {
+		t.Errorf("add-partitions without --partitions: %d %s", code, errOut)
+	}
+	if code, _, errOut := runMain("topic", "add-partitions", "--brokers", c.Addr, "--partitions", "3", "missing"); code != 1 || !strings.Contains(errOut, "missing") || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("add-partitions of a topic that does not exist: %d %s", code, errOut)
+	}
+}
+
+// lag counts the partitions the group has no offset for (added to the
+// topic and not read yet): from their log start, where the job's
+// discovery starts them, to their end. Lag is never 0 while records sit
+// unread.
+func TestLagCountsPartitionsWithoutOffsets(t *testing.T) {
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"in": 1}})
+	c.ProduceRecords(t, &kgo.Record{Topic: "in", Partition: 0, Value: []byte("a")}, &kgo.Record{Topic: "in", Partition: 0, Value: []byte("b")})
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "in", Partition: 0, At: 2, LeaderEpoch: -1, Metadata: "onceflow:j:3"})
+	if _, err := c.Admin(t).CommitOffsets(kafkatest.Context(t), "onceflow-j", offs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Admin(t).CreatePartitions(kafkatest.Context(t), 2, "in"); err != nil {
+		t.Fatal(err)
+	}
+	c.ProduceRecords(t, &kgo.Record{Topic: "in", Partition: 1, Value: []byte("c")}, &kgo.Record{Topic: "in", Partition: 1, Value: []byte("d")},
+		&kgo.Record{Topic: "in", Partition: 1, Value: []byte("e")})
+	code, out, errOut := runMain("lag", "--brokers", c.Addr, "--group", "onceflow-j", "--window", "0")
+	rows := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 7 && f[0] == "in" {
+			rows[f[1]] = strings.Join(f[2:], " ")
+		}
+	}
+	want := map[string]string{"0": "2 2 0 3 -", "1": "- 3 3 - -", "2": "- 0 0 - -"}
+	for p, w := range want {
+		if rows[p] != w {
+			t.Errorf("partition %s: COMMITTED END LAG CHECKPOINT STATUS %q, want %q", p, rows[p], w)
+		}
+	}
+	if code != 0 || t.Failed() {
+		t.Fatalf("lag: %d\n%s%s", code, out, errOut)
 	}
 }

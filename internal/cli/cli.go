@@ -55,7 +55,7 @@ func commands() []command {
 		{name: "savepoint", summary: "take a savepoint of a running job and print where it is (its --http API)", flags: savepointFlags},
 		{name: "stop", summary: "stop a running job with a final savepoint and print where it is (its --http API)", flags: stopFlags},
 		{name: "lag", summary: "per-partition lag of a consumer group, with a verdict over a window (works while the job is down)", flags: lagFlags},
-		{name: "topic", args: "create [TOPIC...]", summary: "create topics (with --job FILE: the job's input, output and dead-letter topics)", flags: topicFlags},
+		{name: "topic", args: "create [TOPIC...] | add-partitions --partitions N [TOPIC...]", summary: "create topics (with --job FILE: the job's input, output and dead-letter topics), or grow topics to N partitions (with --job FILE: its input topics)", flags: topicFlags},
 		{name: "offsets", args: "reset", summary: "move a stopped job to earliest, latest or a timestamp, with its state, so they cannot disagree", flags: offsetsFlags},
 		{name: "txn", args: "list | abort ID", summary: "find transactions open too long (they block read_committed readers) and abort one", flags: txnFlags},
 		{name: "verify", summary: "check that a job's committed output holds every input exactly once", flags: verifyFlags},

@@ -196,7 +196,9 @@ type SourceConfig struct {
 	Group   string
 	Startup Startup
 	// DiscoveryInterval is how often new partitions (and topics matching
-	// TopicRegex) are looked for. Default 0: the connector's default.
+	// TopicRegex) are looked for (Flink's partition.discovery.interval.ms).
+	// Not written (0): the connector's default, 10s; written as 0:
+	// discovery off, held here as -1.
 	DiscoveryInterval time.Duration
 	// Isolation is IsolationReadCommitted (default) or
 	// IsolationReadUncommitted.

@@ -22,6 +22,11 @@ func (d *decoder) decodeSource(path string, v *yaml.Node, s *SourceConfig) {
 		"parallelism":        d.integer(&s.Parallelism),
 		"on-topic-recreated": d.oneOf(&s.OnTopicRecreated, RecreatedEarliest, RecreatedFail),
 	})
+	if s.DiscoveryInterval == 0 && d.at(path+".discovery-interval") != 0 {
+		// Written as 0: discovery off, as a non-positive interval is in
+		// Flink; the connector takes a negative interval for that.
+		s.DiscoveryInterval = -1
+	}
 }
 
 func (d *decoder) decodeStartup(path string, v *yaml.Node, st *Startup) {

@@ -134,9 +134,10 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	m, err := kafka.NewMembership(kafka.MembershipConfig{
 		Client: cc, Group: so.group, Topics: topics, Instance: instance, Logger: e.log,
 		SessionTimeout: jf.ScaleOut.SessionTimeout, NextGen: jf.ScaleOut.GroupProtocol != GroupProtocolClassic,
-		OnAssigned: so.assigned,
-		OnRevoked:  func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "revoked") },
-		OnLost:     func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "lost") },
+		DiscoveryInterval: jf.Source.DiscoveryInterval,
+		OnAssigned:        so.assigned,
+		OnRevoked:         func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "revoked") },
+		OnLost:            func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "lost") },
 	})
 	if err != nil {
 		close(so.joined)

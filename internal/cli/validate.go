@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/connector/mysql"
 	"github.com/onceflow/onceflow/connector/postgres"
 	"github.com/onceflow/onceflow/connector/redis"
@@ -71,8 +72,17 @@ func describeJob(w io.Writer, jf *JobFile) {
 		topics = "topics matching " + src.TopicRegex
 	}
 	fmt.Fprintf(w, "  source:     %s, group %s, startup %s, %s", topics, src.Group, describeStartup(src.Startup), src.Isolation)
-	if src.Bounded {
+	switch {
+	case src.Bounded:
 		fmt.Fprint(w, ", bounded")
+	case src.DiscoveryInterval < 0:
+		fmt.Fprint(w, ", partition discovery off")
+	default:
+		every := src.DiscoveryInterval
+		if every == 0 {
+			every = kafka.DefaultDiscoveryInterval
+		}
+		fmt.Fprintf(w, ", new partitions found within %s", durfmt.Short(every))
 	}
 	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{RecreatedEarliest: "read from earliest", RecreatedFail: "fail"}[src.OnTopicRecreated])
 	if et, on := jf.eventTime(); on {

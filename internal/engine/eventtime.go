@@ -3,7 +3,10 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +102,16 @@ type wmGen[T any] struct {
 	checked   int64
 	started   int64
 	listedBuf map[string]bool
+	// late counts per split the records dated at or before the watermark
+	// the subtask had already emitted, since the last warning;
+	// lateWarned is when that was logged (unix ns, 0: never).
+	late       map[string]int64
+	lateWarned int64
 }
+
+// lateWarnEvery bounds how often a source subtask warns about records
+// behind its watermark.
+const lateWarnEvery = 10 * time.Second
 
 func newWMGen[T any](spec WatermarkSpec[T], reader any, restored map[string]int64, now int64) *wmGen[T] {
 	g := &wmGen[T]{spec: spec, ooo: spec.MaxOutOfOrderness.Milliseconds(), splits: map[string]*splitTime{}, restored: restored, emitted: NoWatermark, started: now, checked: now}
@@ -131,8 +143,14 @@ func (g *wmGen[T]) split(name string, now int64) *splitTime {
 	return s
 }
 
-// record takes one record's timestamp.
-func (g *wmGen[T]) record(x T) {
+// record takes one record's timestamp. It reports whether the record is
+// late: dated at or before the watermark the subtask already emitted, so
+// event-time operators downstream take it as late. That happens to the
+// records of a partition added while the job runs and written before
+// discovery found it, while the others moved event time on
+// (docs/design.md, "The Kafka source"), and to records later than the
+// out-of-orderness bound or coming back from idleness.
+func (g *wmGen[T]) record(x T) (late bool) {
 	ts := g.spec.Timestamp(x)
 	var name string
 	if g.spec.Split != nil {
@@ -140,9 +158,37 @@ func (g *wmGen[T]) record(x T) {
 	}
 	s := g.split(name, g.checked)
 	s.delivered = true
-	if ts != NoTimestamp && ts > s.newest {
+	if ts == NoTimestamp {
+		return false
+	}
+	if ts > s.newest {
 		s.newest = ts
 	}
+	if ts <= g.emitted {
+		if g.late == nil {
+			g.late = map[string]int64{}
+		}
+		g.late[name]++
+		return true
+	}
+	return false
+}
+
+// warnLate logs, at most every lateWarnEvery, the late records of each
+// split since the last warning, with what to do about them.
+func (g *wmGen[T]) warnLate(now int64, log *slog.Logger) {
+	if len(g.late) == 0 || g.lateWarned != 0 && now-g.lateWarned < int64(lateWarnEvery) {
+		return
+	}
+	g.lateWarned = now
+	for _, name := range slices.Sorted(maps.Keys(g.late)) {
+		log.Warn("a source split delivered records older than the watermark the source had already emitted: event-time operators downstream take them as late (a window beyond its allowed lateness drops them, or sends them to its late topic). "+
+			"If the split is a partition added to the topic while the job ran, they were written before partition discovery found it: "+
+			"keep the discovery interval short (job file source.discovery-interval, kafka.SourceConfig.DiscoveryInterval; such records are late by about that much), "+
+			"set windows' allowed-lateness to at least that, or add partitions before producers write to them",
+			"split", name, "late_records", g.late[name], "watermark", time.UnixMilli(g.emitted).UTC().Format(time.RFC3339Nano))
+	}
+	clear(g.late)
 }
 
 // due reports whether the watermark should be computed now.

@@ -74,6 +74,9 @@ type TaskStats struct {
 	// subtasks' (ms; NoWatermark: a subtask has none yet, or the job has
 	// no event time).
 	Watermark int64
+	// LateRecords counts the records a source task dated at or before
+	// the watermark it had already emitted (this attempt).
+	LateRecords int64
 }
 
 // Job is a running job.
@@ -282,6 +285,7 @@ func (j *Job) Stats() Stats {
 			t.Parallelism++
 			t.RecordsIn += in
 			t.RecordsOut += out
+			t.LateRecords += st.late.Load()
 			bp, idle := time.Duration(st.backpressured.Load()), time.Duration(st.idle.Load())
 			now := time.Now()
 			if since := st.bpSince.Load(); since != 0 {

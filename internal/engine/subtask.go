@@ -43,6 +43,9 @@ type subtask struct {
 	onTimers   []func()
 	onClose    []func(failed bool)
 	in         atomic.Int64 // records taken in by the head
+	// late counts the records a source dated at or before the watermark
+	// it had already emitted (wmGen.record).
+	late atomic.Int64
 	// watermark is the subtask's input watermark (a source: the one it
 	// emits), NoWatermark before any; for Stats.
 	watermark atomic.Int64
@@ -182,8 +185,9 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		gen = newWMGen(spec, reader, times, time.Now().UnixNano())
 	}
 	// sendWatermark emits the subtask's watermark, or its idleness, when
-	// either changed.
+	// either changed, and warns about late records.
 	sendWatermark := func(now int64) {
+		gen.warnLate(now, sc.Logger)
 		wm, idle := gen.current(now)
 		switch {
 		case idle && !gen.idle:
@@ -222,8 +226,8 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		}
 		last, have = x, true
 		count++
-		if gen != nil {
-			gen.record(x)
+		if gen != nil && gen.record(x) {
+			st.late.Add(1)
 		}
 		out.push(x)
 	}
