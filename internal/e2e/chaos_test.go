@@ -595,7 +595,7 @@ source:
   topics: [%s]
   group: %s
   startup: earliest
-  partition-discovery-interval: 1s
+  discovery-interval: 1s
 %ssink:
   topic: %s
 %scheckpointing:
