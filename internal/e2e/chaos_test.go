@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/internal/dbtest"
 	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/verify"
@@ -34,7 +36,11 @@ type ChaosReport struct {
 	Jobs           map[string]*ChaosJobReport `json:"jobs"`
 	BrokerRestarts int                        `json:"broker_restarts"`
 	BrokerKills    int                        `json:"broker_kills,omitempty"`
-	OK             bool                       `json:"ok"`
+	// PartitionsAdded counts the partitions added to the input topics
+	// while the jobs ran (the operator's "add partitions, then take a
+	// checkpoint" procedure, done under faults).
+	PartitionsAdded int  `json:"partitions_added"`
+	OK              bool `json:"ok"`
 }
 
 // ChaosJobReport is one job's part of a chaos run.
@@ -48,7 +54,10 @@ type ChaosJobReport struct {
 	LiveReaderDups int            `json:"live_reader_duplicates"`
 	LiveReaderSeen int            `json:"live_reader_records"`
 	Verify         string         `json:"verify"`
-	OK             bool           `json:"ok"`
+	// Table is what the job's two-phase PostgreSQL table holds, for the job
+	// that writes one: rows, distinct values, and the inputs.
+	Table string `json:"table,omitempty"`
+	OK    bool   `json:"ok"`
 }
 
 func chaosDuration() time.Duration {
@@ -63,6 +72,8 @@ type chaosJob struct {
 	name, input, output string
 	mode                verify.Mode
 	file                string
+	api                 string // the job's REST API (savepoints at random moments)
+	savepointDir        string
 	log                 *logWriter
 	runner              *jobRunner
 
@@ -79,18 +90,24 @@ type chaosJob struct {
 	liveSeen atomic.Int64
 }
 
-// TestChaos runs three jobs at once on one broker — a pass-through, a keyed
-// count and a dedupe, the first two reading the same topic — while
+// TestChaos runs four jobs at once on one broker — a pass-through, a keyed
+// count, a dedupe, and a pass-through into a topic and a PostgreSQL table
+// (the table takes part in the Kafka transaction with prepared
+// transactions), the first two and the last reading the same topic — while
 // generators keep writing and a read_committed reader per job keeps
 // reading. Each job gets its own stream of faults: SIGKILL, a failpoint
 // crash at a random protocol step, SIGSTOP/SIGCONT at a random moment, and
 // a SIGSTOP at the worst moment (after its commit record is written, before
 // EndTxn: its transaction stays open on the shared progress topic while the
-// other jobs crash and recover). The broker is stopped and restarted from
-// time to time. At the end the verifier checks each job's committed output
+// other jobs crash and recover), and a savepoint taken through the REST API
+// at a random moment (the checkpoints after it must stay restorable). The
+// broker is stopped and restarted from time to time, and partitions are
+// added to both input topics twice while the generators write (the jobs
+// must find them within their discovery interval and read them from the
+// start). At the end the verifier checks each job's committed output
 // (pass-through: every input once; count: 1..n per key; dedupe: one output
-// per distinct key) and that no live reader ever saw more than exactly
-// once. The CI run is short (40s); `scripts/chaos --duration 20m` runs the
+// per distinct key), psql checks the table (every input once, no prepared
+// transaction left), and no live reader ever saw more than exactly once. The CI run is short (40s); `scripts/chaos --duration 20m` runs the
 // long one.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
@@ -109,16 +126,30 @@ func TestChaos(t *testing.T) {
 		{name: "chaos-pass", input: "in", mode: verify.PassThrough},
 		{name: "chaos-count", input: "in", mode: verify.Count},
 		{name: "chaos-dedupe", input: "in-dedupe", mode: verify.Dedupe},
+		{name: "chaos-2pc", input: "in", mode: verify.PassThrough},
 	}
 	pipelines := map[string]string{
 		"chaos-pass":   "",
 		"chaos-count":  "pipeline:\n  - count: {key: record.key}\n",
 		"chaos-dedupe": "pipeline:\n  - dedupe: {key: record.key, ttl: 24h}\n",
+		"chaos-2pc":    "",
+	}
+	// The two-phase job's table: every input value once at the end.
+	dsn, pg := dbtest.Postgres(t, dbtest.PostgresOptions{MaxPreparedTransactions: 64})
+	pgdb := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	if err := pg.Exec(context.Background(), pgdb, "CREATE TABLE events (value text NOT NULL, part integer, off bigint)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CHAOS_PG_DSN", dsn)
+	extraSinks := map[string]string{
+		"chaos-2pc": "  postgres:\n    dsn: ${CHAOS_PG_DSN}\n    table: events\n    columns: { value: record.value, part: record.partition, off: record.offset }\n",
 	}
 	for _, j := range jobs {
 		j.output = "out-" + j.name
 		createTopic(t, addr, j.output, 4)
-		j.file = writeChaosJob(t, dir, j.name, addr, j.input, j.output, pipelines[j.name])
+		j.api = freeAddr(t)
+		j.savepointDir = filepath.Join(dir, "savepoints-"+j.name)
+		j.file = writeChaosJob(t, dir, j.name, addr, j.input, j.output, pipelines[j.name], extraSinks[j.name], j.api)
 		j.log = &logWriter{t: t, name: j.name}
 		j.runner = &jobRunner{t: t, bin: bin, file: j.file, log: j.log}
 		j.faults = map[string]int{}
@@ -252,7 +283,7 @@ func TestChaos(t *testing.T) {
 					continue // frozen between its commit record and EndTxn
 				}
 				brokerMu.RLock()
-				k := rng.IntN(10)
+				k := rng.IntN(11)
 				switch only {
 				case "sigkill-job":
 					k = 0
@@ -262,6 +293,8 @@ func TestChaos(t *testing.T) {
 					k = 6
 				case "stop-before-end-txn":
 					k = 8
+				case "savepoint":
+					k = 10
 				}
 				switch {
 				case k < 4: // SIGKILL the job and time the recovery
@@ -296,6 +329,13 @@ func TestChaos(t *testing.T) {
 					time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
 					_ = j.cmd.Process.Signal(syscall.SIGCONT)
 					j.faults["sigstop-job"]++
+				case k == 10: // a savepoint at a random moment, then go on
+					// (the next SIGKILL restores a checkpoint taken after it)
+					if chaosSavepoint(j) {
+						j.faults["savepoint"]++
+					} else {
+						j.faults["savepoint-not-taken"]++
+					}
 				default: // freeze it between its commit record and EndTxn
 					_ = j.cmd.Process.Signal(syscall.SIGKILL)
 					<-j.done
@@ -310,10 +350,25 @@ func TestChaos(t *testing.T) {
 		}()
 	}
 
-	// The broker's own faults, shared by all jobs.
-	var brokerRestarts, brokerKills int
+	// The broker's own faults, shared by all jobs, and partitions added to
+	// the inputs at a third and two thirds of the run.
+	var brokerRestarts, brokerKills, partitionsAdded int
+	addAt := []time.Time{deadline.Add(-dur * 2 / 3), deadline.Add(-dur / 3)}
 	for time.Now().Before(deadline) && !t.Failed() {
 		time.Sleep(time.Duration(2000+rng.IntN(4000)) * time.Millisecond)
+		if len(addAt) > 0 && time.Now().After(addAt[0]) && (only == "" || only == "add-partitions") {
+			addAt = addAt[1:]
+			brokerMu.Lock()
+			for _, topic := range []string{"in", "in-dedupe"} {
+				if _, err := adm.CreatePartitions(ctx, 2, topic); err != nil {
+					t.Errorf("adding 2 partitions to %s: %v", topic, err)
+				} else {
+					partitionsAdded += 2
+				}
+			}
+			brokerMu.Unlock()
+			continue
+		}
 		if time.Now().After(deadline) || (only != "" && only != "restart-broker" && only != "sigkill-broker") {
 			continue
 		}
@@ -369,8 +424,9 @@ func TestChaos(t *testing.T) {
 	stopRead()
 	wg.Wait()
 
-	report := ChaosReport{Seed: seedVal, Duration: dur.String(), Jobs: map[string]*ChaosJobReport{}, BrokerRestarts: brokerRestarts, BrokerKills: brokerKills, OK: true}
-	total := brokerRestarts + brokerKills
+	report := ChaosReport{Seed: seedVal, Duration: dur.String(), Jobs: map[string]*ChaosJobReport{}, BrokerRestarts: brokerRestarts, BrokerKills: brokerKills,
+		PartitionsAdded: partitionsAdded, OK: true}
+	total := brokerRestarts + brokerKills + partitionsAdded
 	for _, j := range jobs {
 		rep, err := verify.Run(ctx, verify.Config{Brokers: []string{addr}, Input: j.input, Output: j.output, Mode: j.mode, Sentinels: true})
 		if err != nil {
@@ -390,6 +446,23 @@ func TestChaos(t *testing.T) {
 		}
 		if !rep.OK() {
 			t.Errorf("%s: verifier found anomalies:\n%s", j.name, rep)
+		}
+		if extraSinks[j.name] != "" {
+			// psql, the database's own client: every input value once in
+			// the table, and no prepared transaction left behind.
+			got, err := pg.Psql(pgdb, "SELECT count(*), count(DISTINCT value) FROM events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			jr.Table = got + " rows|distinct of " + strconv.Itoa(rep.Inputs) + " inputs"
+			if want := fmt.Sprintf("%d|%d", rep.Inputs, rep.Inputs); got != want {
+				t.Errorf("%s: the table holds count, distinct = %s, want %s (every input exactly once)", j.name, got, want)
+				jr.OK, report.OK = false, false
+			}
+			if left, _ := pg.Psql(pgdb, "SELECT count(*) FROM pg_prepared_xacts"); left != "0" {
+				t.Errorf("%s: %s prepared transactions are left behind", j.name, left)
+				jr.OK, report.OK = false, false
+			}
 		}
 	}
 	js, _ := json.MarshalIndent(report, "", "  ")
@@ -468,9 +541,52 @@ func processStopped(pid int) bool {
 	return len(f) > 0 && (f[0] == "T" || f[0] == "t")
 }
 
-// writeChaosJob writes a job file reading input into output through
-// pipeline, restarting in-process on failures (the SIGKILLs are ours).
-func writeChaosJob(t *testing.T, dir, name, addr, input, output, pipeline string) string {
+// chaosSavepoint asks j's REST API for a savepoint and waits up to ten
+// seconds for it; it reports whether one was completed. A job that is
+// restarting, or whose checkpoint fails under the other faults, may not
+// take it: that is counted, not an error. What must hold is that the job's
+// checkpoints after it restore (the fault loop's recovery check).
+func chaosSavepoint(j *chaosJob) bool {
+	body := fmt.Sprintf(`{"target-directory": %q}`, filepath.Join(j.savepointDir, strconv.FormatInt(time.Now().UnixNano(), 36)))
+	hc := &http.Client{Timeout: 3 * time.Second}
+	resp, err := hc.Post("http://"+j.api+"/jobs/"+j.name+"/savepoints", "application/json", strings.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var trig struct {
+		ID string `json:"request-id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&trig)
+	resp.Body.Close()
+	if err != nil || trig.ID == "" {
+		return false
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		resp, err := hc.Get("http://" + j.api + "/jobs/" + j.name + "/savepoints/" + trig.ID)
+		if err != nil {
+			return false
+		}
+		var st struct {
+			Status struct {
+				ID string `json:"id"`
+			} `json:"status"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			return false
+		}
+		if st.Status.ID == "COMPLETED" {
+			return true
+		}
+	}
+	return false
+}
+
+// writeChaosJob writes a job file reading input into output (and the
+// sections sinks adds to the sink) through pipeline, serving its REST API
+// on api, restarting in-process on failures (the SIGKILLs are ours).
+func writeChaosJob(t *testing.T, dir, name, addr, input, output, pipeline, sinks, api string) string {
 	t.Helper()
 	job := fmt.Sprintf(`job: %s
 kafka:
@@ -479,9 +595,10 @@ source:
   topics: [%s]
   group: %s
   startup: earliest
+  discovery-interval: 1s
 %ssink:
   topic: %s
-checkpointing:
+%scheckpointing:
   interval: 100ms
   timeout: 1m
 state:
@@ -490,7 +607,9 @@ state:
   strategy: fixed-delay
   attempts: 1000
   delay: 200ms
-`, name, addr, input, name, pipeline, output, filepath.Join(dir, "state"), backendLine())
+http:
+  listen: %s
+`, name, addr, input, name, pipeline, output, sinks, filepath.Join(dir, "state"), backendLine(), api)
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
 		t.Fatal(err)
