@@ -234,12 +234,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 func checkPassThrough(r *Report, cfg Config, input, output, dead []rec) {
-	// Identity is the value; per key, input order is the order to keep. An
-	// input written twice by its producer (a retry after a broker crash
-	// can do that) is expected twice: each input record once.
+	// Identity is the value; per key and input partition, input order is
+	// the order to keep. Kafka orders a partition, not a key: once
+	// partitions are added to the input, one key's records are in two
+	// partitions and no order between those exists to keep. An input
+	// written twice by its producer (a retry after a broker crash can do
+	// that) is expected twice: each input record once.
 	type pos struct {
-		key string
-		idx int // index among the key's inputs (first occurrence)
+		key   string
+		order string // key and input partition: the sequence order is kept within
+		idx   int    // index among the key's inputs in its partition (first occurrence)
 	}
 	byValue := make(map[string]pos, len(input))
 	want := make(map[string]int, len(input))
@@ -250,8 +254,9 @@ func checkPassThrough(r *Report, cfg Config, input, output, dead []rec) {
 			r.DuplicateInputs++
 			continue
 		}
-		byValue[in.value] = pos{key: in.key, idx: perKey[in.key]}
-		perKey[in.key]++
+		order := in.key + "\x00" + strconv.Itoa(int(in.partition))
+		byValue[in.value] = pos{key: in.key, order: order, idx: perKey[order]}
+		perKey[order]++
 	}
 	seen := make(map[string]int, len(input))
 	lastIdx := map[string]int{}
@@ -269,11 +274,11 @@ func checkPassThrough(r *Report, cfg Config, input, output, dead []rec) {
 		if o.key != p.key {
 			r.addf("output %s/%d@%d: key %q, the input had %q", cfg.Output, o.partition, o.offset, o.key, p.key)
 		}
-		if last, ok := lastIdx[p.key]; ok && p.idx < last {
+		if last, ok := lastIdx[p.order]; ok && p.idx < last {
 			r.OutOfOrder++
-			r.addf("out of order: key %q output %.60q after a later input of the same key", p.key, o.value)
+			r.addf("out of order: key %q output %.60q after a later input of the same key and partition", p.key, o.value)
 		}
-		lastIdx[p.key] = max(lastIdx[p.key], p.idx)
+		lastIdx[p.order] = max(lastIdx[p.order], p.idx)
 	}
 	for _, d := range dead {
 		if _, ok := byValue[d.value]; !ok {

@@ -298,3 +298,26 @@ func TestDuplicateInputsAreExpectedTwice(t *testing.T) {
 		t.Fatalf("a third copy is a duplicate: %+v", r)
 	}
 }
+
+// TestPassThroughOrderIsPerInputPartition: Kafka orders a partition, not a
+// key. After partitions are added to the input, one key's records sit in
+// two partitions and the output may interleave them in any order; within
+// one input partition the order is still checked.
+func TestPassThroughOrderIsPerInputPartition(t *testing.T) {
+	f := newFixture(t)
+	in := f.create("in2", 2)
+	f.put(in, 0, "a", "seq-0", "a", "seq-1")
+	f.put(in, 1, "a", "seq-2", "a", "seq-3")
+
+	interleaved := f.create("interleaved", 1)
+	f.put(interleaved, 0, "a", "seq-2", "a", "seq-0", "a", "seq-3", "a", "seq-1")
+	if r := f.check(Config{Input: in, Output: interleaved}); !r.OK() {
+		t.Fatalf("records of one key from two input partitions, each partition in order, flagged:\n%s", r)
+	}
+
+	swapped := f.create("swapped", 1)
+	f.put(swapped, 0, "a", "seq-0", "a", "seq-3", "a", "seq-2", "a", "seq-1")
+	if r := f.check(Config{Input: in, Output: swapped}); r.OutOfOrder != 1 {
+		t.Fatalf("partition 1's seq-3 before seq-2: out of order %d, want 1:\n%s", r.OutOfOrder, r)
+	}
+}
