@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -123,6 +124,11 @@ func (h *History) OnRestored(e flow.Restored) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.restored = &Restore{ID: e.ID, Savepoint: e.Savepoint, Path: e.Dir, Timestamp: ms(e.Time)}
+	if e.AfterCrash {
+		// It counts as a restart, so it is one here too.
+		h.addRestart(Exception{Timestamp: ms(e.Time), Message: fmt.Sprintf(
+			"process restarted after a crash (the previous process did not stop gracefully), restored checkpoint %d", e.ID)})
+	}
 }
 
 func (h *History) OnRestarting(e flow.Restarting) {
@@ -132,6 +138,11 @@ func (h *History) OnRestarting(e flow.Restarting) {
 	if e.Err != nil {
 		x.Message = e.Err.Error()
 	}
+	h.addRestart(x)
+}
+
+// addRestart keeps x; the caller holds h.mu.
+func (h *History) addRestart(x Exception) {
 	h.restarts = append(h.restarts, x)
 	if len(h.restarts) > h.max {
 		h.restarts = h.restarts[len(h.restarts)-h.max:]

@@ -107,6 +107,14 @@ func (j *Job) resolveRestore(ctx context.Context, store storage.Storage) (recove
 	return j.recordedCheckpointUnusable(store, rec, err)
 }
 
+// checkpointID is the id of the checkpoint r restores, 0 for none.
+func (r recovery) checkpointID() int64 {
+	if r.manifest == nil {
+		return 0
+	}
+	return r.manifest.CheckpointID
+}
+
 // resolveSavepoint restores FromSavepoint, unless the job's newest own
 // checkpoint descends from that savepoint already: then the flag was left
 // in place from an earlier start, and restoring the savepoint again would

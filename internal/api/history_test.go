@@ -1,0 +1,30 @@
+package api
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+)
+
+// A process that follows a crash counts a restart (restarts_total, the
+// UI's header); /exceptions must show why, or the header's count has no
+// entry to explain it.
+func TestRestoreAfterCrashIsAnException(t *testing.T) {
+	h := NewHistory(10)
+	h.OnRestored(flow.Restored{Job: "j", ID: 3, Time: time.Now()})
+	if restarts, _ := h.exceptions(); len(restarts) != 0 {
+		t.Fatalf("a restore after a graceful stop is no exception, got %+v", restarts)
+	}
+	h.OnRestored(flow.Restored{Job: "j", ID: 7, Time: time.Now(), AfterCrash: true})
+	restarts, _ := h.exceptions()
+	if len(restarts) != 1 {
+		t.Fatalf("exceptions after a restore that followed a crash: %+v, want one", restarts)
+	}
+	for _, want := range []string{"process restarted after a crash", "restored checkpoint 7"} {
+		if !strings.Contains(restarts[0].Message, want) {
+			t.Errorf("exception %q does not say %q", restarts[0].Message, want)
+		}
+	}
+}
