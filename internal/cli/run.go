@@ -531,24 +531,27 @@ func (w *checkpointWatch) OnCheckpointCompleted(e flow.CheckpointCompleted) {
 }
 
 // statusAttrs is the status line of run, as slog key-value pairs. The keys
-// are stable (scripts grep them); lag is "?" while a source does not know
-// it (before it fetched the log end of its partitions).
+// are stable (scripts grep them) and name their scope: process_ counts
+// this process (replayed records count again), job_ the job's life (the
+// checkpoints carry it), so that no one compares reads of this process
+// with the job's commits. lag is "?" while a source does not know it
+// (before it fetched the log end of its partitions).
 func statusAttrs(s flow.Stats, lag, stateBytes int64) []any {
 	var lagV any = lag
 	if lag < 0 {
 		lagV = "?"
 	}
 	return []any{
-		"records_in", s.RecordsIn,
-		"records_written", s.RecordsOut,
-		"records_committed", s.RecordsCommitted,
+		"process_records_in", s.RecordsIn,
+		"process_records_written", s.RecordsOut,
+		"job_records_committed", s.RecordsCommitted,
 		"lag", lagV,
 		"last_checkpoint", s.LastCheckpoint,
 		"last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond),
 		"last_checkpoint_bytes", stateBytes,
-		"failed_checkpoints", s.CheckpointsFailed,
-		"restarts", s.Restarts,
-		"skipped", s.RecordsSkipped,
-		"dead_lettered", s.RecordsDeadLettered,
+		"job_failed_checkpoints", s.CheckpointsFailed,
+		"job_restarts", s.Restarts,
+		"process_skipped", s.RecordsSkipped,
+		"process_dead_lettered", s.RecordsDeadLettered,
 	}
 }

@@ -498,7 +498,9 @@ func (j *Job) statusLoop() func() {
 			select {
 			case <-t.C:
 				s := j.Stats()
-				j.log.Info("status", "records_in", s.RecordsIn, "records_written", s.RecordsOut, "records_committed", s.RecordsCommitted, "checkpoints", s.CheckpointsCompleted, "failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "restarts", s.Restarts)
+				// Scoped keys as the CLI's status line (process_: this
+				// process, job_: the job's life).
+				j.log.Info("status", "process_records_in", s.RecordsIn, "process_records_written", s.RecordsOut, "job_records_committed", s.RecordsCommitted, "job_checkpoints", s.CheckpointsCompleted, "job_failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "job_restarts", s.Restarts)
 			case <-quit:
 				return
 			}
