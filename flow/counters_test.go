@@ -175,3 +175,38 @@ func TestRestartsCountCrashesThatRestoreTheSameCheckpoint(t *testing.T) {
 type restoredHook func(flow.Restored)
 
 func (h restoredHook) OnRestored(e flow.Restored) { h(e) }
+
+// A counter registered with JobLifeCounter continues across processes, as
+// the engine's own job-life counters do: the checkpoints carry it (the job
+// file's onceflow_window_late_records_total is one).
+func TestJobLifeCounterCarriesAcrossProcesses(t *testing.T) {
+	const keys = 10
+	state := t.TempDir()
+	sink := flowtest.NewSink[count]()
+	run := func(perKey int) int64 {
+		t.Helper()
+		var seen atomic.Int64 // a fresh counter per process, as a new process has
+		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.PerPoll(5))
+		env := flow.New(flow.JobName("jobcounter"), quiet(), flow.StateDir(state), flow.Checkpointing(5*time.Millisecond),
+			flow.JobLifeCounter("seen", &seen))
+		in := flow.Map(flow.From(env, src, flow.UID("src")), func(e event) event { seen.Add(1); return e })
+		keyed := flow.KeyBy(in, func(e event) string { return e.Key })
+		flow.To(flow.Process(keyed, "count", countFn), sink, flow.UID("sink"))
+		j, err := env.Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		return seen.Load()
+	}
+	if got := run(20); got != keys*20 {
+		t.Fatalf("process 1 counted %d, want %d", got, keys*20)
+	}
+	// Process 2 reads 10 more per key after a graceful stop: no replay,
+	// so the job-life count is exact.
+	if got := run(30); got != keys*30 {
+		t.Fatalf("process 2 counted %d, want %d: it continues process 1's count", got, keys*30)
+	}
+}

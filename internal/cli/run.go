@@ -332,8 +332,8 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		}
 		exts, closers = append(exts, extSink{sinkRedis, s}), append(closers, s.Close)
 	}
-	env, watch := newEnv(jf, e, extra...)
-	s, m, failures, err := buildSteps(env, jf, src)
+	env, watch, m := newEnv(jf, e, extra...)
+	s, failures, err := buildSteps(env, jf, src, m)
 	if err != nil {
 		_ = closeAll()
 		return nil, err
@@ -403,8 +403,10 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 	return &builtJob{env: env, sources: []*kafka.Source{src}, closeSink: closeAll, metrics: m, checkpoints: watch}, nil
 }
 
-// newEnv makes the job's environment from the file's engine settings.
-func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch) {
+// newEnv makes the job's environment from the file's engine settings, and
+// the counters of its pipeline.
+func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch, *PipelineMetrics) {
+	m := &PipelineMetrics{}
 	opts := []flow.Option{
 		flow.JobName(jf.Job),
 		flow.CheckpointConfig(jf.Checkpointing),
@@ -426,13 +428,17 @@ func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWa
 		opts = append(opts, flow.Restart(jf.Restart))
 	}
 	watch := &checkpointWatch{}
-	opts = append(opts, flow.WithHooks(watch))
-	return flow.New(append(opts, extra...)...), watch
+	opts = append(opts, flow.WithHooks(watch),
+		// Over the job's life, as the engine's counters: the checkpoints
+		// carry them (docs/design.md, "Metrics and the REST API").
+		flow.JobLifeCounter("late_records", &m.LateRecords),
+		flow.JobLifeCounter("dedupe_duplicates_dropped", &m.DuplicatesDropped))
+	return flow.New(append(opts, extra...)...), watch, m
 }
 
 // buildSteps adds the source and the pipeline to env: the stream to sink
 // and the failure streams of dead-letter steps.
-func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafka.Record], *PipelineMetrics, []flow.Stream[flow.Failure[kafka.Record]], error) {
+func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source, m *PipelineMetrics) (flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
 	var srcOpts []flow.OpOption
 	if jf.Source.Parallelism > 0 {
 		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
@@ -441,7 +447,7 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafk
 	if et, on := jf.eventTime(); on {
 		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
 		if err != nil {
-			return flow.Stream[kafka.Record]{}, nil, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
+			return flow.Stream[kafka.Record]{}, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
 		}
 		srcOpts = append(srcOpts, flow.WithWatermarks(flow.Watermarks[kafka.Record]{
 			Timestamp: ts, Split: kafka.SplitOf,
@@ -450,10 +456,8 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafk
 		timeExpr = et.Timestamp
 	}
 	s := flow.From(env, src, append(srcOpts, flow.UID("source"), flow.Name("kafka-source"))...)
-	m := &PipelineMetrics{}
 	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
-	s, failures, err := BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
-	return s, m, failures, err
+	return BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
 }
 
 func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
@@ -51,6 +52,9 @@ type Config struct {
 	// whose storage a fenced zombie on another machine may still write to
 	// (scale-out tasks).
 	FencedCheckpointIDs bool
+	// Counters are counters over the job's life by name
+	// (flow.JobLifeCounter): the checkpoints carry their values.
+	Counters map[string]*atomic.Int64
 	// Errs collects mistakes found while the graph was built; Start
 	// reports them with the rest.
 	Errs []error

@@ -317,12 +317,21 @@ func (j *Job) counters() storage.Counters {
 	j.baseMu.Lock()
 	b := j.base
 	j.baseMu.Unlock()
-	return storage.Counters{
+	c := storage.Counters{
 		Restarts:             b.Restarts + j.restarts.Load(),
 		RecordsCommitted:     b.RecordsCommitted + j.committed.Load(),
 		CheckpointsCompleted: b.CheckpointsCompleted + j.cpDone.Load(),
 		CheckpointsFailed:    b.CheckpointsFailed + j.cpFailed.Load(),
 	}
+	if len(j.cfg.Counters) > 0 {
+		// The registered counters hold the restored values already
+		// (restoreCounters added them).
+		c.Named = make(map[string]int64, len(j.cfg.Counters))
+		for name, v := range j.cfg.Counters {
+			c.Named[name] = v.Load()
+		}
+	}
+	return c
 }
 
 // restoreCounters continues the counters of the first checkpoint this
@@ -342,6 +351,9 @@ func (j *Job) restoreCounters(r recovery) (first, afterCrash bool) {
 	j.baseSet = true
 	if r.manifest != nil {
 		j.base = r.manifest.Counters
+		for name, v := range j.cfg.Counters {
+			v.Add(r.manifest.Counters.Named[name])
+		}
 	}
 	var rec runRecord
 	var found bool
