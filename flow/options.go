@@ -230,6 +230,13 @@ func AllowCheckpointFallback() Option { return func(c *Env) { c.g.Cfg.AllowFallb
 // Default: off.
 func StartFresh() Option { return func(c *Env) { c.g.Cfg.StartFresh = true } }
 
+// StartFreshBecause is StartFresh set for reason, which the log names
+// where it would name the --start-fresh flag (onceflow's offsets reset
+// uses it: "the offsets reset in FILE ...").
+func StartFreshBecause(reason string) Option {
+	return func(c *Env) { c.g.Cfg.StartFresh = true; c.g.Cfg.StartReason = reason }
+}
+
 // ResumeLatestCheckpoint lets a job whose commit point has no record of it
 // (a Kafka progress record that was deleted, or a switch from at-least-once
 // to exactly-once delivery) restore the newest checkpoint in its state

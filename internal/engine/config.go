@@ -28,15 +28,18 @@ type Config struct {
 	AllowNonRestored bool
 	AllowFallback    bool
 	StartFresh       bool
-	ResumeLatest     bool
-	Logger           *slog.Logger
-	BatchSize        int
-	ChannelCapacity  int
-	Clock            func() time.Time
-	StatusInterval   time.Duration
-	StopTimeout      time.Duration
-	CommitPoint      CommitPoint
-	Hooks            Hooks
+	// StartReason says why StartFresh is set when no flag set it (an
+	// offsets reset), for the log; "" names the flags.
+	StartReason     string
+	ResumeLatest    bool
+	Logger          *slog.Logger
+	BatchSize       int
+	ChannelCapacity int
+	Clock           func() time.Time
+	StatusInterval  time.Duration
+	StopTimeout     time.Duration
+	CommitPoint     CommitPoint
+	Hooks           Hooks
 	// OpenStorage opens where the job's checkpoints live, given StateDir
 	// and the job's name; default: a local directory StateDir/<job>
 	// (storage.Open). Object storage plugs in here.
