@@ -102,7 +102,7 @@ var windowSpec = Spec{
 	Build: func(p Params, env Env) (Operator, error) {
 		return windowConfig(p, env).operator(env.counter(LateRecords))
 	},
-	Describe: func(p Params) string { return windowConfig(p, Env{}).describe() },
+	DescribeIn: func(p Params, env Env) string { return windowConfig(p, env).describe() },
 	GoFunc:   "Window",
 	Example:  `- window: { key: value.user_id, size: 1m, fields: { revenue: "sum(value.amount)", orders: "count()" } }`,
 }
