@@ -103,8 +103,8 @@ var windowSpec = Spec{
 		return windowConfig(p, env).operator(env.counter(LateRecords))
 	},
 	DescribeIn: func(p Params, env Env) string { return windowConfig(p, env).describe() },
-	GoFunc:   "Window",
-	Example:  `- window: { key: value.user_id, size: 1m, fields: { revenue: "sum(value.amount)", orders: "count()" } }`,
+	GoFunc:     "Window",
+	Example:    `- window: { key: value.user_id, size: 1m, fields: { revenue: "sum(value.amount)", orders: "count()" } }`,
 }
 
 func init() { Register(windowSpec) }
