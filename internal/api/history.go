@@ -162,10 +162,21 @@ func (h *History) checkpointsCopy() []Checkpoint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]Checkpoint, len(h.checkpoints))
+	now := time.Now()
 	for i, c := range h.checkpoints {
-		out[len(out)-1-i] = c
+		out[len(out)-1-i] = c.asOf(now)
 	}
 	return out
+}
+
+// asOf is c as shown at now: one in progress has been running since its
+// trigger (Flink's end_to_end_duration counts so too), so one stuck
+// behind a blocked sink shows its minutes instead of 0 ms.
+func (c Checkpoint) asOf(now time.Time) Checkpoint {
+	if c.Status == "IN_PROGRESS" {
+		c.DurationMs = max(0, now.Sub(time.UnixMilli(c.TriggerTimestamp)).Milliseconds())
+	}
+	return c
 }
 
 func (h *History) checkpoint(id int64) (Checkpoint, bool) {
@@ -175,7 +186,7 @@ func (h *History) checkpoint(id int64) (Checkpoint, bool) {
 	if c == nil {
 		return Checkpoint{}, false
 	}
-	return *c, true
+	return c.asOf(time.Now()), true
 }
 
 func (h *History) exceptions() (restarts []Exception, ended *Exception) {

@@ -28,3 +28,19 @@ func TestRestoreAfterCrashIsAnException(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint in progress shows how long it has been running (Flink's
+// end_to_end_duration does), not 0 ms: a checkpoint stuck behind a
+// blocked sink must look stuck, in /checkpoints and in the UI.
+func TestCheckpointInProgressShowsItsElapsedTime(t *testing.T) {
+	h := NewHistory(10)
+	h.OnCheckpointStarted(flow.CheckpointStarted{Job: "j", ID: 5, Time: time.Now().Add(-90 * time.Second)})
+	for _, c := range h.checkpointsCopy() {
+		if c.Status != "IN_PROGRESS" || c.DurationMs < 90_000 || c.DurationMs > 100_000 {
+			t.Errorf("history: checkpoint %d %s for %d ms, want IN_PROGRESS for about 90000 ms", c.ID, c.Status, c.DurationMs)
+		}
+	}
+	if c, ok := h.checkpoint(5); !ok || c.DurationMs < 90_000 {
+		t.Errorf("details of checkpoint 5: %+v, want about 90000 ms elapsed", c)
+	}
+}
