@@ -237,20 +237,6 @@ type builtJob struct {
 	metrics   *PipelineMetrics
 }
 
-// lag is the sum of the sources' lags, or -1 when one of them does not know
-// its own: a partial sum would look like progress that is not there.
-func (b *builtJob) lag() int64 {
-	var sum int64
-	for _, s := range b.sources {
-		l := s.Lag()
-		if l < 0 {
-			return -1
-		}
-		sum += l
-	}
-	return sum
-}
-
 // buildJob turns a job file into a job definition: Kafka source, the
 // pipeline, the Kafka sink (under exactly-once the commit point) and, with
 // errors.policy dead-letter, the dead-letter topic written in the sink's
@@ -505,7 +491,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		for {
 			select {
 			case <-t.C:
-				e.log.Info("status", statusAttrs(job.Stats(), b.lag(), b.checkpoints.stateBytes.Load())...)
+				e.log.Info("status", statusAttrs(job.Stats(), jobLag(job), b.checkpoints.stateBytes.Load())...)
 			case <-job.Done():
 				break loop
 			}
@@ -558,4 +544,24 @@ func statusAttrs(s flow.Stats, lag, stateBytes int64) []any {
 		"process_skipped", s.RecordsSkipped,
 		"process_dead_lettered", s.RecordsDeadLettered,
 	}
+}
+
+// jobLag is the lag of job's sources for the status line, -1 while a
+// source does not know it: the sum of their source_pending_records, the
+// figure /metrics and `onceflow status` show. Not the lag the readers saw
+// at their last poll (kafka.Source.Lag): a reader blocked behind a stuck
+// sink does not poll, and its lag would stay at what it was (0) while the
+// scrape lists the end offsets itself and shows it grow.
+func jobLag(job *flow.Job) int64 {
+	sum, known := int64(0), false
+	job.ReportMetrics(func(_ string, m flow.Metric) {
+		if m.Name == "source_pending_records" {
+			sum += int64(m.Value)
+			known = true
+		}
+	})
+	if !known {
+		return -1
+	}
+	return sum
 }
