@@ -41,6 +41,7 @@ type pendingCP struct {
 	req       *request // savepoint requester
 	final     bool     // the job stops once it commits
 	out       int64    // records the sinks wrote in the epoch
+	warned    bool     // logged as running past half its timeout
 }
 
 // attempt is one run of the job's graph, from restore to failure or end.

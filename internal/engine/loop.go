@@ -132,7 +132,11 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				return a.Err
 			}
 		}
-		if d, ok := coord.NextDeadline(); ok {
+		d, ok := coord.NextDeadline()
+		if half, found := att.warnSlow(pending, cfg.Clock()); found && (!ok || half.Before(d)) {
+			d, ok = half, true
+		}
+		if ok {
 			wait := d.Sub(cfg.Clock())
 			if wait < time.Millisecond {
 				wait = time.Millisecond
@@ -219,6 +223,34 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			return errAttemptCanceled
 		}
 	}
+}
+
+// warnSlow logs, once per checkpoint, a checkpoint that has run for half
+// its timeout: a sink stalled on a lock or an operator stuck on a call
+// shows in the log while it happens, not only when the checkpoint is
+// aborted (docs/design.md, "Metrics and the REST API"). next is when the
+// next checkpoint still unwarned reaches half its timeout.
+func (att *attempt) warnSlow(pending map[int64]*pendingCP, now time.Time) (next time.Time, found bool) {
+	half := att.cfg.Checkpoint.Timeout / 2
+	if half <= 0 {
+		return time.Time{}, false
+	}
+	for _, p := range pending {
+		if p.warned || p.started.IsZero() {
+			continue
+		}
+		at := p.started.Add(half)
+		if now.Before(at) {
+			if !found || at.Before(next) {
+				next, found = at, true
+			}
+			continue
+		}
+		p.warned = true
+		att.log.Warn("checkpoint running past half its timeout: a task or sink is blocked or slow (a locked table, an unreachable system); GET /jobs/JOB shows the tasks' busy and backpressured time, and the checkpoint is aborted at the timeout",
+			"checkpoint", p.id, "running_for", now.Sub(p.started).Round(time.Millisecond), "timeout", att.cfg.Checkpoint.Timeout)
+	}
+	return next, found
 }
 
 // commitContext bounds the commit point of p: the checkpoint's timeout
