@@ -10,7 +10,7 @@ import (
 // operator looking for a flag no one had passed.
 func TestStartChoiceNamesItsReason(t *testing.T) {
 	for _, tc := range []struct {
-		cfg        Config
+		cfg       Config
 		want, not string
 	}{
 		{Config{StartFresh: true}, "--start-fresh", ""},
