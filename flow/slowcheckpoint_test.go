@@ -36,11 +36,13 @@ func (l *lockedBuffer) String() string {
 func TestSlowCheckpointIsLoggedAtHalfItsTimeout(t *testing.T) {
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	src := flowtest.NewSource(flowtest.Split(make([]int, 20), 1), flowtest.PerPoll(1))
+	src := flowtest.NewSource(flowtest.Split(make([]int, 3), 1), flowtest.PerPoll(1))
 	env := flow.New(flow.JobName("slow"), flow.Logger(log), flow.StateDir(t.TempDir()),
 		flow.Checkpointing(20*time.Millisecond), flow.CheckpointTimeout(2*time.Second))
 	var once sync.Once
-	in := flow.Map(flow.From(env, src, flow.UID("src")), func(x int) int {
+	// Rebalance ends the source's chain: the source takes the checkpoint
+	// while the task after the exchange is blocked.
+	in := flow.Map(flow.Rebalance(flow.From(env, src, flow.UID("src"))), func(x int) int {
 		// Blocks the chain, barriers included, for 1.5 s once: past half
 		// the timeout (1 s), within it.
 		once.Do(func() { time.Sleep(1500 * time.Millisecond) })
@@ -62,6 +64,12 @@ func TestSlowCheckpointIsLoggedAtHalfItsTimeout(t *testing.T) {
 	}
 	if warned == "" {
 		t.Fatalf("no WARN about a checkpoint past half its timeout:\n%s", logs.String())
+	}
+	// It names what the checkpoint waits for: the operators whose
+	// subtasks have not acknowledged it, the blocked task's sink among
+	// them, and not the source, whose task took it.
+	if !strings.Contains(warned, "waiting_for=") || !strings.Contains(warned, "sink subtask 0") || strings.Contains(warned, "src subtask 0") {
+		t.Errorf("the WARN does not name the operators the checkpoint waits for (the sink, not the source): %s", warned)
 	}
 	if strings.Contains(logs.String(), "checkpoint aborted") {
 		t.Errorf("the checkpoint was aborted; the test wants one that is slow, not expired:\n%s", logs.String())

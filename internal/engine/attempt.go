@@ -42,6 +42,9 @@ type pendingCP struct {
 	final     bool     // the job stops once it commits
 	out       int64    // records the sinks wrote in the epoch
 	warned    bool     // logged as running past half its timeout
+	// acked are the participants that acknowledged it, for naming the
+	// ones a slow checkpoint waits for.
+	acked map[int]bool
 }
 
 // attempt is one run of the job's graph, from restore to failure or end.

@@ -160,6 +160,10 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			}
 			if p != nil {
 				p.out += a.out
+				if p.acked == nil {
+					p.acked = map[int]bool{}
+				}
+				p.acked[a.part] = true
 			} else {
 				// A late ack of an aborted checkpoint: its epoch's output
 				// commits with the next checkpoint.
@@ -247,10 +251,35 @@ func (att *attempt) warnSlow(pending map[int64]*pendingCP, now time.Time) (next 
 			continue
 		}
 		p.warned = true
-		att.log.Warn("checkpoint running past half its timeout: a task or sink is blocked or slow (a locked table, an unreachable system); GET /jobs/JOB shows the tasks' busy and backpressured time, and the checkpoint is aborted at the timeout",
-			"checkpoint", p.id, "running_for", now.Sub(p.started).Round(time.Millisecond), "timeout", att.cfg.Checkpoint.Timeout)
+		att.log.Warn("checkpoint running past half its timeout: the operators in waiting_for have not taken it (blocked or slow: a locked table, an unreachable system); GET /jobs/JOB shows the tasks' busy and backpressured time, and the checkpoint is aborted at the timeout",
+			"checkpoint", p.id, "running_for", now.Sub(p.started).Round(time.Millisecond), "timeout", att.cfg.Checkpoint.Timeout,
+			"waiting_for", att.unacked(p, 8))
 	}
 	return next, found
+}
+
+// unacked names, up to max, the operator subtasks that have not
+// acknowledged p ("sink subtask 0, ..."), in graph order.
+func (att *attempt) unacked(p *pendingCP, max int) string {
+	var names []string
+	more := 0
+	for _, n := range att.job.g.nodes {
+		for i := 0; i < att.par[n]; i++ {
+			if p.acked[att.partOf(n, i)] {
+				continue
+			}
+			if len(names) == max {
+				more++
+				continue
+			}
+			names = append(names, fmt.Sprintf("%s subtask %d", n.uid, i))
+		}
+	}
+	s := strings.Join(names, ", ")
+	if more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // commitContext bounds the commit point of p: the checkpoint's timeout
