@@ -104,6 +104,9 @@ type Restored struct {
 	Savepoint bool
 	Dir       string
 	Time      time.Time
+	// AfterCrash is true for the first restore of a process that followed
+	// one that did not stop gracefully (it counts as a restart).
+	AfterCrash bool
 }
 
 // Restarting is a failover the restart strategy allowed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
@@ -229,6 +230,13 @@ func AllowCheckpointFallback() Option { return func(c *Env) { c.g.Cfg.AllowFallb
 // Default: off.
 func StartFresh() Option { return func(c *Env) { c.g.Cfg.StartFresh = true } }
 
+// StartFreshBecause is StartFresh set for reason, which the log names
+// where it would name the --start-fresh flag (onceflow's offsets reset
+// uses it: "the offsets reset in FILE ...").
+func StartFreshBecause(reason string) Option {
+	return func(c *Env) { c.g.Cfg.StartFresh = true; c.g.Cfg.StartReason = reason }
+}
+
 // ResumeLatestCheckpoint lets a job whose commit point has no record of it
 // (a Kafka progress record that was deleted, or a switch from at-least-once
 // to exactly-once delivery) restore the newest checkpoint in its state
@@ -271,5 +279,21 @@ func WithCommitPoint(cp CommitPoint) Option {
 		if cp != nil {
 			c.g.Cfg.CommitPoint = commitPointAdapter{cp}
 		}
+	}
+}
+
+// JobLifeCounter makes c a counter over the job's life, like the job's
+// restarts and committed records: every checkpoint stores c's value under
+// name, and a new process adds the value of the checkpoint it restores to
+// c before the job runs. Between checkpoints c counts live, so records a
+// restore replays count again (as onceflow_records_in_total does). The CLI
+// registers the job file's pipeline counters this way
+// (onceflow_window_late_records_total, onceflow_dedupe_duplicates_dropped_total).
+func JobLifeCounter(name string, c *atomic.Int64) Option {
+	return func(e *Env) {
+		if e.g.Cfg.Counters == nil {
+			e.g.Cfg.Counters = map[string]*atomic.Int64{}
+		}
+		e.g.Cfg.Counters[name] = c
 	}
 }

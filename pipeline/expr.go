@@ -53,8 +53,8 @@ const ExpressionsDoc = `Conditions, keys and values are expressions in the [expr
 	"| `topic`, `partition`, `offset` | where the record was read |\n" +
 	"| `timestamp` | the record timestamp, in milliseconds since the Unix epoch |\n\n" +
 	"`record.key`, `record.value`, ... are the same names. Operators (`+ - * / % **`, `== != < <= > >=`, `&& || !`, `??` for a default, " +
-	"`in`, `contains`, `startsWith`, `matches`, `? :`) and functions (`len`, `lower`, `upper`, `trim`, `split`, `join`, `int`, `float`, " +
-	"`string`, `now`, `map`, `filter`, `sum`, `all`, `any`, ...) are the language's. JSON numbers are integers when written without a fraction " +
+	"`in`, `contains`, `startsWith`, `matches`, `? :`) are the language's; the functions are its builtins and those onceflow adds " +
+	"(Functions, below). JSON numbers are integers when written without a fraction " +
 	"(an id keeps all its digits), otherwise floats; a missing field is `null`.\n\n" +
 	"Parsing is lazy: a path into the value (`value.a.b`, `value.items[0]`) is read straight from the JSON text, only when the expression " +
 	"is evaluated, without parsing the rest; an expression that never names `value` reads no JSON at all. A record an expression fails on " +
@@ -138,6 +138,7 @@ func CompileExpr(src string, kind ResultKind, extra ...string) (*Expr, error) {
 			return params[0].(*evalCtx).vars[params[1].(int)], nil
 		}),
 	}
+	opts = append(opts, exprFunctions()...)
 	if kind == BoolResult {
 		opts = append(opts, expr.AsBool())
 	}

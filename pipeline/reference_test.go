@@ -55,6 +55,7 @@ func reference(specs []Spec) []byte {
 		p("| [`%s`](#%s) | %s | %s |\n", s.Name, anchor(s.Name), cell(s.Summary), yesNo(s.Stateful))
 	}
 	p("\n## Expressions\n\n%s", ExpressionsDoc)
+	p("\n### Functions\n\n%s", FunctionsDoc)
 	for _, s := range specs {
 		p("\n## %s\n\n%s\n", s.Name, s.Summary)
 		if s.Doc != "" {

@@ -44,6 +44,9 @@ type Spec struct {
 	// Describe says in a few words what the step does with these params,
 	// for `onceflow validate` ("dedupe by record.key, ttl 24h"). Optional.
 	Describe func(p Params) string
+	// DescribeIn, when set, is Describe for a step that says what the
+	// job's settings (Env: its event time) make it do.
+	DescribeIn func(p Params, env Env) string
 	// GoFunc names the Go entry point of the operator ("Dedupe"), for the
 	// reference docs. Optional.
 	GoFunc string
@@ -336,8 +339,14 @@ func (s Spec) DefaultID(p Params) string {
 
 // Explain says in a few words what a step with params p does: Describe,
 // or the name and the field values.
-func (s Spec) Explain(p Params) string {
+func (s Spec) Explain(p Params) string { return s.ExplainIn(p, Env{}) }
+
+// ExplainIn is Explain for a step of a job run with env.
+func (s Spec) ExplainIn(p Params, env Env) string {
 	p = s.WithDefaults(p)
+	if s.DescribeIn != nil {
+		return s.DescribeIn(p, env)
+	}
 	if s.Describe != nil {
 		return s.Describe(p)
 	}

@@ -72,7 +72,19 @@ var windowSpec = Spec{
 		"(`onceflow_window_late_records_total`). With `early-firing` an open window that changed also emits its " +
 		"figures so far that often (processing time); every result then has `final`, false for those. Windows, their " +
 		"timers and the watermark are keyed state and checkpointed, so a window open at a crash is restored and fires " +
-		"exactly once in the committed output. To write the result in another shape, follow the step with a `map` " +
+		"exactly once in the committed output.\n\n" +
+		"Precisely (times in ms since the Unix epoch, UTC): tumbling windows are `[n·size, (n+1)·size)`, so they start at " +
+		"multiples of `size` from 1970-01-01 00:00 UTC (1m windows at whole minutes, 1h at whole hours; 90s windows at multiples of " +
+		"90 s from the epoch, not at the first record). Sliding windows start at multiples of `slide`, and a record is in " +
+		"`size / slide` of them. A session starts at its first record; a record less than `gap` after the session's last one " +
+		"joins it (and a record that bridges two sessions merges them), one exactly `gap` after starts a new session; a " +
+		"session's `window_end` is its last record's time + `gap`. A window fires when the watermark reaches `window_end - 1`, " +
+		"its last millisecond; the watermark is the newest time read from each partition, less `max-out-of-orderness`, less " +
+		"1 ms, the smallest over the partitions that are not idle. So with `max-out-of-orderness: 5s` the window " +
+		"`[10:00, 10:01)` fires once every partition that is not idle has delivered a record dated 10:01:05 or later; " +
+		"no record, no firing: the last windows of an input that stopped stay open (see Closing the last windows in the " +
+		"README). A record is late for a window once the watermark has reached `window_end - 1 + allowed-lateness`.\n\n" +
+		"To write the result in another shape, follow the step with a `map` " +
 		"(`- map: { value: 'string(value.revenue)', format: raw }` writes the number alone; `key:` sets another key).",
 	Fields: []Field{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
@@ -102,9 +114,9 @@ var windowSpec = Spec{
 	Build: func(p Params, env Env) (Operator, error) {
 		return windowConfig(p, env).operator(env.counter(LateRecords))
 	},
-	Describe: func(p Params) string { return windowConfig(p, Env{}).describe() },
-	GoFunc:   "Window",
-	Example:  `- window: { key: value.user_id, size: 1m, fields: { revenue: "sum(value.amount)", orders: "count()" } }`,
+	DescribeIn: func(p Params, env Env) string { return windowConfig(p, env).describe() },
+	GoFunc:     "Window",
+	Example:    `- window: { key: value.user_id, size: 1m, fields: { revenue: "sum(value.amount)", orders: "count()" } }`,
 }
 
 func init() { Register(windowSpec) }

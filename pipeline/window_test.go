@@ -429,3 +429,50 @@ func TestWinCodec(t *testing.T) {
 		}
 	}
 }
+
+// Each statement of the window step's docs (windowSpec.Doc,
+// docs/operators.md) about where windows start, which records share a
+// session and when a window fires, pinned.
+func TestWindowSemanticsAsDocumented(t *testing.T) {
+	const tenOClock = 1796119200000 // 2026-12-01 10:00:00 UTC
+	// Tumbling windows start at multiples of size from the Unix epoch:
+	// 1m windows at whole minutes (UTC), 90s windows at multiples of
+	// 90 s since 1970-01-01 00:00 UTC.
+	if got := (shape{size: 60_000}).assign(tenOClock + 30_500); !reflect.DeepEqual(got, []span{{tenOClock, tenOClock + 60_000}}) {
+		t.Errorf("1m window of 10:00:30.5: %v, want [10:00, 10:01)", got)
+	}
+	if got := (shape{size: 90_000}).assign(tenOClock + 60_000); !reflect.DeepEqual(got, []span{{tenOClock, tenOClock + 90_000}}) {
+		t.Errorf("90s window of 10:01:00: %v, want [10:00:00, 10:01:30): windows start at multiples of 90s from the epoch, not at the record", got)
+	}
+	// Sliding windows start at multiples of slide; a record is in
+	// size/slide of them.
+	if got := (shape{size: 60_000, slide: 20_000}).assign(tenOClock + 5_000); len(got) != 3 || got[0].Start%20_000 != 0 || got[2].Start != tenOClock {
+		t.Errorf("sliding 1m every 20s at 10:00:05: %v", got)
+	}
+	// Sessions: records less than gap apart share a session; exactly gap
+	// apart they do not. window_end is the last record's time + gap.
+	f, tm := newFake(t, WindowConfig{Gap: 10 * time.Second, Fields: map[string]string{"n": "count()"}})
+	f.feed(t, tm, "a", 0, 1)
+	f.feed(t, tm, "a", 9_999, 1) // 1 ms less than gap: the same session
+	f.feed(t, tm, "b", 0, 1)
+	f.feed(t, tm, "b", 10_000, 1) // exactly gap: a new session
+	// A window fires when the watermark reaches window_end - 1 (its last
+	// millisecond), not before.
+	f.advance(t, tm, 9_998)
+	if len(f.emitted) != 0 {
+		t.Fatalf("fired before the watermark reached window_end - 1: %q", f.emitted)
+	}
+	f.advance(t, tm, 9_999)
+	if want := []string{`b@9999 {"key":"b","n":1,"window_end":10000,"window_start":0}`}; !reflect.DeepEqual(f.emitted, want) {
+		t.Fatalf("at watermark 9999: %q, want %q", f.emitted, want)
+	}
+	f.advance(t, tm, 1<<62)
+	want := []string{
+		`b@9999 {"key":"b","n":1,"window_end":10000,"window_start":0}`,
+		`a@19998 {"key":"a","n":2,"window_end":19999,"window_start":0}`,
+		`b@19999 {"key":"b","n":1,"window_end":20000,"window_start":10000}`,
+	}
+	if !reflect.DeepEqual(f.emitted, want) {
+		t.Errorf("%q\nwant %q", f.emitted, want)
+	}
+}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -123,6 +124,11 @@ func (h *History) OnRestored(e flow.Restored) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.restored = &Restore{ID: e.ID, Savepoint: e.Savepoint, Path: e.Dir, Timestamp: ms(e.Time)}
+	if e.AfterCrash {
+		// It counts as a restart, so it is one here too.
+		h.addRestart(Exception{Timestamp: ms(e.Time), Message: fmt.Sprintf(
+			"process restarted after a crash (the previous process did not stop gracefully), restored checkpoint %d", e.ID)})
+	}
 }
 
 func (h *History) OnRestarting(e flow.Restarting) {
@@ -132,6 +138,11 @@ func (h *History) OnRestarting(e flow.Restarting) {
 	if e.Err != nil {
 		x.Message = e.Err.Error()
 	}
+	h.addRestart(x)
+}
+
+// addRestart keeps x; the caller holds h.mu.
+func (h *History) addRestart(x Exception) {
 	h.restarts = append(h.restarts, x)
 	if len(h.restarts) > h.max {
 		h.restarts = h.restarts[len(h.restarts)-h.max:]
@@ -151,10 +162,21 @@ func (h *History) checkpointsCopy() []Checkpoint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]Checkpoint, len(h.checkpoints))
+	now := time.Now()
 	for i, c := range h.checkpoints {
-		out[len(out)-1-i] = c
+		out[len(out)-1-i] = c.asOf(now)
 	}
 	return out
+}
+
+// asOf is c as shown at now: one in progress has been running since its
+// trigger (Flink's end_to_end_duration counts so too), so one stuck
+// behind a blocked sink shows its minutes instead of 0 ms.
+func (c Checkpoint) asOf(now time.Time) Checkpoint {
+	if c.Status == "IN_PROGRESS" {
+		c.DurationMs = max(0, now.Sub(time.UnixMilli(c.TriggerTimestamp)).Milliseconds())
+	}
+	return c
 }
 
 func (h *History) checkpoint(id int64) (Checkpoint, bool) {
@@ -164,7 +186,7 @@ func (h *History) checkpoint(id int64) (Checkpoint, bool) {
 	if c == nil {
 		return Checkpoint{}, false
 	}
-	return *c, true
+	return c.asOf(time.Now()), true
 }
 
 func (h *History) exceptions() (restarts []Exception, ended *Exception) {

@@ -39,7 +39,7 @@ func (f clusterFlags) load() (kafka.ClientConfig, *JobFile, error) {
 	cc := kafka.ClientConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "onceflow-admin"}
 	if *f.job != "" {
 		var err error
-		if jf, err = LoadJobFile(*f.job); err != nil {
+		if jf, err = LoadJobFileForKafka(*f.job); err != nil {
 			return cc, nil, err
 		}
 		if cc, err = clientConfig(jf.Kafka); err != nil {

@@ -173,7 +173,7 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	status := func() {
 		s := job.Stats()
 		fmt.Fprintf(e.stderr, "demo: %5.1fs  generated %d (%d resent)  read %d  lag %s  written %d  duplicates dropped %d  checkpoints %d\n",
-			time.Since(start).Seconds(), gen.generated.Load(), gen.resent.Load(), metrics.RecordsRead.Load(), fmtLag(built.lag()), s.RecordsOut, metrics.DuplicatesDropped.Load(), s.CheckpointsCompleted)
+			time.Since(start).Seconds(), gen.generated.Load(), gen.resent.Load(), metrics.RecordsRead.Load(), fmtLag(jobLag(job)), s.RecordsOut, metrics.DuplicatesDropped.Load(), s.CheckpointsCompleted)
 	}
 	tick := time.NewTicker(o.statusInterval)
 	defer tick.Stop()

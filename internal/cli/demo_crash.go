@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,17 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// runDemoCrashing is the demo with --crash-every: the pipeline runs as
-// `onceflow run` child processes on a job file equivalent to the in-process
-// pipeline, and each is killed with SIGKILL (no final checkpoint, an open
-// transaction left behind) after about crashEvery, then started again. The
-// output is checked as in the plain demo: every distinct event once.
-func runDemoCrashing(ctx context.Context, e *env, o demoOptions, addr, stateDir string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("--crash-every runs this binary as the pipeline: %w", err)
-	}
-	jobFile := filepath.Join(stateDir, "demo.yaml")
+// demoCrashJobFile is the job file of the crashing demo's child
+// pipelines; uiAddr, when not "", is where each serves the web UI and the
+// REST API (the same address for all: a kill frees it for the next).
+func demoCrashJobFile(brokers, stateDir, uiAddr string) string {
 	job := fmt.Sprintf(`job: %s
 kafka:
   brokers: [%s]
@@ -42,7 +36,46 @@ checkpointing:
   interval: 1s
 state:
   dir: %s
-`, demoJob, addr, demoInput, demoGroup, demoOutput, filepath.Join(stateDir, "state"))
+`, demoJob, brokers, demoInput, demoGroup, demoOutput, filepath.Join(stateDir, "state"))
+	if uiAddr != "" {
+		job += "http:\n  listen: " + uiAddr + "\n"
+	}
+	return job
+}
+
+// demoUIAddr is the address the crashing demo's pipelines serve the UI on:
+// want ("" or "off": none) or, when it is taken, a free port chosen once,
+// so that the address stays the same across the kills.
+func demoUIAddr(want string) (string, error) {
+	if want == "" || want == "off" {
+		return "", nil
+	}
+	l, err := net.Listen("tcp", want)
+	if err != nil {
+		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return "", fmt.Errorf("find a port for the web UI: %w", err)
+		}
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+// runDemoCrashing is the demo with --crash-every: the pipeline runs as
+// `onceflow run` child processes on a job file equivalent to the in-process
+// pipeline, and each is killed with SIGKILL (no final checkpoint, an open
+// transaction left behind) after about crashEvery, then started again. The
+// output is checked as in the plain demo: every distinct event once.
+func runDemoCrashing(ctx context.Context, e *env, o demoOptions, addr, stateDir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--crash-every runs this binary as the pipeline: %w", err)
+	}
+	jobFile := filepath.Join(stateDir, "demo.yaml")
+	uiAddr, err := demoUIAddr(o.http)
+	if err != nil {
+		return err
+	}
+	job := demoCrashJobFile(addr, stateDir, uiAddr)
 	if err := os.WriteFile(jobFile, []byte(job), 0o644); err != nil {
 		return err
 	}
@@ -53,6 +86,9 @@ state:
 	}
 	defer logFile.Close()
 	fmt.Fprintf(e.stderr, "demo: the pipeline runs as `%s run %s` and is killed with SIGKILL about every %v\n", filepath.Base(self), jobFile, o.crashEvery)
+	if uiAddr != "" {
+		fmt.Fprintf(e.stderr, "demo: web UI at http://%s/ (metrics at /metrics), served by each pipeline process in turn: keep the page open, it reconnects after each kill\n", uiAddr)
+	}
 
 	var kills atomic.Int64
 	type child struct {

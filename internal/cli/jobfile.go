@@ -40,11 +40,24 @@ func (e *FileError) Error() string {
 
 // LoadJobFile reads and parses the job file at path.
 func LoadJobFile(path string) (*JobFile, error) {
+	return loadJobFile(path, "")
+}
+
+// LoadJobFileForKafka is LoadJobFile for a command that uses only the
+// file's kafka section (and names of topics and groups): a ${VAR} secret
+// of another section (a database DSN) whose variable is not set is left
+// empty instead of an error, so that lag or txn run where only the Kafka
+// credentials are in the environment.
+func LoadJobFileForKafka(path string) (*JobFile, error) {
+	return loadJobFile(path, "kafka.")
+}
+
+func loadJobFile(path, secretsOf string) (*JobFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read job file: %w", err)
 	}
-	return ParseJobFile(path, data, os.LookupEnv)
+	return parseJobFile(path, data, os.LookupEnv, secretsOf)
 }
 
 // ParseJobFile parses and validates a job file. name is the file's path:
@@ -54,6 +67,12 @@ func LoadJobFile(path string) (*JobFile, error) {
 // one *FileError per problem found, in file order, so a user fixes them all
 // in one go.
 func ParseJobFile(name string, data []byte, lookupEnv func(string) (string, bool)) (*JobFile, error) {
+	return parseJobFile(name, data, lookupEnv, "")
+}
+
+// parseJobFile is ParseJobFile; secretsOf, when not "", is the path prefix
+// of the only secrets that must resolve (LoadJobFileForKafka).
+func parseJobFile(name string, data []byte, lookupEnv func(string) (string, bool), secretsOf string) (*JobFile, error) {
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
@@ -61,7 +80,7 @@ func ParseJobFile(name string, data []byte, lookupEnv func(string) (string, bool
 	if err != nil { // no working directory: resolve against what there is
 		base = filepath.Dir(name)
 	}
-	d := &decoder{file: name, base: base, env: lookupEnv, lines: map[string]int{}}
+	d := &decoder{file: name, base: base, env: lookupEnv, secretsOf: secretsOf, lines: map[string]int{}}
 	jf := &JobFile{Path: name}
 	root, err := parseYAML(name, data)
 	if err != nil {

@@ -70,14 +70,18 @@ func (d *decoder) decodeStep(where string, line int, params *yaml.Node, spec pip
 	if !isNull(params) {
 		d.mapping(where, params, fields)
 	}
+	if len(failed) > 0 {
+		// The step's own check would see the failed fields as absent
+		// and report them missing ("map.value is missing, and so are
+		// set, ..." for a set that names an unknown function): the
+		// user fixes the reported field, and validate checks the rest.
+		return st
+	}
 	for _, err := range splitJoined(spec.Check(spec.WithDefaults(st.Params))) {
 		var fe *pipeline.FieldError
 		if !errors.As(err, &fe) {
 			d.errorf(line, "%s: %v", where, err)
 			continue
-		}
-		if failed[fe.Field] {
-			continue // reported already
 		}
 		at := d.at(where + "." + fe.Field)
 		if at == 0 {

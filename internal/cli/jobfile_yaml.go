@@ -49,11 +49,14 @@ func parseYAML(name string, data []byte) (*yaml.Node, error) {
 // decoder walks the YAML tree, collecting every problem instead of stopping
 // at the first.
 type decoder struct {
-	file  string
-	base  string // directory relative paths in the file are resolved against
-	env   func(string) (string, bool)
-	errs  []error
-	lines map[string]int // dotted path -> line, for checks that span fields
+	file string
+	base string // directory relative paths in the file are resolved against
+	env  func(string) (string, bool)
+	// secretsOf, when not "", limits the secrets that must resolve to
+	// the paths it prefixes; others whose variable is unset stay empty.
+	secretsOf string
+	errs      []error
+	lines     map[string]int // dotted path -> line, for checks that span fields
 }
 
 func (d *decoder) errorf(line int, format string, args ...any) {
@@ -396,6 +399,9 @@ func (d *decoder) secret(dst *string) field {
 		if name, ok := strings.CutPrefix(s, "${"); ok && strings.HasSuffix(name, "}") {
 			name = strings.TrimSuffix(name, "}")
 			val, set := d.env(name)
+			if !set && d.secretsOf != "" && !strings.HasPrefix(path, d.secretsOf) {
+				return // a section the command does not use
+			}
 			if !set {
 				d.errorf(v.Line, "%s refers to the environment variable %s, which is not set", path, name)
 				return

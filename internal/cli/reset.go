@@ -138,7 +138,11 @@ func applyResetIntent(e *env, jf *JobFile, o runOptions) ([]flow.Option, error) 
 	}
 	jf.Source.Startup = Startup{Mode: in.To, Timestamp: in.Timestamp, Reset: "earliest"}
 	e.log.Warn("applying the offsets reset: starting from the new position with empty state", "to", in.To, "file", path, "earlier_state", in.Archived)
-	return []flow.Option{flow.StartFresh(), flow.WithHooks(&resetDone{path: path, log: e})}, nil
+	why := "the offsets reset in " + path
+	if in.Archived != "" {
+		why += " (onceflow offsets reset moved the earlier state directory aside to " + in.Archived + ")"
+	}
+	return []flow.Option{flow.StartFreshBecause(why), flow.WithHooks(&resetDone{path: path, log: e})}, nil
 }
 
 // resetDone removes the reset intent once the job committed a checkpoint

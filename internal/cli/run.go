@@ -242,20 +242,6 @@ type builtJob struct {
 	metrics   *PipelineMetrics
 }
 
-// lag is the sum of the sources' lags, or -1 when one of them does not know
-// its own: a partial sum would look like progress that is not there.
-func (b *builtJob) lag() int64 {
-	var sum int64
-	for _, s := range b.sources {
-		l := s.Lag()
-		if l < 0 {
-			return -1
-		}
-		sum += l
-	}
-	return sum
-}
-
 // buildJob turns a job file into a job definition: Kafka source, the
 // pipeline, the Kafka sink (under exactly-once the commit point) and, with
 // errors.policy dead-letter, the dead-letter topic written in the sink's
@@ -337,8 +323,8 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		}
 		exts, closers = append(exts, extSink{sinkRedis, s}), append(closers, s.Close)
 	}
-	env, watch := newEnv(jf, e, extra...)
-	s, m, failures, err := buildSteps(env, jf, src)
+	env, watch, m := newEnv(jf, e, extra...)
+	s, failures, err := buildSteps(env, jf, src, m)
 	if err != nil {
 		_ = closeAll()
 		return nil, err
@@ -408,8 +394,10 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 	return &builtJob{env: env, sources: []*kafka.Source{src}, closeSink: closeAll, metrics: m, checkpoints: watch}, nil
 }
 
-// newEnv makes the job's environment from the file's engine settings.
-func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch) {
+// newEnv makes the job's environment from the file's engine settings, and
+// the counters of its pipeline.
+func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch, *PipelineMetrics) {
+	m := &PipelineMetrics{}
 	opts := []flow.Option{
 		flow.JobName(jf.Job),
 		flow.CheckpointConfig(jf.Checkpointing),
@@ -431,13 +419,17 @@ func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWa
 		opts = append(opts, flow.Restart(jf.Restart))
 	}
 	watch := &checkpointWatch{}
-	opts = append(opts, flow.WithHooks(watch))
-	return flow.New(append(opts, extra...)...), watch
+	opts = append(opts, flow.WithHooks(watch),
+		// Over the job's life, as the engine's counters: the checkpoints
+		// carry them (docs/design.md, "Metrics and the REST API").
+		flow.JobLifeCounter("late_records", &m.LateRecords),
+		flow.JobLifeCounter("dedupe_duplicates_dropped", &m.DuplicatesDropped))
+	return flow.New(append(opts, extra...)...), watch, m
 }
 
 // buildSteps adds the source and the pipeline to env: the stream to sink
 // and the failure streams of dead-letter steps.
-func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafka.Record], *PipelineMetrics, []flow.Stream[flow.Failure[kafka.Record]], error) {
+func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source, m *PipelineMetrics) (flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
 	var srcOpts []flow.OpOption
 	if jf.Source.Parallelism > 0 {
 		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
@@ -446,7 +438,7 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafk
 	if et, on := jf.eventTime(); on {
 		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
 		if err != nil {
-			return flow.Stream[kafka.Record]{}, nil, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
+			return flow.Stream[kafka.Record]{}, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
 		}
 		srcOpts = append(srcOpts, flow.WithWatermarks(flow.Watermarks[kafka.Record]{
 			Timestamp: ts, Split: kafka.SplitOf,
@@ -455,10 +447,8 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source) (flow.Stream[kafk
 		timeExpr = et.Timestamp
 	}
 	s := flow.From(env, src, append(srcOpts, flow.UID("source"), flow.Name("kafka-source"))...)
-	m := &PipelineMetrics{}
 	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
-	s, failures, err := BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
-	return s, m, failures, err
+	return BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
 }
 
 func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
@@ -506,7 +496,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 		for {
 			select {
 			case <-t.C:
-				e.log.Info("status", statusAttrs(job.Stats(), b.lag(), b.checkpoints.stateBytes.Load())...)
+				e.log.Info("status", statusAttrs(job.Stats(), jobLag(job), b.checkpoints.stateBytes.Load())...)
 			case <-job.Done():
 				break loop
 			}
@@ -536,24 +526,47 @@ func (w *checkpointWatch) OnCheckpointCompleted(e flow.CheckpointCompleted) {
 }
 
 // statusAttrs is the status line of run, as slog key-value pairs. The keys
-// are stable (scripts grep them); lag is "?" while a source does not know
-// it (before it fetched the log end of its partitions).
+// are stable (scripts grep them) and name their scope: process_ counts
+// this process (replayed records count again), job_ the job's life (the
+// checkpoints carry it), so that no one compares reads of this process
+// with the job's commits. lag is "?" while a source does not know it
+// (before it fetched the log end of its partitions).
 func statusAttrs(s flow.Stats, lag, stateBytes int64) []any {
 	var lagV any = lag
 	if lag < 0 {
 		lagV = "?"
 	}
 	return []any{
-		"records_in", s.RecordsIn,
-		"records_written", s.RecordsOut,
-		"records_committed", s.RecordsCommitted,
+		"process_records_in", s.RecordsIn,
+		"process_records_written", s.RecordsOut,
+		"job_records_committed", s.RecordsCommitted,
 		"lag", lagV,
 		"last_checkpoint", s.LastCheckpoint,
 		"last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond),
 		"last_checkpoint_bytes", stateBytes,
-		"failed_checkpoints", s.CheckpointsFailed,
-		"restarts", s.Restarts,
-		"skipped", s.RecordsSkipped,
-		"dead_lettered", s.RecordsDeadLettered,
+		"job_failed_checkpoints", s.CheckpointsFailed,
+		"job_restarts", s.Restarts,
+		"process_skipped", s.RecordsSkipped,
+		"process_dead_lettered", s.RecordsDeadLettered,
 	}
+}
+
+// jobLag is the lag of job's sources for the status line, -1 while a
+// source does not know it: the sum of their source_pending_records, the
+// figure /metrics and `onceflow status` show. Not the lag the readers saw
+// at their last poll (kafka.Source.Lag): a reader blocked behind a stuck
+// sink does not poll, and its lag would stay at what it was (0) while the
+// scrape lists the end offsets itself and shows it grow.
+func jobLag(job *flow.Job) int64 {
+	sum, known := int64(0), false
+	job.ReportMetrics(func(_ string, m flow.Metric) {
+		if m.Name == "source_pending_records" {
+			sum += int64(m.Value)
+			known = true
+		}
+	})
+	if !known {
+		return -1
+	}
+	return sum
 }

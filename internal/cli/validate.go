@@ -86,7 +86,11 @@ func describeJob(w io.Writer, jf *JobFile) {
 	}
 	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{RecreatedEarliest: "read from earliest", RecreatedFail: "fail"}[src.OnTopicRecreated])
 	if et, on := jf.eventTime(); on {
-		fmt.Fprintf(w, "  event time: %s, watermarks %s behind each partition's newest, idle partitions after %s\n", et.Timestamp, durfmt.Short(et.MaxOutOfOrderness), durfmt.Short(et.IdleTimeout))
+		idle := "idle partitions after " + durfmt.Short(et.IdleTimeout)
+		if et.IdleTimeout == 0 {
+			idle = "partitions never count as idle (an empty partition holds event time back)"
+		}
+		fmt.Fprintf(w, "  event time: %s, watermarks %s behind each partition's newest, %s\n", et.Timestamp, durfmt.Short(et.MaxOutOfOrderness), idle)
 	}
 	if len(jf.Pipeline) == 0 {
 		fmt.Fprintln(w, "  pipeline:   pass-through")
@@ -103,7 +107,7 @@ func describeJob(w io.Writer, jf *JobFile) {
 		if st.UIDSet {
 			uid += ", from the file"
 		}
-		fmt.Fprintf(w, "  %-11s %s (%s)\n", label, describeStep(st), uid)
+		fmt.Fprintf(w, "  %-11s %s (%s)\n", label, describeStep(st, jf), uid)
 	}
 	label := "sink:"
 	if len(jf.Sink.kinds()) > 1 {
@@ -231,10 +235,14 @@ func describeScaleOut(w io.Writer, jf *JobFile) {
 }
 
 // describeStep says what a pipeline step does, as its operator's spec
-// puts it (pipeline.Spec.Explain).
-func describeStep(st Step) string {
+// puts it (pipeline.Spec.ExplainIn), in jf's job (its event time).
+func describeStep(st Step, jf *JobFile) string {
 	if spec, ok := pipeline.Lookup(st.Op); ok {
-		return spec.Explain(st.params())
+		var env pipeline.Env
+		if et, on := jf.eventTime(); on {
+			env.Time = et.Timestamp
+		}
+		return spec.ExplainIn(st.params(), env)
 	}
 	return st.Op
 }

@@ -41,6 +41,10 @@ type pendingCP struct {
 	req       *request // savepoint requester
 	final     bool     // the job stops once it commits
 	out       int64    // records the sinks wrote in the epoch
+	warned    bool     // logged as running past half its timeout
+	// acked are the participants that acknowledged it, for naming the
+	// ones a slow checkpoint waits for.
+	acked map[int]bool
 }
 
 // attempt is one run of the job's graph, from restore to failure or end.
@@ -220,14 +224,22 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	if err := j.markStart(ctx, store, rec, incarnation); err != nil {
 		return err
 	}
-	j.restoreCounters(rec)
+	first, afterCrash := j.restoreCounters(rec)
+	if first {
+		// This process runs the job now: until a graceful end, the next
+		// process counts as a restart.
+		j.saveRunRecord(true)
+	}
+	if afterCrash {
+		j.log.Warn("the previous process did not stop gracefully (a crash, a kill or a failure): counted as a restart", "restored_checkpoint", rec.checkpointID())
+	}
 	j.restored.Store(0)
 	j.restoredAt.Store(0)
 	if restored != nil {
 		j.restored.Store(restored.CheckpointID)
 		j.restoredAt.Store(time.Now().UnixNano())
 		j.log.Info("restoring", "checkpoint", restored.CheckpointID, "dir", restored.Dir, "savepoint", restored.Savepoint)
-		cfg.Hooks.restored(Restored{Job: cfg.Job, ID: restored.CheckpointID, Savepoint: restored.Savepoint, Dir: restored.Dir, Time: time.Now()})
+		cfg.Hooks.restored(Restored{Job: cfg.Job, ID: restored.CheckpointID, Savepoint: restored.Savepoint, Dir: restored.Dir, Time: time.Now(), AfterCrash: afterCrash})
 	}
 	if err := j.recoverSinks(ctx, restored); err != nil {
 		return err

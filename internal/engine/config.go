@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
@@ -27,15 +28,18 @@ type Config struct {
 	AllowNonRestored bool
 	AllowFallback    bool
 	StartFresh       bool
-	ResumeLatest     bool
-	Logger           *slog.Logger
-	BatchSize        int
-	ChannelCapacity  int
-	Clock            func() time.Time
-	StatusInterval   time.Duration
-	StopTimeout      time.Duration
-	CommitPoint      CommitPoint
-	Hooks            Hooks
+	// StartReason says why StartFresh is set when no flag set it (an
+	// offsets reset), for the log; "" names the flags.
+	StartReason     string
+	ResumeLatest    bool
+	Logger          *slog.Logger
+	BatchSize       int
+	ChannelCapacity int
+	Clock           func() time.Time
+	StatusInterval  time.Duration
+	StopTimeout     time.Duration
+	CommitPoint     CommitPoint
+	Hooks           Hooks
 	// OpenStorage opens where the job's checkpoints live, given StateDir
 	// and the job's name; default: a local directory StateDir/<job>
 	// (storage.Open). Object storage plugs in here.
@@ -51,6 +55,9 @@ type Config struct {
 	// whose storage a fenced zombie on another machine may still write to
 	// (scale-out tasks).
 	FencedCheckpointIDs bool
+	// Counters are counters over the job's life by name
+	// (flow.JobLifeCounter): the checkpoints carry their values.
+	Counters map[string]*atomic.Int64
 	// Errs collects mistakes found while the graph was built; Start
 	// reports them with the rest.
 	Errs []error

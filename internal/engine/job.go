@@ -97,6 +97,8 @@ type Job struct {
 
 	// stateID identifies the state directory (storage.Store.StateID).
 	stateID string
+	// root is the job's state directory (STATE_DIR/JOB), "" without one.
+	root string
 
 	mu       sync.Mutex
 	cur      *attempt
@@ -319,32 +321,65 @@ func (j *Job) counters() storage.Counters {
 	j.baseMu.Lock()
 	b := j.base
 	j.baseMu.Unlock()
-	return storage.Counters{
+	c := storage.Counters{
 		Restarts:             b.Restarts + j.restarts.Load(),
 		RecordsCommitted:     b.RecordsCommitted + j.committed.Load(),
 		CheckpointsCompleted: b.CheckpointsCompleted + j.cpDone.Load(),
 		CheckpointsFailed:    b.CheckpointsFailed + j.cpFailed.Load(),
 	}
+	if len(j.cfg.Counters) > 0 {
+		// The registered counters hold the restored values already
+		// (restoreCounters added them).
+		c.Named = make(map[string]int64, len(j.cfg.Counters))
+		for name, v := range j.cfg.Counters {
+			c.Named[name] = v.Load()
+		}
+	}
+	return c
 }
 
 // restoreCounters continues the counters of the first checkpoint this
-// process restores. A process that restores one of the job's own
-// checkpoints that a graceful stop did not take follows one that failed:
-// that counts as a restart.
-func (j *Job) restoreCounters(r recovery) {
+// process restores (first: this is that first restore), and reports
+// whether this process follows one that did
+// not stop gracefully: that counts as a restart. The run record in the
+// state directory (runrecord.go) tells, and carries the restarts of
+// processes that died before writing a checkpoint; without one (a
+// directory from before it existed) a restored checkpoint of the job's own
+// that a graceful stop did not take tells.
+func (j *Job) restoreCounters(r recovery) (first, afterCrash bool) {
 	j.baseMu.Lock()
 	defer j.baseMu.Unlock()
 	if j.baseSet {
-		return
+		return false, false
 	}
 	j.baseSet = true
-	if r.manifest == nil {
-		return
+	if r.manifest != nil {
+		j.base = r.manifest.Counters
+		for name, v := range j.cfg.Counters {
+			v.Add(r.manifest.Counters.Named[name])
+		}
 	}
-	j.base = r.manifest.Counters
-	if r.own && !r.manifest.Final {
+	var rec runRecord
+	var found bool
+	if j.root != "" {
+		var err error
+		if rec, found, err = readRunRecord(j.root, j.stateID); err != nil {
+			j.log.Warn("could not read the job's run record; restarts_total may miss restarts of processes that died before a checkpoint", "err", err)
+		}
+	}
+	switch {
+	case r.manifest != nil && !r.own:
+		// A savepoint's counters: the run record is another lineage's.
+	case found:
+		j.base.Restarts = max(j.base.Restarts, rec.Restarts)
+		afterCrash = rec.Running
+	default:
+		afterCrash = r.manifest != nil && !r.manifest.Final
+	}
+	if afterCrash {
 		j.base.Restarts++
 	}
+	return true, afterCrash
 }
 
 func (j *Job) run(ctx context.Context) error {
@@ -386,6 +421,7 @@ func (j *Job) run(ctx context.Context) error {
 		if j.stateID, err = store.StateID(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 		}
+		j.root = root
 		j.log.Info("state directory", "dir", root, "state_id", j.stateID)
 	}
 	// A stop request cancels recovery at once (nothing to save yet) and,
@@ -422,6 +458,7 @@ func (j *Job) run(ctx context.Context) error {
 	for {
 		err := j.runAttempt(rctx)
 		if err == nil {
+			j.saveRunRecord(false)
 			return nil
 		}
 		if errors.Is(err, ErrRestoreRefused) || errors.Is(err, ErrInvalidJob) || errors.Is(err, ErrUnrecoverable) {
@@ -433,6 +470,7 @@ func (j *Job) run(ctx context.Context) error {
 				// Asked to stop while recovering: nothing ran,
 				// nothing is lost; the next start recovers.
 				j.log.Warn("stopped while the job was recovering", "err", err)
+				j.saveRunRecord(false)
 				return nil
 			}
 			j.log.Error("stopped without a final checkpoint; the next start resumes from the last committed checkpoint", "err", err)
@@ -444,6 +482,7 @@ func (j *Job) run(ctx context.Context) error {
 			return fmt.Errorf("job %q failed and will not restart (%s): %w", j.cfg.Job, d.Reason, err)
 		}
 		j.restarts.Add(1)
+		j.saveRunRecord(true)
 		j.cfg.Hooks.restarting(Restarting{Job: j.cfg.Job, Attempt: d.Attempt, Delay: d.Delay, Err: err, Time: time.Now()})
 		var te *TaskError
 		if errors.As(err, &te) && te.Stack != nil {
@@ -475,7 +514,9 @@ func (j *Job) statusLoop() func() {
 			select {
 			case <-t.C:
 				s := j.Stats()
-				j.log.Info("status", "records_in", s.RecordsIn, "records_written", s.RecordsOut, "records_committed", s.RecordsCommitted, "checkpoints", s.CheckpointsCompleted, "failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "restarts", s.Restarts)
+				// Scoped keys as the CLI's status line (process_: this
+				// process, job_: the job's life).
+				j.log.Info("status", "process_records_in", s.RecordsIn, "process_records_written", s.RecordsOut, "job_records_committed", s.RecordsCommitted, "job_checkpoints", s.CheckpointsCompleted, "job_failed_checkpoints", s.CheckpointsFailed, "last_checkpoint", s.LastCheckpoint, "last_checkpoint_duration", s.LastCheckpointDuration.Round(time.Millisecond), "job_restarts", s.Restarts)
 			case <-quit:
 				return
 			}

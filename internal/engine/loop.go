@@ -132,7 +132,11 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				return a.Err
 			}
 		}
-		if d, ok := coord.NextDeadline(); ok {
+		d, ok := coord.NextDeadline()
+		if half, found := att.warnSlow(pending, cfg.Clock()); found && (!ok || half.Before(d)) {
+			d, ok = half, true
+		}
+		if ok {
 			wait := d.Sub(cfg.Clock())
 			if wait < time.Millisecond {
 				wait = time.Millisecond
@@ -156,6 +160,10 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			}
 			if p != nil {
 				p.out += a.out
+				if p.acked == nil {
+					p.acked = map[int]bool{}
+				}
+				p.acked[a.part] = true
 			} else {
 				// A late ack of an aborted checkpoint: its epoch's output
 				// commits with the next checkpoint.
@@ -219,6 +227,59 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 			return errAttemptCanceled
 		}
 	}
+}
+
+// warnSlow logs, once per checkpoint, a checkpoint that has run for half
+// its timeout: a sink stalled on a lock or an operator stuck on a call
+// shows in the log while it happens, not only when the checkpoint is
+// aborted (docs/design.md, "Metrics and the REST API"). next is when the
+// next checkpoint still unwarned reaches half its timeout.
+func (att *attempt) warnSlow(pending map[int64]*pendingCP, now time.Time) (next time.Time, found bool) {
+	half := att.cfg.Checkpoint.Timeout / 2
+	if half <= 0 {
+		return time.Time{}, false
+	}
+	for _, p := range pending {
+		if p.warned || p.started.IsZero() {
+			continue
+		}
+		at := p.started.Add(half)
+		if now.Before(at) {
+			if !found || at.Before(next) {
+				next, found = at, true
+			}
+			continue
+		}
+		p.warned = true
+		att.log.Warn("checkpoint running past half its timeout: the operators in waiting_for have not taken it (blocked or slow: a locked table, an unreachable system); GET /jobs/JOB shows the tasks' busy and backpressured time, and the checkpoint is aborted at the timeout",
+			"checkpoint", p.id, "running_for", now.Sub(p.started).Round(time.Millisecond), "timeout", att.cfg.Checkpoint.Timeout,
+			"waiting_for", att.unacked(p, 8))
+	}
+	return next, found
+}
+
+// unacked names, up to max, the operator subtasks that have not
+// acknowledged p ("sink subtask 0, ..."), in graph order.
+func (att *attempt) unacked(p *pendingCP, max int) string {
+	var names []string
+	more := 0
+	for _, n := range att.job.g.nodes {
+		for i := 0; i < att.par[n]; i++ {
+			if p.acked[att.partOf(n, i)] {
+				continue
+			}
+			if len(names) == max {
+				more++
+				continue
+			}
+			names = append(names, fmt.Sprintf("%s subtask %d", n.uid, i))
+		}
+	}
+	s := strings.Join(names, ", ")
+	if more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // commitContext bounds the commit point of p: the checkpoint's timeout

@@ -75,7 +75,7 @@ func (j *Job) resolveRestore(ctx context.Context, store storage.Storage) (recove
 		if !explicit {
 			return recovery{}, err
 		}
-		j.noteTakeover(rec, "an explicit start choice (--start-fresh or --resume-latest-checkpoint)")
+		j.noteTakeover(rec, startChoice(*cfg))
 		if cfg.StartFresh {
 			j.log.Warn("starting fresh, as asked: the sources start from their startup modes", "commit_record_checkpoint", rec.Checkpoint)
 			return recovery{record: rec}, nil
@@ -106,6 +106,26 @@ func (j *Job) resolveRestore(ctx context.Context, store storage.Storage) (recove
 		return recovery{manifest: m, record: rec, own: true}, nil
 	}
 	return j.recordedCheckpointUnusable(store, rec, err)
+}
+
+// startChoice says what made the start explicit, for the log.
+func startChoice(cfg Config) string {
+	switch {
+	case cfg.StartFresh && cfg.StartReason != "":
+		return cfg.StartReason
+	case cfg.StartFresh:
+		return "an explicit start choice (--start-fresh)"
+	default:
+		return "an explicit start choice (--resume-latest-checkpoint)"
+	}
+}
+
+// checkpointID is the id of the checkpoint r restores, 0 for none.
+func (r recovery) checkpointID() int64 {
+	if r.manifest == nil {
+		return 0
+	}
+	return r.manifest.CheckpointID
 }
 
 // resolveSavepoint restores FromSavepoint, unless the job's newest own

@@ -120,6 +120,9 @@ type Counters struct {
 	// CheckpointsCompleted and CheckpointsFailed count checkpoints.
 	CheckpointsCompleted int64 `json:"checkpoints_completed"`
 	CheckpointsFailed    int64 `json:"checkpoints_failed"`
+	// Named are counters the job registered (flow.JobLifeCounter), such
+	// as the job file's late records, by name.
+	Named map[string]int64 `json:"named,omitempty"`
 }
 
 // validate checks what a manifest must satisfy to be restorable. On load a
