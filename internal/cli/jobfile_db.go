@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -48,7 +51,7 @@ type ColumnSource struct {
 
 // columnSources are what a column's value can come from; a JSON field of
 // the value is record.value.<field>[.<field>...].
-var columnSources = []string{"record.key", "record.value", "record.topic", "record.partition", "record.offset", "record.timestamp", "record.value.<field>"}
+var columnSources = []string{"record.key", "record.value", "record.topic", "record.partition", "record.offset", "record.timestamp", "record.value.<field>", "timestamp(<source>)"}
 
 func (d *decoder) decodeDBSink(path string, v *yaml.Node, p *DBSinkConfig) {
 	d.mapping(path, v, map[string]field{
@@ -188,7 +191,31 @@ func rowOf(p *DBSinkConfig) ([]string, func(kafka.Record) ([]any, error)) {
 // record: key and value as text, a JSON field of the value as its JSON
 // type (a string, a number, true or false, NULL when absent or null, the
 // JSON text of an object or array).
+//
+// timestamp(<source>) reads milliseconds since 1970 (a number or the text
+// of one: a window's window_start and window_end, an event time) as a
+// point in time, for a TIMESTAMP, TIMESTAMPTZ or DATETIME column.
 func columnValue(from string) (func(kafka.Record) (any, error), error) {
+	if inner, ok := strings.CutPrefix(from, "timestamp("); ok && strings.HasSuffix(inner, ")") {
+		inner = strings.TrimSpace(strings.TrimSuffix(inner, ")"))
+		if strings.HasPrefix(inner, "timestamp(") {
+			return nil, fmt.Errorf("%q: timestamp(...) takes a column source such as record.value.window_start, not another timestamp(...)", from)
+		}
+		if inner == "record.timestamp" {
+			return nil, fmt.Errorf("%q: record.timestamp is a point in time already: write it without timestamp(...)", from)
+		}
+		v, err := columnValue(inner)
+		if err != nil {
+			return nil, err
+		}
+		return func(r kafka.Record) (any, error) {
+			x, err := v(r)
+			if err != nil || x == nil {
+				return x, err
+			}
+			return millisToTime(x)
+		}, nil
+	}
 	switch from {
 	case "record.key":
 		return func(r kafka.Record) (any, error) { return textOrNull(r.Key), nil }, nil
@@ -209,6 +236,30 @@ func columnValue(from string) (func(kafka.Record) (any, error), error) {
 	}
 	fields := strings.Split(path, ".")
 	return func(r kafka.Record) (any, error) { return jsonField(r.Value, fields) }, nil
+}
+
+// millisToTime is the point in time x milliseconds after 1970 (UTC), for
+// timestamp(...) column sources.
+func millisToTime(x any) (any, error) {
+	var ms int64
+	switch v := x.(type) {
+	case int64:
+		ms = v
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e15 {
+			return nil, fmt.Errorf("%v is not milliseconds since 1970", v)
+		}
+		ms = int64(v)
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%.40q is not milliseconds since 1970 (timestamp(...) reads a number of milliseconds; a text date goes into the column as it is, without timestamp(...))", v)
+		}
+		ms = n
+	default:
+		return nil, fmt.Errorf("%v is not milliseconds since 1970", x)
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }
 
 // textOrNull is b as text, NULL for a null key or value.
