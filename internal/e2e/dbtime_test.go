@@ -50,7 +50,7 @@ func TestMillisIntoTimestampColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("E2E_PG_DSN", pgDSN)
-	t.Setenv("E2E_MYSQL_DSN", myDSN+"?loc=UTC")
+	t.Setenv("E2E_MYSQL_DSN", myDSN)
 	for _, c := range []struct {
 		name, sink string
 		query      func(string) (string, error)
