@@ -14,13 +14,19 @@ import (
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 )
 
-// `onceflow savepoint --api` against a running pebble job (dedupe), more
+// `onceflow savepoint --api` against a running job (dedupe), more
 // checkpoints, then SIGKILL: the job's newest checkpoint is intact and
-// `onceflow run` resumes it, writing every key once. The savepoint used to
-// empty the job's shared/ directory while later checkpoints still
-// referenced its files, and the restart was refused ("... .sst is
-// missing").
+// `onceflow run` resumes it, writing every key once; with each state
+// backend. The savepoint used to empty a pebble job's shared/ directory
+// while later checkpoints still referenced its files, and the restart was
+// refused ("... .sst is missing").
 func TestSavepointWhileRunningThenSIGKILL(t *testing.T) {
+	for _, backend := range []string{"pebble", "memory"} {
+		t.Run(backend, func(t *testing.T) { savepointWhileRunningThenSIGKILL(t, backend) })
+	}
+}
+
+func savepointWhileRunningThenSIGKILL(t *testing.T, backend string) {
 	dir := t.TempDir()
 	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "in", 2)
@@ -39,10 +45,10 @@ checkpointing:
   timeout: 1m
 state:
   dir: %s
-  backend: pebble
+  backend: %s
 restart:
   strategy: none
-`, filepath.Join(dir, "state")))
+`, filepath.Join(dir, "state"), backend))
 	bin := binary(t)
 	httpAddr := freeAddr(t)
 	api := "http://" + httpAddr
