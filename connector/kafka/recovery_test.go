@@ -204,7 +204,9 @@ func TestHeldRecordsStayWithinBudget(t *testing.T) {
 		size    = 1024
 	)
 	c := startBroker(t, map[string]int32{"out": 2})
-	ctx := kafkatest.Context(t)
+	// 300 MB through the race detector: what is checked is the memory
+	// bound, not speed, so a busy machine gets two minutes, not 30 s.
+	ctx := kafkatest.ContextTimeout(t, 2*time.Minute)
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out", MaxHeldBytes: budget})
 	cp := s.CommitPoint()
 	if _, err := cp.Recover(ctx); err != nil {
