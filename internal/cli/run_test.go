@@ -268,7 +268,7 @@ func TestRunPoisonRecords(t *testing.T) {
 			if tc.policy == "dead-letter" {
 				skipped, deadLettered = 0, len(poison)
 			}
-			if want := fmt.Sprintf(" skipped=%d dead_lettered=%d\n", skipped, deadLettered); !strings.Contains(stderr, `msg="job stopped"`) || !strings.Contains(stderr, want) {
+			if want := fmt.Sprintf(" process_skipped=%d process_dead_lettered=%d\n", skipped, deadLettered); !strings.Contains(stderr, `msg="job stopped"`) || !strings.Contains(stderr, want) {
 				t.Errorf("final log line does not report%q:\n%s", want, stderr)
 			}
 		})
