@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
+	"github.com/onceflow/onceflow/state"
 )
 
 // blockingSink blocks its first Write until release is closed, like a
@@ -89,5 +90,58 @@ func TestBlockedSinkShowsInOperatorSharesAndIsLogged(t *testing.T) {
 		if !strings.Contains(warned, want) {
 			t.Errorf("the WARN about the blocked sink lacks %q: %s", want, warned)
 		}
+	}
+}
+
+// A keyed operator whose function blocks is logged as such, with what to
+// check for user code; a source without input and the tasks waiting on
+// it are not (an empty input is not stuck).
+func TestBlockedKeyedOperatorIsLoggedAndIdleTasksAreNot(t *testing.T) {
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	env := flow.New(flow.JobName("slowfn"), flow.Logger(log), flow.SlowOperatorWarning(200*time.Millisecond))
+	// One record, then an input that stays empty.
+	src := flowtest.NewSource(flowtest.Split([]int{1}, 1), flowtest.PerPoll(1), flowtest.Unbounded())
+	keyed := flow.KeyBy(flow.From(env, src, flow.UID("src")), func(int) string { return "k" })
+	release := make(chan struct{})
+	out := flow.Process(keyed, "enrich", func(*state.Store) flow.ProcessFunc[int, int] {
+		return func(_ flow.Context, x int, out flow.Collector[int]) error {
+			<-release // a call to a service that does not answer
+			out.Emit(x)
+			return nil
+		}
+	})
+	flow.To(out, flowtest.NewSink[int](), flow.UID("sink"))
+	ctx, cancel := context.WithCancel(context.Background())
+	j, err := env.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(800 * time.Millisecond)
+	close(release)
+	// Then nothing comes in: neither the idle source nor the idle keyed
+	// task may be reported as stuck.
+	time.Sleep(800 * time.Millisecond)
+	cancel()
+	if err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var slow []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "level=WARN") && strings.Contains(l, "running for a long time") {
+			slow = append(slow, l)
+		}
+	}
+	if len(slow) == 0 {
+		t.Fatalf("no WARN about the blocked keyed operator:\n%s", logs.String())
+	}
+	for _, l := range slow {
+		if !strings.Contains(l, "operator=enrich") || !strings.Contains(l, "doing=process") || !strings.Contains(l, "goroutine dump") {
+			t.Errorf("a slow-call WARN that is not about the blocked keyed operator (or lacks what to check): %s", l)
+		}
+	}
+	// 800 ms blocked with a 200 ms threshold: at 200 ms, then every 600 ms.
+	if len(slow) > 2 {
+		t.Errorf("%d slow-call WARNs in 800 ms, want at most 2 (the threshold, then every 3× it):\n%s", len(slow), strings.Join(slow, "\n"))
 	}
 }
