@@ -265,6 +265,14 @@ func Clock(now func() time.Time) Option { return func(c *Env) { c.g.Cfg.Clock = 
 // Default 0: no status lines.
 func StatusInterval(d time.Duration) Option { return func(c *Env) { c.g.Cfg.StatusInterval = d } }
 
+// SlowOperatorWarning logs at WARN a call into an operator that has run
+// for d (a sink's write, prepare or commit, a function on a record),
+// naming the job, task, operator and call, and again every 3×d while it
+// lasts. Default 10 s.
+func SlowOperatorWarning(d time.Duration) Option {
+	return func(c *Env) { c.g.Cfg.SlowOperatorWarning = d }
+}
+
 // StopTimeout bounds a graceful stop: if the final checkpoint has not
 // committed after d, the job stops without it (nothing is lost: the next
 // start resumes from the last committed checkpoint). Default 1 minute.

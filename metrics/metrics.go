@@ -145,6 +145,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if t.Watermark != flow.NoWatermark {
 			w.send("task_watermark_milliseconds", "The task's input watermark (event time it has reached), the smallest of its subtasks', in ms since the Unix epoch; absent without event time.", prometheus.GaugeValue, tl, tv, float64(min(t.Watermark, 1<<53)))
 		}
+		// docs/design.md, "Time per operator": sampled, last 5 s.
+		for _, op := range t.Operators {
+			w.send("task_operator_time_ratio", "Share of the task's time, over the last 5 s, its subtasks spent in this operator of its chain (sampled every 10 ms; a blocked sink near 1).", prometheus.GaugeValue, []string{"job_name", "task", "operator"}, []string{job, t.UID, op.UID}, op.Share)
+		}
 		if r, ok := rates[t.UID]; ok {
 			w.send("task_busy_time_ms_per_second", "Milliseconds per second a subtask of the task was busy, averaged over its subtasks and the last few seconds.", prometheus.GaugeValue, tl, tv, r.Busy)
 			w.send("task_idle_time_ms_per_second", "Milliseconds per second a subtask of the task waited for input.", prometheus.GaugeValue, tl, tv, r.Idle)

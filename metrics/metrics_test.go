@@ -191,6 +191,12 @@ func TestCountersOfAKnownJob(t *testing.T) {
 			t.Errorf("task %s: busy %.1f + idle %.1f + backpressured %.1f ms/s = %.1f, want 1000", task, busy, idle, bp, sum)
 		}
 		t.Logf("task %s mid-run: busy %.0f, idle %.0f, backpressured %.0f ms/s", task, busy, idle, bp)
+		// The time per operator of the task's chain (docs/design.md, "Time
+		// per operator"): shares of the task's time, the first operator's
+		// series named by the task's uid.
+		if share, n := sumOf(mid, "onceflow_task_operator_time_ratio", job, tl, "operator="+task); n != 1 || share < 0 || share > 1 {
+			t.Errorf("task %s: operator time ratio of its first operator %v (%d series), want one series in [0, 1]", task, share, n)
+		}
 	}
 	// The source waited for room while the map slept: backpressured.
 	if bp, _ := sumOf(mid, "onceflow_task_backpressured_time_ms_per_second", job, "task=src"); bp < 500 {

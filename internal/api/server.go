@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -323,6 +324,18 @@ type vertex struct {
 	BackpressureLevel   string  `json:"backpressure-level"`
 	// Watermark is the task's input watermark in ms, absent without one.
 	Watermark *int64 `json:"watermark,omitempty"`
+	// Operators are the operators the task's time is sampled in, in chain
+	// order (docs/design.md, "Metrics and the REST API").
+	Operators []vertexOperator `json:"operators"`
+}
+
+// vertexOperator is an operator of a task and the percentage of the
+// task's time, over the last 5 s, its subtasks spent in it: a sink
+// blocked on a lock shows near 100, the source chained before it near 0.
+type vertexOperator struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	TimePercent float64 `json:"time-percent"`
 }
 
 func (s *Server) jobDetail(w http.ResponseWriter, _ *http.Request) {
@@ -330,7 +343,10 @@ func (s *Server) jobDetail(w http.ResponseWriter, _ *http.Request) {
 	loads := s.Metrics.Loads()
 	vs := []vertex{}
 	for _, t := range st.Tasks {
-		v := vertex{ID: t.UID, Name: t.Name, Parallelism: t.Parallelism, RecordsIn: t.RecordsIn, RecordsOut: t.RecordsOut}
+		v := vertex{ID: t.UID, Name: t.Name, Parallelism: t.Parallelism, RecordsIn: t.RecordsIn, RecordsOut: t.RecordsOut, Operators: []vertexOperator{}}
+		for _, op := range t.Operators {
+			v.Operators = append(v.Operators, vertexOperator{ID: op.UID, Name: op.Name, TimePercent: math.Round(op.Share*1000) / 10})
+		}
 		if wm := t.Watermark; wm != flow.NoWatermark && wm != flow.MaxWatermark {
 			v.Watermark = &wm
 		}

@@ -149,6 +149,20 @@ func TestSavepointAndStopNeedTheToken(t *testing.T) {
 		return len(vs) >= 1 && vs[0].(map[string]any)["backpressure-level"] != ""
 	})
 	t.Logf("vertices: %v", detail["vertices"])
+	// The task's time by operator (docs/design.md, "Metrics and the REST
+	// API"): the map that sleeps per record is chained after the source
+	// and unmarked, so its time is the source's; the sink's writes are
+	// quick.
+	v0 := detail["vertices"].([]any)[0].(map[string]any)
+	ops, _ := v0["operators"].([]any)
+	pct := map[string]float64{}
+	for _, o := range ops {
+		om := o.(map[string]any)
+		pct[om["id"].(string)], _ = om["time-percent"].(float64)
+	}
+	if len(ops) != 2 || pct["src"] < 50 || pct["sink"] > 20 {
+		t.Errorf("vertex operators %v: want src (with the sleeping map) over 50 %% of the task's time, sink under 20 %%", ops)
+	}
 
 	code, body := call(t, "GET", srv.URL()+"/metrics", "", "")
 	text, _ := body["text"].(string)

@@ -94,6 +94,13 @@ func TestUIInABrowser(t *testing.T) {
 	if taskName, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#vertices .vertex .name"))); err != nil || taskName != "src" {
 		t.Errorf("job graph's first task %q (%v), want src", taskName, err)
 	}
+	// The task's time by chained operator (docs/design.md, "Metrics and
+	// the REST API"): the source (with the map that sleeps) and the sink.
+	var opRows string
+	poll("the time in each chained operator", func() bool {
+		opRows, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#vertices .vertex .op")].map(e => e.dataset.operator + "=" + e.lastElementChild.textContent).join(" ")`))
+		return strings.Contains(opRows, "src=") && strings.Contains(opRows, "sink=")
+	})
 
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#savepoint-btn"))); err != nil {
 		t.Fatal(err)
@@ -110,7 +117,7 @@ func TestUIInABrowser(t *testing.T) {
 	if fi, err := os.Stat(loc); err != nil || !fi.IsDir() {
 		t.Fatalf("the savepoint the button took is not at %s: %v", loc, err)
 	}
-	t.Logf("page: state %s, %d records read, %d tasks, %d checkpoint bars; %s", state, number("#records-read"), tasks, bars, status)
+	t.Logf("page: state %s, %d records read, %d tasks (operators %s), %d checkpoint bars; %s", state, number("#records-read"), tasks, opRows, bars, status)
 
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
 	if err != nil {

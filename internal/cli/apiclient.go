@@ -175,6 +175,10 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 				Busy        float64 `json:"busy-time-ms-per-second"`
 				BP          float64 `json:"backpressured-time-ms-per-second"`
 				Level       string  `json:"backpressure-level"`
+				Operators   []struct {
+					ID      string  `json:"id"`
+					Percent float64 `json:"time-percent"`
+				}
 			}
 			Lag map[string]any
 		}
@@ -193,13 +197,19 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			fmt.Fprintf(w, "lag: %.0f records over %d partitions\n", total, len(parts))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tPARALLELISM\tIN/S\tWRITTEN/S\tBUSY\tBACKPRESSURE")
+		fmt.Fprintln(tw, "TASK\tPARALLELISM\tIN/S\tWRITTEN/S\tBUSY\tBACKPRESSURE\tTIME IN OPERATORS")
 		for _, v := range d.Vertices {
+			// The share of the task's time in each operator of its chain
+			// (docs/design.md, "Metrics and the REST API").
+			ops := make([]string, 0, len(v.Operators))
+			for _, op := range v.Operators {
+				ops = append(ops, fmt.Sprintf("%s %.0f%%", op.ID, op.Percent))
+			}
 			if v.Level == "" {
-				fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t- (measured after a few seconds)\n", v.ID, v.Parallelism)
+				fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t- (measured after a few seconds)\t%s\n", v.ID, v.Parallelism, strings.Join(ops, ", "))
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f%%\t%s (%.0f%%)\n", v.ID, v.Parallelism, v.InPerSec, v.OutPerSec, v.Busy/10, v.Level, v.BP/10)
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f%%\t%s (%.0f%%)\t%s\n", v.ID, v.Parallelism, v.InPerSec, v.OutPerSec, v.Busy/10, v.Level, v.BP/10, strings.Join(ops, ", "))
 		}
 		return tw.Flush()
 	}

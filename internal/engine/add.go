@@ -96,7 +96,7 @@ func addKeyed[T, U any](in *Node, uid string, key func(T) string, setup KeyedTim
 		return newExchange[T](att, senders, receivers, key)
 	}
 	n.chain = func(st *subtask, n *Node, out any) any {
-		return newKeyedOp(st, n, setup, out.(input[U]))
+		return mark[T](st, n, newKeyedOp(st, n, setup, out.(input[U])))
 	}
 	return g.add(n, opts)
 }

@@ -324,6 +324,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		for i := 0; i < par[n]; i++ {
 			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail](), started: time.Now()}
 			st.watermark.Store(NoWatermark)
+			st.initSampling(chainOf(n, chained))
 			att.subtasks = append(att.subtasks, st)
 			if n.kind == kindSource {
 				att.sources = append(att.sources, st)
@@ -376,6 +377,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	}
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); att.writers.Wait(); close(allDone) }()
+	go att.sample(allDone)
 
 	result := att.loop(ctx, coord, allDone)
 	if result != nil {
@@ -393,4 +395,28 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 		result = nil
 	}
 	return result
+}
+
+// chainOf lists the operators of the task that starts at head whose calls
+// the sampler tells apart (docs/design.md, "Metrics and the REST API"):
+// head, then in chain order the keyed operators and sinks. A stateless
+// function (map, filter, flatmap) is not marked: two atomic stores per
+// record cost it more than its work, so its time counts for the operator
+// that calls it.
+func chainOf(head *Node, chained func(*Node) bool) []*Node {
+	ops := []*Node{head}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		for _, c := range n.consumers {
+			if !chained(c) {
+				continue
+			}
+			if c.kind == kindKeyed || c.kind == kindSink {
+				ops = append(ops, c)
+			}
+			walk(c)
+		}
+	}
+	walk(head)
+	return ops
 }

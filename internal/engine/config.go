@@ -38,8 +38,14 @@ type Config struct {
 	Clock           func() time.Time
 	StatusInterval  time.Duration
 	StopTimeout     time.Duration
-	CommitPoint     CommitPoint
-	Hooks           Hooks
+	// SlowOperatorWarning is how long one call into an operator (a
+	// sink's write, prepare or commit, a function on a record) may run
+	// before it is logged at WARN, and again every three times as long
+	// while it lasts; default 10 s (docs/design.md, "Metrics and the REST
+	// API").
+	SlowOperatorWarning time.Duration
+	CommitPoint         CommitPoint
+	Hooks               Hooks
 	// OpenStorage opens where the job's checkpoints live, given StateDir
 	// and the job's name; default: a local directory StateDir/<job>
 	// (storage.Open). Object storage plugs in here.
@@ -66,15 +72,16 @@ type Config struct {
 // DefaultConfig returns the defaults flow documents.
 func DefaultConfig() Config {
 	return Config{
-		Job:             "job",
-		Parallelism:     1,
-		MaxParallelism:  state.DefaultMaxParallelism,
-		BatchSize:       512,
-		ChannelCapacity: 8,
-		Clock:           time.Now,
-		StopTimeout:     time.Minute,
-		OpenStorage:     openLocal,
-		StateBackend:    BackendMemory,
+		Job:                 "job",
+		Parallelism:         1,
+		MaxParallelism:      state.DefaultMaxParallelism,
+		BatchSize:           512,
+		ChannelCapacity:     8,
+		Clock:               time.Now,
+		StopTimeout:         time.Minute,
+		SlowOperatorWarning: 10 * time.Second,
+		OpenStorage:         openLocal,
+		StateBackend:        BackendMemory,
 	}
 }
 

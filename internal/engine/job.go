@@ -77,6 +77,23 @@ type TaskStats struct {
 	// LateRecords counts the records a source task dated at or before
 	// the watermark it had already emitted (this attempt).
 	LateRecords int64
+	// Operators are the task's operators in chain order (the first is the
+	// task's) with their share of its time (flow.OperatorStats).
+	Operators []OperatorStats
+}
+
+// OperatorStats is one operator of a task and the share of the task's
+// time spent in it, found by sampling (docs/design.md, "Metrics and the
+// REST API").
+type OperatorStats struct {
+	UID, Name string
+	// Share is the fraction of the task's sampled time, over the last
+	// 5 s, that its subtasks spent in this operator (0 to 1). The rest of
+	// the time is Idle and Backpressured, in the same window.
+	Share float64
+	// Samples counts the 10 ms samples that found a subtask in this
+	// operator, this attempt.
+	Samples int64
 }
 
 // Job is a running job.
@@ -270,6 +287,7 @@ func (j *Job) Stats() Stats {
 	if att != nil {
 		s.Running = true
 		byHead := map[*Node]int{}
+		var recent []int64 // per task, its subtasks' samples of the last 5 s
 		for _, st := range att.subtasks {
 			in, out := st.in.Load(), st.out.Load()
 			if st.head.kind == kindSource {
@@ -280,9 +298,25 @@ func (j *Job) Stats() Stats {
 			if !ok {
 				i = len(s.Tasks)
 				byHead[st.head] = i
-				s.Tasks = append(s.Tasks, TaskStats{UID: st.head.uid, Name: st.head.name, Watermark: MaxWatermark})
+				t := TaskStats{UID: st.head.uid, Name: st.head.name, Watermark: MaxWatermark}
+				for _, n := range st.ops {
+					t.Operators = append(t.Operators, OperatorStats{UID: n.uid, Name: n.name})
+				}
+				s.Tasks = append(s.Tasks, t)
+				recent = append(recent, 0)
 			}
 			t := &s.Tasks[i]
+			// Operator shares: the samples of the last 5 s in each
+			// operator, over all of the task's samples (idle and
+			// backpressured included).
+			for k := range st.recent {
+				n := st.recent[k].Load()
+				recent[i] += n
+				if k < len(t.Operators) {
+					t.Operators[k].Share += float64(n)
+					t.Operators[k].Samples += st.samples[k].Load()
+				}
+			}
 			t.Watermark = min(t.Watermark, st.watermark.Load())
 			t.Parallelism++
 			t.RecordsIn += in
@@ -301,6 +335,13 @@ func (j *Job) Stats() Stats {
 			t.Idle += idle
 			t.Elapsed += elapsed
 			t.Busy += max(0, elapsed-bp-idle)
+		}
+		for i := range s.Tasks {
+			for k := range s.Tasks[i].Operators {
+				if recent[i] > 0 {
+					s.Tasks[i].Operators[k].Share /= float64(recent[i])
+				}
+			}
 		}
 	}
 	return s

@@ -251,7 +251,7 @@ func (att *attempt) warnSlow(pending map[int64]*pendingCP, now time.Time) (next 
 			continue
 		}
 		p.warned = true
-		att.log.Warn("checkpoint running past half its timeout: the operators in waiting_for have not taken it (blocked or slow: a locked table, an unreachable system); GET /jobs/JOB shows the tasks' busy and backpressured time, and the checkpoint is aborted at the timeout",
+		att.log.Warn("checkpoint running past half its timeout: the operators in waiting_for have not taken it (blocked or slow: a locked table, an unreachable system); GET /jobs/JOB shows the tasks' busy and backpressured time and each operator's share of it, and the checkpoint is aborted at the timeout",
 			"checkpoint", p.id, "running_for", now.Sub(p.started).Round(time.Millisecond), "timeout", att.cfg.Checkpoint.Timeout,
 			"waiting_for", att.unacked(p, 8))
 	}

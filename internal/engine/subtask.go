@@ -64,6 +64,7 @@ type subtask struct {
 	// last's.
 	alignCP, alignNs atomic.Int64
 	started          time.Time
+	sampling
 	// describe and describeRecord name the record being processed when
 	// user code fails (set by the head of the chain).
 	describe       func() string
@@ -315,6 +316,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 type sinkOp[T any] struct {
 	st      *subtask
 	n       *Node
+	idx     int // in the subtask's chain (sampling)
 	part    int
 	w       SinkWriter[T]
 	pending []pendingHandle
@@ -331,7 +333,7 @@ func newSinkOp[T any](st *subtask, n *Node, open SinkOpener[T]) *sinkOp[T] {
 	if err != nil {
 		fail(fmt.Errorf("open sink %q subtask %d: %w", n.uid, st.index, err))
 	}
-	op := &sinkOp[T]{st: st, n: n, part: att.partOf(n, st.index), w: w}
+	op := &sinkOp[T]{st: st, n: n, idx: st.opIndex(n), part: att.partOf(n, st.index), w: w}
 	st.onCommit = append(st.onCommit, op.committed)
 	if an, ok := w.(AbortNotifier); ok {
 		st.onAbort = append(st.onAbort, an.CheckpointAborted)
@@ -341,7 +343,10 @@ func newSinkOp[T any](st *subtask, n *Node, open SinkOpener[T]) *sinkOp[T] {
 }
 
 func (s *sinkOp[T]) push(x T) {
-	if err := s.w.Write(s.st.att.ctx, x); err != nil {
+	prev := s.st.enter(s.idx, actWrite)
+	err := s.w.Write(s.st.att.ctx, x)
+	s.st.leave(prev)
+	if err != nil {
 		if !errors.Is(err, ErrRejected) {
 			fail(fmt.Errorf("sink %q write: %w", s.n.uid, err))
 		}
@@ -382,7 +387,9 @@ func (s *sinkOp[T]) control(c ctl) {
 		s.st.out.Add(s.count & 255)
 		s.count &^= 255
 	case ctlBarrier:
+		prev := s.st.enter(s.idx, actPrepare)
 		h, err := s.w.Prepare(s.st.att.ctx, c.b.ID)
+		s.st.leave(prev)
 		if err != nil {
 			s.st.att.ack(ackMsg{cp: c.b.ID, part: s.part, err: fmt.Errorf("sink %q subtask %d prepare: %w", s.n.uid, s.st.index, err)})
 			return
@@ -403,7 +410,10 @@ func (s *sinkOp[T]) committed(ctx context.Context, id int64) {
 	i := 0
 	for ; i < len(s.pending) && s.pending[i].id <= id; i++ {
 		p := s.pending[i]
-		if err := s.w.Commit(ctx, p.id, p.handle); err != nil {
+		prev := s.st.enter(s.idx, actCommit)
+		err := s.w.Commit(ctx, p.id, p.handle)
+		s.st.leave(prev)
+		if err != nil {
 			// The checkpoint is committed; failing over makes recovery
 			// commit the handle again from the checkpoint.
 			fail(fmt.Errorf("sink %q subtask %d: commit of checkpoint %d failed after its commit point (recovery will retry it): %w", s.n.uid, s.st.index, p.id, err))
