@@ -139,14 +139,7 @@ func writeTempID(dir, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("storage: create state id: %w", err)
 	}
-	_, err = io.WriteString(f, id+"\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeIDAndClose(f, id); err != nil {
 		_ = os.Remove(f.Name())
 		return "", fmt.Errorf("storage: write state id: %w", err)
 	}
@@ -164,17 +157,22 @@ func createStateID(path, id string) error {
 		}
 		return fmt.Errorf("storage: create state id: %w", err)
 	}
-	_, err = io.WriteString(f, id+"\n")
+	if err := writeIDAndClose(f, id); err != nil {
+		return fmt.Errorf("storage: write state id %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeIDAndClose writes id and a newline to f, syncs and closes it.
+func writeIDAndClose(f *os.File, id string) error {
+	_, err := io.WriteString(f, id+"\n")
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("storage: write state id %s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // readStateID reads the id another writer stored first.
