@@ -51,7 +51,11 @@ type ColumnSource struct {
 
 // columnSources are what a column's value can come from; a JSON field of
 // the value is record.value.<field>[.<field>...].
-var columnSources = []string{"record.key", "record.value", "record.topic", "record.partition", "record.offset", "record.timestamp", "record.value.<field>", "timestamp(<source>)"}
+var columnSources = []string{"record.key", "record.value", "record.topic", "record.partition", "record.offset", "record.timestamp", "record.value.<field>"}
+
+// sqlColumnSources are a table column's: the column sources, and
+// timestamp(<source>) for TIMESTAMP and DATETIME columns.
+var sqlColumnSources = append(columnSources[:len(columnSources):len(columnSources)], "timestamp(<source>)")
 
 func (d *decoder) decodeDBSink(path string, v *yaml.Node, p *DBSinkConfig) {
 	d.mapping(path, v, map[string]field{
@@ -109,7 +113,7 @@ func (d *decoder) validateDBSink(sink SinkConfig, p *DBSinkConfig) {
 			d.errorf(c.line, "%s.columns lists %q twice", sec, c.Column)
 		}
 		seen[c.Column] = true
-		if _, err := columnValue(c.From); err != nil {
+		if _, err := sqlColumnValue(c.From); err != nil {
 			d.errorf(c.line, "%s.columns.%s: %v", sec, c.Column, err)
 		}
 	}
@@ -168,7 +172,7 @@ func rowOf(p *DBSinkConfig) ([]string, func(kafka.Record) ([]any, error)) {
 	values := make([]func(kafka.Record) (any, error), len(p.Columns))
 	for i, c := range p.Columns {
 		cols[i] = c.Column
-		values[i], _ = columnValue(c.From) // validated
+		values[i], _ = sqlColumnValue(c.From) // validated
 	}
 	return cols, func(r kafka.Record) ([]any, error) {
 		row := make([]any, len(values))
@@ -191,11 +195,15 @@ func rowOf(p *DBSinkConfig) ([]string, func(kafka.Record) ([]any, error)) {
 // record: key and value as text, a JSON field of the value as its JSON
 // type (a string, a number, true or false, NULL when absent or null, the
 // JSON text of an object or array).
-//
-// timestamp(<source>) reads milliseconds since 1970 (a number or the text
-// of one: a window's window_start and window_end, an event time) as a
-// point in time, for a TIMESTAMP, TIMESTAMPTZ or DATETIME column.
 func columnValue(from string) (func(kafka.Record) (any, error), error) {
+	return columnValueOf(from, columnSources)
+}
+
+// sqlColumnValue is columnValue for a table column, which also takes
+// timestamp(<source>): milliseconds since 1970 (a number or the text of
+// one: a window's window_start and window_end, an event time) read as a
+// point in time, for a TIMESTAMP, TIMESTAMPTZ or DATETIME column.
+func sqlColumnValue(from string) (func(kafka.Record) (any, error), error) {
 	if inner, ok := strings.CutPrefix(from, "timestamp("); ok && strings.HasSuffix(inner, ")") {
 		inner = strings.TrimSpace(strings.TrimSuffix(inner, ")"))
 		if strings.HasPrefix(inner, "timestamp(") {
@@ -204,7 +212,7 @@ func columnValue(from string) (func(kafka.Record) (any, error), error) {
 		if inner == "record.timestamp" {
 			return nil, fmt.Errorf("%q: record.timestamp is a point in time already: write it without timestamp(...)", from)
 		}
-		v, err := columnValue(inner)
+		v, err := columnValueOf(inner, sqlColumnSources)
 		if err != nil {
 			return nil, err
 		}
@@ -216,6 +224,11 @@ func columnValue(from string) (func(kafka.Record) (any, error), error) {
 			return millisToTime(x)
 		}, nil
 	}
+	return columnValueOf(from, sqlColumnSources)
+}
+
+// columnValueOf is columnValue, naming sources in its error.
+func columnValueOf(from string, sources []string) (func(kafka.Record) (any, error), error) {
 	switch from {
 	case "record.key":
 		return func(r kafka.Record) (any, error) { return textOrNull(r.Key), nil }, nil
@@ -232,7 +245,7 @@ func columnValue(from string) (func(kafka.Record) (any, error), error) {
 	}
 	path, ok := strings.CutPrefix(from, "record.value.")
 	if !ok || path == "" || strings.Contains(path, "..") || strings.HasSuffix(path, ".") {
-		return nil, fmt.Errorf("%q is not a column source: use one of %s", from, strings.Join(columnSources, ", "))
+		return nil, fmt.Errorf("%q is not a column source: use one of %s", from, strings.Join(sources, ", "))
 	}
 	fields := strings.Split(path, ".")
 	return func(r kafka.Record) (any, error) { return jsonField(r.Value, fields) }, nil
