@@ -303,34 +303,19 @@ func TestRejectedRows(t *testing.T) {
 
 // At-least-once after the job's checkpoint ids began again below the
 // table's epochs (dbtest.EpochsAboveTheTable).
-func TestEpochsAboveTheTable(t *testing.T) {
-	dsn, srv := dbtest.Postgres(t)
-	createTables(t, dsn, srv)
-	db := dbName(dsn)
-	dbtest.EpochsAboveTheTable(t, func() flow.Sink[count] {
-		s, err := postgres.NewSink(sinkConfig(dsn, modeFenced))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		bind(t, s, "shift")
-		return s
-	}, func() string {
-		got, err := srv.Psql(db, "SELECT n, onceflow_epoch FROM fenced WHERE key = 'a'")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	})
-}
+func TestEpochsAboveTheTable(t *testing.T) { fencedRowScenario(t, dbtest.EpochsAboveTheTable) }
 
 // An at-least-once writer of an older attempt (a zombie) cannot replace
 // the rows of the attempt that took over (dbtest.ZombieAttemptFenced).
-func TestZombieAttemptFenced(t *testing.T) {
+func TestZombieAttemptFenced(t *testing.T) { fencedRowScenario(t, dbtest.ZombieAttemptFenced) }
+
+// fencedRowScenario runs a dbtest scenario of the at-least-once sink on
+// the table fenced, reading key a's count and epoch with psql.
+func fencedRowScenario(t *testing.T, scenario func(*testing.T, func() flow.Sink[count], func() string)) {
 	dsn, srv := dbtest.Postgres(t)
 	createTables(t, dsn, srv)
 	db := dbName(dsn)
-	dbtest.ZombieAttemptFenced(t, func() flow.Sink[count] {
+	scenario(t, func() flow.Sink[count] {
 		s, err := postgres.NewSink(sinkConfig(dsn, modeFenced))
 		if err != nil {
 			t.Fatal(err)
