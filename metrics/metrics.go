@@ -139,9 +139,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		w.send("task_busy_seconds_total", "Time the task's subtasks spent processing during this attempt, summed.", prometheus.CounterValue, tl, tv, t.Busy.Seconds())
 		w.send("task_idle_seconds_total", "Time the task's subtasks waited for input during this attempt, summed.", prometheus.CounterValue, tl, tv, t.Idle.Seconds())
 		w.send("task_backpressured_seconds_total", "Time the task's subtasks waited for room downstream during this attempt, summed.", prometheus.CounterValue, tl, tv, t.Backpressured.Seconds())
-		if t.Watermark != flow.NoWatermark || t.LateRecords > 0 {
-			w.send("task_late_records_total", "Records a source task dated at or before the watermark it had already emitted, this attempt: event-time operators downstream take them as late (such as the records of a partition added while the job ran, written before discovery found it).", prometheus.CounterValue, tl, tv, float64(t.LateRecords))
-		}
+		// Always present (0 without event time), so the shipped alert rule
+		// on it has a series to watch.
+		w.send("task_late_records_total", "Records a source task dated at or before the watermark it had already emitted, this attempt: event-time operators downstream take them as late (such as the records of a partition added while the job ran, written before discovery found it); 0 without event time.", prometheus.CounterValue, tl, tv, float64(t.LateRecords))
 		if t.Watermark != flow.NoWatermark {
 			w.send("task_watermark_milliseconds", "The task's input watermark (event time it has reached), the smallest of its subtasks', in ms since the Unix epoch; absent without event time.", prometheus.GaugeValue, tl, tv, float64(min(t.Watermark, 1<<53)))
 		}
