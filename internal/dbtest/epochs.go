@@ -19,15 +19,7 @@ func EpochsAboveTheTable(t *testing.T, newSink func() flow.Sink[Count], row func
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	open := func(s flow.Sink[Count], first int64) flow.SinkWriter[Count] {
-		t.Helper()
-		w, err := s.Open(ctx, flow.SinkContext{Job: "shift", UID: "out", Parallelism: 1, FirstCheckpoint: first})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
+	open := func(s flow.Sink[Count], first int64) flow.SinkWriter[Count] { return openShift(ctx, t, s, first) }
 	write := func(w flow.SinkWriter[Count], id, n int64) {
 		t.Helper()
 		if err := w.Write(ctx, Count{Key: "a", N: n}); err != nil {
@@ -81,15 +73,7 @@ func ZombieAttemptFenced(t *testing.T, newSink func() flow.Sink[Count], row func
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	open := func(s flow.Sink[Count], first int64) flow.SinkWriter[Count] {
-		t.Helper()
-		w, err := s.Open(ctx, flow.SinkContext{Job: "shift", UID: "out", Parallelism: 1, FirstCheckpoint: first})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
+	open := func(s flow.Sink[Count], first int64) flow.SinkWriter[Count] { return openShift(ctx, t, s, first) }
 	// write writes key a's count n in checkpoint id; an error is the
 	// writer's first (Write or Prepare).
 	write := func(w flow.SinkWriter[Count], id, n int64) error {
@@ -141,4 +125,16 @@ func ZombieAttemptFenced(t *testing.T, newSink func() flow.Sink[Count], row func
 		t.Error("a writer of the attempt before the restart wrote without an error")
 	}
 	want("after the earlier attempt's late batch", "30|102")
+}
+
+// openShift opens s's only writer for the job "shift", starting at
+// checkpoint first, and closes it when the test ends.
+func openShift(ctx context.Context, t *testing.T, s flow.Sink[Count], first int64) flow.SinkWriter[Count] {
+	t.Helper()
+	w, err := s.Open(ctx, flow.SinkContext{Job: "shift", UID: "out", Parallelism: 1, FirstCheckpoint: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }

@@ -139,16 +139,7 @@ restart:
 			t.Fatalf("the restarted job did not write the 50 new keys within a minute\n%s", log)
 		}
 	}
-	seen := map[string]bool{}
-	for _, r := range readCommitted(t, addr, "out-spkill") {
-		if seen[r.Key] {
-			t.Fatalf("key %s written twice", r.Key)
-		}
-		seen[r.Key] = true
-	}
-	if len(seen) != 150 {
-		t.Fatalf("output holds %d keys, want 150", len(seen))
-	}
+	keysOnce(t, addr, "out-spkill", 150)
 }
 
 // `onceflow run --from-savepoint DIR` with DIR one of the job's own
@@ -229,14 +220,21 @@ func TestFromSavepointNamingARemovedRetainedCheckpoint(t *testing.T) {
 	if !strings.Contains(log.String(), "resumes that checkpoint") {
 		t.Errorf("the job did not say it resumes its newest checkpoint instead of the flag's:\n%s", log)
 	}
+	keysOnce(t, addr, "out-spflag", 200)
+}
+
+// keysOnce checks that topic's committed output holds want keys, none
+// twice (a dedupe job's output).
+func keysOnce(t *testing.T, addr, topic string, want int) {
+	t.Helper()
 	seen := map[string]bool{}
-	for _, r := range readCommitted(t, addr, "out-spflag") {
+	for _, r := range readCommitted(t, addr, topic) {
 		if seen[r.Key] {
 			t.Fatalf("key %s written twice", r.Key)
 		}
 		seen[r.Key] = true
 	}
-	if len(seen) != 200 {
-		t.Fatalf("output holds %d keys, want 200", len(seen))
+	if len(seen) != want {
+		t.Fatalf("output holds %d keys, want %d", len(seen), want)
 	}
 }
