@@ -54,6 +54,7 @@ var aggregateSpec = Spec{
 		return err
 	},
 	Stateful: true,
+	Props:    losesKeys,
 	Build:    func(p Params, env Env) (Operator, error) { return aggregateConfig(p, env).operator() },
 	Describe: func(p Params) string {
 		c := aggregateConfig(p, Env{})

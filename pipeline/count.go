@@ -27,6 +27,7 @@ var countSpec = Spec{
 	},
 	IDField:  "key",
 	Stateful: true,
+	Props:    losesKeys,
 	Build:    func(p Params, _ Env) (Operator, error) { return CountConfig{Key: p.Text("key")}.operator() },
 	Describe: func(p Params) string { return "count by " + p.Text("key") },
 	GoFunc:   "Count",

@@ -45,6 +45,7 @@ var dedupeSpec = Spec{
 	IDField:  "key",
 	Stateful: true,
 	Validate: func(p Params) error { return dedupeConfig(p, Env{}).validate() },
+	Props:    keepsKeys,
 	Build:    func(p Params, env Env) (Operator, error) { return dedupeConfig(p, env).operator() },
 	Describe: func(p Params) string {
 		return fmt.Sprintf("dedupe by %s, ttl %s", p.Text("key"), durfmt.Short(p.Duration("ttl")))

@@ -39,6 +39,7 @@ var explodeSpec = Spec{
 		_, err := explodeConfig(p, Env{}).operator()
 		return err
 	},
+	Props:    losesKeys,
 	Build:    func(p Params, env Env) (Operator, error) { return explodeConfig(p, env).operator() },
 	Describe: func(p Params) string { return "explode " + p.Text("array") },
 	GoFunc:   "Explode",

@@ -32,6 +32,7 @@ var extractKeySpec = Spec{
 	},
 	IDField:  "json-field",
 	Validate: func(p Params) error { return ExtractKeyConfig{JSONField: p.Text("json-field")}.validate() },
+	Props:    losesKeys,
 	Build: func(p Params, env Env) (Operator, error) {
 		return ExtractKeyConfig{JSONField: p.Text("json-field"), OnError: env.Policy}.operator()
 	},

@@ -29,6 +29,7 @@ var filterSpec = Spec{
 			Description: "The condition: records for which it is true go on."},
 	},
 	Validate: func(Params) error { return nil },
+	Props:    keepsKeys,
 	Build: func(p Params, env Env) (Operator, error) {
 		return FilterConfig{If: p.Text("if"), OnError: env.Policy}.operator()
 	},

@@ -24,6 +24,7 @@ var keyBySpec = Spec{
 			Description: "The expression whose value becomes the record key. Part of the step's default id."},
 	},
 	IDField: "key",
+	Props:   losesKeys,
 	Build: func(p Params, env Env) (Operator, error) {
 		return KeyByConfig{Key: p.Text("key"), OnError: env.Policy}.operator()
 	},

@@ -75,6 +75,7 @@ var mapSpec = Spec{
 		_, err := mapConfig(p, Env{}).operator()
 		return err
 	},
+	Props:    mapProps,
 	Build:    func(p Params, env Env) (Operator, error) { return mapConfig(p, env).operator() },
 	Describe: func(p Params) string { return mapConfig(p, Env{}).describe() },
 	GoFunc:   "Map",
@@ -403,4 +404,10 @@ func removePath(obj map[string]any, path []string) {
 // operator's id is "map" unless opts give another with flow.UID.
 func Map[T any](s flow.Stream[T], acc RecordAccess[T], cfg MapConfig, opts ...flow.OpOption) (flow.Stream[T], flow.Stream[flow.Failure[T]], error) {
 	return applyStateless(s, acc, mapSpec, nil, cfg.OnError, opts, cfg.operator)
+}
+
+// mapProps: map changes records; with topic it sets each one's topic from
+// an expression, known only per record.
+func mapProps(p Params) Props {
+	return Props{Keys: KeysLost, Routes: p.Text("topic") != ""}
 }

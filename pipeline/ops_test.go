@@ -409,7 +409,7 @@ func TestRegistry(t *testing.T) {
 			}
 		}
 	}
-	valid := Spec{Name: "x", Summary: "s", Build: func(Params, Env) (Operator, error) { return Operator{}, nil }}
+	valid := Spec{Name: "x", Summary: "s", Build: func(Params, Env) (Operator, error) { return Operator{}, nil }, Props: losesKeys}
 	for _, tc := range []struct {
 		name   string
 		change func(*Spec)
@@ -417,6 +417,7 @@ func TestRegistry(t *testing.T) {
 	}{
 		{"taken name", func(s *Spec) { s.Name = "dedupe" }, `operator "dedupe" is registered twice`},
 		{"no build", func(s *Spec) { s.Build = nil }, "no Build function"},
+		{"no props", func(s *Spec) { s.Props = nil }, "no Props function"},
 		{"uid field", func(s *Spec) { s.Fields = []Field{{Name: "uid", Type: String, Description: "d"}} }, `field "uid" is declared twice, or is uid`},
 		{"required without hint", func(s *Spec) { s.Fields = []Field{{Name: "f", Type: String, Required: true, Description: "d"}} }, "says nothing (Missing)"},
 		{"bad default", func(s *Spec) { s.Fields = []Field{{Name: "f", Type: Duration, Default: "1h", Description: "d"}} }, "the default: 1h is a string, not a duration"},
@@ -474,6 +475,7 @@ func TestRegisteredOperator(t *testing.T) {
 			{Name: "text", Type: String, Default: "!", Description: "What is appended.", Example: "!"},
 		},
 		IDField: "text",
+		Props:   losesKeys,
 		Build: func(p Params, _ Env) (Operator, error) {
 			text := p.Text("text")
 			return Operator{Uses: UsesKey | UsesWithKey, Map: func(r Record) error {

@@ -39,6 +39,7 @@ var routeSpec = Spec{
 		_, err := routeConfig(p, Env{}).operator()
 		return err
 	},
+	Props:    routeProps,
 	Build:    func(p Params, env Env) (Operator, error) { return routeConfig(p, env).operator() },
 	Describe: func(p Params) string { return routeConfig(p, Env{}).describe() },
 	GoFunc:   "Route",
@@ -126,4 +127,17 @@ func (c RouteConfig) operator() (Operator, error) {
 // operator's id is "route" unless opts give another with flow.UID.
 func Route[T any](s flow.Stream[T], acc RecordAccess[T], cfg RouteConfig, opts ...flow.OpOption) (flow.Stream[T], flow.Stream[flow.Failure[T]], error) {
 	return applyStateless(s, acc, routeSpec, nil, cfg.OnError, opts, cfg.operator)
+}
+
+// routeProps: route keeps records as they are and sets their topics, all
+// named in its cases and default.
+func routeProps(p Params) Props {
+	pr := Props{Keys: KeysKept, Routes: true}
+	for _, c := range p.Cases("cases") {
+		pr.StaticTopics = append(pr.StaticTopics, c.Topic)
+	}
+	if d := p.Text("default"); d != "" && d != RouteDrop {
+		pr.StaticTopics = append(pr.StaticTopics, d)
+	}
+	return pr
 }

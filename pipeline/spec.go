@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/durfmt"
+	"github.com/onceflow/onceflow/internal/plan"
 )
 
 // Spec describes an operator for the registry: how a job file writes it,
@@ -35,6 +36,13 @@ type Spec struct {
 	// Stateful tells whether the operator keeps keyed state under the
 	// step's id (Build returns an Operator with Process), or none (Map).
 	Stateful bool
+	// Props says what the operator does to partitioning, routing and
+	// event time for these params (with defaults applied): the planner
+	// reads it to cut a scale-out job and to check routes, never the
+	// operator's name (docs/design.md, "Scale-out"). Keyed and Key are
+	// filled from Stateful and the key field by PropsOf; Props sets the
+	// rest. Required.
+	Props func(p Params) Props
 	// Validate checks the rules beyond the fields' types on params with
 	// defaults applied, every required field set and every value of its
 	// field's type; it returns *FieldError values, joined. Optional.
@@ -392,6 +400,8 @@ func (s Spec) selfCheck() error {
 		return errors.New("no summary")
 	case s.Build == nil:
 		return errors.New("no Build function")
+	case s.Props == nil:
+		return errors.New("no Props function: say what the operator does to keys, routing and event time")
 	}
 	seen := map[string]bool{"uid": true} // every step's own field
 	for _, f := range s.Fields {
@@ -465,3 +475,38 @@ func formatValue(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// Props is what the planner knows about an operator (see Spec.Props).
+type Props = plan.Props
+
+// KeyEffect says whether records keep their keys through an operator.
+type KeyEffect = plan.KeyEffect
+
+// What an operator does to keys.
+const (
+	KeysLost = plan.KeysLost
+	KeysKept = plan.KeysKept
+)
+
+// PropsOf is what a step with these params (defaults applied) does, as
+// the planner sees it: the spec's Props, with Keyed from Stateful and, for
+// a keyed step, Key from its key field (record.key when unset).
+func (s Spec) PropsOf(p Params) Props {
+	pr := s.Props(p)
+	pr.Keyed = s.Stateful
+	pr.Key = ""
+	if s.Stateful {
+		pr.Key = p.Text("key")
+		if pr.Key == "" {
+			pr.Key = KeyRecordKey
+		}
+	}
+	return pr
+}
+
+// keepsKeys is the Props of an operator that passes records on unchanged
+// or not at all (filter, dedupe).
+func keepsKeys(Params) Props { return Props{Keys: KeysKept} }
+
+// losesKeys is the Props of an operator that changes or replaces records.
+func losesKeys(Params) Props { return Props{Keys: KeysLost} }

@@ -111,6 +111,7 @@ var windowSpec = Spec{
 		_, err := windowConfig(p, Env{}).operator(nil)
 		return err
 	},
+	Props: windowProps,
 	Build: func(p Params, env Env) (Operator, error) {
 		return windowConfig(p, env).operator(env.counter(LateRecords))
 	},
@@ -833,4 +834,14 @@ func Window[T any](s flow.Stream[T], acc RecordAccess[T], cfg WindowConfig, late
 		return s, flow.Stream[flow.Failure[T]]{}, fmt.Errorf("pipeline.Window: %w", err)
 	}
 	return out, *bad, nil
+}
+
+// windowProps: a window replaces records with its results, runs on event
+// time, and with late-topic routes late records there.
+func windowProps(p Params) Props {
+	pr := Props{Keys: KeysLost, EventTime: true}
+	if t := p.Text("late-topic"); t != "" {
+		pr.Routes, pr.StaticTopics = true, []string{t}
+	}
+	return pr
 }

@@ -1,11 +1,12 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/connector/postgres"
 	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/pipeline"
-	"strings"
 )
 
 // applyDefaults fills in what the file leaves out, and resolves the paths

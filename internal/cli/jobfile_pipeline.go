@@ -204,26 +204,12 @@ func reservedUID(uid string) (what string, ok bool) {
 	return "", false
 }
 
-// stateFileName is the part of a keyed operator's state file name that
-// comes from its uid: the engine replaces every character but letters,
-// digits, '.', '_' and '-' with '_' (flow's sanitize), so two uids that
-// differ only there would write the same file.
-func stateFileName(uid string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, uid)
-}
-
 // routes reports whether a pipeline step sets records' topics (route,
 // map with topic, window with late-topic): the Kafka sink then writes each record to its own
 // topic, and the records no step routed to sink.topic.
 func (jf *JobFile) routes() bool {
 	for _, st := range jf.Pipeline {
-		if st.Op == "route" || (st.Op == "map" && st.Params.Text("topic") != "") || (st.Op == "window" && st.Params.Text("late-topic") != "") {
+		if pr, _ := st.props(); pr.Routes {
 			return true
 		}
 	}
@@ -256,28 +242,20 @@ func (jf *JobFile) outputTopics() map[string]string {
 	return outputs
 }
 
-// routeTopics are the topics route steps and windows' late-topic name
-// (map's topic is an expression, known only per record).
+// routeTopics are the topics steps route to that are known before the
+// job runs, their Props' StaticTopics: route's cases and default, a
+// window's late-topic (map's topic is an expression, known only per
+// record).
 func (jf *JobFile) routeTopics() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, st := range jf.Pipeline {
-		if t := st.Params.Text("late-topic"); st.Op == "window" && t != "" && !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-		if st.Op != "route" {
-			continue
-		}
-		for _, c := range st.Params.Cases("cases") {
-			if !seen[c.Topic] {
-				seen[c.Topic] = true
-				out = append(out, c.Topic)
+		pr, _ := st.props()
+		for _, t := range pr.StaticTopics {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
 			}
-		}
-		if d := st.Params.Text("default"); d != "" && d != pipeline.RouteDrop && !seen[d] {
-			seen[d] = true
-			out = append(out, d)
 		}
 	}
 	return out

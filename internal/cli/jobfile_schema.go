@@ -122,7 +122,7 @@ func (jf *JobFile) eventTime() (EventTimeConfig, bool) {
 	et := jf.EventTime
 	on := et.Set
 	for _, st := range jf.Pipeline {
-		if st.Op == "window" {
+		if pr, _ := st.props(); pr.EventTime {
 			on = true
 		}
 	}
@@ -280,6 +280,16 @@ type Step struct {
 	// steps have every field in Params.
 	Key string
 	TTL time.Duration
+}
+
+// props is what the step does to keys, routing and event time, as its
+// operator's spec declares it (false for an unknown operator).
+func (st Step) props() (pipeline.Props, bool) {
+	spec, ok := pipeline.Lookup(st.Op)
+	if !ok {
+		return pipeline.Props{}, false
+	}
+	return spec.PropsOf(spec.WithDefaults(st.params())), true
 }
 
 // params are the step's fields, Key and TTL included.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
+	"github.com/onceflow/onceflow/internal/plan"
 	"github.com/onceflow/onceflow/internal/sqlsink"
 
 	"github.com/onceflow/onceflow/connector/kafka"
@@ -18,7 +19,6 @@ import (
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/internal/restart"
-	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -279,7 +279,7 @@ func (d *decoder) validateUIDs(steps []Step) {
 		if !stateful(st.Op) {
 			continue // no state, so no state file
 		}
-		file := stateFileName(st.UID)
+		file := plan.StateFileStem(st.UID)
 		if first, dup := byFile[file]; dup {
 			d.errorf(st.Line, "pipeline operator uid %q and %q (line %d) differ only in characters the engine replaces with '_' in state file names, so their state would be written to the same file: make them differ in letters, digits, '.', '_' or '-'", st.UID, first.UID, first.Line)
 			continue
@@ -362,31 +362,15 @@ func deadLetterPlace(kind, job string) string {
 // validateRoutes checks the topics route steps send records to.
 func (d *decoder) validateRoutes(jf *JobFile, sourceTopics map[string]bool) {
 	for i, st := range jf.Pipeline {
-		late := st.Op == "window" && st.Params.Text("late-topic") != ""
-		if st.Op != "route" && !late && !(st.Op == "map" && st.Params.Text("topic") != "") {
+		pr, _ := st.props()
+		if !pr.Routes {
 			continue
 		}
 		if !jf.Sink.hasTopic() {
-			what := "sets the topic records are written to"
-			if late {
-				what = "sends late records to late-topic"
-			}
-			d.errorf(st.Line, "pipeline[%d].%s %s, and the job has no Kafka sink: set sink.topic (the topic of the records no step routes)", i, st.Op, what)
+			d.errorf(st.Line, "pipeline[%d].%s sets the topics records are written to, and the job has no Kafka sink: set sink.topic (the topic of the records no step routes)", i, st.Op)
 			continue
 		}
-		var topics []string
-		switch st.Op {
-		case "route":
-			for _, c := range st.Params.Cases("cases") {
-				topics = append(topics, c.Topic)
-			}
-			if t := st.Params.Text("default"); t != "" && t != pipeline.RouteDrop {
-				topics = append(topics, t)
-			}
-		case "window":
-			topics = append(topics, st.Params.Text("late-topic"))
-		}
-		for _, t := range topics {
+		for _, t := range pr.StaticTopics {
 			if err := kafka.ValidateTopicName(t); err != nil {
 				d.errorf(st.Line, "pipeline[%d].%s: topic %q: %v", i, st.Op, t, err)
 			} else if sourceTopics[t] {

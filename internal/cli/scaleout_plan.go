@@ -32,31 +32,31 @@ func repartitionTopic(job string, n int) string {
 
 // planSegments cuts the job's pipeline into sub-topologies. The source
 // topics are partitioned by record.key when the job file says so
-// (scale-out.input-keyed); a keyed step keyed otherwise starts a new
-// segment. A step that may change what a key expression gives (map,
-// explode, key-by, extract-key, and the keyed steps that replace the
-// record: count, aggregate, window) ends any partitioning; filter, route
-// and dedupe keep it.
+// (scale-out.input-keyed) and there is one of them; a keyed step keyed otherwise starts a new
+// segment. A step whose Props say it loses keys (it may change what a key
+// expression gives) ends any partitioning; one that keeps them (filter,
+// route, dedupe) keeps it.
 func planSegments(jf *JobFile) ([]segment, error) {
 	cur := ""
-	if jf.ScaleOut.InputKeyed {
+	// Every partition of every source topic is a task of its own, so input
+	// keyed by record.key is partitioned by it only when there is one
+	// topic: with two, a key in both would have a state in each topic's
+	// task where one instance keeps one (docs/design.md, "Scale-out").
+	if jf.ScaleOut.InputKeyed && len(jf.Source.Topics) == 1 {
 		cur = pipeline.KeyRecordKey
 	}
 	seg := segment{topics: jf.Source.Topics}
 	var segs []segment
 	for _, st := range jf.Pipeline {
-		spec, ok := pipeline.Lookup(st.Op)
+		pr, ok := st.props()
 		if !ok {
 			return nil, &planError{path: jf.Path, line: st.Line, msg: fmt.Sprintf("unknown operator %q", st.Op)}
 		}
-		if spec.Stateful {
-			key := st.Params.Text("key")
-			if key == "" {
-				key = pipeline.KeyRecordKey
-			}
+		if pr.Keyed {
+			key := pr.Key
 			if key != cur {
 				for _, prev := range seg.steps {
-					if routesRecords(prev) {
+					if prevProps, _ := prev.props(); prevProps.Routes {
 						return nil, &planError{path: jf.Path, line: prev.Line, msg: fmt.Sprintf("with scale-out, a %s step that sets records' topics must come after the last keyed step that needs a repartition (here %s at line %d, keyed by %s): move it below", prev.Op, st.Op, st.Line, key)}
 					}
 				}
@@ -65,16 +65,11 @@ func planSegments(jf *JobFile) ([]segment, error) {
 				seg = segment{index: len(segs), topics: []string{seg.out}}
 				cur = key
 			}
-			seg.steps = append(seg.steps, st)
-			if st.Op != "dedupe" {
-				cur = ""
-			}
-			continue
-		}
-		if st.Op != "filter" && st.Op != "route" {
-			cur = ""
 		}
 		seg.steps = append(seg.steps, st)
+		if pr.Keys != pipeline.KeysKept {
+			cur = ""
+		}
 	}
 	return append(segs, seg), nil
 }
@@ -87,11 +82,6 @@ type planError struct {
 }
 
 func (e *planError) Error() string { return fmt.Sprintf("%s:%d: %s", e.path, e.line, e.msg) }
-
-// routesRecords tells whether a step sets records' topics.
-func routesRecords(st Step) bool {
-	return st.Op == "route" || (st.Op == "map" && st.Params.Text("topic") != "") || (st.Op == "window" && st.Params.Text("late-topic") != "")
-}
 
 // validateScaleOut checks what a scale-out job needs.
 func (d *decoder) validateScaleOut(jf *JobFile) {

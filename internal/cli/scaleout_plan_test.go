@@ -16,20 +16,31 @@ func TestPlanSegments(t *testing.T) {
 		name, pipeline string
 		keyed          bool
 		want           []string // per segment: input topic, steps, the key it repartitions by
+		topics         string   // source topics; "in" when empty
 	}{
 		{"no keyed step", "  - filter: { if: 'value.a > 1' }\n  - map: { set: { b: '1' } }", true,
-			[]string{"in: filter map"}},
+			[]string{"in: filter map"}, ""},
 		{"keyed by the record key", "  - filter: { if: 'value.a > 1' }\n  - count: { key: record.key }", true,
-			[]string{"in: filter count"}},
+			[]string{"in: filter count"}, ""},
 		{"keyed by the record key, input not keyed", "  - count: { key: record.key }", false,
-			[]string{"in: -> record.key", "j-repartition-1: count"}},
+			[]string{"in: -> record.key", "j-repartition-1: count"}, ""},
 		{"a key changed before", "  - key-by: { key: value.u }\n  - count: { key: record.key }", true,
-			[]string{"in: key-by -> record.key", "j-repartition-1: count"}},
+			[]string{"in: key-by -> record.key", "j-repartition-1: count"}, ""},
 		{"two keys", "  - dedupe: { key: value.id, ttl: 1h }\n  - filter: { if: 'value.a > 1' }\n  - dedupe: { key: value.id, ttl: 1h, uid: again }\n  - window: { key: value.user, size: 1m, fields: { n: 'count()' } }", true,
-			[]string{"in: -> value.id", "j-repartition-1: dedupe filter dedupe -> value.user", "j-repartition-2: window"}},
+			[]string{"in: -> value.id", "j-repartition-1: dedupe filter dedupe -> value.user", "j-repartition-2: window"}, ""},
+		// Each partition of each topic is a task of its own, so a key in
+		// two keyed topics would have two states where one instance keeps
+		// one: the keyed step reads a repartition topic instead.
+		{"keyed by the record key over two topics", "  - dedupe: { key: record.key, ttl: 1h }", true,
+			[]string{"a,b: -> record.key", "j-repartition-1: dedupe"}, "[a, b]"},
+		{"no keyed step over two topics", "  - filter: { if: 'value.a > 1' }", true,
+			[]string{"a,b: filter"}, "[a, b]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			file := fmt.Sprintf("job: j\nkafka: {brokers: [b:9092]}\nsource: {topics: [in]}\nsink: {topic: out}\ncheckpointing: {interval: 1s}\nstate: {checkpoints: /shared}\nscale-out: {enabled: true, input-keyed: %v}\npipeline:\n%s\n", tc.keyed, tc.pipeline)
+			if tc.topics == "" {
+				tc.topics = "[in]"
+			}
+			file := fmt.Sprintf("job: j\nkafka: {brokers: [b:9092]}\nsource: {topics: %s}\nsink: {topic: out}\ncheckpointing: {interval: 1s}\nstate: {checkpoints: /shared}\nscale-out: {enabled: true, input-keyed: %v}\npipeline:\n%s\n", tc.topics, tc.keyed, tc.pipeline)
 			jf, err := ParseJobFile("j.yaml", []byte(file), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/plan"
 	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/state"
@@ -182,15 +182,9 @@ func (att *attempt) writeKeyed(cp int64, n *Node, subtask, part int, s *state.Ru
 	}()
 }
 
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, s)
-}
+// sanitize makes s safe in a file name: plan.StateFileStem, which the
+// job-file checks use too, so both agree on which uids clash.
+func sanitize(s string) string { return plan.StateFileStem(s) }
 
 func (j *Job) runAttempt(ctx context.Context) (err error) {
 	j.attemptRan.Store(false)
