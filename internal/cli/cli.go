@@ -12,9 +12,9 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"sort"
 	"strings"
 
+	"github.com/onceflow/onceflow/internal/suggest"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -82,7 +82,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "onceflow: unknown command %q%s\nRun 'onceflow help' for the list of commands.\n", name, suggest(name, commandNames()))
+		fmt.Fprintf(stderr, "onceflow: unknown command %q%s\nRun 'onceflow help' for the list of commands.\n", name, suggest.Suggest(name, commandNames()))
 		return 2
 	}
 	fs, level, run := cmd.flagSet(stderr)
@@ -156,7 +156,7 @@ func helpCommand(args []string, stdout, stderr io.Writer) int {
 			printHelp(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "onceflow help: unknown command %q%s\n", args[0], suggest(args[0], commandNames()))
+		fmt.Fprintf(stderr, "onceflow help: unknown command %q%s\n", args[0], suggest.Suggest(args[0], commandNames()))
 		return 2
 	}
 	fs, _, _ := cmd.flagSet(stdout)
@@ -225,59 +225,6 @@ func versionString() string {
 		v += " (" + rev + ")"
 	}
 	return v + " " + bi.GoVersion
-}
-
-// suggest returns ` (did you mean "x"?)` when a known name is close to
-// name, or "".
-func suggest(name string, known []string) string {
-	if s := closest(name, known); s != "" {
-		return fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return ""
-}
-
-// closest returns the known name nearest to name by edit distance when it is
-// near enough to be a typo, or "".
-func closest(name string, known []string) string {
-	best, bestD := "", -1
-	sorted := append([]string(nil), known...)
-	sort.Strings(sorted) // ties resolve the same way every time
-	for _, k := range sorted {
-		d := editDistance(strings.ToLower(name), strings.ToLower(k))
-		if bestD < 0 || d < bestD {
-			best, bestD = k, d
-		}
-	}
-	limit := 2
-	if len(name) <= 4 {
-		limit = 1
-	}
-	if bestD < 0 || bestD > limit {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b in bytes (names
-// are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // redisLog sends go-redis' messages to the log at debug level.

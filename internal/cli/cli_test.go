@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 )
 
 // syncBuffer is an output stream tests can read while a command writes
@@ -70,16 +72,16 @@ func runMain(args ...string) (code int, stdout, stderr string) {
 func TestMainCommands(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "orders.yaml")
-	if err := os.WriteFile(good, []byte(ordersYAML), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte(jobfiletest.Orders), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	poison := filepath.Join(dir, "poison.yaml")
-	poisonYAML := strings.Replace(ordersYAML, "pipeline:\n", "errors: {policy: dead-letter, dead-letter-topic: orders-dlq}\npipeline:\n  - extract-key: {json-field: user}\n", 1)
+	poisonYAML := strings.Replace(jobfiletest.Orders, "pipeline:\n", "errors: {policy: dead-letter, dead-letter-topic: orders-dlq}\npipeline:\n  - extract-key: {json-field: user}\n", 1)
 	if err := os.WriteFile(poison, []byte(poisonYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte(strings.Replace(ordersYAML, "interval:", "intervall:", 1)), 0o600); err != nil {
+	if err := os.WriteFile(bad, []byte(strings.Replace(jobfiletest.Orders, "interval:", "intervall:", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
@@ -52,7 +53,7 @@ func TestRunReadsAddedPartitions(t *testing.T) {
 	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1, "order-counts": 1}})
 	dir := t.TempDir()
 	job := strings.NewReplacer("127.0.0.1:9092", c.Addr, "./onceflow-data", filepath.Join(dir, "state"), "interval: 1s", "interval: 100ms",
-		"  startup: earliest\n", "  startup: earliest\n  discovery-interval: 1s\n").Replace(ordersYAML)
+		"  startup: earliest\n", "  startup: earliest\n  discovery-interval: 1s\n").Replace(jobfiletest.Orders)
 	file := filepath.Join(dir, "orders.yaml")
 	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,15 +10,16 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// pipelineIDs parses minimalYAML with the given pipeline steps (one YAML
+// pipelineIDs parses jobfiletest.Minimal with the given pipeline steps (one YAML
 // flow mapping per step) and returns the steps' ids in order.
 func pipelineIDs(t *testing.T, steps []string) []string {
 	t.Helper()
-	src := minimalYAML + "pipeline:\n"
+	src := jobfiletest.Minimal + "pipeline:\n"
 	for _, s := range steps {
 		src += "  - " + s + "\n"
 	}
@@ -157,7 +158,7 @@ var testdataPath = func() string {
 }()
 
 func TestRestoreHint(t *testing.T) {
-	jf, err := ParseJobFile("orders.yaml", []byte(ordersYAML+"  # \n"), nil)
+	jf, err := ParseJobFile("orders.yaml", []byte(jobfiletest.Orders+"  # \n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/onceflow/onceflow/internal/suggest"
 	"github.com/onceflow/onceflow/pipeline"
 )
 
@@ -34,7 +35,7 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 		k, params := resolve(item.Content[0]), resolve(item.Content[1])
 		spec, ok := pipeline.Lookup(k.Value)
 		if !ok {
-			d.errorf(k.Line, "%s: unknown operator %q%s; supported operators: %s", where, k.Value, suggest(k.Value, names), strings.Join(names, ", "))
+			d.errorf(k.Line, "%s: unknown operator %q%s; supported operators: %s", where, k.Value, suggest.Suggest(k.Value, names), strings.Join(names, ", "))
 			continue
 		}
 		jf.Pipeline = append(jf.Pipeline, d.decodeStep(where+"."+spec.Name, k.Line, params, spec))

@@ -11,36 +11,13 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/pipeline"
 )
 
-// ordersYAML is the job file from the design brief; it must parse unchanged.
-const ordersYAML = `job: orders-count
-kafka:
-  brokers: [127.0.0.1:9092]
-source:
-  topics: [orders]
-  group: orders-count
-  startup: earliest
-pipeline:
-  - dedupe: { key: record.key, ttl: 24h }
-  - count:  { key: record.key }
-sink:
-  topic: order-counts
-  delivery: exactly-once
-checkpointing:
-  interval: 1s
-  mode: exactly-once
-  timeout: 1m
-state:
-  dir: ./onceflow-data
-restart:
-  strategy: exponential-delay
-`
-
 func TestParseOrdersExample(t *testing.T) {
-	jf, err := ParseJobFile("orders.yaml", []byte(ordersYAML), nil)
+	jf, err := ParseJobFile("orders.yaml", []byte(jobfiletest.Orders), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,21 +52,8 @@ func TestParseOrdersExample(t *testing.T) {
 	}
 }
 
-// minimalYAML has only what is required; line numbers in the tests below
-// count from it.
-const minimalYAML = `job: j
-kafka:
-  brokers: [b:9092]
-source:
-  topics: [in]
-sink:
-  topic: out
-checkpointing:
-  interval: 10s
-`
-
 func TestParseDefaults(t *testing.T) {
-	jf, err := ParseJobFile("j.yaml", []byte(minimalYAML), nil)
+	jf, err := ParseJobFile("j.yaml", []byte(jobfiletest.Minimal), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +83,7 @@ func TestParseDefaults(t *testing.T) {
 // A transaction timeout longer than the brokers' default maximum is taken
 // as written: the brokers may allow it (transaction.max.timeout.ms).
 func TestParseTransactionTimeout(t *testing.T) {
-	src := strings.Replace(minimalYAML, "  topic: out\n", "  topic: out\n  transaction-timeout: 1h\n", 1)
+	src := strings.Replace(jobfiletest.Minimal, "  topic: out\n", "  topic: out\n  transaction-timeout: 1h\n", 1)
 	jf, err := ParseJobFile("j.yaml", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +210,7 @@ func TestParseStartupForms(t *testing.T) {
 		{`{mode: timestamp, timestamp: "2024-05-01T02:00:00+02:00"}`, Startup{Mode: StartTimestamp, Timestamp: ts}},
 	} {
 		t.Run(tc.startup, func(t *testing.T) {
-			src := minimalYAML + "  # \n"
+			src := jobfiletest.Minimal + "  # \n"
 			src = strings.Replace(src, "  topics: [in]\n", "  topics: [in]\n  startup: "+tc.startup+"\n", 1)
 			jf, err := ParseJobFile("j.yaml", []byte(src), nil)
 			if err != nil {
@@ -383,7 +347,7 @@ func TestParseErrorsAndExtractKey(t *testing.T) {
 		{"underscore spelling", "errors: {policy: DEAD_LETTER, dead-letter-topic: dlq}\n", ErrorsConfig{Policy: flow.DeadLetterOnError, DeadLetterTopic: "dlq"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := minimalYAML + "pipeline:\n  - extract-key: { json-field: user }\n  - count: {}\n" + tc.section
+			src := jobfiletest.Minimal + "pipeline:\n  - extract-key: { json-field: user }\n  - count: {}\n" + tc.section
 			jf, err := ParseJobFile("j.yaml", []byte(src), nil)
 			if err != nil {
 				t.Fatal(err)

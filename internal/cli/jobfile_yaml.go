@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -136,7 +137,7 @@ func (d *decoder) unknownField(line int, key, where string, fields map[string]fi
 		known = append(known, k)
 	}
 	sort.Strings(known)
-	if s := closest(key, known); s != "" {
+	if s := suggest.Closest(key, known); s != "" {
 		d.errorf(line, "unknown field %q%s (did you mean %q?)", key, where, s)
 		return
 	}
@@ -385,7 +386,7 @@ func (d *decoder) oneOf(dst *string, choices ...string) field {
 				return
 			}
 		}
-		d.errorf(v.Line, "%s %q is not one of %s%s", path, s, strings.Join(choices, ", "), suggest(norm, choices))
+		d.errorf(v.Line, "%s %q is not one of %s%s", path, s, strings.Join(choices, ", "), suggest.Suggest(norm, choices))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
@@ -114,11 +115,11 @@ func TestRunFromSavepointRelativeToWorkingDir(t *testing.T) {
 	}
 }
 
-// writeJob writes a bounded variant of ordersYAML against addr to file,
+// writeJob writes a bounded variant of jobfiletest.Orders against addr to file,
 // with pipeline in place of its pipeline section.
 func writeJob(t *testing.T, file, addr, pipeline string) {
 	t.Helper()
-	job := strings.NewReplacer("127.0.0.1:9092", addr, "  startup: earliest\n", "  startup: earliest\n  bounded: true\n").Replace(ordersYAML)
+	job := strings.NewReplacer("127.0.0.1:9092", addr, "  startup: earliest\n", "  startup: earliest\n  bounded: true\n").Replace(jobfiletest.Orders)
 	job = regexp.MustCompile(`(?s)pipeline:\n.*?\nsink:`).ReplaceAllString(job, pipeline+"sink:")
 	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
 		t.Fatal(err)

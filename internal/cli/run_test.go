@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
@@ -47,7 +48,7 @@ func TestRunJobFile(t *testing.T) {
 	addr := c.Addr
 	c.Produce(t, "orders", "a", "1", "b", "1", "a", "1", "a", "2", "c", "1", "b", "1")
 	dir := t.TempDir()
-	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state"), "  startup: earliest\n", "  startup: earliest\n  bounded: true\n").Replace(ordersYAML)
+	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state"), "  startup: earliest\n", "  startup: earliest\n  bounded: true\n").Replace(jobfiletest.Orders)
 	file := filepath.Join(dir, "orders.yaml")
 	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestRunJobFile(t *testing.T) {
 func TestRunUnreachableBroker(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "orders.yaml")
-	job := strings.Replace(ordersYAML, "127.0.0.1:9092", "127.0.0.1:1", 1)
+	job := strings.Replace(jobfiletest.Orders, "127.0.0.1:9092", "127.0.0.1:1", 1)
 	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestRunUnreachableBroker(t *testing.T) {
 func TestRunMissingSinkTopic(t *testing.T) {
 	addr := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1}}).Addr
 	dir := t.TempDir()
-	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state")).Replace(ordersYAML)
+	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state")).Replace(jobfiletest.Orders)
 	file := filepath.Join(dir, "orders.yaml")
 	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestRunStopsGracefullyOnCancel(t *testing.T) {
 	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"orders": 1, "order-counts": 1}})
 	addr := c.Addr
 	dir := t.TempDir()
-	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state"), "interval: 1s", "interval: 100ms").Replace(ordersYAML)
+	job := strings.NewReplacer("127.0.0.1:9092", addr, "./onceflow-data", filepath.Join(dir, "state"), "interval: 1s", "interval: 100ms").Replace(jobfiletest.Orders)
 	file := filepath.Join(dir, "orders.yaml")
 	if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
 		t.Fatal(err)
