@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // The commands that administer what a job uses on the cluster: topic
@@ -34,12 +35,12 @@ func addClusterFlags(fs *flag.FlagSet) clusterFlags {
 }
 
 // load returns the client configuration and, with --job, the job file.
-func (f clusterFlags) load() (kafka.ClientConfig, *JobFile, error) {
-	var jf *JobFile
+func (f clusterFlags) load() (kafka.ClientConfig, *jobfile.JobFile, error) {
+	var jf *jobfile.JobFile
 	cc := kafka.ClientConfig{Brokers: []string{"127.0.0.1:9092"}, ClientID: "onceflow-admin"}
 	if *f.job != "" {
 		var err error
-		if jf, err = LoadJobFileForKafka(*f.job); err != nil {
+		if jf, err = jobfile.LoadJobFileForKafka(*f.job); err != nil {
 			return cc, nil, err
 		}
 		if cc, err = clientConfig(jf.Kafka); err != nil {
@@ -52,7 +53,7 @@ func (f clusterFlags) load() (kafka.ClientConfig, *JobFile, error) {
 	return cc, jf, nil
 }
 
-func (f clusterFlags) admin() (*kadm.Client, *JobFile, func(), error) {
+func (f clusterFlags) admin() (*kadm.Client, *jobfile.JobFile, func(), error) {
 	cc, jf, err := f.load()
 	if err != nil {
 		return nil, nil, nil, err
@@ -129,7 +130,7 @@ func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			if jf.Errors.DeadLetterTopic != "" {
 				topics = append(topics, jf.Errors.DeadLetterTopic)
 			}
-			topics = append(topics, jf.routeTopics()...)
+			topics = append(topics, jf.RouteTopics()...)
 			if jf.Source.TopicRegex != "" {
 				fmt.Fprintf(e.stderr, "topic: the job reads topics matching %q; name them to create them\n", jf.Source.TopicRegex)
 			}
@@ -178,7 +179,7 @@ func topicFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 // one with exactly n is left alone. A running job reads the new partitions
 // once its partition discovery finds them (source.discovery-interval;
 // docs/design.md, "Operations commands").
-func addPartitions(ctx context.Context, e *env, adm *kadm.Client, jf *JobFile, topics []string, n int, brokers string) error {
+func addPartitions(ctx context.Context, e *env, adm *kadm.Client, jf *jobfile.JobFile, topics []string, n int, brokers string) error {
 	if jf != nil && len(topics) == 0 {
 		topics = append(topics, jf.Source.Topics...)
 		if jf.Source.TopicRegex != "" {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // The commands that talk to a running job's REST API (onceflow run
@@ -149,7 +151,7 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if len(args) == 1 {
 			// onceflow status JOB.yaml: a scale-out job's instances and
 			// partitions, from its group.
-			jf, err := LoadJobFile(args[0])
+			jf, err := jobfile.LoadJobFile(args[0])
 			if err != nil {
 				return err
 			}

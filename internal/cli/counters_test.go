@@ -9,13 +9,14 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // onceflow_window_late_records_total and the dedupe counter are job-life
 // counters: a new process continues them from the checkpoint it restores
 // instead of starting at 0.
 func TestPipelineCountersContinueAcrossProcesses(t *testing.T) {
-	jf := &JobFile{Job: "late", Path: "late.yaml"}
+	jf := &jobfile.JobFile{Job: "late", Path: "late.yaml"}
 	jf.State.Dir = t.TempDir()
 	jf.Checkpointing = flow.CheckpointSettings{Interval: 5 * time.Millisecond}
 	e := &env{stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.NewTextHandler(io.Discard, nil))}

@@ -19,6 +19,7 @@ import (
 	"github.com/onceflow/onceflow/internal/api"
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // The demo's names.
@@ -111,19 +112,19 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	}
 
 	cc := kafka.ClientConfig{Brokers: []string{b.Addr()}, ClientID: "onceflow-demo"}
-	jf := &JobFile{
+	jf := &jobfile.JobFile{
 		Path:     "demo",
 		Job:      demoJob,
-		Kafka:    KafkaConfig{Brokers: cc.Brokers, ClientID: cc.ClientID},
-		Source:   SourceConfig{Topics: []string{demoInput}, Group: demoGroup, Startup: Startup{Mode: StartEarliest}, Isolation: IsolationReadCommitted},
-		Pipeline: []Step{{Op: OpDedupe, Key: KeyRecordKey, TTL: time.Hour, UID: "dedupe"}},
-		Sink:     SinkConfig{Topic: demoOutput, Delivery: DeliveryExactlyOnce},
+		Kafka:    jobfile.KafkaConfig{Brokers: cc.Brokers, ClientID: cc.ClientID},
+		Source:   jobfile.SourceConfig{Topics: []string{demoInput}, Group: demoGroup, Startup: jobfile.Startup{Mode: jobfile.StartEarliest}, Isolation: jobfile.IsolationReadCommitted},
+		Pipeline: []jobfile.Step{{Op: jobfile.OpDedupe, Key: jobfile.KeyRecordKey, TTL: time.Hour, UID: "dedupe"}},
+		Sink:     jobfile.SinkConfig{Topic: demoOutput, Delivery: jobfile.DeliveryExactlyOnce},
 		Checkpointing: checkpoint.Config{
 			Interval: time.Second,
 			Mode:     checkpoint.ExactlyOnce,
 			Timeout:  30 * time.Second,
 		},
-		State: StateConfig{Dir: stateDir},
+		State: jobfile.StateConfig{Dir: stateDir},
 	}
 	if o.crashEvery > 0 {
 		return runDemoCrashing(ctx, e, o, b.Addr(), stateDir)

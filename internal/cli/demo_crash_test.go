@@ -3,6 +3,8 @@ package cli
 import (
 	"net"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // The demo with --crash-every serves its web UI (README: the demo does):
@@ -25,14 +27,14 @@ func TestCrashingDemoServesTheUIOnAFixedAddress(t *testing.T) {
 	if a, _ := demoUIAddr("off"); a != "" {
 		t.Fatalf("--http off gave address %q, want none", a)
 	}
-	jf, err := ParseJobFile("demo.yaml", []byte(demoCrashJobFile("127.0.0.1:9092", t.TempDir(), addr)), nil)
+	jf, err := jobfile.ParseJobFile("demo.yaml", []byte(demoCrashJobFile("127.0.0.1:9092", t.TempDir(), addr)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if jf.HTTP.Listen != addr {
 		t.Fatalf("the child's job file serves the UI on %q, want %q", jf.HTTP.Listen, addr)
 	}
-	jf, err = ParseJobFile("demo.yaml", []byte(demoCrashJobFile("127.0.0.1:9092", t.TempDir(), "")), nil)
+	jf, err = jobfile.ParseJobFile("demo.yaml", []byte(demoCrashJobFile("127.0.0.1:9092", t.TempDir(), "")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
@@ -32,7 +33,7 @@ func TestJobFileDiscoveryInterval(t *testing.T) {
 		{"source: {topics: [in], discovery-interval: 0}\n", -1},
 		{"source: {topics: [in], discovery-interval: 2s}\n", 2 * time.Second},
 	} {
-		jf, err := ParseJobFile("job.yaml", []byte(base+tc.source), func(string) (string, bool) { return "", false })
+		jf, err := jobfile.ParseJobFile("job.yaml", []byte(base+tc.source), func(string) (string, bool) { return "", false })
 		if err != nil {
 			t.Fatalf("%s: %v", tc.source, err)
 		}

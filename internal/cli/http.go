@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/api"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/metrics"
 )
 
@@ -34,7 +35,7 @@ func httpFlags(fs *flag.FlagSet) func() httpOptions {
 }
 
 // merged is o over the job file's http section.
-func (o httpOptions) merged(h HTTPConfig) httpOptions {
+func (o httpOptions) merged(h jobfile.HTTPConfig) httpOptions {
 	pick := func(a, b string) string {
 		if a != "" {
 			return a
@@ -46,7 +47,7 @@ func (o httpOptions) merged(h HTTPConfig) httpOptions {
 
 // newHTTPServer returns the job's HTTP server, or nil when none is asked
 // for. It listens at once, so a port in use fails the start.
-func newHTTPServer(e *env, jf *JobFile, o httpOptions) (*api.Server, error) {
+func newHTTPServer(e *env, jf *jobfile.JobFile, o httpOptions) (*api.Server, error) {
 	o = o.merged(jf.HTTP)
 	if o.listen == "" {
 		return nil, nil
@@ -75,7 +76,7 @@ func newHTTPServer(e *env, jf *JobFile, o httpOptions) (*api.Server, error) {
 
 // serveJob registers what the pipeline counts besides the engine, attaches
 // the job and starts answering.
-func serveJob(e *env, srv *api.Server, jf *JobFile, job *flow.Job, m *PipelineMetrics) {
+func serveJob(e *env, srv *api.Server, jf *jobfile.JobFile, job *flow.Job, m *PipelineMetrics) {
 	if m != nil {
 		srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Name: "dedupe_duplicates_dropped_total",

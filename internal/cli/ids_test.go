@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 )
 
@@ -23,7 +24,7 @@ func pipelineIDs(t *testing.T, steps []string) []string {
 	for _, s := range steps {
 		src += "  - " + s + "\n"
 	}
-	jf, err := ParseJobFile("j.yaml", []byte(src), nil)
+	jf, err := jobfile.ParseJobFile("j.yaml", []byte(src), nil)
 	if err != nil {
 		t.Fatalf("%v\nfile:\n%s", err, src)
 	}
@@ -158,7 +159,7 @@ var testdataPath = func() string {
 }()
 
 func TestRestoreHint(t *testing.T) {
-	jf, err := ParseJobFile("orders.yaml", []byte(jobfiletest.Orders+"  # \n"), nil)
+	jf, err := jobfile.ParseJobFile("orders.yaml", []byte(jobfiletest.Orders+"  # \n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

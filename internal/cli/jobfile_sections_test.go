@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // The commands that talk to Kafka with --job (lag, topic create, txn)
@@ -48,7 +50,7 @@ checkpointing:
 	}
 	// run still needs every variable.
 	t.Setenv("ONCEFLOW_TEST_KAFKA_PASSWORD", "secret")
-	if _, err := LoadJobFile(path); err == nil || !strings.Contains(err.Error(), "ONCEFLOW_TEST_UNSET_DSN") {
+	if _, err := jobfile.LoadJobFile(path); err == nil || !strings.Contains(err.Error(), "ONCEFLOW_TEST_UNSET_DSN") {
 		t.Fatalf("LoadJobFile with an unset database variable: %v, want it named", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/pipeline/kafkarec"
 )
 
@@ -30,7 +31,7 @@ var KafkaAccess = kafkarec.Access
 func toSink(topic string) func(kafka.Record) kafka.Record { return kafkarec.ToSink(topic) }
 
 // clientConfig translates the kafka section.
-func clientConfig(k KafkaConfig) (kafka.ClientConfig, error) {
+func clientConfig(k jobfile.KafkaConfig) (kafka.ClientConfig, error) {
 	cc := kafka.ClientConfig{
 		Brokers:  k.Brokers,
 		ClientID: k.ClientID,
@@ -46,7 +47,7 @@ func clientConfig(k KafkaConfig) (kafka.ClientConfig, error) {
 	return cc, nil
 }
 
-func tlsConfig(t TLSConfig) (*tls.Config, error) {
+func tlsConfig(t jobfile.TLSConfig) (*tls.Config, error) {
 	// InsecureSkipVerify only when the file asks for it (test clusters).
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify}
 	if t.CAFile != "" {
@@ -80,7 +81,7 @@ var errBrokersUnreachable = errors.New("cannot reach the Kafka brokers")
 // outputs maps the setting that names each output topic (sink.topic,
 // errors.dead-letter-topic) to the topic: they must exist, or the job would
 // fail at its first write, after it started.
-func ping(ctx context.Context, k KafkaConfig, cc kafka.ClientConfig, timeout time.Duration, outputs map[string]string) error {
+func ping(ctx context.Context, k jobfile.KafkaConfig, cc kafka.ClientConfig, timeout time.Duration, outputs map[string]string) error {
 	opts := []kgo.Opt{kgo.SeedBrokers(cc.Brokers...), kgo.ClientID(cc.ClientID)}
 	if cc.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(cc.TLS))

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/pipeline"
 )
 
@@ -50,10 +51,10 @@ func (m *PipelineMetrics) counter(name string) *atomic.Int64 {
 // eventTime is the expression of a record's event time the source's
 // watermarks follow (the job file's event-time section), which window
 // steps use; empty: the Kafka record's timestamp.
-func BuildPipeline[T any](s flow.Stream[T], steps []Step, acc RecordAccess[T], policy flow.ErrorPolicy, m *PipelineMetrics, eventTime string) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+func BuildPipeline[T any](s flow.Stream[T], steps []jobfile.Step, acc RecordAccess[T], policy flow.ErrorPolicy, m *PipelineMetrics, eventTime string) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
 	ps := make([]pipeline.Step, len(steps))
 	for i, st := range steps {
-		ps[i] = pipeline.Step{Op: st.Op, Params: st.params(), UID: st.UID}
+		ps[i] = pipeline.Step{Op: st.Op, Params: st.AllParams(), UID: st.UID}
 	}
 	out, failures, err := pipeline.Build(s, acc, ps, pipeline.Env{Policy: policy, Counter: m.counter, Time: eventTime})
 	if se := (*pipeline.StepError)(nil); errors.As(err, &se) {

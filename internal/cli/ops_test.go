@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/pipeline/kafkarec"
 )
@@ -100,7 +101,7 @@ func (nopCommitter) Close() error                                { return nil }
 
 // runPipeline runs in through steps with the given parallelism and returns
 // what reached the sink, grouped by key in order of arrival.
-func runPipeline(t testing.TB, in []rec, steps []Step, parallelism int) (map[string][]string, *PipelineMetrics) {
+func runPipeline(t testing.TB, in []rec, steps []jobfile.Step, parallelism int) (map[string][]string, *PipelineMetrics) {
 	t.Helper()
 	r := runPipelineWith(t, in, steps, parallelism, flow.FailOnError)
 	if r.err != nil {
@@ -120,7 +121,7 @@ type pipelineRun struct {
 
 // runPipelineWith runs in through steps under an error policy, without
 // restarts, and collects the output and the dead letters.
-func runPipelineWith(t testing.TB, in []rec, steps []Step, parallelism int, policy flow.ErrorPolicy) pipelineRun {
+func runPipelineWith(t testing.TB, in []rec, steps []jobfile.Step, parallelism int, policy flow.ErrorPolicy) pipelineRun {
 	t.Helper()
 	env := flow.New(flow.JobName("test"), flow.Parallelism(parallelism), flow.Logger(slog.New(slog.DiscardHandler)))
 	s := flow.From(env, memSource{recs: in}, flow.UID("src"))
@@ -167,20 +168,20 @@ func recs(kv ...string) []rec {
 func TestPipelineOperators(t *testing.T) {
 	in := recs("a", "1", "b", "1", "a", "2", "c", "1", "a", "3", "b", "2")
 	// As a job file gives them, and as Go code (the demo) writes them.
-	dedupe := Step{Op: OpDedupe, Params: pipeline.Params{"key": KeyRecordKey, "ttl": time.Hour}, UID: "dedupe-0"}
-	count := Step{Op: OpCount, Params: pipeline.Params{"key": KeyRecordKey}, UID: "count-1"}
-	dedupeInGo := Step{Op: OpDedupe, Key: KeyRecordKey, TTL: time.Hour, UID: "dedupe"}
+	dedupe := jobfile.Step{Op: jobfile.OpDedupe, Params: pipeline.Params{"key": jobfile.KeyRecordKey, "ttl": time.Hour}, UID: "dedupe-0"}
+	count := jobfile.Step{Op: jobfile.OpCount, Params: pipeline.Params{"key": jobfile.KeyRecordKey}, UID: "count-1"}
+	dedupeInGo := jobfile.Step{Op: jobfile.OpDedupe, Key: jobfile.KeyRecordKey, TTL: time.Hour, UID: "dedupe"}
 	for _, tc := range []struct {
 		name    string
-		steps   []Step
+		steps   []jobfile.Step
 		want    map[string][]string
 		dropped int64
 	}{
 		{"pass-through", nil, map[string][]string{"a": {"1", "2", "3"}, "b": {"1", "2"}, "c": {"1"}}, 0},
-		{"dedupe keeps the first record of each key", []Step{dedupe}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
-		{"count emits the running count", []Step{count}, map[string][]string{"a": {"1", "2", "3"}, "b": {"1", "2"}, "c": {"1"}}, 0},
-		{"dedupe then count", []Step{dedupe, count}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
-		{"dedupe written in Go", []Step{dedupeInGo}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
+		{"dedupe keeps the first record of each key", []jobfile.Step{dedupe}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
+		{"count emits the running count", []jobfile.Step{count}, map[string][]string{"a": {"1", "2", "3"}, "b": {"1", "2"}, "c": {"1"}}, 0},
+		{"dedupe then count", []jobfile.Step{dedupe, count}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
+		{"dedupe written in Go", []jobfile.Step{dedupeInGo}, map[string][]string{"a": {"1"}, "b": {"1"}, "c": {"1"}}, 3},
 	} {
 		for _, par := range []int{1, 3} {
 			t.Run(tc.name+"/parallelism "+strconv.Itoa(par), func(t *testing.T) {
@@ -201,15 +202,15 @@ func TestBuildPipelineRejectsUnsupportedSteps(t *testing.T) {
 	env := flow.New()
 	s := flow.From(env, memSource{}, flow.UID("src"))
 	for _, tc := range []struct {
-		step Step
+		step jobfile.Step
 		want string
 	}{
-		{Step{Op: "nope", Line: 3}, `pipeline operator nope (line 3): unknown operator "nope"; supported operators: ` + strings.Join(pipeline.Names(), ", ")},
-		{Step{Op: OpCount, Key: "value.a +", Line: 4}, `pipeline operator count (line 4): key: expression "value.a +": unexpected token EOF at column 9`},
-		{Step{Op: OpDedupe, Key: KeyRecordKey, Line: 5}, `pipeline operator dedupe (line 5): ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)`},
-		{Step{Op: OpExtractKey, Params: pipeline.Params{"json-field": ""}, Line: 6}, `pipeline operator extract-key (line 6): json-field is empty: name the JSON field whose value becomes the record key, such as json-field: user`},
+		{jobfile.Step{Op: "nope", Line: 3}, `pipeline operator nope (line 3): unknown operator "nope"; supported operators: ` + strings.Join(pipeline.Names(), ", ")},
+		{jobfile.Step{Op: jobfile.OpCount, Key: "value.a +", Line: 4}, `pipeline operator count (line 4): key: expression "value.a +": unexpected token EOF at column 9`},
+		{jobfile.Step{Op: jobfile.OpDedupe, Key: jobfile.KeyRecordKey, Line: 5}, `pipeline operator dedupe (line 5): ttl is missing: set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)`},
+		{jobfile.Step{Op: jobfile.OpExtractKey, Params: pipeline.Params{"json-field": ""}, Line: 6}, `pipeline operator extract-key (line 6): json-field is empty: name the JSON field whose value becomes the record key, such as json-field: user`},
 	} {
-		if _, _, err := BuildPipeline(s, []Step{tc.step}, recAccess, flow.FailOnError, nil, ""); err == nil || err.Error() != tc.want {
+		if _, _, err := BuildPipeline(s, []jobfile.Step{tc.step}, recAccess, flow.FailOnError, nil, ""); err == nil || err.Error() != tc.want {
 			t.Errorf("step %+v: error\n%v\nwant\n%s", tc.step, err, tc.want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/dirlock"
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // offsets reset: the explicit counterpart of the refusal to start fresh
@@ -34,13 +35,15 @@ import (
 
 // resetIntent is the file STATE_DIR/JOB.reset.json.
 type resetIntent struct {
-	To        StartupMode `json:"to"`
-	Timestamp time.Time   `json:"timestamp,omitzero"`
-	Archived  string      `json:"archived,omitempty"`
-	Created   time.Time   `json:"created"`
+	To        jobfile.StartupMode `json:"to"`
+	Timestamp time.Time           `json:"timestamp,omitzero"`
+	Archived  string              `json:"archived,omitempty"`
+	Created   time.Time           `json:"created"`
 }
 
-func resetIntentPath(jf *JobFile) string { return filepath.Join(jf.State.Dir, jf.Job+".reset.json") }
+func resetIntentPath(jf *jobfile.JobFile) string {
+	return filepath.Join(jf.State.Dir, jf.Job+".reset.json")
+}
 
 func offsetsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	jobFile := fs.String("job", "", "the job `FILE` (required)")
@@ -57,22 +60,22 @@ func offsetsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 		if *jobFile == "" || *to == "" {
 			return fmt.Errorf("%w: --job and --to are required", errUsage)
 		}
-		jf, err := LoadJobFile(*jobFile)
+		jf, err := jobfile.LoadJobFile(*jobFile)
 		if err != nil {
 			return err
 		}
 		intent := resetIntent{Created: time.Now().UTC()}
 		switch *to {
 		case "earliest":
-			intent.To = StartEarliest
+			intent.To = jobfile.StartEarliest
 		case "latest":
-			intent.To = StartLatest
+			intent.To = jobfile.StartLatest
 		case "timestamp":
 			t, err := time.Parse(time.RFC3339, *ts)
 			if err != nil {
 				return fmt.Errorf("%w: --timestamp %q: %v (write RFC 3339, such as 2026-11-30T08:00:00Z)", errUsage, *ts, err)
 			}
-			intent.To, intent.Timestamp = StartTimestamp, t
+			intent.To, intent.Timestamp = jobfile.StartTimestamp, t
 		default:
 			if fi, err := os.Stat(*to); err == nil && fi.IsDir() {
 				dir, _ := filepath.Abs(*to)
@@ -81,7 +84,7 @@ func offsetsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 			}
 			return fmt.Errorf("%w: --to %q: use earliest, latest, timestamp, or the directory of a checkpoint or savepoint", errUsage, *to)
 		}
-		if *ts != "" && intent.To != StartTimestamp {
+		if *ts != "" && intent.To != jobfile.StartTimestamp {
 			return fmt.Errorf("%w: --timestamp goes with --to timestamp", errUsage)
 		}
 		if jf.State.Checkpoints != "" {
@@ -109,7 +112,7 @@ func offsetsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 			return err
 		}
 		where := string(intent.To)
-		if intent.To == StartTimestamp {
+		if intent.To == jobfile.StartTimestamp {
 			where += " " + intent.Timestamp.Format(time.RFC3339)
 		}
 		fmt.Fprintf(e.stdout, "the next `onceflow run %s` starts from %s with empty state (reset recorded in %s)\n", *jobFile, where, resetIntentPath(jf))
@@ -120,7 +123,7 @@ func offsetsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 // applyResetIntent reads the job's reset intent, if any: it sets the
 // source's startup to the intent's, and returns the engine options (start
 // fresh, and a hook that removes the intent once a checkpoint committed).
-func applyResetIntent(e *env, jf *JobFile, o runOptions) ([]flow.Option, error) {
+func applyResetIntent(e *env, jf *jobfile.JobFile, o runOptions) ([]flow.Option, error) {
 	path := resetIntentPath(jf)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -130,13 +133,13 @@ func applyResetIntent(e *env, jf *JobFile, o runOptions) ([]flow.Option, error) 
 		return nil, err
 	}
 	var in resetIntent
-	if err := json.Unmarshal(b, &in); err != nil || (in.To != StartEarliest && in.To != StartLatest && in.To != StartTimestamp) {
+	if err := json.Unmarshal(b, &in); err != nil || (in.To != jobfile.StartEarliest && in.To != jobfile.StartLatest && in.To != jobfile.StartTimestamp) {
 		return nil, fmt.Errorf("offsets reset intent %s is damaged (%v): run onceflow offsets reset again, or remove the file to run without it", path, err)
 	}
 	if o.fromSavepoint != "" {
 		return nil, fmt.Errorf("--from-savepoint and the pending offsets reset in %s contradict each other: remove the file to restore the savepoint", path)
 	}
-	jf.Source.Startup = Startup{Mode: in.To, Timestamp: in.Timestamp, Reset: "earliest"}
+	jf.Source.Startup = jobfile.Startup{Mode: in.To, Timestamp: in.Timestamp, Reset: "earliest"}
 	e.log.Warn("applying the offsets reset: starting from the new position with empty state", "to", in.To, "file", path, "earlier_state", in.Archived)
 	why := "the offsets reset in " + path
 	if in.Archived != "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/pipeline"
 )
 
@@ -28,7 +29,7 @@ func runFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		if err != nil {
 			return err
 		}
-		jf, err := LoadJobFile(path)
+		jf, err := jobfile.LoadJobFile(path)
 		if err != nil {
 			return err
 		}
@@ -163,14 +164,14 @@ func (o runOptions) flowOptions() []flow.Option {
 // back its home, when the refusal names operators by the positional ids
 // (dedupe-0, count-1) pipeline steps had by default before their ids were
 // derived from what they are (DefaultUID).
-func restoreHint(err error, jf *JobFile) error {
+func restoreHint(err error, jf *jobfile.JobFile) error {
 	if err == nil || !errors.Is(err, flow.ErrRestoreRefused) {
 		return err
 	}
 	msg := err.Error()
 	var lines []string
 	for i, st := range jf.Pipeline {
-		old := positionalUID(st, i)
+		old := jobfile.PositionalUID(st, i)
 		if spec, ok := pipeline.Lookup(st.Op); st.UIDSet || !ok || !spec.Stateful || !mentionsUID(msg, old) {
 			continue
 		}
@@ -201,12 +202,12 @@ func mentionsUID(msg, uid string) bool {
 }
 
 // connectorStartup maps the job file's startup modes to the connector's.
-var connectorStartup = map[StartupMode]kafka.StartupMode{
-	StartEarliest:        kafka.StartEarliest,
-	StartLatest:          kafka.StartLatest,
-	StartTimestamp:       kafka.StartTimestamp,
-	StartSpecificOffsets: kafka.StartSpecificOffsets,
-	StartGroupOffsets:    kafka.StartGroupOffsets,
+var connectorStartup = map[jobfile.StartupMode]kafka.StartupMode{
+	jobfile.StartEarliest:        kafka.StartEarliest,
+	jobfile.StartLatest:          kafka.StartLatest,
+	jobfile.StartTimestamp:       kafka.StartTimestamp,
+	jobfile.StartSpecificOffsets: kafka.StartSpecificOffsets,
+	jobfile.StartGroupOffsets:    kafka.StartGroupOffsets,
 }
 
 var connectorReset = map[string]kafka.ResetFallback{
@@ -219,14 +220,14 @@ var connectorReset = map[string]kafka.ResetFallback{
 // connectorDelivery maps sink.delivery to the connector's.
 // connectorRecreated maps source.on-topic-recreated to the connector's.
 var connectorRecreated = map[string]kafka.TopicRecreated{
-	RecreatedEarliest: kafka.RecreatedReadEarliest,
-	RecreatedFail:     kafka.RecreatedFail,
+	jobfile.RecreatedEarliest: kafka.RecreatedReadEarliest,
+	jobfile.RecreatedFail:     kafka.RecreatedFail,
 }
 
 var connectorDelivery = map[string]kafka.Delivery{
-	DeliveryExactlyOnce: kafka.DeliveryExactlyOnce,
-	DeliveryAtLeastOnce: kafka.DeliveryAtLeastOnce,
-	DeliveryNone:        kafka.DeliveryNone,
+	jobfile.DeliveryExactlyOnce: kafka.DeliveryExactlyOnce,
+	jobfile.DeliveryAtLeastOnce: kafka.DeliveryAtLeastOnce,
+	jobfile.DeliveryNone:        kafka.DeliveryNone,
 }
 
 // builtJob is a job definition made from a job file, with the connectors
@@ -248,10 +249,10 @@ type builtJob struct {
 // transaction. The engine's own status line is off: runJob prints one
 // with the connectors' view added. extra are engine options on top of the
 // file's (how to restore, from the run flags).
-func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) (*builtJob, error) {
+func buildJob(jf *jobfile.JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) (*builtJob, error) {
 	delivery, ok := connectorDelivery[jf.Sink.Delivery]
 	if !ok { // unreachable: the job file parser checked it
-		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce)
+		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, jobfile.DeliveryNone, jobfile.DeliveryAtLeastOnce, jobfile.DeliveryExactlyOnce)
 	}
 	st := jf.Source.Startup
 	discovery := jf.Source.DiscoveryInterval
@@ -265,22 +266,22 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		StartTimestamp:    st.Timestamp,
 		SpecificOffsets:   st.Offsets,
 		DiscoveryInterval: discovery,
-		ReadUncommitted:   jf.Source.Isolation == IsolationReadUncommitted,
+		ReadUncommitted:   jf.Source.Isolation == jobfile.IsolationReadUncommitted,
 		Bounded:           jf.Source.Bounded,
 		OnTopicRecreated:  connectorRecreated[jf.Source.OnTopicRecreated],
-		Partitions:        jf.task.partitionsOrNil(),
+		Partitions:        jf.Task.PartitionsOrNil(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	var kafkaSink *kafka.Sink
-	if jf.Sink.hasTopic() {
+	if jf.Sink.HasTopic() {
 		kafkaSink, err = kafka.NewSink(kafka.SinkConfig{
 			Client:             cc,
 			Delivery:           delivery,
 			Job:                jf.Job,
-			Topic:              sinkTopic(jf),
-			KeepPartition:      jf.task.repartitions(),
+			Topic:              jobfile.SinkTopic(jf),
+			KeepPartition:      jf.Task.Repartitions(),
 			OffsetsOf:          []*kafka.Source{src},
 			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
 			TransactionTimeout: jf.Sink.TransactionTimeout,
@@ -307,8 +308,8 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		}
 		return errors.Join(errs...)
 	}
-	for _, db := range jf.Sink.dbSinks() {
-		s, closeSink, err := newDBSink(db, jf.Sink.dbDelivery(db.Kind), jf.Job, jf.Errors.Policy)
+	for _, db := range jf.Sink.DBSinks() {
+		s, closeSink, err := jobfile.NewDBSink(db, jf.Sink.DBDelivery(db.Kind), jf.Job, jf.Errors.Policy)
 		if err != nil {
 			_ = closeAll()
 			return nil, err
@@ -316,12 +317,12 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		exts, closers = append(exts, extSink{db.Kind, s}), append(closers, closeSink)
 	}
 	if jf.Sink.Redis != nil {
-		s, err := newRedisSink(jf.Sink, jf.Job, jf.Errors.Policy)
+		s, err := jobfile.NewRedisSink(jf.Sink, jf.Job, jf.Errors.Policy)
 		if err != nil {
 			_ = closeAll()
 			return nil, err
 		}
-		exts, closers = append(exts, extSink{sinkRedis, s}), append(closers, s.Close)
+		exts, closers = append(exts, extSink{jobfile.SinkRedis, s}), append(closers, s.Close)
 	}
 	env, watch, m := newEnv(jf, e, extra...)
 	s, failures, err := buildSteps(env, jf, src, m)
@@ -332,9 +333,9 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 	// The commit point's sink (the first sink without one) has the uid
 	// "sink" a job with one sink has, so adding a table to a topic job
 	// keeps the uid its checkpoints know; the others are "sink-<kind>".
-	uids := map[string]string{jf.Sink.commitPoint(): "sink"}
-	if jf.Sink.commitPoint() == "" {
-		uids[jf.Sink.kinds()[0]] = "sink"
+	uids := map[string]string{jf.Sink.CommitPoint(): "sink"}
+	if jf.Sink.CommitPoint() == "" {
+		uids[jf.Sink.Kinds()[0]] = "sink"
 	}
 	uidOf := func(kind string) string {
 		if u, ok := uids[kind]; ok {
@@ -342,22 +343,22 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		}
 		return "sink-" + kind
 	}
-	if kafkaSink != nil && jf.task.repartitions() {
+	if kafkaSink != nil && jf.Task.Repartitions() {
 		out, bad, err := toRepartition(s, jf)
 		if err != nil {
 			_ = closeAll()
 			return nil, err
 		}
-		flow.To(out, kafkaSink, flow.UID(uidOf(sinkKafka)), flow.Name("repartition-sink"))
+		flow.To(out, kafkaSink, flow.UID(uidOf(jobfile.SinkKafka)), flow.Name("repartition-sink"))
 		if jf.Errors.Policy == flow.DeadLetterOnError {
 			failures = append(failures, bad)
 		}
 	} else if kafkaSink != nil {
 		to := ""
-		if jf.routes() {
+		if jf.Routes() {
 			to = jf.Sink.Topic // the sink takes each record's topic
 		}
-		flow.To(flow.Map(s, toSink(to), flow.Name("to-sink")), kafkaSink, flow.UID(uidOf(sinkKafka)), flow.Name("kafka-sink"))
+		flow.To(flow.Map(s, toSink(to), flow.Name("to-sink")), kafkaSink, flow.UID(uidOf(jobfile.SinkKafka)), flow.Name("kafka-sink"))
 	}
 	// Records a database sink rejects (a value its column refuses) go
 	// through errors.policy; dead letters go to its dead-letter table.
@@ -378,7 +379,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 		// at-least-once), in its transaction.
 		keeper := exts[0]
 		for _, x := range exts {
-			if x.kind == jf.Sink.commitPoint() {
+			if x.kind == jf.Sink.CommitPoint() {
 				keeper = x
 			}
 		}
@@ -396,7 +397,7 @@ func buildJob(jf *JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) 
 
 // newEnv makes the job's environment from the file's engine settings, and
 // the counters of its pipeline.
-func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch, *PipelineMetrics) {
+func newEnv(jf *jobfile.JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch, *PipelineMetrics) {
 	m := &PipelineMetrics{}
 	opts := []flow.Option{
 		flow.JobName(jf.Job),
@@ -429,13 +430,13 @@ func newEnv(jf *JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWa
 
 // buildSteps adds the source and the pipeline to env: the stream to sink
 // and the failure streams of dead-letter steps.
-func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source, m *PipelineMetrics) (flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
+func buildSteps(env *flow.Env, jf *jobfile.JobFile, src *kafka.Source, m *PipelineMetrics) (flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
 	var srcOpts []flow.OpOption
 	if jf.Source.Parallelism > 0 {
 		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
 	}
 	var timeExpr string
-	if et, on := jf.eventTime(); on {
+	if et, on := jf.EventTimeSettings(); on {
 		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
 		if err != nil {
 			return flow.Stream[kafka.Record]{}, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
@@ -451,7 +452,7 @@ func buildSteps(env *flow.Env, jf *JobFile, src *kafka.Source, m *PipelineMetric
 	return BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
 }
 
-func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
+func runJob(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) error {
 	if jf.ScaleOut.Enabled {
 		return runScaleOut(ctx, e, jf, o)
 	}
@@ -459,7 +460,7 @@ func runJob(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, jf.outputTopics()); err != nil {
+	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, jf.OutputTopics()); err != nil {
 		return err
 	}
 	srv, err := newHTTPServer(e, jf, o.http)

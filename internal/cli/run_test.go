@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/internal/jobfile/jobfiletest"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
@@ -176,7 +177,7 @@ func writePoisonJob(t testing.TB, addr, delivery, errorsSection string) string {
 	t.Helper()
 	dir := t.TempDir()
 	mode := "exactly-once"
-	if delivery != DeliveryExactlyOnce {
+	if delivery != jobfile.DeliveryExactlyOnce {
 		mode = "at-least-once"
 	}
 	job := strings.NewReplacer("ADDR", addr, "DELIVERY", delivery, "MODE", mode, "ERRORS", errorsSection, "STATE", filepath.Join(dir, "state")).Replace(poisonJob)
@@ -212,9 +213,9 @@ func TestRunPoisonRecords(t *testing.T) {
 	for _, tc := range []struct {
 		policy, delivery string
 	}{
-		{"skip", DeliveryExactlyOnce},
-		{"dead-letter", DeliveryExactlyOnce},
-		{"dead-letter", DeliveryAtLeastOnce},
+		{"skip", jobfile.DeliveryExactlyOnce},
+		{"dead-letter", jobfile.DeliveryExactlyOnce},
+		{"dead-letter", jobfile.DeliveryAtLeastOnce},
 	} {
 		t.Run(tc.policy+"/"+tc.delivery, func(t *testing.T) {
 			c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"users": 3, "user-counts": 2, "users-dlq": 2}})
@@ -282,7 +283,7 @@ func TestRunPoisonRecordFails(t *testing.T) {
 	c.Produce(t, "users", "a", `{"user":"x"}`, "b", `{"user":"y"}`, "c", `{"user"`, "d", `{"user":"z"}`)
 	for _, section := range []string{"", "errors: {policy: fail}"} {
 		t.Run(section, func(t *testing.T) {
-			file := writePoisonJob(t, addr, DeliveryExactlyOnce, section)
+			file := writePoisonJob(t, addr, jobfile.DeliveryExactlyOnce, section)
 			code, _, stderr := runMain("run", "--status-interval", "0", file)
 			if code != 1 {
 				t.Fatalf("exit code %d, want 1; stderr:\n%s", code, stderr)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/metrics"
 )
@@ -31,12 +32,12 @@ import (
 // scaleOut is one instance.
 type scaleOut struct {
 	e        *env
-	jf       *JobFile
+	jf       *jobfile.JobFile
 	o        runOptions
 	cc       kafka.ClientConfig
 	instance string
 	group    string
-	segs     []segment
+	segs     []jobfile.Segment
 	// parts is the partition count of each repartition topic.
 	parts map[string]int
 	m     *kafka.Membership
@@ -55,7 +56,7 @@ type scaleOut struct {
 // task is the run of one partition's job on this instance.
 type task struct {
 	p    kafka.Partition
-	seg  *segment
+	seg  *jobfile.Segment
 	name string
 	// prev is the task this one replaces (the partition came back before
 	// the old run ended): it must end first, it holds the local lock.
@@ -78,7 +79,7 @@ func taskName(job string, p kafka.Partition) string {
 }
 
 // instanceName is the instance's name: the flag, the file, the host.
-func instanceName(flagValue string, jf *JobFile) (string, error) {
+func instanceName(flagValue string, jf *jobfile.JobFile) (string, error) {
 	name := flagValue
 	if name == "" {
 		name = jf.ScaleOut.Instance
@@ -95,13 +96,13 @@ func instanceName(flagValue string, jf *JobFile) (string, error) {
 			return '-'
 		}, h)
 	}
-	if !validName(name) {
+	if !jobfile.ValidName(name) {
 		return "", fmt.Errorf("%w: --instance %q may only use letters, digits, '.', '_' and '-'", errUsage, name)
 	}
 	return name, nil
 }
 
-func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
+func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) error {
 	if o.fromSavepoint != "" {
 		return fmt.Errorf("%w: --from-savepoint does not go with scale-out: each task restores its own checkpoints", errUsage)
 	}
@@ -113,11 +114,11 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	segs, err := planSegments(jf)
+	segs, err := jobfile.PlanSegments(jf)
 	if err != nil {
 		return err
 	}
-	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, jf.outputTopics()); err != nil {
+	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, jf.OutputTopics()); err != nil {
 		return err
 	}
 	so := &scaleOut{e: e, jf: jf, o: o, cc: cc, instance: instance, group: jf.Source.Group, segs: segs,
@@ -127,13 +128,13 @@ func runScaleOut(ctx context.Context, e *env, jf *JobFile, o runOptions) error {
 	}
 	var topics []string
 	for _, s := range segs {
-		topics = append(topics, s.topics...)
+		topics = append(topics, s.Topics...)
 	}
 	e.log.Info("starting scale-out instance", "job", jf.Job, "instance", instance, "group", so.group, "topics", strings.Join(topics, ","),
 		"state_dir", so.stateDir(), "checkpoints", jf.State.Checkpoints, "segments", len(segs))
 	m, err := kafka.NewMembership(kafka.MembershipConfig{
 		Client: cc, Group: so.group, Topics: topics, Instance: instance, Logger: e.log,
-		SessionTimeout: jf.ScaleOut.SessionTimeout, NextGen: jf.ScaleOut.GroupProtocol != GroupProtocolClassic,
+		SessionTimeout: jf.ScaleOut.SessionTimeout, NextGen: jf.ScaleOut.GroupProtocol != jobfile.GroupProtocolClassic,
 		DiscoveryInterval: jf.Source.DiscoveryInterval,
 		OnAssigned:        so.assigned,
 		OnRevoked:         func(_ context.Context, ps []kafka.Partition) { so.stopTasks(ps, "revoked") },
@@ -207,9 +208,9 @@ func (so *scaleOut) snapshotTasks() map[kafka.Partition]*task {
 	return maps.Clone(so.tasks)
 }
 
-func (so *scaleOut) segmentOf(topic string) *segment {
+func (so *scaleOut) segmentOf(topic string) *jobfile.Segment {
 	for i := range so.segs {
-		if slices.Contains(so.segs[i].topics, topic) {
+		if slices.Contains(so.segs[i].Topics, topic) {
 			return &so.segs[i]
 		}
 	}
@@ -318,7 +319,7 @@ func (so *scaleOut) runTaskOnce(t *task, log *slog.Logger) error {
 	defer so.metrics.remove(col)
 	opts := append(so.o.flowOptions(), flow.FencedCheckpointIDs(), flow.WithHooks(col))
 	var pg *purger
-	if t.seg.index > 0 {
+	if t.seg.Index > 0 {
 		// The task reads a repartition topic: what it committed past is
 		// deleted (docs/design.md, "Scale-out").
 		pg = &purger{so: so, p: t.p, log: log}
@@ -372,24 +373,24 @@ func (t *task) checkpoint() int64 {
 
 // taskFile is the job file of task t: the user's, for one partition of
 // its segment, with the instance's own state directory.
-func (so *scaleOut) taskFile(t *task) *JobFile {
+func (so *scaleOut) taskFile(t *task) *jobfile.JobFile {
 	tj := *so.jf
 	tj.Job = t.name
 	tj.Source.Topics = []string{t.p.Topic}
 	tj.Source.TopicRegex = ""
 	tj.Source.Group = so.group
-	tj.Pipeline = t.seg.steps
+	tj.Pipeline = t.seg.Steps
 	tj.State.Dir = so.stateDir()
-	tj.HTTP = HTTPConfig{}
+	tj.HTTP = jobfile.HTTPConfig{}
 	tj.RestartSet, tj.Restart = true, restart.Config{Strategy: restart.None}
-	tj.task = &taskSpec{partitions: map[string][]int32{t.p.Topic: {t.p.Partition}}}
-	if t.seg.index > 0 {
+	tj.Task = &jobfile.TaskSpec{Partitions: map[string][]int32{t.p.Topic: {t.p.Partition}}}
+	if t.seg.Index > 0 {
 		// A repartition topic is read from its start on a fresh task.
-		tj.Source.Startup = Startup{Mode: StartEarliest}
+		tj.Source.Startup = jobfile.Startup{Mode: jobfile.StartEarliest}
 	}
-	if t.seg.out != "" {
-		tj.task.out, tj.task.outKey, tj.task.outPartitions = t.seg.out, t.seg.outKey, so.parts[t.seg.out]
-		tj.Sink = SinkConfig{Topic: t.seg.out, Delivery: DeliveryExactlyOnce, MaxHeldBytes: so.jf.Sink.MaxHeldBytes, TransactionTimeout: so.jf.Sink.TransactionTimeout}
+	if t.seg.Out != "" {
+		tj.Task.Out, tj.Task.OutKey, tj.Task.OutPartitions = t.seg.Out, t.seg.OutKey, so.parts[t.seg.Out]
+		tj.Sink = jobfile.SinkConfig{Topic: t.seg.Out, Delivery: jobfile.DeliveryExactlyOnce, MaxHeldBytes: so.jf.Sink.MaxHeldBytes, TransactionTimeout: so.jf.Sink.TransactionTimeout}
 	}
 	return &tj
 }
@@ -412,7 +413,7 @@ func (so *scaleOut) statusAttrs() []any {
 // exist yet and returns every one's partition count. A topic that exists
 // with another count than asked is refused: records of a key would go
 // elsewhere than its state.
-func ensureRepartitionTopics(ctx context.Context, cc kafka.ClientConfig, jf *JobFile, segs []segment) (map[string]int, error) {
+func ensureRepartitionTopics(ctx context.Context, cc kafka.ClientConfig, jf *jobfile.JobFile, segs []jobfile.Segment) (map[string]int, error) {
 	out := map[string]int{}
 	if len(segs) < 2 {
 		return out, nil
@@ -434,35 +435,35 @@ func ensureRepartitionTopics(ctx context.Context, cc kafka.ClientConfig, jf *Job
 		}
 	}
 	for _, s := range segs[:len(segs)-1] {
-		tds, err := adm.ListTopics(ctx, s.out)
+		tds, err := adm.ListTopics(ctx, s.Out)
 		if err != nil {
-			return nil, fmt.Errorf("list the repartition topic %s: %w", s.out, err)
+			return nil, fmt.Errorf("list the repartition topic %s: %w", s.Out, err)
 		}
-		if td, ok := tds[s.out]; ok && td.Err == nil {
+		if td, ok := tds[s.Out]; ok && td.Err == nil {
 			if n := len(td.Partitions); jf.ScaleOut.RepartitionPartitions != 0 && n != jf.ScaleOut.RepartitionPartitions {
-				return nil, fmt.Errorf("the repartition topic %s has %d partitions, and scale-out.repartition-partitions asks for %d: its tasks' state is split by its partitions, so the count cannot change; remove the setting, or start the job anew under another name", s.out, n, jf.ScaleOut.RepartitionPartitions)
+				return nil, fmt.Errorf("the repartition topic %s has %d partitions, and scale-out.repartition-partitions asks for %d: its tasks' state is split by its partitions, so the count cannot change; remove the setting, or start the job anew under another name", s.Out, n, jf.ScaleOut.RepartitionPartitions)
 			}
-			out[s.out] = len(td.Partitions)
+			out[s.Out] = len(td.Partitions)
 			continue
 		}
 		// Records are deleted once the reading task committed past them
 		// (retention alone could drop records not yet read).
-		resp, err := adm.CreateTopic(ctx, int32(want), -1, map[string]*string{"retention.ms": kadm.StringPtr("-1"), "cleanup.policy": kadm.StringPtr("delete")}, s.out)
+		resp, err := adm.CreateTopic(ctx, int32(want), -1, map[string]*string{"retention.ms": kadm.StringPtr("-1"), "cleanup.policy": kadm.StringPtr("delete")}, s.Out)
 		if err == nil {
 			err = resp.Err
 		}
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return nil, fmt.Errorf("create the repartition topic %s (%d partitions): %w; create it yourself with that count, or grant the job's principal CREATE", s.out, want, err)
+			return nil, fmt.Errorf("create the repartition topic %s (%d partitions): %w; create it yourself with that count, or grant the job's principal CREATE", s.Out, want, err)
 		}
 		if errors.Is(err, kerr.TopicAlreadyExists) {
-			tds, err := adm.ListTopics(ctx, s.out)
+			tds, err := adm.ListTopics(ctx, s.Out)
 			if err != nil {
 				return nil, err
 			}
-			out[s.out] = len(tds[s.out].Partitions)
+			out[s.Out] = len(tds[s.Out].Partitions)
 			continue
 		}
-		out[s.out] = want
+		out[s.Out] = want
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // groupStatus is who holds what in a scale-out job's group, read from
@@ -45,14 +46,14 @@ type partitionStatus struct {
 	Checkpoint string `json:"checkpoint"`
 }
 
-func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *JobFile) (groupStatus, error) {
-	segs, err := planSegments(jf)
+func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *jobfile.JobFile) (groupStatus, error) {
+	segs, err := jobfile.PlanSegments(jf)
 	if err != nil {
 		return groupStatus{}, err
 	}
 	var topics []string
 	for _, s := range segs {
-		topics = append(topics, s.topics...)
+		topics = append(topics, s.Topics...)
 	}
 	group := jf.Source.Group
 	view, err := kafka.DescribeGroup(ctx, cc, group)
@@ -108,7 +109,7 @@ func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *JobFile) (g
 }
 
 // scaleOutStatus prints groupStatus.
-func scaleOutStatus(ctx context.Context, w io.Writer, jf *JobFile) error {
+func scaleOutStatus(ctx context.Context, w io.Writer, jf *jobfile.JobFile) error {
 	cc, err := clientConfig(jf.Kafka)
 	if err != nil {
 		return err

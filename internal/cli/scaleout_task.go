@@ -11,19 +11,10 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
-
-func (t *taskSpec) partitionsOrNil() map[string][]int32 {
-	if t == nil {
-		return nil
-	}
-	return t.partitions
-}
-
-// repartitions tells whether the task writes into a repartition topic.
-func (t *taskSpec) repartitions() bool { return t != nil && t.out != "" }
 
 // toRepartition readies the records of a segment before a cut for its
 // repartition topic: unchanged, but for the topic and the partition the
@@ -31,21 +22,21 @@ func (t *taskSpec) repartitions() bool { return t != nil && t.out != "" }
 // partitions), so that every record of a key reaches the same task. A
 // record whose key cannot be computed is a poison record for
 // errors.policy, here as it would be at the keyed step.
-func toRepartition(s flow.Stream[kafka.Record], jf *JobFile) (flow.Stream[kafka.Record], flow.Stream[flow.Failure[kafka.Record]], error) {
-	t := jf.task
-	keyOf, err := pipeline.Keys(KafkaAccess, t.outKey)
+func toRepartition(s flow.Stream[kafka.Record], jf *jobfile.JobFile) (flow.Stream[kafka.Record], flow.Stream[flow.Failure[kafka.Record]], error) {
+	t := jf.Task
+	keyOf, err := pipeline.Keys(KafkaAccess, t.OutKey)
 	if err != nil {
-		return s, flow.Stream[flow.Failure[kafka.Record]]{}, fmt.Errorf("%s: the repartition key %s: %w", jf.Path, t.outKey, err)
+		return s, flow.Stream[flow.Failure[kafka.Record]]{}, fmt.Errorf("%s: the repartition key %s: %w", jf.Path, t.OutKey, err)
 	}
-	n := uint32(t.outPartitions)
+	n := uint32(t.OutPartitions)
 	out, bad := flow.TryMap(s, func(r kafka.Record) (kafka.Record, error) {
 		k, err := keyOf(r)
 		if err != nil {
-			return r, fmt.Errorf("record %s: key %s for the repartition topic %s: %w", r, t.outKey, t.out, err)
+			return r, fmt.Errorf("record %s: key %s for the repartition topic %s: %w", r, t.OutKey, t.Out, err)
 		}
-		r.Topic, r.Partition, r.Offset = t.out, int32(state.Hash(k)%n), 0
+		r.Topic, r.Partition, r.Offset = t.Out, int32(state.Hash(k)%n), 0
 		return r, nil
-	}, jf.Errors.Policy, flow.UID("repartition"), flow.Name("to-"+t.out))
+	}, jf.Errors.Policy, flow.UID("repartition"), flow.Name("to-"+t.Out))
 	return out, bad, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/durfmt"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
@@ -26,7 +27,7 @@ func validateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error
 		if err != nil {
 			return err
 		}
-		jf, err := LoadJobFile(path)
+		jf, err := jobfile.LoadJobFile(path)
 		if err != nil {
 			return err
 		}
@@ -47,7 +48,7 @@ func oneFileArg(cmd string, args []string) (string, error) {
 
 // describeJob prints the job as the engine will run it, defaults included,
 // so a user sees what the file means.
-func describeJob(w io.Writer, jf *JobFile) {
+func describeJob(w io.Writer, jf *jobfile.JobFile) {
 	fmt.Fprintf(w, "%s: job %q is valid\n", jf.Path, jf.Job)
 	fmt.Fprintf(w, "  kafka:      %s (client id %s", strings.Join(jf.Kafka.Brokers, ", "), jf.Kafka.ClientID)
 	if t := jf.Kafka.TLS; t.Enabled {
@@ -84,8 +85,8 @@ func describeJob(w io.Writer, jf *JobFile) {
 		}
 		fmt.Fprintf(w, ", new partitions found within %s", durfmt.Short(every))
 	}
-	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{RecreatedEarliest: "read from earliest", RecreatedFail: "fail"}[src.OnTopicRecreated])
-	if et, on := jf.eventTime(); on {
+	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{jobfile.RecreatedEarliest: "read from earliest", jobfile.RecreatedFail: "fail"}[src.OnTopicRecreated])
+	if et, on := jf.EventTimeSettings(); on {
 		idle := "idle partitions after " + durfmt.Short(et.IdleTimeout)
 		if et.IdleTimeout == 0 {
 			idle = "partitions never count as idle (an empty partition holds event time back)"
@@ -110,23 +111,23 @@ func describeJob(w io.Writer, jf *JobFile) {
 		fmt.Fprintf(w, "  %-11s %s (%s)\n", label, describeStep(st, jf), uid)
 	}
 	label := "sink:"
-	if len(jf.Sink.kinds()) > 1 {
+	if len(jf.Sink.Kinds()) > 1 {
 		label = "sinks:"
 	}
-	owner := jf.Sink.commitPoint()
-	if jf.Sink.hasTopic() {
+	owner := jf.Sink.CommitPoint()
+	if jf.Sink.HasTopic() {
 		fmt.Fprintf(w, "  %-11s %s, delivery %s", label, jf.Sink.Topic, jf.Sink.Delivery)
-		if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.external() {
+		if jf.Sink.Delivery == jobfile.DeliveryExactlyOnce && jf.Sink.External() {
 			fmt.Fprint(w, " (the Kafka transaction is the commit point)")
 		}
-		if jf.Sink.Delivery == DeliveryExactlyOnce {
-			fmt.Fprintf(w, ", holds at most %s while a checkpoint commits, transaction timeout %s", formatSize(jf.Sink.MaxHeldBytes), durfmt.Short(jf.Sink.TransactionTimeout))
+		if jf.Sink.Delivery == jobfile.DeliveryExactlyOnce {
+			fmt.Fprintf(w, ", holds at most %s while a checkpoint commits, transaction timeout %s", jobfile.FormatSize(jf.Sink.MaxHeldBytes), durfmt.Short(jf.Sink.TransactionTimeout))
 		}
 		fmt.Fprintln(w)
 		label = ""
 	}
-	for _, p := range jf.Sink.dbSinks() {
-		if p.Kind == sinkMySQL {
+	for _, p := range jf.Sink.DBSinks() {
+		if p.Kind == jobfile.SinkMySQL {
 			fmt.Fprintf(w, "  %-11s MySQL %s, table %s", label, mysql.RedactDSN(p.DSN), p.Table)
 		} else {
 			fmt.Fprintf(w, "  %-11s PostgreSQL %s, table %s", label, postgres.RedactDSN(p.DSN), p.Table)
@@ -142,10 +143,10 @@ func describeJob(w io.Writer, jf *JobFile) {
 		} else {
 			fmt.Fprint(w, ", appended")
 		}
-		switch jf.Sink.dbDelivery(p.Kind) {
-		case dbExactlyOnce:
+		switch jf.Sink.DBDelivery(p.Kind) {
+		case jobfile.DBExactlyOnce:
 			fmt.Fprintf(w, ", delivery exactly-once (the transaction is the commit point), %d rows per batch\n", p.BatchRows)
-		case dbTwoPhase:
+		case jobfile.DBTwoPhase:
 			fmt.Fprintf(w, ", delivery exactly-once (prepared transactions under the %s commit point), %d rows per batch\n", owner, p.BatchRows)
 		default:
 			fmt.Fprintf(w, ", delivery %s (epoch-fenced upserts), %d rows per batch\n", jf.Sink.Delivery, p.BatchRows)
@@ -158,7 +159,7 @@ func describeJob(w io.Writer, jf *JobFile) {
 				fmt.Fprintf(w, " %s=%s", f.name, f.v)
 			}
 		}
-		if owner == sinkRedis {
+		if owner == jobfile.SinkRedis {
 			fmt.Fprintf(w, ", delivery exactly-once (Redis is the commit point), %d commands per batch\n", r.BatchRows)
 		} else {
 			fmt.Fprintf(w, ", delivery %s (writes fenced per attempt of the job), %d commands per batch\n", jf.Sink.Delivery, r.BatchRows)
@@ -167,12 +168,12 @@ func describeJob(w io.Writer, jf *JobFile) {
 	switch jf.Errors.Policy {
 	case flow.DeadLetterOnError:
 		var places []string
-		if jf.Sink.hasTopic() {
+		if jf.Sink.HasTopic() {
 			places = append(places, jf.Errors.DeadLetterTopic)
 		}
-		for _, k := range jf.Sink.kinds() {
-			if k != sinkKafka {
-				places = append(places, deadLetterPlace(k, jf.Job)+" (sink."+k+")")
+		for _, k := range jf.Sink.Kinds() {
+			if k != jobfile.SinkKafka {
+				places = append(places, jobfile.DeadLetterPlace(k, jf.Job)+" (sink."+k+")")
 			}
 		}
 		fmt.Fprintf(w, "  errors:     dead-letter to %s\n", strings.Join(places, ", "))
@@ -192,8 +193,8 @@ func describeJob(w io.Writer, jf *JobFile) {
 		maxPar = strconv.Itoa(jf.State.MaxParallelism)
 	}
 	backend := "in memory"
-	if jf.State.Backend == BackendPebble {
-		backend = "pebble (incremental checkpoints), memory budget " + formatSize(jf.State.Memory)
+	if jf.State.Backend == jobfile.BackendPebble {
+		backend = "pebble (incremental checkpoints), memory budget " + jobfile.FormatSize(jf.State.Memory)
 	}
 	fmt.Fprintf(w, "  state:      %s, checkpoints in %s, max parallelism %s\n", jf.State.Dir, checkpointsAt(jf), maxPar)
 	fmt.Fprintf(w, "              keyed state %s\n", backend)
@@ -210,16 +211,16 @@ func describeJob(w io.Writer, jf *JobFile) {
 
 // describeScaleOut says how the instances share the job: the group, and
 // the tasks of each sub-topology.
-func describeScaleOut(w io.Writer, jf *JobFile) {
+func describeScaleOut(w io.Writer, jf *jobfile.JobFile) {
 	fmt.Fprintf(w, "  scale-out:  instances share the partitions of group %s, one task per partition (a job named %s-TOPIC-PARTITION);\n", jf.Source.Group, jf.Job)
 	fmt.Fprintf(w, "              each instance keeps its own files under %s, and restarts a failed task itself\n", filepath.Join(jf.State.Dir, jf.Job+".instances", "INSTANCE"))
-	segs, err := planSegments(jf)
+	segs, err := jobfile.PlanSegments(jf)
 	if err != nil {
 		return
 	}
 	for _, sg := range segs {
 		var ops []string
-		for _, st := range sg.steps {
+		for _, st := range sg.Steps {
 			ops = append(ops, st.Op)
 		}
 		steps := strings.Join(ops, ", ")
@@ -227,22 +228,22 @@ func describeScaleOut(w io.Writer, jf *JobFile) {
 			steps = "pass-through"
 		}
 		to := "the sink"
-		if sg.out != "" {
-			to = fmt.Sprintf("repartition topic %s, partitioned by %s", sg.out, sg.outKey)
+		if sg.Out != "" {
+			to = fmt.Sprintf("repartition topic %s, partitioned by %s", sg.Out, sg.OutKey)
 		}
-		fmt.Fprintf(w, "              tasks of %s: %s -> %s\n", strings.Join(sg.topics, ", "), steps, to)
+		fmt.Fprintf(w, "              tasks of %s: %s -> %s\n", strings.Join(sg.Topics, ", "), steps, to)
 	}
 }
 
 // describeStep says what a pipeline step does, as its operator's spec
 // puts it (pipeline.Spec.ExplainIn), in jf's job (its event time).
-func describeStep(st Step, jf *JobFile) string {
+func describeStep(st jobfile.Step, jf *jobfile.JobFile) string {
 	if spec, ok := pipeline.Lookup(st.Op); ok {
 		var env pipeline.Env
-		if et, on := jf.eventTime(); on {
+		if et, on := jf.EventTimeSettings(); on {
 			env.Time = et.Timestamp
 		}
-		return spec.ExplainIn(st.params(), env)
+		return spec.ExplainIn(st.AllParams(), env)
 	}
 	return st.Op
 }
@@ -251,20 +252,20 @@ func describeStep(st Step, jf *JobFile) string {
 // job file and read as it is.
 const uidPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:#-"
 
-func describeStartup(s Startup) string {
+func describeStartup(s jobfile.Startup) string {
 	switch s.Mode {
-	case StartTimestamp:
+	case jobfile.StartTimestamp:
 		return "at " + s.Timestamp.Format(time.RFC3339)
-	case StartGroupOffsets:
+	case jobfile.StartGroupOffsets:
 		return "from group offsets (else " + s.Reset + ")"
-	case StartSpecificOffsets:
+	case jobfile.StartSpecificOffsets:
 		return fmt.Sprintf("from offsets of %d topics (else %s)", len(s.Offsets), s.Reset)
 	}
 	return string(s.Mode)
 }
 
 // checkpointsAt says where the job's checkpoints are.
-func checkpointsAt(jf *JobFile) string {
+func checkpointsAt(jf *jobfile.JobFile) string {
 	if jf.State.Checkpoints != "" {
 		return strings.TrimRight(jf.State.Checkpoints, "/") + "/" + jf.Job
 	}

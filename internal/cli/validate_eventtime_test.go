@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
 // validate describes event time as the job runs it: idle-timeout 0 means a
@@ -24,7 +26,7 @@ sink:
 checkpointing:
   interval: 10s
 `
-	jf, err := ParseJobFile("et.yaml", []byte(src), nil)
+	jf, err := jobfile.ParseJobFile("et.yaml", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

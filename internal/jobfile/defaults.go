@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"strings"
@@ -44,7 +44,7 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 	if jf.Sink.Delivery == "" {
 		jf.Sink.Delivery = DeliveryExactlyOnce
 	}
-	for _, db := range jf.Sink.dbSinks() {
+	for _, db := range jf.Sink.DBSinks() {
 		if db.BatchRows == 0 {
 			db.BatchRows = postgres.DefaultBatchRows
 		}
@@ -52,10 +52,10 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 	if r := jf.Sink.Redis; r != nil && r.BatchRows == 0 {
 		r.BatchRows = redis.DefaultBatchRows
 	}
-	if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.hasTopic() && d.at("sink.max-held-bytes") == 0 {
+	if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.HasTopic() && d.at("sink.max-held-bytes") == 0 {
 		jf.Sink.MaxHeldBytes = kafka.DefaultMaxHeldBytes // spelled out for describeJob
 	}
-	if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.hasTopic() && d.at("sink.transaction-timeout") == 0 {
+	if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.HasTopic() && d.at("sink.transaction-timeout") == 0 {
 		jf.Sink.TransactionTimeout = kafka.DefaultTransactionTimeout
 	}
 

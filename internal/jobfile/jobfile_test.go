@@ -1,7 +1,8 @@
-package cli
+package jobfile
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -229,6 +230,8 @@ func TestParseStartupForms(t *testing.T) {
 // line (go test -run TestParseErrors -update rewrites the .err files).
 var parseErrorsDir = filepath.Join("testdata", "parse-errors")
 
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
 func TestParseErrors(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(parseErrorsDir, "*.yaml"))
 	if err != nil {
@@ -329,7 +332,7 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 	for n, want := range map[int64]string{64 << 20: "64MiB", 1536 << 20: "1536MiB", 1 << 30: "1GiB", 100: "100B", 1025: "1025B"} {
-		if got := formatSize(n); got != want {
+		if got := FormatSize(n); got != want {
 			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"maps"
@@ -50,17 +50,28 @@ type JobFile struct {
 	// task is set on the job file of one scale-out task (derived from the
 	// file the user wrote): the partition it reads and, for a segment
 	// before a cut, the repartition topic it writes.
-	task *taskSpec
+	Task *TaskSpec
 }
 
-// taskSpec is what makes a job file a scale-out task's.
-type taskSpec struct {
-	partitions map[string][]int32
-	// out is the repartition topic written, by the partition Hash(key) mod
-	// outPartitions of the expression outKey; "" for the job's own sink.
-	out, outKey   string
-	outPartitions int
+// TaskSpec is what makes a job file a scale-out task's.
+type TaskSpec struct {
+	Partitions map[string][]int32
+	// Out is the repartition topic written, by the partition Hash(key) mod
+	// OutPartitions of the expression OutKey; "" for the job's own sink.
+	Out, OutKey   string
+	OutPartitions int
 }
+
+// PartitionsOrNil is the partitions a task reads, nil for a whole job.
+func (t *TaskSpec) PartitionsOrNil() map[string][]int32 {
+	if t == nil {
+		return nil
+	}
+	return t.Partitions
+}
+
+// Repartitions tells whether the task writes into a repartition topic.
+func (t *TaskSpec) Repartitions() bool { return t != nil && t.Out != "" }
 
 // ScaleOutConfig is the scale-out section.
 type ScaleOutConfig struct {
@@ -116,9 +127,9 @@ const (
 	DefaultIdleTimeout       = 30 * time.Second
 )
 
-// eventTime reports whether the job runs with event time, and its
+// EventTimeSettings reports whether the job runs with event time, and its
 // settings with defaults.
-func (jf *JobFile) eventTime() (EventTimeConfig, bool) {
+func (jf *JobFile) EventTimeSettings() (EventTimeConfig, bool) {
 	et := jf.EventTime
 	on := et.Set
 	for _, st := range jf.Pipeline {
@@ -289,11 +300,11 @@ func (st Step) props() (pipeline.Props, bool) {
 	if !ok {
 		return pipeline.Props{}, false
 	}
-	return spec.PropsOf(spec.WithDefaults(st.params())), true
+	return spec.PropsOf(spec.WithDefaults(st.AllParams())), true
 }
 
-// params are the step's fields, Key and TTL included.
-func (st Step) params() pipeline.Params {
+// AllParams are the step's fields, Key and TTL included.
+func (st Step) AllParams() pipeline.Params {
 	if st.Key == "" && st.TTL == 0 {
 		return st.Params
 	}
@@ -344,7 +355,7 @@ type SinkConfig struct {
 	Topic string
 	// Postgres, MySQL and Redis, when set, send the results to a table
 	// or to Redis keys as well as, or instead of, a topic (sink.postgres,
-	// sink.mysql, sink.redis; see jobfile_sinks.go for the commit point).
+	// sink.mysql, sink.redis; see sinks.go for the commit point).
 	Postgres *DBSinkConfig
 	MySQL    *DBSinkConfig
 	Redis    *RedisSinkConfig

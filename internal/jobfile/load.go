@@ -1,4 +1,23 @@
-package cli
+// Package jobfile is the job-file format: a YAML file that describes a
+// whole job (docs/design.md, "Packages and dependencies"). Reading one
+// (ParseJobFile, LoadJobFile) takes four steps, in files of their own:
+//
+//   - yaml.go: the YAML toolkit. It parses the file into a node tree and
+//     decodes values (scalars, lists, durations, sizes, choices) into Go
+//     values, recording the line of every field and reporting unknown
+//     fields with a "did you mean".
+//   - one decoder per section: decode.go (the top level, sink, errors,
+//     state), kafka.go, source.go, pipeline.go (steps are decoded from
+//     their operator's spec in package pipeline), engine.go
+//     (checkpointing, restart), db.go and redis.go (the database sinks).
+//   - defaults.go fills in what the file leaves out.
+//   - validate.go checks what spans fields and sections, with every
+//     default known; scaleout.go cuts a scale-out job into sub-topologies.
+//
+// The schema the steps fill is in schema.go. Every problem is a
+// *FileError at a line, many of them at once; testdata/parse-errors holds
+// one file per message with its expected output.
+package jobfile
 
 import (
 	"errors"
@@ -6,23 +25,6 @@ import (
 	"os"
 	"path/filepath"
 )
-
-// Reading a job file (ParseJobFile) takes four steps, in files of their
-// own:
-//
-//   - jobfile_yaml.go: the YAML toolkit. It parses the file into a node
-//     tree and decodes values (scalars, lists, durations, sizes, choices)
-//     into Go values, recording the line of every field and reporting
-//     unknown fields with a "did you mean".
-//   - one decoder per section: jobfile_decode.go (the top level, sink,
-//     errors, state), jobfile_kafka.go, jobfile_source.go,
-//     jobfile_pipeline.go (steps are decoded from their operator's spec in
-//     package pipeline) and jobfile_engine.go (checkpointing, restart).
-//   - jobfile_defaults.go fills in what the file leaves out.
-//   - jobfile_validate.go checks what spans fields and sections, with
-//     every default known.
-//
-// The schema the steps fill is in jobfile_schema.go.
 
 // FileError is one problem in a job file, at a line when it has one.
 type FileError struct {

@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"errors"
@@ -184,10 +184,10 @@ func stateful(op string) bool {
 	return ok && spec.Stateful
 }
 
-// positionalUID is the id a step had by default before pipeline.IDs: the
+// PositionalUID is the id a step had by default before pipeline.IDs: the
 // operator and its position in the pipeline (from 0). Checkpoints taken
 // then name the steps' state by it.
-func positionalUID(st Step, position int) string {
+func PositionalUID(st Step, position int) string {
 	return fmt.Sprintf("%s-%d", st.Op, position)
 }
 
@@ -205,10 +205,10 @@ func reservedUID(uid string) (what string, ok bool) {
 	return "", false
 }
 
-// routes reports whether a pipeline step sets records' topics (route,
+// Routes reports whether a pipeline step sets records' topics (route,
 // map with topic, window with late-topic): the Kafka sink then writes each record to its own
 // topic, and the records no step routed to sink.topic.
-func (jf *JobFile) routes() bool {
+func (jf *JobFile) Routes() bool {
 	for _, st := range jf.Pipeline {
 		if pr, _ := st.props(); pr.Routes {
 			return true
@@ -217,19 +217,19 @@ func (jf *JobFile) routes() bool {
 	return false
 }
 
-// sinkTopic is the Kafka sink's SinkConfig.Topic: sink.topic, or none
+// SinkTopic is the Kafka sink's SinkConfig.Topic: sink.topic, or none
 // when steps route records (toSink then sets each record's).
-func sinkTopic(jf *JobFile) string {
-	if jf.routes() {
+func SinkTopic(jf *JobFile) string {
+	if jf.Routes() {
 		return ""
 	}
 	return jf.Sink.Topic
 }
 
-// outputTopics are the topics the job writes to that are known before it
+// OutputTopics are the topics the job writes to that are known before it
 // runs, each under the name of where the job file sets it (for the errors
 // of ping).
-func (jf *JobFile) outputTopics() map[string]string {
+func (jf *JobFile) OutputTopics() map[string]string {
 	outputs := map[string]string{}
 	if jf.Sink.Topic != "" {
 		outputs["sink.topic"] = jf.Sink.Topic
@@ -237,17 +237,17 @@ func (jf *JobFile) outputTopics() map[string]string {
 	if jf.Errors.DeadLetterTopic != "" {
 		outputs["errors.dead-letter-topic"] = jf.Errors.DeadLetterTopic
 	}
-	for _, t := range jf.routeTopics() {
+	for _, t := range jf.RouteTopics() {
 		outputs["pipeline route topic "+t] = t
 	}
 	return outputs
 }
 
-// routeTopics are the topics steps route to that are known before the
+// RouteTopics are the topics steps route to that are known before the
 // job runs, their Props' StaticTopics: route's cases and default, a
 // window's late-topic (map's topic is an expression, known only per
 // record).
-func (jf *JobFile) routeTopics() []string {
+func (jf *JobFile) RouteTopics() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, st := range jf.Pipeline {

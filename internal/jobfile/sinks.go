@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 // A job file's sink section may name several sinks: a topic (sink.topic)
 // and tables or keys (sink.postgres, sink.mysql, sink.redis). Every sink
@@ -20,35 +20,35 @@ import (
 
 // Sink kinds, in the order they are listed and built.
 const (
-	sinkKafka    = "kafka"
+	SinkKafka    = "kafka"
 	sinkPostgres = "postgres"
-	sinkMySQL    = "mysql"
-	sinkRedis    = "redis"
+	SinkMySQL    = "mysql"
+	SinkRedis    = "redis"
 )
 
 // kinds lists the sinks the section names.
-func (s SinkConfig) kinds() []string {
+func (s SinkConfig) Kinds() []string {
 	var k []string
 	if s.Topic != "" {
-		k = append(k, sinkKafka)
+		k = append(k, SinkKafka)
 	}
-	for _, db := range s.dbSinks() {
+	for _, db := range s.DBSinks() {
 		k = append(k, db.Kind)
 	}
 	if s.Redis != nil {
-		k = append(k, sinkRedis)
+		k = append(k, SinkRedis)
 	}
 	return k
 }
 
-// hasTopic reports whether the job writes to a Kafka topic.
-func (s SinkConfig) hasTopic() bool { return s.Topic != "" }
+// HasTopic reports whether the job writes to a Kafka topic.
+func (s SinkConfig) HasTopic() bool { return s.Topic != "" }
 
-// external reports whether the job writes to a database or Redis.
-func (s SinkConfig) external() bool { return len(s.dbSinks()) > 0 || s.Redis != nil }
+// External reports whether the job writes to a database or Redis.
+func (s SinkConfig) External() bool { return len(s.DBSinks()) > 0 || s.Redis != nil }
 
-// dbSinks returns the table sections, postgres first.
-func (s SinkConfig) dbSinks() []*DBSinkConfig {
+// DBSinks returns the table sections, postgres first.
+func (s SinkConfig) DBSinks() []*DBSinkConfig {
 	var out []*DBSinkConfig
 	if s.Postgres != nil {
 		out = append(out, s.Postgres)
@@ -59,19 +59,19 @@ func (s SinkConfig) dbSinks() []*DBSinkConfig {
 	return out
 }
 
-// commitPoint names the sink whose commit is the job's commit point, ""
+// CommitPoint names the sink whose commit is the job's commit point, ""
 // unless delivery is exactly-once.
-func (s SinkConfig) commitPoint() string {
+func (s SinkConfig) CommitPoint() string {
 	if s.Delivery != DeliveryExactlyOnce {
 		return ""
 	}
 	switch {
-	case s.hasTopic():
-		return sinkKafka
+	case s.HasTopic():
+		return SinkKafka
 	case s.Redis != nil:
-		return sinkRedis
+		return SinkRedis
 	}
-	if dbs := s.dbSinks(); len(dbs) > 0 {
+	if dbs := s.DBSinks(); len(dbs) > 0 {
 		return dbs[0].Kind
 	}
 	return ""
@@ -79,20 +79,20 @@ func (s SinkConfig) commitPoint() string {
 
 // Deliveries of a table sink.
 const (
-	dbExactlyOnce = "exactly-once"  // its transaction is the commit point
-	dbTwoPhase    = "two-phase"     // prepared transactions under another commit point
+	DBExactlyOnce = "exactly-once"  // its transaction is the commit point
+	DBTwoPhase    = "two-phase"     // prepared transactions under another commit point
 	dbAtLeastOnce = "at-least-once" // epoch-fenced upserts
 )
 
-// dbDelivery is how the table sink of kind delivers.
-func (s SinkConfig) dbDelivery(kind string) string {
+// DBDelivery is how the table sink of kind delivers.
+func (s SinkConfig) DBDelivery(kind string) string {
 	switch {
 	case s.Delivery != DeliveryExactlyOnce:
 		return dbAtLeastOnce
-	case s.commitPoint() == kind:
-		return dbExactlyOnce
+	case s.CommitPoint() == kind:
+		return DBExactlyOnce
 	}
-	return dbTwoPhase
+	return DBTwoPhase
 }
 
 // deadLetters is what the database sinks keep of a record they reject

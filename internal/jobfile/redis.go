@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"fmt"
@@ -97,7 +97,7 @@ func (d *decoder) validateRedisSink(sink SinkConfig) {
 		// Whatever else the connector refuses (a URL it cannot parse) is
 		// reported here, before anything connects.
 		if len(d.errs) == before && p.URL != "" && p.Key != "" && p.Command != "" {
-			if _, err := newRedisSink(sink, "", flow.FailOnError); err != nil {
+			if _, err := NewRedisSink(sink, "", flow.FailOnError); err != nil {
 				d.errorf(d.first(sec+".url", sec), "%s: %s", sec, strings.TrimPrefix(err.Error(), "redis sink: "))
 			}
 		}
@@ -112,8 +112,8 @@ func (d *decoder) validateRedisSink(sink SinkConfig) {
 	}
 }
 
-// newRedisSink makes the connector of sink.redis.
-func newRedisSink(sink SinkConfig, job string, policy flow.ErrorPolicy) (*redis.Sink[kafka.Record], error) {
+// NewRedisSink makes the connector of sink.redis.
+func NewRedisSink(sink SinkConfig, job string, policy flow.ErrorPolicy) (*redis.Sink[kafka.Record], error) {
 	p := sink.Redis
 	delivery := redis.DeliveryExactlyOnce
 	if sink.Delivery == DeliveryAtLeastOnce {

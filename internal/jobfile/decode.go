@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"github.com/onceflow/onceflow/pipeline"
@@ -9,7 +9,7 @@ import (
 
 // The decoders of the top level and of the small sections. Every decoder
 // reports what it finds wrong in a single field (d.errorf) and leaves what
-// spans fields to jobfile_validate.go.
+// spans fields to validate.go.
 
 // decodeRoot decodes the whole file: one decoder per section.
 func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {

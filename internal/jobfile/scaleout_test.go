@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"fmt"
@@ -45,19 +45,19 @@ func TestPlanSegments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			segs, err := planSegments(jf)
+			segs, err := PlanSegments(jf)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
 			for _, s := range segs {
 				var ops []string
-				for _, st := range s.steps {
+				for _, st := range s.Steps {
 					ops = append(ops, st.Op)
 				}
-				d := strings.Join(s.topics, ",") + ": " + strings.Join(ops, " ")
-				if s.out != "" {
-					d = strings.TrimSpace(d) + " -> " + s.outKey
+				d := strings.Join(s.Topics, ",") + ": " + strings.Join(ops, " ")
+				if s.Out != "" {
+					d = strings.TrimSpace(d) + " -> " + s.OutKey
 				}
 				got = append(got, strings.ReplaceAll(d, ":  ->", ": ->"))
 			}
@@ -87,7 +87,7 @@ func TestDeployJobFile(t *testing.T) {
 	if !jf.ScaleOut.Enabled || jf.HTTP.Listen == "" {
 		t.Fatalf("the deployed job must run scale-out with http.listen (got %+v, %q)", jf.ScaleOut, jf.HTTP.Listen)
 	}
-	segs, err := planSegments(jf)
+	segs, err := PlanSegments(jf)
 	if err != nil || len(segs) != 3 {
 		t.Fatalf("segments %d, %v: want the dedupe and the window each behind a repartition", len(segs), err)
 	}

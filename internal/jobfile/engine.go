@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"go.yaml.in/yaml/v3"
@@ -10,7 +10,7 @@ import (
 // The decoders of the sections that configure the engine: checkpointing
 // and restart, which fill the configs of internal/checkpoint and
 // internal/restart. Those packages validate them (Config.Validate);
-// jobfile_validate.go puts their problems on the lines of the keys.
+// validate.go puts their problems on the lines of the keys.
 
 func (d *decoder) decodeCheckpointing(path string, v *yaml.Node, c *checkpoint.Config) {
 	var mode string

@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"bytes"
@@ -134,7 +134,7 @@ func (d *decoder) validateDBSink(sink SinkConfig, p *DBSinkConfig) {
 	// Whatever else the connector refuses is reported here, before
 	// anything connects (the checks above say it in the file's terms).
 	if len(d.errs) == before && p.DSN != "" && p.Table != "" && len(p.Columns) > 0 {
-		if _, _, err := newDBSink(p, sink.dbDelivery(p.Kind), "", flow.FailOnError); err != nil {
+		if _, _, err := NewDBSink(p, sink.DBDelivery(p.Kind), "", flow.FailOnError); err != nil {
 			msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "postgres sink: "), "mysql sink: ")
 			for _, line := range strings.Split(msg, "\n") {
 				d.errorf(d.at(sec), "%s: %s", sec, line)
@@ -143,15 +143,15 @@ func (d *decoder) validateDBSink(sink SinkConfig, p *DBSinkConfig) {
 	}
 }
 
-// newDBSink makes the connector of a table section with delivery (one of
+// NewDBSink makes the connector of a table section with delivery (one of
 // dbExactlyOnce, dbTwoPhase, dbAtLeastOnce).
-func newDBSink(p *DBSinkConfig, delivery, job string, policy flow.ErrorPolicy) (flow.Sink[kafka.Record], func() error, error) {
+func NewDBSink(p *DBSinkConfig, delivery, job string, policy flow.ErrorPolicy) (flow.Sink[kafka.Record], func() error, error) {
 	cols, row := rowOf(p)
 	var dead *sqlsink.DeadLetters[kafka.Record]
 	if policy == flow.DeadLetterOnError {
 		dead = deadLetters()
 	}
-	if p.Kind == sinkMySQL {
+	if p.Kind == SinkMySQL {
 		s, err := mysql.NewSink(mysql.Config[kafka.Record]{DSN: p.DSN, Table: p.Table, Columns: cols, Key: p.Key, Delivery: mysql.Delivery(delivery), BatchRows: p.BatchRows, Job: job, Row: row, DeadLetters: dead})
 		if err != nil {
 			return nil, nil, err

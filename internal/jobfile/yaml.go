@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"bytes"
@@ -342,8 +342,8 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// formatSize writes n bytes in the largest binary unit that divides it.
-func formatSize(n int64) string {
+// FormatSize writes n bytes in the largest binary unit that divides it.
+func FormatSize(n int64) string {
 	for _, u := range []struct {
 		name string
 		mult int64

@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"fmt"
@@ -13,16 +13,16 @@ import (
 // partitioned; each cut writes into a repartition topic the next
 // sub-topology reads.
 
-// segment is one sub-topology.
-type segment struct {
-	index int
+// Segment is one sub-topology.
+type Segment struct {
+	Index int
 	// topics are the segment's input: the job's source topics, or the
 	// repartition topic the segment before writes.
-	topics []string
-	steps  []Step
+	Topics []string
+	Steps  []Step
 	// out is the repartition topic the segment writes into, partitioned
 	// by outKey ("" for the last segment, which writes to the job's sink).
-	out, outKey string
+	Out, OutKey string
 }
 
 // repartitionTopic names the internal topic of cut n (from 1).
@@ -30,13 +30,13 @@ func repartitionTopic(job string, n int) string {
 	return job + "-repartition-" + strconv.Itoa(n)
 }
 
-// planSegments cuts the job's pipeline into sub-topologies. The source
+// PlanSegments cuts the job's pipeline into sub-topologies. The source
 // topics are partitioned by record.key when the job file says so
 // (scale-out.input-keyed) and there is one of them; a keyed step keyed otherwise starts a new
 // segment. A step whose Props say it loses keys (it may change what a key
 // expression gives) ends any partitioning; one that keeps them (filter,
 // route, dedupe) keeps it.
-func planSegments(jf *JobFile) ([]segment, error) {
+func PlanSegments(jf *JobFile) ([]Segment, error) {
 	cur := ""
 	// Every partition of every source topic is a task of its own, so input
 	// keyed by record.key is partitioned by it only when there is one
@@ -45,8 +45,8 @@ func planSegments(jf *JobFile) ([]segment, error) {
 	if jf.ScaleOut.InputKeyed && len(jf.Source.Topics) == 1 {
 		cur = pipeline.KeyRecordKey
 	}
-	seg := segment{topics: jf.Source.Topics}
-	var segs []segment
+	seg := Segment{Topics: jf.Source.Topics}
+	var segs []Segment
 	for _, st := range jf.Pipeline {
 		pr, ok := st.props()
 		if !ok {
@@ -55,18 +55,18 @@ func planSegments(jf *JobFile) ([]segment, error) {
 		if pr.Keyed {
 			key := pr.Key
 			if key != cur {
-				for _, prev := range seg.steps {
+				for _, prev := range seg.Steps {
 					if prevProps, _ := prev.props(); prevProps.Routes {
 						return nil, &planError{path: jf.Path, line: prev.Line, msg: fmt.Sprintf("with scale-out, a %s step that sets records' topics must come after the last keyed step that needs a repartition (here %s at line %d, keyed by %s): move it below", prev.Op, st.Op, st.Line, key)}
 					}
 				}
-				seg.out, seg.outKey = repartitionTopic(jf.Job, len(segs)+1), key
+				seg.Out, seg.OutKey = repartitionTopic(jf.Job, len(segs)+1), key
 				segs = append(segs, seg)
-				seg = segment{index: len(segs), topics: []string{seg.out}}
+				seg = Segment{Index: len(segs), Topics: []string{seg.Out}}
 				cur = key
 			}
 		}
-		seg.steps = append(seg.steps, st)
+		seg.Steps = append(seg.Steps, st)
 		if pr.Keys != pipeline.KeysKept {
 			cur = ""
 		}
@@ -105,13 +105,13 @@ func (d *decoder) validateScaleOut(jf *JobFile) {
 	if jf.Source.Parallelism > 0 {
 		d.errorf(d.at("source.parallelism"), "source.parallelism does not apply with scale-out: every partition is a task of its own; remove it")
 	}
-	if !jf.Sink.hasTopic() || jf.Sink.external() {
+	if !jf.Sink.HasTopic() || jf.Sink.External() {
 		d.errorf(d.at("sink"), "scale-out writes to Kafka only for now: set sink.topic and no database or Redis sink")
 	}
 	if jf.Sink.Delivery != "" && jf.Sink.Delivery != DeliveryExactlyOnce {
 		d.errorf(d.at("sink.delivery"), "scale-out needs sink.delivery exactly-once: each task's transaction is its commit point and fences the instance that had its partition before")
 	}
-	if so.Instance != "" && !validName(so.Instance) {
+	if so.Instance != "" && !ValidName(so.Instance) {
 		d.errorf(d.at("scale-out.instance"), "scale-out.instance %q may only use letters, digits, '.', '_' and '-' (it names the instance's directory under state.dir)", so.Instance)
 	}
 	if so.RepartitionPartitions < 0 {
@@ -120,7 +120,7 @@ func (d *decoder) validateScaleOut(jf *JobFile) {
 	if so.SessionTimeout < 0 {
 		d.errorf(d.at("scale-out.session-timeout"), "scale-out.session-timeout must not be negative")
 	}
-	if _, err := planSegments(jf); err != nil {
+	if _, err := PlanSegments(jf); err != nil {
 		if pe, ok := err.(*planError); ok {
 			d.errorf(pe.line, "%s", pe.msg)
 		} else {

@@ -1,4 +1,4 @@
-package cli
+package jobfile
 
 import (
 	"errors"
@@ -54,7 +54,7 @@ func (d *decoder) validate(jf *JobFile) {
 func (d *decoder) validateJob(jf *JobFile) {
 	if jf.Job == "" {
 		d.errorf(d.at("job"), "job is missing: name the job, such as job: orders-count (it scopes checkpoints and transactional ids, so keep it stable)")
-	} else if !validName(jf.Job) {
+	} else if !ValidName(jf.Job) {
 		d.errorf(d.at("job"), "job %q may only use letters, digits, '.', '_' and '-' (it becomes part of directory names and transactional ids)", jf.Job)
 	}
 }
@@ -122,17 +122,17 @@ func (d *decoder) validateSource(src SourceConfig) (topics map[string]bool) {
 }
 
 func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
-	for _, db := range sink.dbSinks() {
+	for _, db := range sink.DBSinks() {
 		d.validateDBSink(sink, db)
 	}
 	if sink.Redis != nil {
 		d.validateRedisSink(sink)
 	}
-	if sink.Redis != nil && sink.hasTopic() && sink.Delivery == DeliveryExactlyOnce {
+	if sink.Redis != nil && sink.HasTopic() && sink.Delivery == DeliveryExactlyOnce {
 		d.errorf(d.at("sink.redis"), "sink.redis with sink.topic and delivery exactly-once: the Kafka transaction is the job's commit point, and Redis cannot take part in another sink's commit (it has no prepared transactions); write to Redis from a job of its own that reads %s, or use delivery at-least-once (epoch-fenced set or hset)", sink.Topic)
 	}
-	if !sink.hasTopic() && sink.external() {
-		kinds := sink.kinds()
+	if !sink.HasTopic() && sink.External() {
+		kinds := sink.Kinds()
 		for _, f := range []string{"max-held-bytes", "transaction-timeout"} {
 			if line := d.at("sink." + f); line != 0 {
 				d.errorf(line, "sink.%s only applies to a Kafka sink (sink.topic), and this job writes to sink.%s only: remove it", f, kinds[0])
@@ -153,7 +153,7 @@ func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
 		case sink.Delivery != DeliveryExactlyOnce:
 			d.errorf(line, "sink.max-held-bytes only applies to delivery exactly-once (records are held while a checkpoint's transaction commits), and sink.delivery is %s: remove it", sink.Delivery)
 		case sink.MaxHeldBytes == 0:
-			d.errorf(line, "sink.max-held-bytes must be positive: it bounds the memory of records held while a checkpoint commits; remove it for the default %s", formatSize(kafka.DefaultMaxHeldBytes))
+			d.errorf(line, "sink.max-held-bytes must be positive: it bounds the memory of records held while a checkpoint commits; remove it for the default %s", FormatSize(kafka.DefaultMaxHeldBytes))
 		}
 	}
 	if line := d.at("sink.transaction-timeout"); line != 0 {
@@ -171,10 +171,10 @@ func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
 func (d *decoder) validateErrors(jf *JobFile, sourceTopics map[string]bool) {
 	e := jf.Errors
 	dlq := e.DeadLetterTopic
-	if !jf.Sink.hasTopic() && jf.Sink.external() {
+	if !jf.Sink.HasTopic() && jf.Sink.External() {
 		// Dead letters go to the database, with the output.
 		if dlq != "" {
-			d.errorf(d.at("errors.dead-letter-topic"), "errors.dead-letter-topic needs a Kafka sink (sink.topic), and this job writes to sink.%s only: its dead letters go to %s, with its output (in the same transaction under exactly-once); remove the topic", jf.Sink.kinds()[0], deadLetterPlace(jf.Sink.kinds()[0], jf.Job))
+			d.errorf(d.at("errors.dead-letter-topic"), "errors.dead-letter-topic needs a Kafka sink (sink.topic), and this job writes to sink.%s only: its dead letters go to %s, with its output (in the same transaction under exactly-once); remove the topic", jf.Sink.Kinds()[0], DeadLetterPlace(jf.Sink.Kinds()[0], jf.Job))
 		}
 		return
 	}
@@ -238,7 +238,7 @@ func (d *decoder) validateState(jf *JobFile) {
 		d.errorf(d.at("state.max-parallelism"), "state.max-parallelism %d is out of range: use %d..%d (default %d)", mp, checkpoint.MinMaxParallelism, checkpoint.MaxMaxParallelism, state.DefaultMaxParallelism)
 	}
 	if line := d.at("state.memory"); line != 0 && jf.State.Memory < 16<<20 {
-		d.errorf(line, "state.memory %s is below the 16MiB the pebble backend needs; use 64MiB or more (default 256MiB)", formatSize(jf.State.Memory))
+		d.errorf(line, "state.memory %s is below the 16MiB the pebble backend needs; use 64MiB or more (default 256MiB)", FormatSize(jf.State.Memory))
 	}
 	if line := d.at("state.memory"); line != 0 && jf.State.Backend == BackendMemory {
 		d.errorf(line, "state.memory sets the pebble backend's budget, but state.backend is memory; remove state.memory or use backend: pebble")
@@ -338,9 +338,9 @@ func splitJoined(err error) []error {
 	return []error{err}
 }
 
-// validName tells whether s may name a job: it becomes part of directory
+// ValidName tells whether s may name a job: it becomes part of directory
 // names and transactional ids.
-func validName(s string) bool {
+func ValidName(s string) bool {
 	for _, r := range s {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
@@ -351,9 +351,9 @@ func validName(s string) bool {
 	return s != "" && s != "." && s != ".."
 }
 
-// deadLetterPlace says where a sink of kind keeps dead letters.
-func deadLetterPlace(kind, job string) string {
-	if kind == sinkRedis {
+// DeadLetterPlace says where a sink of kind keeps dead letters.
+func DeadLetterPlace(kind, job string) string {
+	if kind == SinkRedis {
 		return "the Redis hash " + redis.DefaultKeyPrefix + "dead:" + job
 	}
 	return "the table " + sqlsink.DefaultDeadLetterTable
@@ -366,7 +366,7 @@ func (d *decoder) validateRoutes(jf *JobFile, sourceTopics map[string]bool) {
 		if !pr.Routes {
 			continue
 		}
-		if !jf.Sink.hasTopic() {
+		if !jf.Sink.HasTopic() {
 			d.errorf(st.Line, "pipeline[%d].%s sets the topics records are written to, and the job has no Kafka sink: set sink.topic (the topic of the records no step routes)", i, st.Op)
 			continue
 		}
