@@ -34,7 +34,7 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
-	"github.com/onceflow/onceflow/internal/cli"
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/metrics"
 	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
@@ -690,7 +690,7 @@ func (b *bench) runSteps(ctx context.Context, name, out string, steps []pipeline
 		if st.Op == "window" {
 			// Event time as a job file's default event-time section
 			// gives it: the records' timestamps, 5 s out of order.
-			ts, err := pipeline.Timestamps(cli.KafkaAccess, "timestamp")
+			ts, err := pipeline.Timestamps(compile.KafkaAccess, "timestamp")
 			if err != nil {
 				return err
 			}
@@ -700,7 +700,7 @@ func (b *bench) runSteps(ctx context.Context, name, out string, steps []pipeline
 		}
 	}
 	err := b.runJobFrom(ctx, name, out, srcOpts, func(s flow.Stream[kafka.Record]) flow.Stream[kafka.Record] {
-		res, _, err := pipeline.Build(s, cli.KafkaAccess, steps, pipeline.Env{})
+		res, _, err := pipeline.Build(s, compile.KafkaAccess, steps, pipeline.Env{})
 		buildErr = err
 		return flow.Map(res, func(r kafka.Record) kafka.Record {
 			r.Topic, r.Partition, r.Offset = "", 0, 0

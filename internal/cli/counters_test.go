@@ -9,6 +9,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
@@ -21,9 +22,9 @@ func TestPipelineCountersContinueAcrossProcesses(t *testing.T) {
 	jf.Checkpointing = flow.CheckpointSettings{Interval: 5 * time.Millisecond}
 	e := &env{stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	sink := flowtest.NewSink[int]() // the same external system for both processes
-	run := func(n int) *PipelineMetrics {
+	run := func(n int) *compile.PipelineMetrics {
 		t.Helper()
-		env, _, m := newEnv(jf, e)
+		env, _, m := compile.NewEnv(jf, e.log)
 		in := make([]int, n)
 		src := flowtest.NewSource(flowtest.Split(in, 1), flowtest.PerPoll(5))
 		s := flow.Map(flow.From(env, src, flow.UID("src")), func(x int) int { m.LateRecords.Add(1); m.DuplicatesDropped.Add(2); return x })

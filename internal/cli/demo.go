@@ -19,6 +19,7 @@ import (
 	"github.com/onceflow/onceflow/internal/api"
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/checkpoint"
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
@@ -144,12 +145,12 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		defer func() { _ = srv.Close() }()
 		fopts = append(fopts, flow.WithHooks(srv.Hooks()...))
 	}
-	built, err := buildJob(jf, cc, e, fopts...)
+	built, err := compile.Job(jf, cc, e.log, fopts...)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = built.closeSink() }()
-	fenv, metrics := built.env, built.metrics
+	defer func() { _ = built.CloseSink() }()
+	fenv, metrics := built.Env, built.Metrics
 	// The job gets its own context: Ctrl-C first stops the generator and
 	// lets the job catch up, then stops the job (a final checkpoint).
 	jobCtx, cancelJob := context.WithCancel(context.WithoutCancel(ctx))

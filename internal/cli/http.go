@@ -12,6 +12,7 @@ import (
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/api"
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/metrics"
 )
@@ -76,7 +77,7 @@ func newHTTPServer(e *env, jf *jobfile.JobFile, o httpOptions) (*api.Server, err
 
 // serveJob registers what the pipeline counts besides the engine, attaches
 // the job and starts answering.
-func serveJob(e *env, srv *api.Server, jf *jobfile.JobFile, job *flow.Job, m *PipelineMetrics) {
+func serveJob(e *env, srv *api.Server, jf *jobfile.JobFile, job *flow.Job, m *compile.PipelineMetrics) {
 	if m != nil {
 		srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Name: "dedupe_duplicates_dropped_total",

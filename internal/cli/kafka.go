@@ -20,15 +20,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/internal/jobfile"
-	"github.com/onceflow/onceflow/pipeline/kafkarec"
 )
-
-// KafkaAccess is how the pipeline operators read and change kafka.Record
-// (the job file's record type; the benchmarks use it too).
-var KafkaAccess = kafkarec.Access
-
-// toSink readies a record for the sink (kafkarec.ToSink).
-func toSink(topic string) func(kafka.Record) kafka.Record { return kafkarec.ToSink(topic) }
 
 // clientConfig translates the kafka section.
 func clientConfig(k jobfile.KafkaConfig) (kafka.ClientConfig, error) {

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/pipeline"
 )
@@ -201,257 +199,6 @@ func mentionsUID(msg, uid string) bool {
 	}
 }
 
-// connectorStartup maps the job file's startup modes to the connector's.
-var connectorStartup = map[jobfile.StartupMode]kafka.StartupMode{
-	jobfile.StartEarliest:        kafka.StartEarliest,
-	jobfile.StartLatest:          kafka.StartLatest,
-	jobfile.StartTimestamp:       kafka.StartTimestamp,
-	jobfile.StartSpecificOffsets: kafka.StartSpecificOffsets,
-	jobfile.StartGroupOffsets:    kafka.StartGroupOffsets,
-}
-
-var connectorReset = map[string]kafka.ResetFallback{
-	"":         kafka.ResetEarliest,
-	"earliest": kafka.ResetEarliest,
-	"latest":   kafka.ResetLatest,
-	"none":     kafka.ResetNone,
-}
-
-// connectorDelivery maps sink.delivery to the connector's.
-// connectorRecreated maps source.on-topic-recreated to the connector's.
-var connectorRecreated = map[string]kafka.TopicRecreated{
-	jobfile.RecreatedEarliest: kafka.RecreatedReadEarliest,
-	jobfile.RecreatedFail:     kafka.RecreatedFail,
-}
-
-var connectorDelivery = map[string]kafka.Delivery{
-	jobfile.DeliveryExactlyOnce: kafka.DeliveryExactlyOnce,
-	jobfile.DeliveryAtLeastOnce: kafka.DeliveryAtLeastOnce,
-	jobfile.DeliveryNone:        kafka.DeliveryNone,
-}
-
-// builtJob is a job definition made from a job file, with the connectors
-// the status line and the cleanup need.
-type builtJob struct {
-	env *flow.Env
-	// checkpoints watches the job through a flow hook: the size of the
-	// newest committed checkpoint's state, for the status line.
-	checkpoints *checkpointWatch
-	sources     []*kafka.Source
-	// closeSink releases the sink's connection after the job ended.
-	closeSink func() error
-	metrics   *PipelineMetrics
-}
-
-// buildJob turns a job file into a job definition: Kafka source, the
-// pipeline, the Kafka sink (under exactly-once the commit point) and, with
-// errors.policy dead-letter, the dead-letter topic written in the sink's
-// transaction. The engine's own status line is off: runJob prints one
-// with the connectors' view added. extra are engine options on top of the
-// file's (how to restore, from the run flags).
-func buildJob(jf *jobfile.JobFile, cc kafka.ClientConfig, e *env, extra ...flow.Option) (*builtJob, error) {
-	delivery, ok := connectorDelivery[jf.Sink.Delivery]
-	if !ok { // unreachable: the job file parser checked it
-		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, jobfile.DeliveryNone, jobfile.DeliveryAtLeastOnce, jobfile.DeliveryExactlyOnce)
-	}
-	st := jf.Source.Startup
-	discovery := jf.Source.DiscoveryInterval
-	src, err := kafka.NewSource(kafka.SourceConfig{
-		Client:            cc,
-		Topics:            jf.Source.Topics,
-		TopicRegex:        jf.Source.TopicRegex,
-		Group:             jf.Source.Group,
-		StartupMode:       connectorStartup[st.Mode],
-		ResetFallback:     connectorReset[st.Reset],
-		StartTimestamp:    st.Timestamp,
-		SpecificOffsets:   st.Offsets,
-		DiscoveryInterval: discovery,
-		ReadUncommitted:   jf.Source.Isolation == jobfile.IsolationReadUncommitted,
-		Bounded:           jf.Source.Bounded,
-		OnTopicRecreated:  connectorRecreated[jf.Source.OnTopicRecreated],
-		Partitions:        jf.Task.PartitionsOrNil(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	var kafkaSink *kafka.Sink
-	if jf.Sink.HasTopic() {
-		kafkaSink, err = kafka.NewSink(kafka.SinkConfig{
-			Client:             cc,
-			Delivery:           delivery,
-			Job:                jf.Job,
-			Topic:              jobfile.SinkTopic(jf),
-			KeepPartition:      jf.Task.Repartitions(),
-			OffsetsOf:          []*kafka.Source{src},
-			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
-			TransactionTimeout: jf.Sink.TransactionTimeout,
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	// The other sinks; without a Kafka sink the source commits its
-	// offsets to its group after each checkpoint, for monitoring.
-	type extSink struct {
-		kind string
-		sink flow.Sink[kafka.Record]
-	}
-	var exts []extSink
-	var closers []func() error
-	if kafkaSink != nil {
-		closers = append(closers, kafkaSink.Close)
-	}
-	closeAll := func() error {
-		var errs []error
-		for _, c := range closers {
-			errs = append(errs, c())
-		}
-		return errors.Join(errs...)
-	}
-	for _, db := range jf.Sink.DBSinks() {
-		s, closeSink, err := jobfile.NewDBSink(db, jf.Sink.DBDelivery(db.Kind), jf.Job, jf.Errors.Policy)
-		if err != nil {
-			_ = closeAll()
-			return nil, err
-		}
-		exts, closers = append(exts, extSink{db.Kind, s}), append(closers, closeSink)
-	}
-	if jf.Sink.Redis != nil {
-		s, err := jobfile.NewRedisSink(jf.Sink, jf.Job, jf.Errors.Policy)
-		if err != nil {
-			_ = closeAll()
-			return nil, err
-		}
-		exts, closers = append(exts, extSink{jobfile.SinkRedis, s}), append(closers, s.Close)
-	}
-	env, watch, m := newEnv(jf, e, extra...)
-	s, failures, err := buildSteps(env, jf, src, m)
-	if err != nil {
-		_ = closeAll()
-		return nil, err
-	}
-	// The commit point's sink (the first sink without one) has the uid
-	// "sink" a job with one sink has, so adding a table to a topic job
-	// keeps the uid its checkpoints know; the others are "sink-<kind>".
-	uids := map[string]string{jf.Sink.CommitPoint(): "sink"}
-	if jf.Sink.CommitPoint() == "" {
-		uids[jf.Sink.Kinds()[0]] = "sink"
-	}
-	uidOf := func(kind string) string {
-		if u, ok := uids[kind]; ok {
-			return u
-		}
-		return "sink-" + kind
-	}
-	if kafkaSink != nil && jf.Task.Repartitions() {
-		out, bad, err := toRepartition(s, jf)
-		if err != nil {
-			_ = closeAll()
-			return nil, err
-		}
-		flow.To(out, kafkaSink, flow.UID(uidOf(jobfile.SinkKafka)), flow.Name("repartition-sink"))
-		if jf.Errors.Policy == flow.DeadLetterOnError {
-			failures = append(failures, bad)
-		}
-	} else if kafkaSink != nil {
-		to := ""
-		if jf.Routes() {
-			to = jf.Sink.Topic // the sink takes each record's topic
-		}
-		flow.To(flow.Map(s, toSink(to), flow.Name("to-sink")), kafkaSink, flow.UID(uidOf(jobfile.SinkKafka)), flow.Name("kafka-sink"))
-	}
-	// Records a database sink rejects (a value its column refuses) go
-	// through errors.policy; dead letters go to its dead-letter table.
-	for _, x := range exts {
-		flow.To(s, x.sink, flow.UID(uidOf(x.kind)), flow.Name(x.kind+"-sink"), flow.OnRejected(jf.Errors.Policy))
-	}
-	for i, f := range failures {
-		uid := "dead-letters"
-		if i > 0 {
-			uid += "-" + strconv.Itoa(i)
-		}
-		if kafkaSink != nil {
-			flow.To(f, kafkaSink.DeadLetters(jf.Errors.DeadLetterTopic), flow.UID(uid), flow.Name("kafka-dead-letters"))
-			continue
-		}
-		// Without a topic the pipeline's dead letters go to the dead-letter
-		// table of the commit point's sink (the first database sink with
-		// at-least-once), in its transaction.
-		keeper := exts[0]
-		for _, x := range exts {
-			if x.kind == jf.Sink.CommitPoint() {
-				keeper = x
-			}
-		}
-		fk, ok := keeper.sink.(interface {
-			Failures() flow.Sink[flow.Failure[kafka.Record]]
-		})
-		if !ok { // unreachable: every database sink keeps failures
-			_ = closeAll()
-			return nil, fmt.Errorf("%s: sink.%s keeps no dead letters", jf.Path, keeper.kind)
-		}
-		flow.To(f, fk.Failures(), flow.UID(uid), flow.Name(keeper.kind+"-dead-letters"))
-	}
-	return &builtJob{env: env, sources: []*kafka.Source{src}, closeSink: closeAll, metrics: m, checkpoints: watch}, nil
-}
-
-// newEnv makes the job's environment from the file's engine settings, and
-// the counters of its pipeline.
-func newEnv(jf *jobfile.JobFile, e *env, extra ...flow.Option) (*flow.Env, *checkpointWatch, *PipelineMetrics) {
-	m := &PipelineMetrics{}
-	opts := []flow.Option{
-		flow.JobName(jf.Job),
-		flow.CheckpointConfig(jf.Checkpointing),
-		flow.StateDir(jf.State.Dir),
-		flow.StateBackend(jf.State.Backend),
-		flow.StateMemory(jf.State.Memory),
-		flow.Logger(e.log),
-	}
-	if jf.State.MaxParallelism > 0 {
-		opts = append(opts, flow.MaxParallelism(jf.State.MaxParallelism))
-	}
-	if c := jf.State.Checkpoints; c != "" && !strings.Contains(c, "://") {
-		opts = append(opts, flow.CheckpointsIn(c))
-	} else if c != "" {
-		s3 := jf.State.S3
-		opts = append(opts, flow.CheckpointsOnS3(jf.State.Checkpoints, flow.S3Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}))
-	}
-	if jf.RestartSet {
-		opts = append(opts, flow.Restart(jf.Restart))
-	}
-	watch := &checkpointWatch{}
-	opts = append(opts, flow.WithHooks(watch),
-		// Over the job's life, as the engine's counters: the checkpoints
-		// carry them (docs/design.md, "Metrics and the REST API").
-		flow.JobLifeCounter("late_records", &m.LateRecords),
-		flow.JobLifeCounter("dedupe_duplicates_dropped", &m.DuplicatesDropped))
-	return flow.New(append(opts, extra...)...), watch, m
-}
-
-// buildSteps adds the source and the pipeline to env: the stream to sink
-// and the failure streams of dead-letter steps.
-func buildSteps(env *flow.Env, jf *jobfile.JobFile, src *kafka.Source, m *PipelineMetrics) (flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
-	var srcOpts []flow.OpOption
-	if jf.Source.Parallelism > 0 {
-		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
-	}
-	var timeExpr string
-	if et, on := jf.EventTimeSettings(); on {
-		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
-		if err != nil {
-			return flow.Stream[kafka.Record]{}, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
-		}
-		srcOpts = append(srcOpts, flow.WithWatermarks(flow.Watermarks[kafka.Record]{
-			Timestamp: ts, Split: kafka.SplitOf,
-			MaxOutOfOrderness: et.MaxOutOfOrderness, IdleTimeout: et.IdleTimeout,
-		}))
-		timeExpr = et.Timestamp
-	}
-	s := flow.From(env, src, append(srcOpts, flow.UID("source"), flow.Name("kafka-source"))...)
-	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
-	return BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
-}
-
 func runJob(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) error {
 	if jf.ScaleOut.Enabled {
 		return runScaleOut(ctx, e, jf, o)
@@ -477,18 +224,18 @@ func runJob(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) erro
 		defer func() { srv.Linger(5 * time.Second); _ = srv.Close() }()
 		fopts = append(fopts, flow.WithHooks(srv.Hooks()...))
 	}
-	b, err := buildJob(jf, cc, e, fopts...)
+	b, err := compile.Job(jf, cc, e.log, fopts...)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = b.closeSink() }()
-	job, err := b.env.Start(ctx)
+	defer func() { _ = b.CloseSink() }()
+	job, err := b.Env.Start(ctx)
 	if err != nil {
 		return err
 	}
 	e.log.Info("job started; stop it with Ctrl-C (it takes a final checkpoint)", "job", jf.Job, "file", jf.Path)
 	if srv != nil {
-		serveJob(e, srv, jf, job, b.metrics)
+		serveJob(e, srv, jf, job, b.Metrics)
 	}
 	if o.status > 0 {
 		t := time.NewTicker(o.status)
@@ -497,7 +244,7 @@ func runJob(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) erro
 		for {
 			select {
 			case <-t.C:
-				e.log.Info("status", statusAttrs(job.Stats(), jobLag(job), b.checkpoints.stateBytes.Load())...)
+				e.log.Info("status", statusAttrs(job.Stats(), jobLag(job), b.Checkpoints.StateBytes.Load())...)
 			case <-job.Done():
 				break loop
 			}
@@ -507,7 +254,7 @@ func runJob(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) erro
 		return err
 	}
 	// No lag: the readers are closed, so it is unknown by now.
-	final := statusAttrs(job.Stats(), -1, b.checkpoints.stateBytes.Load())
+	final := statusAttrs(job.Stats(), -1, b.Checkpoints.StateBytes.Load())
 	for i := 0; i+1 < len(final); i += 2 {
 		if final[i] == "lag" {
 			final = append(final[:i:i], final[i+2:]...)
@@ -520,18 +267,6 @@ func runJob(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) erro
 
 // checkpointWatch is a flow hook (flow.HookCheckpointCompleted) that keeps
 // what the status line shows of the newest committed checkpoint.
-type checkpointWatch struct{ stateBytes atomic.Int64 }
-
-func (w *checkpointWatch) OnCheckpointCompleted(e flow.CheckpointCompleted) {
-	w.stateBytes.Store(e.StateBytes)
-}
-
-// statusAttrs is the status line of run, as slog key-value pairs. The keys
-// are stable (scripts grep them) and name their scope: process_ counts
-// this process (replayed records count again), job_ the job's life (the
-// checkpoints carry it), so that no one compares reads of this process
-// with the job's commits. lag is "?" while a source does not know it
-// (before it fetched the log end of its partitions).
 func statusAttrs(s flow.Stats, lag, stateBytes int64) []any {
 	var lagV any = lag
 	if lag < 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/metrics"
@@ -325,18 +326,18 @@ func (so *scaleOut) runTaskOnce(t *task, log *slog.Logger) error {
 		pg = &purger{so: so, p: t.p, log: log}
 		opts = append(opts, flow.WithHooks(pg))
 	}
-	b, err := buildJob(tj, so.cc, te, opts...)
+	b, err := compile.Job(tj, so.cc, te.log, opts...)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = b.closeSink() }()
+	defer func() { _ = b.CloseSink() }()
 	if t.stopped.Load() {
 		return nil
 	}
 	if pg != nil {
-		pg.src = b.sources[0]
+		pg.src = b.Sources[0]
 	}
-	job, err := b.env.Start(context.Background())
+	job, err := b.Env.Start(context.Background())
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,34 +10,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
-	"github.com/onceflow/onceflow/internal/jobfile"
-	"github.com/onceflow/onceflow/pipeline"
-	"github.com/onceflow/onceflow/state"
 )
-
-// toRepartition readies the records of a segment before a cut for its
-// repartition topic: unchanged, but for the topic and the partition the
-// next keyed step's key gives (state.Hash of the key, modulo the topic's
-// partitions), so that every record of a key reaches the same task. A
-// record whose key cannot be computed is a poison record for
-// errors.policy, here as it would be at the keyed step.
-func toRepartition(s flow.Stream[kafka.Record], jf *jobfile.JobFile) (flow.Stream[kafka.Record], flow.Stream[flow.Failure[kafka.Record]], error) {
-	t := jf.Task
-	keyOf, err := pipeline.Keys(KafkaAccess, t.OutKey)
-	if err != nil {
-		return s, flow.Stream[flow.Failure[kafka.Record]]{}, fmt.Errorf("%s: the repartition key %s: %w", jf.Path, t.OutKey, err)
-	}
-	n := uint32(t.OutPartitions)
-	out, bad := flow.TryMap(s, func(r kafka.Record) (kafka.Record, error) {
-		k, err := keyOf(r)
-		if err != nil {
-			return r, fmt.Errorf("record %s: key %s for the repartition topic %s: %w", r, t.OutKey, t.Out, err)
-		}
-		r.Topic, r.Partition, r.Offset = t.Out, int32(state.Hash(k)%n), 0
-		return r, nil
-	}, jf.Errors.Policy, flow.UID("repartition"), flow.Name("to-"+t.Out))
-	return out, bad, nil
-}
 
 // purger deletes the records of a repartition topic's partition that its
 // task committed past, at most every purgeEvery, after a checkpoint: they

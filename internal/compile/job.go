@@ -1,0 +1,311 @@
+package compile
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/jobfile"
+	"github.com/onceflow/onceflow/pipeline"
+	"github.com/onceflow/onceflow/pipeline/kafkarec"
+	"github.com/onceflow/onceflow/state"
+)
+
+// connectorStartup maps the job file's startup modes to the connector's.
+var connectorStartup = map[jobfile.StartupMode]kafka.StartupMode{
+	jobfile.StartEarliest:        kafka.StartEarliest,
+	jobfile.StartLatest:          kafka.StartLatest,
+	jobfile.StartTimestamp:       kafka.StartTimestamp,
+	jobfile.StartSpecificOffsets: kafka.StartSpecificOffsets,
+	jobfile.StartGroupOffsets:    kafka.StartGroupOffsets,
+}
+
+var connectorReset = map[string]kafka.ResetFallback{
+	"":         kafka.ResetEarliest,
+	"earliest": kafka.ResetEarliest,
+	"latest":   kafka.ResetLatest,
+	"none":     kafka.ResetNone,
+}
+
+// connectorDelivery maps sink.delivery to the connector's.
+// connectorRecreated maps source.on-topic-recreated to the connector's.
+var connectorRecreated = map[string]kafka.TopicRecreated{
+	jobfile.RecreatedEarliest: kafka.RecreatedReadEarliest,
+	jobfile.RecreatedFail:     kafka.RecreatedFail,
+}
+
+var connectorDelivery = map[string]kafka.Delivery{
+	jobfile.DeliveryExactlyOnce: kafka.DeliveryExactlyOnce,
+	jobfile.DeliveryAtLeastOnce: kafka.DeliveryAtLeastOnce,
+	jobfile.DeliveryNone:        kafka.DeliveryNone,
+}
+
+// Built is a job definition made from a job file, with the connectors
+// the status line and the cleanup need.
+type Built struct {
+	Env *flow.Env
+	// Checkpoints watches the job through a flow hook: the size of the
+	// newest committed checkpoint's state, for the status line.
+	Checkpoints *checkpointWatch
+	Sources     []*kafka.Source
+	// CloseSink releases the sink's connection after the job ended.
+	CloseSink func() error
+	Metrics   *PipelineMetrics
+}
+
+// Job turns a job file into a job definition: Kafka source, the
+// pipeline, the Kafka sink (under exactly-once the commit point) and, with
+// errors.policy dead-letter, the dead-letter topic written in the sink's
+// transaction. The engine's own status line is off: runJob prints one
+// with the connectors' view added. extra are engine options on top of the
+// file's (how to restore, from the run flags).
+func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...flow.Option) (*Built, error) {
+	delivery, ok := connectorDelivery[jf.Sink.Delivery]
+	if !ok { // unreachable: the job file parser checked it
+		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, jobfile.DeliveryNone, jobfile.DeliveryAtLeastOnce, jobfile.DeliveryExactlyOnce)
+	}
+	st := jf.Source.Startup
+	discovery := jf.Source.DiscoveryInterval
+	src, err := kafka.NewSource(kafka.SourceConfig{
+		Client:            cc,
+		Topics:            jf.Source.Topics,
+		TopicRegex:        jf.Source.TopicRegex,
+		Group:             jf.Source.Group,
+		StartupMode:       connectorStartup[st.Mode],
+		ResetFallback:     connectorReset[st.Reset],
+		StartTimestamp:    st.Timestamp,
+		SpecificOffsets:   st.Offsets,
+		DiscoveryInterval: discovery,
+		ReadUncommitted:   jf.Source.Isolation == jobfile.IsolationReadUncommitted,
+		Bounded:           jf.Source.Bounded,
+		OnTopicRecreated:  connectorRecreated[jf.Source.OnTopicRecreated],
+		Partitions:        jf.Task.PartitionsOrNil(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var kafkaSink *kafka.Sink
+	if jf.Sink.HasTopic() {
+		kafkaSink, err = kafka.NewSink(kafka.SinkConfig{
+			Client:             cc,
+			Delivery:           delivery,
+			Job:                jf.Job,
+			Topic:              jobfile.SinkTopic(jf),
+			KeepPartition:      jf.Task.Repartitions(),
+			OffsetsOf:          []*kafka.Source{src},
+			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
+			TransactionTimeout: jf.Sink.TransactionTimeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The other sinks; without a Kafka sink the source commits its
+	// offsets to its group after each checkpoint, for monitoring.
+	type extSink struct {
+		kind string
+		sink flow.Sink[kafka.Record]
+	}
+	var exts []extSink
+	var closers []func() error
+	if kafkaSink != nil {
+		closers = append(closers, kafkaSink.Close)
+	}
+	closeAll := func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
+	}
+	for _, db := range jf.Sink.DBSinks() {
+		s, closeSink, err := jobfile.NewDBSink(db, jf.Sink.DBDelivery(db.Kind), jf.Job, jf.Errors.Policy)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		exts, closers = append(exts, extSink{db.Kind, s}), append(closers, closeSink)
+	}
+	if jf.Sink.Redis != nil {
+		s, err := jobfile.NewRedisSink(jf.Sink, jf.Job, jf.Errors.Policy)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		exts, closers = append(exts, extSink{jobfile.SinkRedis, s}), append(closers, s.Close)
+	}
+	env, watch, m := NewEnv(jf, log, extra...)
+	s, failures, err := buildSteps(env, jf, src, m)
+	if err != nil {
+		_ = closeAll()
+		return nil, err
+	}
+	// The commit point's sink (the first sink without one) has the uid
+	// "sink" a job with one sink has, so adding a table to a topic job
+	// keeps the uid its checkpoints know; the others are "sink-<kind>".
+	uids := map[string]string{jf.Sink.CommitPoint(): "sink"}
+	if jf.Sink.CommitPoint() == "" {
+		uids[jf.Sink.Kinds()[0]] = "sink"
+	}
+	uidOf := func(kind string) string {
+		if u, ok := uids[kind]; ok {
+			return u
+		}
+		return "sink-" + kind
+	}
+	if kafkaSink != nil && jf.Task.Repartitions() {
+		out, bad, err := toRepartition(s, jf)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		flow.To(out, kafkaSink, flow.UID(uidOf(jobfile.SinkKafka)), flow.Name("repartition-sink"))
+		if jf.Errors.Policy == flow.DeadLetterOnError {
+			failures = append(failures, bad)
+		}
+	} else if kafkaSink != nil {
+		to := ""
+		if jf.Routes() {
+			to = jf.Sink.Topic // the sink takes each record's topic
+		}
+		flow.To(flow.Map(s, toSink(to), flow.Name("to-sink")), kafkaSink, flow.UID(uidOf(jobfile.SinkKafka)), flow.Name("kafka-sink"))
+	}
+	// Records a database sink rejects (a value its column refuses) go
+	// through errors.policy; dead letters go to its dead-letter table.
+	for _, x := range exts {
+		flow.To(s, x.sink, flow.UID(uidOf(x.kind)), flow.Name(x.kind+"-sink"), flow.OnRejected(jf.Errors.Policy))
+	}
+	for i, f := range failures {
+		uid := "dead-letters"
+		if i > 0 {
+			uid += "-" + strconv.Itoa(i)
+		}
+		if kafkaSink != nil {
+			flow.To(f, kafkaSink.DeadLetters(jf.Errors.DeadLetterTopic), flow.UID(uid), flow.Name("kafka-dead-letters"))
+			continue
+		}
+		// Without a topic the pipeline's dead letters go to the dead-letter
+		// table of the commit point's sink (the first database sink with
+		// at-least-once), in its transaction.
+		keeper := exts[0]
+		for _, x := range exts {
+			if x.kind == jf.Sink.CommitPoint() {
+				keeper = x
+			}
+		}
+		fk, ok := keeper.sink.(interface {
+			Failures() flow.Sink[flow.Failure[kafka.Record]]
+		})
+		if !ok { // unreachable: every database sink keeps failures
+			_ = closeAll()
+			return nil, fmt.Errorf("%s: sink.%s keeps no dead letters", jf.Path, keeper.kind)
+		}
+		flow.To(f, fk.Failures(), flow.UID(uid), flow.Name(keeper.kind+"-dead-letters"))
+	}
+	return &Built{Env: env, Sources: []*kafka.Source{src}, CloseSink: closeAll, Metrics: m, Checkpoints: watch}, nil
+}
+
+// NewEnv makes the job's environment from the file's engine settings, and
+// the counters of its pipeline.
+func NewEnv(jf *jobfile.JobFile, log *slog.Logger, extra ...flow.Option) (*flow.Env, *checkpointWatch, *PipelineMetrics) {
+	m := &PipelineMetrics{}
+	opts := []flow.Option{
+		flow.JobName(jf.Job),
+		flow.CheckpointConfig(jf.Checkpointing),
+		flow.StateDir(jf.State.Dir),
+		flow.StateBackend(jf.State.Backend),
+		flow.StateMemory(jf.State.Memory),
+		flow.Logger(log),
+	}
+	if jf.State.MaxParallelism > 0 {
+		opts = append(opts, flow.MaxParallelism(jf.State.MaxParallelism))
+	}
+	if c := jf.State.Checkpoints; c != "" && !strings.Contains(c, "://") {
+		opts = append(opts, flow.CheckpointsIn(c))
+	} else if c != "" {
+		s3 := jf.State.S3
+		opts = append(opts, flow.CheckpointsOnS3(jf.State.Checkpoints, flow.S3Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}))
+	}
+	if jf.RestartSet {
+		opts = append(opts, flow.Restart(jf.Restart))
+	}
+	watch := &checkpointWatch{}
+	opts = append(opts, flow.WithHooks(watch),
+		// Over the job's life, as the engine's counters: the checkpoints
+		// carry them (docs/design.md, "Metrics and the REST API").
+		flow.JobLifeCounter("late_records", &m.LateRecords),
+		flow.JobLifeCounter("dedupe_duplicates_dropped", &m.DuplicatesDropped))
+	return flow.New(append(opts, extra...)...), watch, m
+}
+
+// buildSteps adds the source and the pipeline to env: the stream to sink
+// and the failure streams of dead-letter steps.
+func buildSteps(env *flow.Env, jf *jobfile.JobFile, src *kafka.Source, m *PipelineMetrics) (flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
+	var srcOpts []flow.OpOption
+	if jf.Source.Parallelism > 0 {
+		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
+	}
+	var timeExpr string
+	if et, on := jf.EventTimeSettings(); on {
+		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
+		if err != nil {
+			return flow.Stream[kafka.Record]{}, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
+		}
+		srcOpts = append(srcOpts, flow.WithWatermarks(flow.Watermarks[kafka.Record]{
+			Timestamp: ts, Split: kafka.SplitOf,
+			MaxOutOfOrderness: et.MaxOutOfOrderness, IdleTimeout: et.IdleTimeout,
+		}))
+		timeExpr = et.Timestamp
+	}
+	s := flow.From(env, src, append(srcOpts, flow.UID("source"), flow.Name("kafka-source"))...)
+	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
+	return BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
+}
+
+type checkpointWatch struct{ StateBytes atomic.Int64 }
+
+func (w *checkpointWatch) OnCheckpointCompleted(e flow.CheckpointCompleted) {
+	w.StateBytes.Store(e.StateBytes)
+}
+
+// statusAttrs is the status line of run, as slog key-value pairs. The keys
+// are stable (scripts grep them) and name their scope: process_ counts
+// this process (replayed records count again), job_ the job's life (the
+// checkpoints carry it), so that no one compares reads of this process
+// with the job's commits. lag is "?" while a source does not know it
+// (before it fetched the log end of its partitions).
+// toRepartition readies the records of a segment before a cut for its
+// repartition topic: unchanged, but for the topic and the partition the
+// next keyed step's key gives (state.Hash of the key, modulo the topic's
+// partitions), so that every record of a key reaches the same task. A
+// record whose key cannot be computed is a poison record for
+// errors.policy, here as it would be at the keyed step.
+func toRepartition(s flow.Stream[kafka.Record], jf *jobfile.JobFile) (flow.Stream[kafka.Record], flow.Stream[flow.Failure[kafka.Record]], error) {
+	t := jf.Task
+	keyOf, err := pipeline.Keys(KafkaAccess, t.OutKey)
+	if err != nil {
+		return s, flow.Stream[flow.Failure[kafka.Record]]{}, fmt.Errorf("%s: the repartition key %s: %w", jf.Path, t.OutKey, err)
+	}
+	n := uint32(t.OutPartitions)
+	out, bad := flow.TryMap(s, func(r kafka.Record) (kafka.Record, error) {
+		k, err := keyOf(r)
+		if err != nil {
+			return r, fmt.Errorf("record %s: key %s for the repartition topic %s: %w", r, t.OutKey, t.Out, err)
+		}
+		r.Topic, r.Partition, r.Offset = t.Out, int32(state.Hash(k)%n), 0
+		return r, nil
+	}, jf.Errors.Policy, flow.UID("repartition"), flow.Name("to-"+t.Out))
+	return out, bad, nil
+}
+
+// KafkaAccess is how the pipeline operators read and change kafka.Record
+// (the job file's record type; the benchmarks use it too).
+var KafkaAccess = kafkarec.Access
+
+// toSink readies a record for the sink (kafkarec.ToSink).
+func toSink(topic string) func(kafka.Record) kafka.Record { return kafkarec.ToSink(topic) }
