@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/testbreak"
 )
@@ -32,22 +33,22 @@ const (
 )
 
 // Delivery is the guarantee of a [Sink]'s writes.
-type Delivery string
+type Delivery = connector.Delivery
 
 // Deliveries [SinkConfig].Delivery accepts.
 const (
 	// DeliveryExactlyOnce writes each checkpoint's records in one Kafka
 	// transaction that is the job's commit point (see the package doc):
 	// read_committed readers see every record exactly once.
-	DeliveryExactlyOnce Delivery = "exactly-once"
+	DeliveryExactlyOnce = connector.ExactlyOnce
 	// DeliveryAtLeastOnce writes with an idempotent producer and no
 	// transactions; a checkpoint waits until the brokers acknowledged every
 	// record written before it. After a failure the job replays from its
 	// last checkpoint, so records may be written again, but none is lost.
-	DeliveryAtLeastOnce Delivery = "at-least-once"
+	DeliveryAtLeastOnce = connector.AtLeastOnce
 	// DeliveryNone writes without waiting for acknowledgements (acks=0):
 	// records may be lost or duplicated. For output that is only looked at.
-	DeliveryNone Delivery = "none"
+	DeliveryNone = connector.None
 )
 
 // SinkConfig configures a [Sink].

@@ -31,23 +31,24 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/sqlsink"
 )
 
 // Delivery is how the sink avoids duplicates; see the package doc.
-type Delivery string
+type Delivery = connector.Delivery
 
 const (
 	// DeliveryExactlyOnce makes the database transaction the job's commit
 	// point. The default.
-	DeliveryExactlyOnce Delivery = "exactly-once"
+	DeliveryExactlyOnce = connector.ExactlyOnce
 	// DeliveryAtLeastOnce writes epoch-fenced upserts as records come.
-	DeliveryAtLeastOnce Delivery = "at-least-once"
+	DeliveryAtLeastOnce = connector.AtLeastOnce
 	// DeliveryTwoPhase makes the sink a participant of another commit
 	// point (a Kafka sink's, or the manifest write) through XA
 	// transactions: XA PREPARE at the barrier, XA COMMIT after the commit
 	// point.
-	DeliveryTwoPhase Delivery = "two-phase"
+	DeliveryTwoPhase = connector.TwoPhase
 )
 
 // Defaults.

@@ -9,25 +9,26 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/sqlsink"
 )
 
 // Delivery is how the sink avoids duplicates; see the package doc.
-type Delivery string
+type Delivery = connector.Delivery
 
 const (
 	// DeliveryExactlyOnce makes the database transaction the job's commit
 	// point. The default.
-	DeliveryExactlyOnce Delivery = "exactly-once"
+	DeliveryExactlyOnce = connector.ExactlyOnce
 	// DeliveryAtLeastOnce writes epoch-fenced upserts as records come; the
 	// manifest write is the commit point.
-	DeliveryAtLeastOnce Delivery = "at-least-once"
+	DeliveryAtLeastOnce = connector.AtLeastOnce
 	// DeliveryTwoPhase makes the sink a participant of another commit
 	// point (a Kafka sink's, or the manifest write): each subtask's rows
 	// go into a transaction prepared at the barrier (PREPARE TRANSACTION)
 	// and committed after the commit point (COMMIT PREPARED). Needs the
 	// server's max_prepared_transactions above 0.
-	DeliveryTwoPhase Delivery = "two-phase"
+	DeliveryTwoPhase = connector.TwoPhase
 )
 
 // Defaults.

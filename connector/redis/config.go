@@ -7,18 +7,19 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/sqlsink"
 )
 
 // Delivery is how the sink avoids duplicates; see the package doc.
-type Delivery string
+type Delivery = connector.Delivery
 
 const (
 	// DeliveryExactlyOnce makes Redis the job's commit point. The default.
-	DeliveryExactlyOnce Delivery = "exactly-once"
+	DeliveryExactlyOnce = connector.ExactlyOnce
 	// DeliveryAtLeastOnce writes SETs or HSETs as records come, fenced
 	// per attempt of the job; the manifest write is the commit point.
-	DeliveryAtLeastOnce Delivery = "at-least-once"
+	DeliveryAtLeastOnce = connector.AtLeastOnce
 )
 
 // Command is what the sink does with each record's Op.

@@ -32,17 +32,10 @@ var connectorReset = map[string]kafka.ResetFallback{
 	"none":     kafka.ResetNone,
 }
 
-// connectorDelivery maps sink.delivery to the connector's.
 // connectorRecreated maps source.on-topic-recreated to the connector's.
 var connectorRecreated = map[string]kafka.TopicRecreated{
 	jobfile.RecreatedEarliest: kafka.RecreatedReadEarliest,
 	jobfile.RecreatedFail:     kafka.RecreatedFail,
-}
-
-var connectorDelivery = map[string]kafka.Delivery{
-	jobfile.DeliveryExactlyOnce: kafka.DeliveryExactlyOnce,
-	jobfile.DeliveryAtLeastOnce: kafka.DeliveryAtLeastOnce,
-	jobfile.DeliveryNone:        kafka.DeliveryNone,
 }
 
 // Built is a job definition made from a job file, with the connectors
@@ -65,8 +58,8 @@ type Built struct {
 // with the connectors' view added. extra are engine options on top of the
 // file's (how to restore, from the run flags).
 func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...flow.Option) (*Built, error) {
-	delivery, ok := connectorDelivery[jf.Sink.Delivery]
-	if !ok { // unreachable: the job file parser checked it
+	delivery := kafka.Delivery(jf.Sink.Delivery)
+	if !kafka.Spec.Supports(delivery) { // unreachable: the job file parser checked it
 		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, jobfile.DeliveryNone, jobfile.DeliveryAtLeastOnce, jobfile.DeliveryExactlyOnce)
 	}
 	st := jf.Source.Startup

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/restart"
@@ -376,9 +377,9 @@ type SinkConfig struct {
 
 // Delivery guarantees of SinkConfig.Delivery.
 const (
-	DeliveryNone        = "none"
-	DeliveryAtLeastOnce = "at-least-once"
-	DeliveryExactlyOnce = "exactly-once"
+	DeliveryNone        = string(connector.None)
+	DeliveryAtLeastOnce = string(connector.AtLeastOnce)
+	DeliveryExactlyOnce = string(connector.ExactlyOnce)
 )
 
 // StateConfig is the state section.

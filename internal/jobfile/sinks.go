@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"strconv"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/internal/sqlsink"
 )
@@ -60,21 +61,13 @@ func (s SinkConfig) DBSinks() []*DBSinkConfig {
 }
 
 // CommitPoint names the sink whose commit is the job's commit point, ""
-// unless delivery is exactly-once.
+// unless delivery is exactly-once: of the sinks the section names, the
+// first in the connectors' CommitRank order (package connector).
 func (s SinkConfig) CommitPoint() string {
 	if s.Delivery != DeliveryExactlyOnce {
 		return ""
 	}
-	switch {
-	case s.HasTopic():
-		return SinkKafka
-	case s.Redis != nil:
-		return SinkRedis
-	}
-	if dbs := s.DBSinks(); len(dbs) > 0 {
-		return dbs[0].Kind
-	}
-	return ""
+	return connector.CommitPoint(s.Kinds())
 }
 
 // Deliveries of a table sink.

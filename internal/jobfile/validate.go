@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
 	"github.com/onceflow/onceflow/internal/plan"
 	"github.com/onceflow/onceflow/internal/sqlsink"
@@ -128,8 +129,18 @@ func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
 	if sink.Redis != nil {
 		d.validateRedisSink(sink)
 	}
-	if sink.Redis != nil && sink.HasTopic() && sink.Delivery == DeliveryExactlyOnce {
-		d.errorf(d.at("sink.redis"), "sink.redis with sink.topic and delivery exactly-once: the Kafka transaction is the job's commit point, and Redis cannot take part in another sink's commit (it has no prepared transactions); write to Redis from a job of its own that reads %s, or use delivery at-least-once (epoch-fenced set or hset)", sink.Topic)
+	// Under exactly-once every sink but the commit point takes part in its
+	// commit with prepared transactions; a connector without them cannot.
+	if cp := sink.CommitPoint(); cp != "" {
+		cpSection, output := "sink."+cp, "this job's output"
+		if cp == SinkKafka {
+			cpSection, output = "sink.topic", sink.Topic
+		}
+		for _, k := range sink.Kinds() {
+			if s, _ := connector.Lookup(k); k != cp && !s.Supports(connector.TwoPhase) {
+				d.errorf(d.first(s.Sink.Section, "sink"), "%s with %s and delivery exactly-once: the %s sink's commit is the job's commit point, and %s cannot take part in another sink's commit (it has no prepared transactions); write to %s from a job of its own that reads %s, or use delivery at-least-once", s.Sink.Section, cpSection, cp, k, k, output)
+			}
+		}
 	}
 	if !sink.HasTopic() && sink.External() {
 		kinds := sink.Kinds()

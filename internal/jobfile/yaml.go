@@ -58,6 +58,10 @@ type decoder struct {
 	secretsOf string
 	errs      []error
 	lines     map[string]int // dotted path -> line, for checks that span fields
+	// known, when not nil, records the fields each mapping decoded
+	// accepts, by path: the test that connector specs (package connector)
+	// list what the decoder reads.
+	known map[string][]string
 }
 
 func (d *decoder) errorf(line int, format string, args ...any) {
@@ -107,6 +111,11 @@ func (d *decoder) mapping(path string, n *yaml.Node, fields map[string]field) {
 			d.errorf(n.Line, "%s must be a mapping of fields, not %s", path, describe(n))
 		}
 		return
+	}
+	if d.known != nil {
+		for k := range fields {
+			d.known[path] = append(d.known[path], k)
+		}
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {

@@ -1,0 +1,81 @@
+package jobfile
+
+import (
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/onceflow/onceflow/connector"
+)
+
+// Each connector's spec lists the fields its job-file section accepts:
+// docs/connectors.md and SQL's WITH options are generated from the specs,
+// so a field the decoder reads and the spec leaves out (or the other way
+// round) would be undocumented or refused.
+func TestConnectorSpecsListWhatTheDecoderReads(t *testing.T) {
+	src := `job: j
+kafka: {brokers: [b:9092]}
+source: {topics: [in]}
+sink:
+  topic: out
+  postgres: {dsn: x, table: t, columns: {a: record.key}}
+  mysql: {dsn: x, table: t, columns: {a: record.key}}
+  redis: {url: x, command: set, key: record.key, value: record.value}
+checkpointing: {interval: 1s}
+`
+	root, err := parseYAML("j.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &decoder{file: "j.yaml", env: func(string) (string, bool) { return "", false }, lines: map[string]int{}, known: map[string][]string{}}
+	d.decodeRoot(root, &JobFile{Path: "j.yaml"})
+	sinkNames := connector.Names()
+	seen := 0
+	for _, s := range connector.Specs() {
+		for _, side := range []*connector.Side{s.Source, s.Sink} {
+			if side == nil {
+				continue
+			}
+			seen++
+			var got []string
+			for _, k := range d.known[side.Section] {
+				if side.Section == "sink" && slices.Contains(sinkNames, k) {
+					continue // the sections of the other sinks
+				}
+				got = append(got, k)
+			}
+			sort.Strings(got)
+			if want := side.FieldNames(); !slices.Equal(got, want) {
+				t.Errorf("%s: the decoder reads %q, connector %q's spec lists %q", side.Section, got, s.Name, want)
+			}
+		}
+	}
+	if seen < 5 {
+		t.Errorf("checked %d connector sides, want at least 5 (kafka source and sink, postgres, mysql, redis)", seen)
+	}
+}
+
+// The commit point is the sink first in the connectors' CommitRank order,
+// as the switch it replaced chose: Kafka, then Redis, then PostgreSQL, then
+// MySQL (docs/design.md, "Database sinks").
+func TestCommitPointFollowsTheConnectorRanks(t *testing.T) {
+	pg, my := &DBSinkConfig{Kind: "postgres"}, &DBSinkConfig{Kind: SinkMySQL}
+	for _, tc := range []struct {
+		sink SinkConfig
+		want string
+	}{
+		{SinkConfig{Topic: "t", Postgres: pg, MySQL: my, Redis: &RedisSinkConfig{}}, SinkKafka},
+		{SinkConfig{Postgres: pg, MySQL: my, Redis: &RedisSinkConfig{}}, SinkRedis},
+		{SinkConfig{Postgres: pg, MySQL: my}, "postgres"},
+		{SinkConfig{MySQL: my}, SinkMySQL},
+	} {
+		tc.sink.Delivery = DeliveryExactlyOnce
+		if got := tc.sink.CommitPoint(); got != tc.want {
+			t.Errorf("%v: commit point %q, want %q", tc.sink.Kinds(), got, tc.want)
+		}
+		tc.sink.Delivery = DeliveryAtLeastOnce
+		if got := tc.sink.CommitPoint(); got != "" {
+			t.Errorf("%v at-least-once: commit point %q, want none", tc.sink.Kinds(), got)
+		}
+	}
+}
