@@ -279,7 +279,7 @@ func TableFields(dsn string) []Field {
 	return []Field{
 		{Name: "dsn", Type: "string", Required: true, Secret: true, Doc: "The server and database: " + dsn + "; usually ${VAR}, read from the environment."},
 		{Name: "table", Type: "table name", Required: true, Doc: "The table to write to, optionally schema-qualified."},
-		{Name: "columns", Type: "map of column to source", Required: true, Doc: "Where each column's value comes from: record.key, record.value, record.value.<field>, record.topic, record.partition, record.offset, record.timestamp, or timestamp(<source>) for a TIMESTAMP column."},
+		{Name: "columns", Type: "map of column to source", Required: true, Doc: "Where each column's value comes from, in the pipeline's expression language: key, raw (the value as text), topic, partition, offset, timestamp, value.<field>, any expression (concat(value.a, '-', key)), or timestamp(<source>) for a TIMESTAMP column. record.key, record.value and record.value.<field> are the same names."},
 		{Name: "key", Type: "list of columns", Doc: "The primary key columns: a row whose key exists is updated. Required with delivery at-least-once."},
 		{Name: "batch-rows", Type: "int", Default: "1000", Doc: "How many rows go to the server at once."},
 	}

@@ -13,7 +13,7 @@ var Spec = connector.Spec{
 	Sink: &connector.Side{Section: "sink.redis", Fields: []connector.Field{
 		{Name: "url", Type: "URL", Required: true, Secret: true, Doc: "The server: redis://[user:password@]host:port/db, usually ${VAR}."},
 		{Name: "command", Type: "set, hset, incrby or hincrby", Required: true, Doc: "The command each result becomes; incrby and hincrby need delivery exactly-once."},
-		{Name: "key", Type: "column source", Required: true, Doc: "Where the Redis key comes from, such as record.key."},
+		{Name: "key", Type: "column source", Required: true, Doc: "Where the Redis key comes from: a column source, as for a table column (key, value.user_id, an expression)."},
 		{Name: "key-prefix", Type: "string", Doc: "Put in front of every key."},
 		{Name: "field", Type: "column source", Doc: "Where a hash command's field comes from."},
 		{Name: "value", Type: "column source", Doc: "Where set's and hset's value comes from."},

@@ -1,10 +1,10 @@
 package jobfile
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +16,8 @@ import (
 	"github.com/onceflow/onceflow/connector/postgres"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/sqlsink"
+	"github.com/onceflow/onceflow/pipeline"
+	"github.com/onceflow/onceflow/pipeline/kafkarec"
 )
 
 // DBSinkConfig is sink.postgres or sink.mysql: the job's results go to a
@@ -44,14 +46,16 @@ type DBSinkConfig struct {
 // ColumnSource is one entry of sink.postgres.columns.
 type ColumnSource struct {
 	Column string
-	// From is a column source: see columnSources.
+	// From is a column source: see columnValueOf.
 	From string
 	line int
 }
 
-// columnSources are what a column's value can come from; a JSON field of
-// the value is record.value.<field>[.<field>...].
-var columnSources = []string{"record.key", "record.value", "record.topic", "record.partition", "record.offset", "record.timestamp", "record.value.<field>"}
+// columnSources are what a column's value can come from, for messages:
+// the record's parts by the names pipeline expressions use, a JSON field of
+// the value, or any expression (docs/operators.md, "Expressions").
+// record.key, record.value and record.value.<field> are the same names.
+var columnSources = []string{"key", "raw", "topic", "partition", "offset", "timestamp", "value.<field>", "an expression such as concat(value.a, '-', key)"}
 
 // sqlColumnSources are a table column's: the column sources, and
 // timestamp(<source>) for TIMESTAMP and DATETIME columns.
@@ -227,28 +231,59 @@ func sqlColumnValue(from string) (func(kafka.Record) (any, error), error) {
 	return columnValueOf(from, sqlColumnSources)
 }
 
-// columnValueOf is columnValue, naming sources in its error.
+// columnValueOf is columnValue, naming sources in its error. A column
+// source is written in the pipeline's expression language, so a field is
+// named the same way in a filter, a key and a column (value.user.id). The
+// record's own parts keep their SQL types: the key and the value as text
+// (NULL when null), the timestamp as a point in time.
 func columnValueOf(from string, sources []string) (func(kafka.Record) (any, error), error) {
 	switch from {
-	case "record.key":
+	case "record.key", "key":
 		return func(r kafka.Record) (any, error) { return textOrNull(r.Key), nil }, nil
-	case "record.value":
+	case "record.value", "raw", "record.raw":
 		return func(r kafka.Record) (any, error) { return textOrNull(r.Value), nil }, nil
-	case "record.topic":
+	case "record.topic", "topic":
 		return func(r kafka.Record) (any, error) { return r.Topic, nil }, nil
-	case "record.partition":
+	case "record.partition", "partition":
 		return func(r kafka.Record) (any, error) { return int64(r.Partition), nil }, nil
-	case "record.offset":
+	case "record.offset", "offset":
 		return func(r kafka.Record) (any, error) { return r.Offset, nil }, nil
-	case "record.timestamp":
+	case "record.timestamp", "timestamp":
 		return func(r kafka.Record) (any, error) { return r.Timestamp, nil }, nil
 	}
-	path, ok := strings.CutPrefix(from, "record.value.")
-	if !ok || path == "" || strings.Contains(path, "..") || strings.HasSuffix(path, ".") {
-		return nil, fmt.Errorf("%q is not a column source: use one of %s", from, strings.Join(sources, ", "))
+	if rest, ok := strings.CutPrefix(from, "record."); ok {
+		part, _, _ := strings.Cut(rest, ".")
+		if !slices.Contains(recordParts, part) {
+			return nil, fmt.Errorf("%q is not a column source: a record has %s; use one of %s", from, strings.Join(recordParts, ", "), strings.Join(sources, ", "))
+		}
 	}
-	fields := strings.Split(path, ".")
-	return func(r kafka.Record) (any, error) { return jsonField(r.Value, fields) }, nil
+	e, err := pipeline.CompileExpr(from, pipeline.AnyResult)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a column source: %v; use one of %s", from, err, strings.Join(sources, ", "))
+	}
+	return func(r kafka.Record) (any, error) {
+		v, err := e.Eval(pipeline.RecordOf(kafkarec.Access, r))
+		if err != nil {
+			return nil, err
+		}
+		return sqlValue(v)
+	}, nil
+}
+
+// recordParts are the names under record. in an expression.
+var recordParts = []string{"key", "value", "raw", "headers", "topic", "partition", "offset", "timestamp"}
+
+// sqlValue is an expression's value as a database driver takes it: whole
+// numbers as int64, objects and lists as their JSON text.
+func sqlValue(v any) (any, error) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), nil
+	case map[string]any, []any:
+		b, err := json.Marshal(x)
+		return string(b), err
+	}
+	return v, nil
 }
 
 // millisToTime is the point in time x milliseconds after 1970 (UTC), for
@@ -281,36 +316,4 @@ func textOrNull(b []byte) any {
 		return nil
 	}
 	return string(b)
-}
-
-// jsonField returns the field at path in the JSON object value.
-func jsonField(value []byte, path []string) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("the value is not JSON: %v", err)
-	}
-	for i, f := range path {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			if v == nil {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("%s is not a JSON object", strings.Join(append([]string{"value"}, path[:i]...), "."))
-		}
-		v = obj[f]
-	}
-	switch x := v.(type) {
-	case json.Number:
-		if n, err := x.Int64(); err == nil {
-			return n, nil
-		}
-		f, err := x.Float64()
-		return f, err
-	case map[string]any, []any:
-		b, err := json.Marshal(x)
-		return string(b), err
-	}
-	return v, nil
 }
