@@ -145,9 +145,26 @@ var noEscape = func() (t [utf8.RuneSelf]bool) {
 // appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
 // as encoding/json writes it.
 func appendQuoted(b []byte, s string) []byte {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look: none is below
+		// 0x20 or above 0x7f, a '"' or a '\\' (the tricks of "Bit
+		// Twiddling Hacks" for a byte less than n and a zero byte; the
+		// loop is written out so that it stays in this function).
+		for ; i+8 <= len(s); i += 8 {
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			q, bs := x^('"'*ones), x^('\\'*ones)
+			if (x|(x-0x20*ones)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+				break
+			}
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if noEscape[c] {

@@ -44,7 +44,7 @@ type Event struct {
 }
 
 // DateTime is the event's time: its row's dateTime.
-func (e *Event) DateTime() Timestamp {
+func (e Event) DateTime() Timestamp {
 	switch e.Type {
 	case PersonEvent:
 		return e.Person.DateTime
