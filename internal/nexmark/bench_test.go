@@ -1,8 +1,11 @@
 package nexmark
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/onceflow/onceflow/flow"
 )
 
 // Generation and encoding speed (docs/benchmarks.md, "The Nexmark
@@ -76,4 +79,26 @@ func BenchmarkGenerateEncodingJSON(b *testing.B) {
 		total += len(out)
 	}
 	reportRate(b, total)
+}
+
+// BenchmarkSource reads events through the flow source's reader, as an
+// engine-only run does.
+func BenchmarkSource(b *testing.B) {
+	src := &Source{Config: Config{}, Events: int64(b.N)}
+	r, err := src.Open(context.Background(), flow.SourceContext{Subtask: 0, Parallelism: 1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for {
+		if err := r.Poll(context.Background(), func(Event) { n++ }); err != nil {
+			break
+		}
+	}
+	if n != b.N {
+		b.Fatalf("read %d events, want %d", n, b.N)
+	}
+	reportRate(b, 0)
 }

@@ -371,6 +371,24 @@ func TestEventTime(t *testing.T) {
 	}
 }
 
+// Padding longer than half the 1 MiB it is cut from is made afresh, of
+// letters, still within 20 % of the size asked.
+func TestLongPadding(t *testing.T) {
+	const avg = 1 << 20
+	g := mustNew(t, Config{AvgBidSize: avg})
+	g.SetPosition(4) // a bid
+	for range 3 {
+		e := g.Next()
+		n := len(e.Bid.Extra) + 32
+		if e.Type != BidEvent || n < avg*8/10 || n > avg*12/10 {
+			t.Fatalf("a %v padded to %d bytes, want about %d", e.Type, n, avg)
+		}
+		if strings.Trim(e.Bid.Extra, "abcdefghijklmnopqrstuvwxyz") != "" {
+			t.Fatal("the padding is not letters")
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config

@@ -18,6 +18,12 @@ import (
 // event-time order. A split's position is the count of events it has
 // yielded: a restored job goes on from its checkpoint and yields nothing
 // twice. Safe to reuse across restarts of a job.
+//
+// A subtask that reads several splits yields runs of PerPoll events from
+// each in turn, so with flow.WithWatermarks allow for a
+// MaxOutOfOrderness of PerPoll·Splits events of event time
+// (PerPoll·Splits/EventsPerSecond seconds), or give the job a parallelism
+// of Splits.
 type Source struct {
 	// Config configures the generator.
 	Config Config
