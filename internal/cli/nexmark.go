@@ -196,7 +196,10 @@ func (n *nexmarkGen) run(ctx context.Context, e *env) error {
 		return fmt.Errorf("writing to %s: %w (%d of %d events written)", n.topic, flushErr, acked.Load(), n.events)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("interrupted: %d of %d events written to %s (the next is --start-event %d)", acked.Load(), n.events, n.topic, first+acked.Load())
+		// Each partition holds a prefix of its events, of its own
+		// length: together not the first k events, so no --start-event
+		// continues them.
+		return fmt.Errorf("interrupted: %d of %d events written to %s, each partition cut at its own point: fill a new topic rather than continue this one", acked.Load(), n.events, n.topic)
 	}
 	secs := took.Seconds()
 	fmt.Fprintf(e.stdout, "wrote %d Nexmark events to %s (%d partitions) in %s: %s events/s, %.1f MB/s\n",
