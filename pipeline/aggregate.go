@@ -54,7 +54,7 @@ var aggregateSpec = Spec{
 		return err
 	},
 	Stateful: true,
-	Props:    losesKeys,
+	Props:    aggregateProps,
 	Build:    func(p Params, env Env) (Operator, error) { return aggregateConfig(p, env).operator() },
 	Describe: func(p Params) string {
 		c := aggregateConfig(p, Env{})
@@ -450,4 +450,14 @@ func Aggregate[T any](s flow.Stream[T], acc RecordAccess[T], cfg AggregateConfig
 		return out, flow.Stream[flow.Failure[T]]{}, nil
 	}
 	return out, *bad, nil
+}
+
+// aggregateProps: an aggregate replaces records with its results; with
+// ttl a key's totals are forgotten that long after its last record.
+func aggregateProps(p Params) Props {
+	pr := Props{Keys: KeysLost}
+	if ttl := p.Duration("ttl"); ttl > 0 {
+		pr.StateBound = "ttl " + durfmt.Short(ttl)
+	}
+	return pr
 }

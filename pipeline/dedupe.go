@@ -45,7 +45,7 @@ var dedupeSpec = Spec{
 	IDField:  "key",
 	Stateful: true,
 	Validate: func(p Params) error { return dedupeConfig(p, Env{}).validate() },
-	Props:    keepsKeys,
+	Props:    dedupeProps,
 	Build:    func(p Params, env Env) (Operator, error) { return dedupeConfig(p, env).operator() },
 	Describe: func(p Params) string {
 		return fmt.Sprintf("dedupe by %s, ttl %s", p.Text("key"), durfmt.Short(p.Duration("ttl")))
@@ -131,4 +131,10 @@ func keyExpr(src string) (*Expr, error) {
 		return nil, &FieldError{Field: "key", Err: err}
 	}
 	return e, nil
+}
+
+// dedupeProps: dedupe passes the first record of a key on unchanged and
+// forgets the key after its ttl.
+func dedupeProps(p Params) Props {
+	return Props{Keys: KeysKept, StateBound: "ttl " + durfmt.Short(p.Duration("ttl"))}
 }

@@ -839,7 +839,10 @@ func Window[T any](s flow.Stream[T], acc RecordAccess[T], cfg WindowConfig, late
 // windowProps: a window replaces records with its results, runs on event
 // time, and with late-topic routes late records there.
 func windowProps(p Params) Props {
-	pr := Props{Keys: KeysLost, EventTime: true}
+	pr := Props{Keys: KeysLost, EventTime: true, StateBound: "the watermark: a window's state goes when it fires"}
+	if l := p.Duration("allowed-lateness"); l > 0 {
+		pr.StateBound += " and allowed-lateness " + durfmt.Short(l) + " has passed"
+	}
 	if t := p.Text("late-topic"); t != "" {
 		pr.Routes, pr.StaticTopics = true, []string{t}
 	}

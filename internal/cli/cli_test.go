@@ -106,6 +106,7 @@ func TestMainCommands(t *testing.T) {
 		{args: []string{"validate", poison}, code: 0, stdout: "  pipeline:   extract-key from JSON field \"user\" of the value (uid extract-key:user)\n" +
 			"              dedupe by record.key, ttl 24h (uid dedupe:record.key)\n" +
 			"              count by record.key (uid count:record.key)\n" +
+			"  unbounded:  count:record.key keeps state for every key for as long as the job runs (no ttl)\n" +
 			"  sink:       order-counts, delivery exactly-once, holds at most 64MiB while a checkpoint commits, transaction timeout 15m\n" +
 			"  errors:     dead-letter to orders-dlq\n"},
 		{args: []string{"validate", good}, code: 0, stdout: "  state:      " + filepath.Join(dir, "onceflow-data") + ", checkpoints in " + filepath.Join(dir, "onceflow-data", "orders-count") + ", max parallelism 128 (default)\n"},

@@ -17,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/internal/jobfile"
+	"github.com/onceflow/onceflow/internal/plan"
 	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
@@ -109,6 +110,23 @@ func describeJob(w io.Writer, jf *jobfile.JobFile) {
 			uid += ", from the file"
 		}
 		fmt.Fprintf(w, "  %-11s %s (%s)\n", label, describeStep(st, jf), uid)
+	}
+	if p, err := jf.Plan(); err == nil {
+		// State nothing frees grows with the keys for as long as the job
+		// runs: say so before it fills a disk (docs/design.md, "Pipeline
+		// operators and expressions").
+		if ub := p.Unbounded(); len(ub) > 0 {
+			var uids []string
+			for _, n := range ub {
+				uids = append(uids, n.UID)
+			}
+			fmt.Fprintf(w, "  %-11s %s keep%s state for every key for as long as the job runs (no ttl)\n", "unbounded:", strings.Join(uids, ", "), map[bool]string{true: "s", false: ""}[len(uids) == 1])
+		}
+		if len(p.Subs) > 1 {
+			var b strings.Builder
+			_ = plan.Explain(&b, p, "              ")
+			fmt.Fprintf(w, "  %-11s %d sub-topologies:\n%s", "scale-out:", len(p.Subs), b.String())
+		}
 	}
 	label := "sink:"
 	if len(jf.Sink.Kinds()) > 1 {

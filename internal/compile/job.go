@@ -138,19 +138,7 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 		_ = closeAll()
 		return nil, err
 	}
-	// The commit point's sink (the first sink without one) has the uid
-	// "sink" a job with one sink has, so adding a table to a topic job
-	// keeps the uid its checkpoints know; the others are "sink-<kind>".
-	uids := map[string]string{jf.Sink.CommitPoint(): "sink"}
-	if jf.Sink.CommitPoint() == "" {
-		uids[jf.Sink.Kinds()[0]] = "sink"
-	}
-	uidOf := func(kind string) string {
-		if u, ok := uids[kind]; ok {
-			return u
-		}
-		return "sink-" + kind
-	}
+	uidOf := jf.Sink.UID // stable: checkpoints know them (jobfile.SinkConfig.UID)
 	if kafkaSink != nil && jf.Task.Repartitions() {
 		out, bad, err := toRepartition(s, jf)
 		if err != nil {

@@ -1,10 +1,10 @@
 package jobfile
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 
-	"github.com/onceflow/onceflow/pipeline"
+	"github.com/onceflow/onceflow/internal/plan"
 )
 
 // A scale-out job runs as tasks: one per partition of each sub-topology's
@@ -25,53 +25,32 @@ type Segment struct {
 	Out, OutKey string
 }
 
-// repartitionTopic names the internal topic of cut n (from 1).
-func repartitionTopic(job string, n int) string {
-	return job + "-repartition-" + strconv.Itoa(n)
-}
-
-// PlanSegments cuts the job's pipeline into sub-topologies. The source
-// topics are partitioned by record.key when the job file says so
-// (scale-out.input-keyed) and there is one of them; a keyed step keyed otherwise starts a new
-// segment. A step whose Props say it loses keys (it may change what a key
-// expression gives) ends any partitioning; one that keeps them (filter,
-// route, dedupe) keeps it.
+// PlanSegments cuts the job's pipeline into sub-topologies: the planner's
+// (plan.Plan) cut of the job's logical plan for scale-out, with each
+// sub-topology's steps.
 func PlanSegments(jf *JobFile) ([]Segment, error) {
-	cur := ""
-	// Every partition of every source topic is a task of its own, so input
-	// keyed by record.key is partitioned by it only when there is one
-	// topic: with two, a key in both would have a state in each topic's
-	// task where one instance keeps one (docs/design.md, "Scale-out").
-	if jf.ScaleOut.InputKeyed && len(jf.Source.Topics) == 1 {
-		cur = pipeline.KeyRecordKey
+	l, steps, err := jf.logical()
+	if err != nil {
+		return nil, err
 	}
-	seg := Segment{Topics: jf.Source.Topics}
-	var segs []Segment
-	for _, st := range jf.Pipeline {
-		pr, ok := st.props()
-		if !ok {
-			return nil, &planError{path: jf.Path, line: st.Line, msg: fmt.Sprintf("unknown operator %q", st.Op)}
+	p, err := plan.Plan(l, plan.Target{ScaleOut: true})
+	if err != nil {
+		var pe *plan.Error
+		if errors.As(err, &pe) {
+			return nil, &planError{path: jf.Path, line: pe.Line, msg: pe.Msg}
 		}
-		if pr.Keyed {
-			key := pr.Key
-			if key != cur {
-				for _, prev := range seg.Steps {
-					if prevProps, _ := prev.props(); prevProps.Routes {
-						return nil, &planError{path: jf.Path, line: prev.Line, msg: fmt.Sprintf("with scale-out, a %s step that sets records' topics must come after the last keyed step that needs a repartition (here %s at line %d, keyed by %s): move it below", prev.Op, st.Op, st.Line, key)}
-					}
-				}
-				seg.Out, seg.OutKey = repartitionTopic(jf.Job, len(segs)+1), key
-				segs = append(segs, seg)
-				seg = Segment{Index: len(segs), Topics: []string{seg.Out}}
-				cur = key
+		return nil, err
+	}
+	segs := make([]Segment, len(p.Subs))
+	for i, sub := range p.Subs {
+		segs[i] = Segment{Index: sub.Index, Topics: sub.Inputs, Out: sub.Out, OutKey: sub.OutKey}
+		for _, id := range sub.Nodes {
+			if st, ok := steps[id]; ok {
+				segs[i].Steps = append(segs[i].Steps, st)
 			}
 		}
-		seg.Steps = append(seg.Steps, st)
-		if pr.Keys != pipeline.KeysKept {
-			cur = ""
-		}
 	}
-	return append(segs, seg), nil
+	return segs, nil
 }
 
 // planError is a pipeline scale-out cannot cut, at a line of the file.

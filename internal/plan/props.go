@@ -28,6 +28,10 @@ type Props struct {
 	// EventTime: the operator reads watermarks or sets event-time timers,
 	// so the job needs event time.
 	EventTime bool
+	// StateBound says what frees a keyed operator's state ("ttl 24h",
+	// "the watermark"); empty for a keyed operator: nothing does, its
+	// state grows with the number of keys, and EXPLAIN says so.
+	StateBound string
 }
 
 // KeyEffect says what an operator does to the partitioning of its input.
