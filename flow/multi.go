@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"errors"
+
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/state"
 )
@@ -63,7 +65,7 @@ func CoProcess[L, R, U any](c Connected[L, R], uid string, setup func(*state.Sto
 	return Stream[U]{engine.AddKeyed2(c.l.s.n, c.r.s.n, uid, c.l.key, c.r.key, func(s *state.Store, kc engine.KeyedContext, out engine.Input[U]) (engine.Keyed2Funcs[L, R], error) {
 		fns := setup(s)
 		if fns.OnLeft == nil || fns.OnRight == nil {
-			return engine.Keyed2Funcs[L, R]{}, nil
+			return engine.Keyed2Funcs[L, R]{}, errors.New("setup returned CoProcessFuncs without OnLeft or OnRight: both are required")
 		}
 		ctx, col := Context{kc}, Collector[U]{out}
 		onLeft, onRight := fns.OnLeft, fns.OnRight

@@ -460,3 +460,18 @@ func (r *stuckReader) Poll(ctx context.Context, _ func(side)) error {
 func (r *stuckReader) Snapshot(int64) (map[string][]byte, error)        { return nil, nil }
 func (r *stuckReader) CheckpointCommitted(context.Context, int64) error { return nil }
 func (r *stuckReader) Close() error                                     { return nil }
+
+// A CoProcess whose setup leaves a side without its function fails the
+// job, naming the operator.
+func TestCoProcessWithoutASideFailsClearly(t *testing.T) {
+	env := flow.New(quiet(), flow.Restart(restart.Config{Strategy: restart.None}))
+	l := flow.KeyBy(flow.From(env, flowtest.NewSource(flowtest.Split(events(2, 2), 1))), func(e event) string { return e.Key })
+	r := flow.KeyBy(flow.From(env, flowtest.NewSource(flowtest.Split(sides(2, 2), 1))), func(s side) string { return s.Key })
+	flow.To(flow.CoProcess(flow.Connect(l, r), "half", func(*state.Store) flow.CoProcessFuncs[event, side, count] {
+		return flow.CoProcessFuncs[event, side, count]{OnLeft: func(flow.Context, event, flow.Collector[count]) error { return nil }}
+	}), flowtest.NewSink[count]())
+	err := env.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `"half"`) || !strings.Contains(err.Error(), "OnRight") {
+		t.Fatalf("got %v, want a failure naming operator half and OnRight", err)
+	}
+}
