@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(savepointChildEnv); dir != "" {
 		os.Exit(savepointChild(dir))
 	}
+	if dir := os.Getenv(unionChildEnv); dir != "" {
+		os.Exit(unionChild(dir))
+	}
+	if dir := os.Getenv(coChildEnv); dir != "" {
+		os.Exit(coChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

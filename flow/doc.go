@@ -1,8 +1,10 @@
 // Package flow builds and runs exactly-once stream processing jobs.
 //
 // A job is a dataflow graph: sources (From), operators (Map, FlatMap,
-// Filter, TryMap, KeyBy followed by Process for keyed state, Rebalance) and
-// sinks (To), built on an Env that holds the job's options. Env.Run runs it
+// Filter, TryMap, KeyBy followed by Process for keyed state, Rebalance,
+// Union to merge streams, Connect and CoProcess for keyed state shared by
+// two streams) and sinks (To), built on an Env that holds the job's
+// options. Env.Run runs it
 // until its input ends or its context is canceled; Env.Start returns a Job
 // to stop, take savepoints from and observe.
 //

@@ -47,6 +47,26 @@ func TestInvalidJobsFailAtBuildTime(t *testing.T) {
 			flow.To(flow.Process(k, "", countFn), flowtest.NewSink[count]())
 			return env
 		}, "empty uid"},
+		{"union of two jobs' streams", func() *flow.Env {
+			env, other := flow.New(), flow.New()
+			flow.To(flow.Union(flow.From(env, src()), flow.From(other, src())), flowtest.NewSink[event]())
+			return env
+		}, "same flow.New"},
+		{"empty CoProcess uid", func() *flow.Env {
+			env := flow.New()
+			k := flow.KeyBy(flow.From(env, src()), func(e event) string { return e.Key })
+			flow.To(flow.CoProcess(flow.Connect(k, k), "", func(*state.Store) flow.CoProcessFuncs[event, event, count] {
+				return flow.CoProcessFuncs[event, event, count]{}
+			}), flowtest.NewSink[count]())
+			return env
+		}, "empty uid"},
+		{"CoProcess keyed parallelism above max", func() *flow.Env {
+			env := flow.New(flow.MaxParallelism(4))
+			k := flow.KeyBy(flow.From(env, src()), func(e event) string { return e.Key })
+			r := flow.KeyBy(flow.From(env, flowtest.NewSource(flowtest.Split(sides(1, 1), 1))), func(s side) string { return s.Key })
+			flow.To(flow.CoProcess(flow.Connect(k, r), "co", coCount, flow.WithParallelism(8)), flowtest.NewSink[count]())
+			return env
+		}, "above the max parallelism"},
 		{"no sink", func() *flow.Env {
 			env := flow.New()
 			flow.From(env, src())

@@ -21,6 +21,16 @@ func rebalanceOf[T any](att *attempt, senders, receivers int) exchangeImpl {
 	return newExchange[T](att, senders, receivers, nil)
 }
 
+// keyedOf returns the exchange constructor of a key-by edge: records go
+// to the subtask owning their key's key group.
+func keyedOf[T any](key func(T) string) exchangeFunc {
+	return func(att *attempt, senders, receivers int) exchangeImpl {
+		return newExchange[T](att, senders, receivers, key)
+	}
+}
+
+func exchangesOf(ex ...exchangeFunc) []exchangeFunc { return ex }
+
 // AddSource adds a source. impl is the user's value (for optional
 // interfaces such as ParallelismHinter).
 func AddSource[T any](g *Graph, open SourceOpener[T], impl any, opts ...NodeOption) *Node {
@@ -46,11 +56,11 @@ func AddSource[T any](g *Graph, open SourceOpener[T], impl any, opts ...NodeOpti
 
 // AddMap adds an operator applying f to each record.
 func AddMap[T, U any](in *Node, f func(T) U, opts ...NodeOption) *Node {
-	n := &Node{name: "map", kind: kindOp, input: in, fanout: typedFanout[U]}
+	n := &Node{name: "map", kind: kindOp, inputs: []*Node{in}, fanout: typedFanout[U]}
 	n.chain = func(st *subtask, n *Node, out any) any {
 		return &mapOp[T, U]{stateless: newStateless(st, n), f: f, out: out.(input[U])}
 	}
-	n.exchange = rebalanceOf[T]
+	n.exchanges = exchangesOf(rebalanceOf[T])
 	return in.g.add(n, opts)
 }
 
@@ -58,22 +68,22 @@ func AddMap[T, U any](in *Node, f func(T) U, opts ...NodeOption) *Node {
 // build makes, per subtask, the function called with each record, given
 // where it emits.
 func AddFlatMap[T, U any](in *Node, build func(out Input[U]) func(T), opts ...NodeOption) *Node {
-	n := &Node{name: "flatmap", kind: kindOp, input: in, fanout: typedFanout[U]}
+	n := &Node{name: "flatmap", kind: kindOp, inputs: []*Node{in}, fanout: typedFanout[U]}
 	n.chain = func(st *subtask, n *Node, out any) any {
 		o := out.(input[U])
 		return &flatMapOp[T, U]{stateless: newStateless(st, n), f: build(Input[U]{o}), out: o}
 	}
-	n.exchange = rebalanceOf[T]
+	n.exchanges = exchangesOf(rebalanceOf[T])
 	return in.g.add(n, opts)
 }
 
 // AddFilter adds an operator keeping the records keep accepts.
 func AddFilter[T any](in *Node, keep func(T) bool, opts ...NodeOption) *Node {
-	n := &Node{name: "filter", kind: kindOp, input: in, fanout: typedFanout[T]}
+	n := &Node{name: "filter", kind: kindOp, inputs: []*Node{in}, fanout: typedFanout[T]}
 	n.chain = func(st *subtask, n *Node, out any) any {
 		return &filterOp[T]{stateless: newStateless(st, n), f: keep, out: out.(input[T])}
 	}
-	n.exchange = rebalanceOf[T]
+	n.exchanges = exchangesOf(rebalanceOf[T])
 	return in.g.add(n, opts)
 }
 
@@ -88,13 +98,11 @@ func AddKeyed[T, U any](in *Node, uid string, key func(T) string, setup KeyedSet
 
 func addKeyed[T, U any](in *Node, uid string, key func(T) string, setup KeyedTimedSetup[T, U], opts []NodeOption) *Node {
 	g := in.g
-	n := &Node{name: "process", uid: uid, kind: kindKeyed, input: in, edge: edgeKeyed, fanout: typedFanout[U]}
+	n := &Node{name: "process", uid: uid, kind: kindKeyed, inputs: []*Node{in}, edge: edgeKeyed, fanout: typedFanout[U]}
 	if uid == "" {
 		g.Cfg.Errs = append(g.Cfg.Errs, fmt.Errorf("keyed operator #%d has an empty uid: keyed state needs a stable uid to be found again after a restart", len(g.nodes)))
 	}
-	n.exchange = func(att *attempt, senders, receivers int) exchangeImpl {
-		return newExchange[T](att, senders, receivers, key)
-	}
+	n.exchanges = exchangesOf(keyedOf(key))
 	n.chain = func(st *subtask, n *Node, out any) any {
 		return mark[T](st, n, newKeyedOp(st, n, setup, out.(input[U])))
 	}
@@ -103,30 +111,30 @@ func addKeyed[T, U any](in *Node, uid string, key func(T) string, setup KeyedTim
 
 // AddRebalance adds a round-robin redistribution.
 func AddRebalance[T any](in *Node, opts ...NodeOption) *Node {
-	n := &Node{name: "rebalance", kind: kindOp, input: in, edge: edgeRebalance, fanout: typedFanout[T]}
+	n := &Node{name: "rebalance", kind: kindOp, inputs: []*Node{in}, edge: edgeRebalance, fanout: typedFanout[T]}
 	n.chain = func(st *subtask, n *Node, out any) any {
 		return &identityOp[T]{stateless: newStateless(st, n), out: out.(input[T])}
 	}
-	n.exchange = rebalanceOf[T]
+	n.exchanges = exchangesOf(rebalanceOf[T])
 	return in.g.add(n, opts)
 }
 
 // AddSink adds a sink. cp is its commit point, nil if it has none; impl is
 // the user's value.
 func AddSink[T any](in *Node, open SinkOpener[T], committer CommitterOpener, cp CommitPoint, impl any, opts ...NodeOption) *Node {
-	n := &Node{name: "sink", kind: kindSink, input: in, impl: impl, commitPoint: cp, committer: committer}
+	n := &Node{name: "sink", kind: kindSink, inputs: []*Node{in}, impl: impl, commitPoint: cp, committer: committer}
 	n.chain = func(st *subtask, n *Node, _ any) any { return newSinkOp(st, n, open) }
-	n.exchange = rebalanceOf[T]
+	n.exchanges = exchangesOf(rebalanceOf[T])
 	return in.g.add(n, opts)
 }
 
 // AddTryMap adds an operator applying f, with policy (FailOnError,
 // SkipOnError or DeadLetterOnError) for the records it fails on.
 func AddTryMap[T, U any](in *Node, f func(T) (U, error), policy int, opts ...NodeOption) *Node {
-	n := &Node{name: "trymap", kind: kindOp, input: in, fanout: typedFanout[TryResult[T, U]]}
+	n := &Node{name: "trymap", kind: kindOp, inputs: []*Node{in}, fanout: typedFanout[TryResult[T, U]]}
 	n.chain = func(st *subtask, n *Node, out any) any {
 		return &tryMapOp[T, U]{stateless: newStateless(st, n), n: n, f: f, policy: policy, out: out.(input[TryResult[T, U]])}
 	}
-	n.exchange = rebalanceOf[T]
+	n.exchanges = exchangesOf(rebalanceOf[T])
 	return in.g.add(n, opts)
 }

@@ -63,12 +63,14 @@ type attempt struct {
 	partBase map[*Node]int
 	parts    int
 
-	acks      chan ackMsg
-	failures  chan error
-	finished  chan struct{}
-	subtasks  []*subtask
-	sources   []*subtask
-	exchanges map[*Node]exchangeImpl
+	acks     chan ackMsg
+	failures chan error
+	finished chan struct{}
+	subtasks []*subtask
+	sources  []*subtask
+	// exchanges are, per node heading a task, the exchange of each of its
+	// inputs.
+	exchanges map[*Node][]exchangeImpl
 	writers   sync.WaitGroup
 	// incarnation identifies this attempt in manifests and commit records.
 	incarnation string
@@ -246,7 +248,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	defer cancel()
 	att := &attempt{
 		job: j, cfg: cfg, log: j.log, ctx: actx, cancel: cancel, store: store, restored: restored,
-		par: par, partBase: map[*Node]int{}, exchanges: map[*Node]exchangeImpl{},
+		par: par, partBase: map[*Node]int{}, exchanges: map[*Node][]exchangeImpl{},
 		failures: make(chan error, 1), finished: make(chan struct{}),
 		incarnation: incarnation, origin: rec.originOf(),
 	}
@@ -283,19 +285,24 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 	coord := checkpoint.NewCoordinator(cfg.Checkpoint, lastID, att.parts, cfg.Clock())
 	att.firstID = lastID + 1
 
-	// Build tasks: a task starts at a source or at a node fed by an exchange.
+	// Build tasks: a task starts at a source or at a node fed by an
+	// exchange; a multi-input node always heads one.
 	chained := func(n *Node) bool {
-		return n.kind != kindSource && n.edge == edgeForward && par[n] == par[n.input]
+		return n.kind != kindSource && len(n.inputs) == 1 && n.edge == edgeForward && par[n] == par[n.inputs[0]]
 	}
 	for _, n := range j.g.nodes {
 		if n.kind != kindSource && !chained(n) {
-			att.exchanges[n] = n.exchange(att, par[n.input], par[n])
+			exs := make([]exchangeImpl, len(n.inputs))
+			for i, in := range n.inputs {
+				exs[i] = n.exchanges[i](att, par[in], par[n])
+			}
+			att.exchanges[n] = exs
 		}
 	}
 	var build func(st *subtask, n *Node) any
 	build = func(st *subtask, n *Node) any {
 		outs := make([]any, 0, len(n.consumers))
-		for _, c := range n.consumers {
+		for i, c := range n.consumers {
 			if chained(c) {
 				var down any
 				if c.kind != kindSink {
@@ -303,7 +310,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 				}
 				outs = append(outs, c.chain(st, c, down))
 			} else {
-				outs = append(outs, att.exchanges[c].writer(st))
+				outs = append(outs, att.exchanges[c][n.slots[i]].writer(st))
 			}
 		}
 		if len(outs) == 1 {
@@ -358,7 +365,17 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 				} else {
 					in = n.chain(st, n, build(st, n))
 				}
-				att.exchanges[n].receive(st, in)
+				exs := att.exchanges[n]
+				if len(exs) == 1 {
+					exs[0].receive(st, in)
+					return
+				}
+				m := in.(*multiIn)
+				ports := make([]inPort, len(exs))
+				for i, ex := range exs {
+					ports[i] = ex.port(st, m.ins[i])
+				}
+				receiveMulti(st, ports, m.ctl)
 			})
 			if err != nil {
 				select {

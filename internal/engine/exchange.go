@@ -19,7 +19,14 @@ type exchangeImpl interface {
 	// receive runs receiver subtask st, pushing into in (input[T] or
 	// keyedInput[T]) until every sender ended; it returns when they all did.
 	receive(st *subtask, in any)
+	// port returns receiver subtask st's channels as one input of a
+	// multi-input node, delivering into in.
+	port(st *subtask, in any) inPort
 }
+
+// exchangeFunc creates the typed channels of an exchange edge between
+// senders and receivers subtasks.
+type exchangeFunc func(att *attempt, senders, receivers int) exchangeImpl
 
 type exMsg[T any] struct {
 	sender int
@@ -161,16 +168,15 @@ func (ex *exchange[T]) recycle(m exMsg[T]) {
 
 func (ex *exchange[T]) receive(st *subtask, in any) {
 	chans := ex.chans[st.index]
-	al := runtime.NewAligner(len(chans), st.att.exactlyOnce())
-	wms := newWMCombiner(len(chans))
 	var keyed keyedInput[T]
 	if ex.key != nil {
 		keyed = in.(keyedInput[T])
 	}
 	plain := in.(input[T])
+	cs := newCtlIn(st, len(chans), plain)
+	al := cs.al
 	var cur exMsg[T]
 	var idx int
-	var alignStart time.Time
 	st.describeRecord = func() any {
 		if idx < len(cur.recs) {
 			return cur.recs[idx]
@@ -179,43 +185,7 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 	}
 	handle := func(m exMsg[T]) (done bool) {
 		if m.isCtl {
-			switch m.c.kind {
-			case ctlBarrier:
-				if !al.Aligning() {
-					alignStart = time.Now()
-				}
-				for _, b := range al.OnBarrier(m.sender, m.c.b) {
-					st.alignCP.Store(b.ID)
-					st.alignNs.Store(int64(time.Since(alignStart)))
-					if err := failpoint.Inject(failpoint.AfterAlignment); err != nil {
-						fail(err)
-					}
-					plain.control(ctl{kind: ctlBarrier, b: b})
-				}
-			case ctlWatermark:
-				if c, ok := wms.onWatermark(m.sender, m.c); ok {
-					if !c.idle {
-						st.watermark.Store(c.wm)
-					}
-					plain.control(c)
-				}
-			case ctlEOS:
-				bs, all := al.OnEOS(m.sender)
-				for _, b := range bs {
-					plain.control(ctl{kind: ctlBarrier, b: b})
-				}
-				if c, ok := wms.onEnd(m.sender); ok && !all {
-					plain.control(c)
-				}
-				if all {
-					// Mail posted before the end of stream (the commit of
-					// the final checkpoint) must not be lost.
-					st.handleMail()
-					plain.control(ctl{kind: ctlEOS})
-					return true
-				}
-			}
-			return false
+			return cs.on(m.sender, m.c)
 		}
 		cur = m
 		st.in.Add(int64(len(m.recs)))
@@ -283,4 +253,66 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 			}
 		}
 	}
+}
+
+// controller is where a receiver hands in-band control: the typed input
+// of the task's head operator.
+type controller interface{ control(ctl) }
+
+// ctlIn handles the control messages of a receiver's channels, numbered
+// globally over all its inputs (docs/design.md, "Multi-input nodes"): one
+// aligner and one watermark combiner over every channel.
+type ctlIn struct {
+	st         *subtask
+	al         *runtime.Aligner
+	wms        *wmCombiner
+	out        controller
+	alignStart time.Time
+}
+
+func newCtlIn(st *subtask, channels int, out controller) *ctlIn {
+	return &ctlIn{st: st, al: runtime.NewAligner(channels, st.att.exactlyOnce()), wms: newWMCombiner(channels), out: out}
+}
+
+// on takes control message c of channel ch; it reports whether every
+// channel has ended (the end of stream went downstream).
+func (cs *ctlIn) on(ch int, c ctl) (done bool) {
+	st, al, wms, out := cs.st, cs.al, cs.wms, cs.out
+	switch c.kind {
+	case ctlBarrier:
+		if !al.Aligning() {
+			cs.alignStart = time.Now()
+		}
+		for _, b := range al.OnBarrier(ch, c.b) {
+			st.alignCP.Store(b.ID)
+			st.alignNs.Store(int64(time.Since(cs.alignStart)))
+			if err := failpoint.Inject(failpoint.AfterAlignment); err != nil {
+				fail(err)
+			}
+			out.control(ctl{kind: ctlBarrier, b: b})
+		}
+	case ctlWatermark:
+		if w, ok := wms.onWatermark(ch, c); ok {
+			if !w.idle {
+				st.watermark.Store(w.wm)
+			}
+			out.control(w)
+		}
+	case ctlEOS:
+		bs, all := al.OnEOS(ch)
+		for _, b := range bs {
+			out.control(ctl{kind: ctlBarrier, b: b})
+		}
+		if w, ok := wms.onEnd(ch); ok && !all {
+			out.control(w)
+		}
+		if all {
+			// Mail posted before the end of stream (the commit of
+			// the final checkpoint) must not be lost.
+			st.handleMail()
+			out.control(ctl{kind: ctlEOS})
+			return true
+		}
+	}
+	return false
 }

@@ -45,9 +45,16 @@ type Node struct {
 	par  int // explicit parallelism, 0 = inherit
 	// onRejected is a sink's policy for records its writer rejects.
 	onRejected int
-	input      *Node
-	edge       edgeKind
-	consumers  []*Node
+	// inputs are the nodes this one reads, in order: one for every node
+	// but a source, several for a multi-input node (docs/design.md,
+	// "Multi-input nodes"). A node reading one stream twice (a diamond)
+	// lists it twice.
+	inputs []*Node
+	edge   edgeKind
+	// consumers are the nodes reading this one; slots[i] is which input of
+	// consumers[i] this node is.
+	consumers []*Node
+	slots     []int
 
 	// hint returns the source's own parallelism (sources only).
 	hint func(ctx context.Context) (int, error)
@@ -58,8 +65,9 @@ type Node struct {
 	chain func(st *subtask, n *Node, out any) any
 	// fanout combines the typed inputs of several consumers into one.
 	fanout func(outs []any) any
-	// exchange creates the typed channels of an exchange edge into this node.
-	exchange func(att *attempt, senders, receivers int) exchangeImpl
+	// exchanges create, per input, the typed channels of the exchange edge
+	// from that input into this node.
+	exchanges []exchangeFunc
 	// committer returns the sink's recovery committer (sinks only).
 	committer CommitterOpener
 	// commitPoint is set for sinks that own the commit point.
@@ -134,8 +142,13 @@ func (g *Graph) add(n *Node, opts []NodeOption) *Node {
 	}
 	g.uids[n.uid] = n
 	g.nodes = append(g.nodes, n)
-	if n.input != nil {
-		n.input.consumers = append(n.input.consumers, n)
+	for slot, in := range n.inputs {
+		if in.g != g {
+			g.Cfg.Errs = append(g.Cfg.Errs, fmt.Errorf("operator %q reads a stream of another job: every input of an operator must come from the same flow.New", n.uid))
+			continue
+		}
+		in.consumers = append(in.consumers, n)
+		in.slots = append(in.slots, slot)
 	}
 	return n
 }
@@ -219,7 +232,10 @@ func (g *Graph) plan(ctx context.Context, cfg *Config) (map[*Node]int, error) {
 		case n.kind == kindSource:
 			par[n] = cfg.Parallelism
 		default:
-			par[n] = par[n.input]
+			// Inherit: a multi-input node takes its widest input's.
+			for _, in := range n.inputs {
+				par[n] = max(par[n], par[in])
+			}
 		}
 		if n.kind == kindKeyed && par[n] > cfg.MaxParallelism {
 			errs = append(errs, fmt.Errorf("keyed operator %q has parallelism %d above the max parallelism %d: lower the parallelism (source.parallelism in a job file: by default a Kafka source takes one subtask per partition) or raise the max parallelism (state.max-parallelism in a job file, flow.MaxParallelism in Go) before the first checkpoint; it cannot change later", n.uid, par[n], cfg.MaxParallelism))

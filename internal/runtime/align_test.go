@@ -136,3 +136,58 @@ func TestAlignerIDJump(t *testing.T) {
 		t.Fatalf("released %v, want barrier %d", got, big+1)
 	}
 }
+
+// A node with two inputs numbers their channels globally: input 0's two
+// senders are channels 0-1, input 1's three are 2-4. Barrier n is
+// released once, when every channel of both inputs delivered it; input
+// 1's senders lag and then end one by one, and an ended channel stops
+// holding barriers back.
+func TestAlignerTwoInputsUnevenSendersOneEnds(t *testing.T) {
+	for _, exactlyOnce := range []bool{true, false} {
+		a := NewAligner(5, exactlyOnce)
+		for ch := range 2 { // input 0 runs ahead: barriers 1 and 2
+			for _, id := range []int64{1, 2} {
+				if got := a.OnBarrier(ch, Barrier{ID: id}); len(got) != 0 {
+					t.Fatalf("exactly-once %v: released %v before input 1 delivered anything", exactlyOnce, ids(got))
+				}
+			}
+			if a.Blocked(ch) != exactlyOnce {
+				t.Fatalf("exactly-once %v: input 0 channel %d blocked %v", exactlyOnce, ch, a.Blocked(ch))
+			}
+		}
+		a.OnBarrier(2, Barrier{ID: 1})
+		if got := a.OnBarrier(3, Barrier{ID: 1}); len(got) != 0 {
+			t.Fatalf("exactly-once %v: released %v with channel 4 missing", exactlyOnce, ids(got))
+		}
+		if got := a.OnBarrier(4, Barrier{ID: 1}); !reflect.DeepEqual(ids(got), []int64{1}) {
+			t.Fatalf("exactly-once %v: released %v, want [1]", exactlyOnce, ids(got))
+		}
+		// Input 0 delivered barrier 2 already: still blocked in
+		// exactly-once; input 1's channels flow.
+		if a.Blocked(0) != exactlyOnce || a.Blocked(2) || a.Blocked(3) || a.Blocked(4) {
+			t.Fatalf("exactly-once %v: after barrier 1, blocked %v %v %v %v %v", exactlyOnce, a.Blocked(0), a.Blocked(1), a.Blocked(2), a.Blocked(3), a.Blocked(4))
+		}
+		// Input 1 ends: two senders at once, the last after barrier 2.
+		if got, all := a.OnEOS(2); len(got) != 0 || all {
+			t.Fatalf("exactly-once %v: EOS of channel 2 released %v (all %v)", exactlyOnce, ids(got), all)
+		}
+		if got, _ := a.OnEOS(3); len(got) != 0 {
+			t.Fatalf("exactly-once %v: released %v while channel 4 lacks barrier 2", exactlyOnce, ids(got))
+		}
+		if got := a.OnBarrier(4, Barrier{ID: 2}); !reflect.DeepEqual(ids(got), []int64{2}) {
+			t.Fatalf("exactly-once %v: released %v, want [2]", exactlyOnce, ids(got))
+		}
+		if got, all := a.OnEOS(4); len(got) != 0 || all {
+			t.Fatalf("exactly-once %v: EOS of channel 4 released %v (all %v)", exactlyOnce, ids(got), all)
+		}
+		// Input 0 alone now releases barrier 3.
+		a.OnBarrier(0, Barrier{ID: 3})
+		if got := a.OnBarrier(1, Barrier{ID: 3}); !reflect.DeepEqual(ids(got), []int64{3}) {
+			t.Fatalf("exactly-once %v: with input 1 ended, released %v, want [3]", exactlyOnce, ids(got))
+		}
+		a.OnEOS(0)
+		if _, all := a.OnEOS(1); !all {
+			t.Fatalf("exactly-once %v: every channel ended but the aligner says not", exactlyOnce)
+		}
+	}
+}
