@@ -14,7 +14,6 @@ import (
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/failpoint"
-	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/state"
 	"github.com/onceflow/onceflow/state/pebblestate"
@@ -322,7 +321,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 			continue
 		}
 		for i := 0; i < par[n]; i++ {
-			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail](), started: time.Now()}
+			st := &subtask{att: att, head: n, index: i, par: par[n], mail: newMailbox[mail](), started: time.Now()}
 			st.watermark.Store(NoWatermark)
 			st.initSampling(chainOf(n, chained))
 			att.subtasks = append(att.subtasks, st)

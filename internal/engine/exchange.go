@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/barrier"
 	"github.com/onceflow/onceflow/internal/failpoint"
-	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -161,7 +161,7 @@ func (ex *exchange[T]) recycle(m exMsg[T]) {
 
 func (ex *exchange[T]) receive(st *subtask, in any) {
 	chans := ex.chans[st.index]
-	al := runtime.NewAligner(len(chans), st.att.exactlyOnce())
+	al := barrier.NewAligner(len(chans), st.att.exactlyOnce())
 	wms := newWMCombiner(len(chans))
 	var keyed keyedInput[T]
 	if ex.key != nil {
