@@ -51,7 +51,7 @@ type attempt struct {
 	// firstID is the id of the attempt's first checkpoint (sinks learn it
 	// in SinkContext).
 	firstID  int64
-	job      *Job
+	job      *RunningJob
 	cfg      *Config
 	log      *slog.Logger
 	ctx      context.Context
@@ -191,7 +191,7 @@ func sanitize(s string) string {
 	}, s)
 }
 
-func (j *Job) runAttempt(ctx context.Context) (err error) {
+func (j *RunningJob) runAttempt(ctx context.Context) (err error) {
 	j.attemptRan.Store(false)
 	cfg := &j.cfg
 	var store storage.Storage

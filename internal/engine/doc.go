@@ -1,7 +1,7 @@
 // Package engine is onceflow's runtime: it runs a dataflow graph of typed
 // operators as one job, with aligned checkpoints, a commit point, restarts
 // and restores. flow wraps it (flow's Env builds a Graph, flow.Job wraps a
-// Job); nothing else calls it, and it imports nothing of flow
+// RunningJob); nothing else calls it, and it imports nothing of flow
 // (docs/design.md, "Packages and dependencies").
 //
 // A job is a Graph of Nodes: sources, operators and sinks, each with a uid
@@ -32,11 +32,11 @@
 //
 //	graph.go      Graph, Node, node options; uids, validation, parallelism
 //	add.go        the generic constructors flow's operators call (AddMap, AddKeyed, AddSink, …)
-//	contracts.go  the source, sink and commit point contracts, CommitRecord
+//	contracts.go  the source, sink and commit point contracts, CommitRecord (flow aliases them)
 //	config.go     Config, its defaults and validation
 //	errors.go     Rejected, Unrecoverable, TaskError
 //	hooks.go      Hooks and their events (checkpoint started, completed, failed; restored; …)
-//	job.go        Job: Start, Wait, Stop, savepoints, Stats; the restart loop
+//	job.go        RunningJob: Start, Wait, Stop, savepoints, Stats; the restart loop
 //	recovery.go   what an attempt restores: commit record, manifests, savepoints, refusals
 //	runrecord.go  the run record: restarts counted across process crashes
 //	attempt.go    one attempt: restore, subtasks, chaining, keyed state files
