@@ -7,22 +7,20 @@ import (
 	"github.com/onceflow/onceflow/internal/engine"
 )
 
-// commitPointAdapter hands a user's CommitPoint to the engine, converting
-// the records (flow.CommitRecord and the engine's have the same fields).
+// commitPointAdapter hands a user's CommitPoint to the engine, which also
+// asks for a start mark (StartMarker), a name and the user's value.
 type commitPointAdapter struct{ cp CommitPoint }
 
 func (a commitPointAdapter) Peek(ctx context.Context) (engine.CommitRecord, error) {
-	r, err := a.cp.Peek(ctx)
-	return engine.CommitRecord(r), err
+	return a.cp.Peek(ctx)
 }
 
 func (a commitPointAdapter) Recover(ctx context.Context) (engine.CommitRecord, error) {
-	r, err := a.cp.Recover(ctx)
-	return engine.CommitRecord(r), err
+	return a.cp.Recover(ctx)
 }
 
 func (a commitPointAdapter) Commit(ctx context.Context, rec engine.CommitRecord) error {
-	return a.cp.Commit(ctx, CommitRecord(rec))
+	return a.cp.Commit(ctx, rec)
 }
 
 // MarkStart records a start mark when the commit point can (see
@@ -32,7 +30,7 @@ func (a commitPointAdapter) MarkStart(ctx context.Context, rec engine.CommitReco
 	if !ok {
 		return false, nil
 	}
-	return true, m.MarkStart(ctx, CommitRecord(rec))
+	return true, m.MarkStart(ctx, rec)
 }
 
 func (a commitPointAdapter) Name() string {

@@ -4,21 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/engine"
 )
 
 // SourceContext describes the source subtask being opened.
-type SourceContext struct {
-	Job         string
-	UID         string
-	Subtask     int
-	Parallelism int
-	// RestoredCheckpoint is the id of the checkpoint the job restores from,
-	// 0 on a fresh start.
-	RestoredCheckpoint int64
-	// Checkpointing is the job's checkpoint configuration, defaults applied.
-	Checkpointing CheckpointSettings
-	Logger        *slog.Logger
-}
+type SourceContext = engine.SourceContext
 
 // Source produces the records of a stream. It is opened once per subtask
 // per (re)start of the job.
@@ -33,29 +24,11 @@ type Source[T any] interface {
 
 // SourceReader reads the splits of one subtask. Its methods are called from
 // one goroutine.
-type SourceReader[T any] interface {
-	// Poll hands the next records to emit and returns. It should return
-	// within about 100ms when nothing is available, because barriers are
-	// injected between polls. io.EOF means this subtask has no more input
-	// (bounded sources); Poll is not called again.
-	Poll(ctx context.Context, emit func(T)) error
-	// Snapshot returns the position of every split the reader owns, such
-	// that resuming from it replays nothing that was emitted before the
-	// call and skips nothing after it.
-	Snapshot(checkpointID int64) (map[string][]byte, error)
-	// CheckpointCommitted tells the reader that the checkpoint is durable
-	// (for example to commit offsets for monitoring). Failures are logged;
-	// they never fail the job.
-	CheckpointCommitted(ctx context.Context, checkpointID int64) error
-	// Close releases the reader.
-	Close() error
-}
+type SourceReader[T any] = engine.SourceReader[T]
 
 // ParallelismHinter is implemented by sources whose natural parallelism is
 // known before the job starts (a Kafka source: its partition count).
-type ParallelismHinter interface {
-	ParallelismHint(ctx context.Context) (int, error)
-}
+type ParallelismHinter = engine.ParallelismHinter
 
 // PriorProgressReporter is implemented by sources (and sinks) that can tell,
 // outside the state directory, whether the job made progress before: a
@@ -64,12 +37,7 @@ type ParallelismHinter interface {
 // start refuse unless flow.StartFresh is set (docs/design.md, "Recovery
 // decisions"), so a lost state directory or a deleted commit record is
 // never silently answered with a fresh start.
-type PriorProgressReporter interface {
-	// PriorProgress describes each piece of earlier progress of job found
-	// (for example "group g has offsets committed by checkpoint 41 of job
-	// j"), none when there is none.
-	PriorProgress(ctx context.Context, job string) ([]string, error)
-}
+type PriorProgressReporter = engine.PriorProgressReporter
 
 // PreparedResolver is implemented by sinks whose prepared transactions
 // outlive the process (two-phase database sinks). On a start that
@@ -83,41 +51,14 @@ type PriorProgressReporter interface {
 // false and transactions are prepared, their fate cannot be told, and it
 // returns an error marked Unrecoverable that lists them with the
 // statements that resolve them (docs/design.md, "Database sinks").
-type PreparedResolver interface {
-	ResolvePrepared(ctx context.Context, job, uid string, committed int64, known bool) error
-}
+type PreparedResolver = engine.PreparedResolver
 
 // Positioner is implemented by source readers that can describe the record
 // last emitted (for example "orders/3@1042"), so failures name it.
-type Positioner interface {
-	Position() string
-}
+type Positioner = engine.Positioner
 
 // SinkContext describes the sink subtask being opened.
-type SinkContext struct {
-	Job         string
-	UID         string
-	Subtask     int
-	Parallelism int
-	// RestoredCheckpoint is the id of the checkpoint the job restores from,
-	// 0 on a fresh start. Before Open the runtime has already committed the
-	// handles that checkpoint holds; anything this sink prepared for a
-	// later checkpoint never reached the commit point and must be aborted by
-	// Open (for example prepared transactions with a higher id).
-	RestoredCheckpoint int64
-	// FirstCheckpoint is the id of the first checkpoint this run of the
-	// job will take: above every id in the job's checkpoint storage and
-	// commit record (ids are not reused, and after a restore they continue
-	// above the aborted ones), so records written before the first
-	// barrier belong to it. A sink that stamps records with their
-	// checkpoint (epoch-fenced upserts) starts there. Ids begin again when
-	// the storage is moved aside (offsets reset) or lost, so such a sink
-	// also compares with the stamps its destination already holds.
-	FirstCheckpoint int64
-	// Checkpointing is the job's checkpoint configuration, defaults applied.
-	Checkpointing CheckpointSettings
-	Logger        *slog.Logger
-}
+type SinkContext = engine.SinkContext
 
 // Sink writes the records of a stream out of the job. The two-phase-commit
 // contract of a sink subtask, driven by the runtime:
@@ -157,19 +98,11 @@ type Sink[T any] interface {
 }
 
 // SinkCommitter commits prepared handles; see Sink.
-type SinkCommitter interface {
-	Commit(ctx context.Context, checkpointID int64, handle []byte) error
-	Close() error
-}
+type SinkCommitter = engine.SinkCommitter
 
 // SinkWriter is one subtask's writer; its methods are called from one
 // goroutine. See Sink for the contract.
-type SinkWriter[T any] interface {
-	Write(ctx context.Context, rec T) error
-	Prepare(ctx context.Context, checkpointID int64) (handle []byte, err error)
-	Commit(ctx context.Context, checkpointID int64, handle []byte) error
-	Close() error
-}
+type SinkWriter[T any] = engine.SinkWriter[T]
 
 // CommitPoint is the single atomic action that makes a checkpoint durable
 // (docs/design.md, "The checkpoint protocol"). Without one the runtime
@@ -224,25 +157,7 @@ type StartMarker interface {
 
 // CommitRecord is what a commit point records for a committed checkpoint,
 // or, with Checkpoint 0 and a StateID, a start mark (see StartMarker).
-type CommitRecord struct {
-	// Job is the job's name.
-	Job string
-	// Checkpoint is the checkpoint's id; 0 in a zero record and in a
-	// start mark.
-	Checkpoint int64
-	// Manifest is the hex SHA-256 of the checkpoint's manifest file, so
-	// that a restore uses exactly the manifest that was committed.
-	Manifest string
-	// Incarnation identifies the run of the job (from one restore to the
-	// next failure) that committed the checkpoint.
-	Incarnation string
-	// StateID identifies the state directory of the installation that
-	// committed it; two installations of a job with the same name have
-	// different ones.
-	StateID string
-	// Time is when the commit was attempted.
-	Time time.Time
-}
+type CommitRecord = engine.CommitRecord
 
 // JobInfo describes the job a component runs in; see JobBinder.
 type JobInfo struct {
@@ -278,17 +193,13 @@ type DeadLetterKeeper interface {
 // each record Write rejected; the dead letter must become durable exactly
 // when the record's epoch does (the database sinks write it to a
 // dead-letter table in the same transaction as the rows).
-type DeadLetterWriter[T any] interface {
-	WriteDeadLetter(ctx context.Context, rec T, cause error) error
-}
+type DeadLetterWriter[T any] = engine.DeadLetterWriter[T]
 
 // AbortNotifier is implemented by sink writers and commit points that want
 // to know that checkpoint id was aborted (timed out or declined) while the
 // job keeps running. Nothing prepared for it may be thrown away: the job does
 // not rewind, so those records are committed with the next checkpoint.
-type AbortNotifier interface {
-	CheckpointAborted(ctx context.Context, checkpointID int64)
-}
+type AbortNotifier = engine.AbortNotifier
 
 // CommitPointProvider is implemented by sinks that own the job's commit
 // point.

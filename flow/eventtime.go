@@ -56,9 +56,7 @@ type Watermarks[T any] struct {
 // they read, named as Watermarks.Split names records' splits. A listed
 // split that has not delivered yet holds event time back until it goes
 // idle; without the list a split counts from its first record.
-type SplitLister interface {
-	AssignedSplits() []string
-}
+type SplitLister = engine.SplitLister
 
 // WithWatermarks gives a source (flow.From) its event-time strategy.
 func WithWatermarks[T any](w Watermarks[T]) OpOption {

@@ -1,8 +1,6 @@
 package flow
 
 import (
-	"time"
-
 	"github.com/onceflow/onceflow/internal/engine"
 )
 
@@ -57,74 +55,23 @@ type HookJobEnded interface {
 }
 
 // CheckpointStarted is the trigger of a checkpoint or savepoint.
-type CheckpointStarted struct {
-	Job       string
-	ID        int64
-	Savepoint bool
-	Time      time.Time
-}
+type CheckpointStarted = engine.CheckpointStarted
 
 // CheckpointCompleted is a committed checkpoint.
-type CheckpointCompleted struct {
-	Job       string
-	ID        int64
-	Savepoint bool
-	// Duration is from the trigger to the end of the commit point.
-	Duration time.Duration
-	// StateBytes is the size of all the keyed state files it needs.
-	StateBytes int64
-	// WrittenBytes is the part of StateBytes it wrote: all of it with the
-	// memory backend, only new files with Pebble's incremental snapshots.
-	WrittenBytes int64
-	// Records is how many records the sinks wrote in the epochs it
-	// committed.
-	Records int64
-	// Alignment is the longest time a subtask spent aligning its barriers
-	// (from the first input's barrier to the last's).
-	Alignment time.Duration
-	// CommitDuration is how long the commit point took (Kafka: the
-	// transaction's offsets and EndTxn; a database: its COMMIT).
-	CommitDuration time.Duration
-	Time           time.Time
-}
+type CheckpointCompleted = engine.CheckpointCompleted
 
 // CheckpointFailed is an aborted checkpoint or a failed commit.
-type CheckpointFailed struct {
-	Job       string
-	ID        int64
-	Savepoint bool
-	Err       error
-	Time      time.Time
-}
+type CheckpointFailed = engine.CheckpointFailed
 
 // Restored is the start of an attempt from a checkpoint or savepoint.
-type Restored struct {
-	Job       string
-	ID        int64
-	Savepoint bool
-	Dir       string
-	Time      time.Time
-	// AfterCrash is true for the first restore of a process that followed
-	// one that did not stop gracefully (it counts as a restart).
-	AfterCrash bool
-}
+type Restored = engine.Restored
 
 // Restarting is a failover the restart strategy allowed.
-type Restarting struct {
-	Job     string
-	Attempt int
-	Delay   time.Duration
-	Err     error
-	Time    time.Time
-}
+type Restarting = engine.Restarting
 
 // JobEnded is the end of the job; Err is nil when it finished or was
 // stopped gracefully.
-type JobEnded struct {
-	Job  string
-	Err  error
-	Time time.Time
-}
+type JobEnded = engine.JobEnded
 
 // WithHooks registers observers of the job (see Hook). Default: none.
 func WithHooks(hooks ...Hook) Option {
@@ -136,18 +83,12 @@ func WithHooks(hooks ...Hook) Option {
 // interface; an event no hook implements stays nil.
 func engineHooks(hooks []Hook) engine.Hooks {
 	return engine.Hooks{
-		CheckpointStarted: each(hooks, func(v HookCheckpointStarted, e engine.CheckpointStarted) {
-			v.OnCheckpointStarted(CheckpointStarted(e))
-		}),
-		CheckpointCompleted: each(hooks, func(v HookCheckpointCompleted, e engine.CheckpointCompleted) {
-			v.OnCheckpointCompleted(CheckpointCompleted(e))
-		}),
-		CheckpointFailed: each(hooks, func(v HookCheckpointFailed, e engine.CheckpointFailed) {
-			v.OnCheckpointFailed(CheckpointFailed(e))
-		}),
-		Restored:   each(hooks, func(v HookRestored, e engine.Restored) { v.OnRestored(Restored(e)) }),
-		Restarting: each(hooks, func(v HookRestarting, e engine.Restarting) { v.OnRestarting(Restarting(e)) }),
-		JobEnded:   each(hooks, func(v HookJobEnded, e engine.JobEnded) { v.OnJobEnded(JobEnded(e)) }),
+		CheckpointStarted:   each(hooks, HookCheckpointStarted.OnCheckpointStarted),
+		CheckpointCompleted: each(hooks, HookCheckpointCompleted.OnCheckpointCompleted),
+		CheckpointFailed:    each(hooks, HookCheckpointFailed.OnCheckpointFailed),
+		Restored:            each(hooks, HookRestored.OnRestored),
+		Restarting:          each(hooks, HookRestarting.OnRestarting),
+		JobEnded:            each(hooks, HookJobEnded.OnJobEnded),
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/onceflow/onceflow/internal/engine"
 )
@@ -12,83 +11,11 @@ import (
 // Stats is a snapshot of a running job's counters. Counters marked
 // "job life" continue across restarts and processes: the checkpoints carry
 // them. The others count this process only.
-type Stats struct {
-	RecordsIn int64 // records read by sources (this process)
-	// RecordsOut counts records written to sinks by this process,
-	// including those of epochs whose commit later failed and that were
-	// written again after a restore.
-	RecordsOut int64
-	// RecordsCommitted counts records written in checkpoints that
-	// committed (job life): what readers of the output see.
-	RecordsCommitted       int64
-	CheckpointsCompleted   int64         // job life
-	CheckpointsFailed      int64         // job life
-	LastCheckpoint         int64         // id of the newest committed checkpoint
-	LastCheckpointDuration time.Duration // trigger to commit
-	// Restarts counts failovers inside this process plus starts of a
-	// process after one that did not stop gracefully (job life).
-	Restarts            int64
-	RestoredCheckpoint  int64 // id of the checkpoint or savepoint the current (or last) attempt restored, 0 for none
-	RecordsSkipped      int64 // poison records dropped by TryMap with SkipOnError
-	RecordsDeadLettered int64 // poison records sent to a dead-letter stream by TryMap
-	Running             bool
-	// CheckpointsInProgress counts checkpoints triggered and neither
-	// committed nor aborted.
-	CheckpointsInProgress int64
-	// The newest committed checkpoint: its state size, the part of it it
-	// wrote, the longest barrier alignment of its subtasks, how long its
-	// commit point took, and when it committed (zero: none yet in this
-	// process).
-	LastCheckpointStateBytes     int64
-	LastCheckpointWrittenBytes   int64
-	LastCheckpointAlignment      time.Duration
-	LastCheckpointCommitDuration time.Duration
-	LastCheckpointTime           time.Time
-	// LastRestoreTime is when the current (or last) attempt restored a
-	// checkpoint or savepoint; zero when none was restored.
-	LastRestoreTime time.Time
-	// Tasks has one entry per task (a chain of operators) of the running
-	// attempt, nil when none runs.
-	Tasks []TaskStats
-}
+type Stats = engine.Stats
 
 // TaskStats are the counters of one task: operators chained in one
 // goroutine per subtask, named by the task's first operator.
-type TaskStats struct {
-	UID         string // uid of the task's first operator
-	Name        string
-	Parallelism int
-	// RecordsIn counts the records the task took in (a source: read);
-	// RecordsOut those its sinks wrote; both this attempt.
-	RecordsIn, RecordsOut int64
-	// Backpressured is how long the task's subtasks waited, in all, for
-	// room in the channels to the next task.
-	Backpressured time.Duration
-	// Idle is how long they waited for input (a source: polls that
-	// returned no record), Busy the rest of their time, Elapsed the sum
-	// of their running times in this attempt: Busy + Idle + Backpressured
-	// = Elapsed. Busy/Elapsed is Flink's busy time ratio.
-	Idle, Busy, Elapsed time.Duration
-	// Watermark is the task's input watermark (Flink's
-	// currentInputWatermark), the smallest of its subtasks', in ms since
-	// the Unix epoch; NoWatermark while a subtask has none, and always
-	// for a job without event time (flow.WithWatermarks).
-	Watermark int64
-	// LateRecords counts, for a source task with event time, the records
-	// it dated at or before the watermark it had already emitted, this
-	// attempt: event-time operators downstream take them as late. The
-	// records of a partition added while the job runs and written before
-	// discovery found it are such (docs/design.md, "The Kafka source");
-	// the source logs a warning naming the split.
-	LateRecords int64
-	// Operators are the task's operators in chain order, the task's own
-	// first, each with the share of the task's time its subtasks spent in
-	// it over the last 5 s: a blocked sink shows near 1, the source
-	// chained before it near 0. Found by sampling every 10 ms, not by
-	// reading the clock per record (docs/design.md, "Metrics and the REST
-	// API").
-	Operators []OperatorStats
-}
+type TaskStats = engine.TaskStats
 
 // OperatorStats is one operator of a task and its share of the task's
 // time (TaskStats.Operators).
@@ -96,7 +23,7 @@ type OperatorStats = engine.OperatorStats
 
 // Job is a running job.
 type Job struct {
-	j *engine.Job
+	j *engine.RunningJob
 	g *engine.Graph
 }
 
@@ -186,21 +113,4 @@ func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error)
 }
 
 // Stats returns the job's counters.
-func (j *Job) Stats() Stats {
-	s := j.j.Stats()
-	out := Stats{
-		RecordsIn: s.RecordsIn, RecordsOut: s.RecordsOut, RecordsCommitted: s.RecordsCommitted,
-		CheckpointsCompleted: s.CheckpointsCompleted, CheckpointsFailed: s.CheckpointsFailed,
-		LastCheckpoint: s.LastCheckpoint, LastCheckpointDuration: s.LastCheckpointDuration,
-		Restarts: s.Restarts, RestoredCheckpoint: s.RestoredCheckpoint,
-		RecordsSkipped: s.RecordsSkipped, RecordsDeadLettered: s.RecordsDeadLettered, Running: s.Running,
-		CheckpointsInProgress:    s.CheckpointsInProgress,
-		LastCheckpointStateBytes: s.LastCheckpointStateBytes, LastCheckpointWrittenBytes: s.LastCheckpointWrittenBytes,
-		LastCheckpointAlignment: s.LastCheckpointAlignment, LastCheckpointCommitDuration: s.LastCheckpointCommitDuration,
-		LastCheckpointTime: s.LastCheckpointTime, LastRestoreTime: s.LastRestoreTime,
-	}
-	for _, t := range s.Tasks {
-		out.Tasks = append(out.Tasks, TaskStats(t))
-	}
-	return out
-}
+func (j *Job) Stats() Stats { return j.j.Stats() }

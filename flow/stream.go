@@ -166,7 +166,7 @@ func To[T any](s Stream[T], sink Sink[T], opts ...OpOption) {
 		}
 		return c, err
 	}
-	var cp engine.CommitPoint
+	var cp engine.JobCommitPoint
 	if p, ok := sink.(CommitPointProvider); ok {
 		if c := p.CommitPoint(); c != nil {
 			cp = commitPointAdapter{c}

@@ -1,6 +1,8 @@
-// Package pipeline holds onceflow's ready-made operators (dedupe, count,
-// extract-key) as components: each is callable from Go over any record type
-// and is the step of the same name in a job file's pipeline: list.
+// Package pipeline holds onceflow's ready-made operators as components:
+// each is callable from Go over any record type and is the step of the
+// same name in a job file's pipeline: list. Names and Specs list the
+// registered operators; docs/operators.md, generated from their specs,
+// documents each.
 //
 // From Go, call an operator on a flow.Stream with a RecordAccess that tells
 // it how to read and change your record type:

@@ -95,8 +95,7 @@ func (c *CommitPoint) Recover(ctx context.Context) (flow.CommitRecord, error) {
 		return flow.CommitRecord{}, errors.New("kafka commit point: Recover was called while writers are open")
 	}
 	s.closeSession()
-	s.unresolved, s.lastCommitted = nil, 0
-	clear(s.aborted)
+	s.hold.Reset(0)
 	sess, err := s.newSession(ctx)
 	if err != nil {
 		s.mu.Unlock()
@@ -107,7 +106,7 @@ func (c *CommitPoint) Recover(ctx context.Context) (flow.CommitRecord, error) {
 	rec, err := readRecord(ctx, kadm.NewClient(sess.cl), s.cfg.ProgressGroup, s.cfg.Job, true)
 	if err == nil {
 		s.mu.Lock()
-		s.lastCommitted = rec.Checkpoint
+		s.hold.Reset(rec.Checkpoint)
 		s.mu.Unlock()
 	}
 	return rec, s.cfg.Client.explain(err)
@@ -134,8 +133,8 @@ func (c *CommitPoint) MarkStart(ctx context.Context, rec flow.CommitRecord) erro
 		return fmt.Errorf("kafka commit point: the sink's transaction failed earlier: %w", sess.err)
 	case len(sess.writers) > 0:
 		return errors.New("kafka commit point: MarkStart was called while writers are open")
-	case s.lastCommitted != 0:
-		return fmt.Errorf("kafka commit point: no start mark over the record of committed checkpoint %d", s.lastCommitted)
+	case s.hold.LastCommitted() != 0:
+		return fmt.Errorf("kafka commit point: no start mark over the record of committed checkpoint %d", s.hold.LastCommitted())
 	}
 	meta, err := encodeRecord(rec)
 	if err != nil {
@@ -155,7 +154,7 @@ func (c *CommitPoint) MarkStart(ctx context.Context, rec flow.CommitRecord) erro
 	}
 	if err != nil {
 		sess.err = fmt.Errorf("write the start mark of job %q to group %q: %w", s.cfg.Job, s.cfg.ProgressGroup, fenced(err))
-		s.wakeLocked()
+		s.hold.Wake()
 		return fmt.Errorf("kafka commit point: %w", s.cfg.Client.explain(sess.err))
 	}
 	return nil
@@ -245,7 +244,7 @@ func (c *CommitPoint) Commit(ctx context.Context, rec flow.CommitRecord) error {
 		} else {
 			sess.ended = true
 		}
-		s.wakeLocked() // writers waiting for room see the failure
+		s.hold.Wake() // writers waiting for room see the failure
 		return fmt.Errorf("kafka commit point of checkpoint %d: %w", id, err)
 	}
 	// The checkpoint is committed. Failing to start the next transaction
@@ -253,7 +252,7 @@ func (c *CommitPoint) Commit(ctx context.Context, rec flow.CommitRecord) error {
 	if err := sess.cl.BeginTransaction(); err != nil {
 		sess.err = fmt.Errorf("begin the transaction after checkpoint %d: %w", id, fenced(err))
 		sess.ended = true
-		s.wakeLocked()
+		s.hold.Wake()
 		return nil
 	}
 	s.resolvedLocked(id, true)
@@ -286,10 +285,11 @@ func (c *CommitPoint) CheckpointAborted(_ context.Context, id int64) {
 
 func (c *CommitPoint) commitLocked(ctx context.Context, sess *session, rec flow.CommitRecord) error {
 	// Records held after aborted checkpoints below id belong to this
-	// epoch; resolving id-1 and below releases them.
-	for w := range sess.writers {
-		w.releaseLocked()
-	}
+	// epoch; resolving id-1 and below released them, and this releases
+	// whatever is free now. The coordinator commits in order, after every
+	// earlier checkpoint committed or was aborted, so nothing of epoch id
+	// or below still waits.
+	c.s.releaseLocked()
 	if err := sess.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/testbreak"
+	"github.com/onceflow/onceflow/internal/txhold"
 )
 
 // Sink defaults.
@@ -225,24 +225,15 @@ type Sink struct {
 	// transaction it does not belong to.
 	mu   sync.Mutex
 	sess *session
-	// unresolved holds, ascending, the checkpoints some writer prepared
-	// that have neither committed nor been aborted: a record written
-	// after one of them must wait for it (see writer.write). resolved
-	// remembers aborted ids above lastCommitted, so that a late Prepare of
-	// an aborted checkpoint does not hold records forever.
-	unresolved    []int64
-	aborted       map[int64]bool
-	lastCommitted int64
-	// heldBytes is the size of every writer's held records; released is
-	// closed (and replaced) whenever held records are released, waking
-	// writers that wait for room under MaxHeldBytes. maxHeld is the
-	// highest heldBytes seen, for tests and metrics.
-	heldBytes int64
-	released  chan struct{}
+	// hold keeps, in order and up to MaxHeldBytes, every writer's records
+	// that must wait for an unresolved checkpoint (see writer.write), and
+	// knows which checkpoints are unresolved and the last committed one.
+	// maxHeld is the most bytes it held, for tests and metrics.
+	hold    *txhold.Hold[heldRecord]
+	maxHeld int64
 	// txnCommits and txnAborts count the transactions of checkpoints
 	// committed and those aborted (ReportMetrics).
 	txnCommits, txnAborts atomic.Int64
-	maxHeld               int64
 
 	// deadLetterTopics are the topics of DeadLetters sinks, which the
 	// partitioner partitions by key even with KeepPartition.
@@ -271,7 +262,7 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 			src.mu.Unlock()
 		}
 	}
-	return &Sink{cfg: cfg, log: slog.New(slog.DiscardHandler), stopTimeout: time.Minute, released: make(chan struct{}), aborted: map[int64]bool{}}, nil
+	return &Sink{cfg: cfg, log: slog.New(slog.DiscardHandler), stopTimeout: time.Minute, hold: txhold.New(cfg.MaxHeldBytes, heldRecord.size)}, nil
 }
 
 // BindJob learns the job the sink runs in (flow calls it when the job
@@ -443,7 +434,10 @@ func (s *Sink) closeSession() {
 		s.abortLocked(sess, budget, "the sink closed")
 	}
 	sess.cl.Close()
-	s.releaseAllLocked()
+	// Drop every held record (the session is gone) and wake waiting
+	// writers.
+	s.hold.Drop(func(heldRecord) bool { return true })
+	s.hold.Wake()
 }
 
 // Close releases the producer a [CommitPoint.Recover] call created when no
@@ -534,65 +528,53 @@ func (s *Sink) MaxHeldBytes() int64 {
 	return s.maxHeld
 }
 
-// mustHold reports whether a record written after checkpoint after has to
-// wait: some checkpoint at or below after is unresolved, so the open
-// transaction may still be committed as that checkpoint. Caller holds s.mu.
-func (s *Sink) mustHold(after int64) bool {
-	return after >= 0 && len(s.unresolved) > 0 && s.unresolved[0] <= after
-}
-
-// prepared records that a writer prepared checkpoint id. Caller holds s.mu.
-func (s *Sink) preparedLocked(id int64) {
-	if id <= s.lastCommitted || s.aborted[id] {
-		return // resolved already: a late barrier of an aborted checkpoint
-	}
-	if i, found := slices.BinarySearch(s.unresolved, id); !found {
-		s.unresolved = slices.Insert(s.unresolved, i, id)
-	}
-}
-
 // resolvedLocked records that checkpoint id committed (with every one
 // below it) or was aborted, and releases what no longer has to wait.
 // Caller holds s.mu.
 func (s *Sink) resolvedLocked(id int64, committed bool) {
 	if committed {
-		s.lastCommitted = max(s.lastCommitted, id)
-		s.unresolved = slices.DeleteFunc(s.unresolved, func(u int64) bool { return u <= id })
-		for a := range s.aborted {
-			if a <= id {
-				delete(s.aborted, a)
-			}
-		}
-	} else if id > s.lastCommitted {
-		s.aborted[id] = true
-		s.unresolved = slices.DeleteFunc(s.unresolved, func(u int64) bool { return u == id })
+		s.hold.Committed(id)
+	} else {
+		s.hold.Aborted(id)
 	}
 	if s.sess == nil || s.sess.err != nil {
 		return
 	}
-	for w := range s.sess.writers {
-		w.releaseLocked()
+	s.releaseLocked()
+	s.hold.Wake()
+}
+
+// releaseLocked produces the held records that no longer have to wait, in
+// the order they came; a writer's records are in epoch order, so one that
+// must wait keeps every later one of its writer waiting too. The records
+// outlive the call that releases them (a commit with a deadline), so they
+// are produced without a context: the transaction bounds them. Caller
+// holds s.mu.
+func (s *Sink) releaseLocked() {
+	ctx := context.Background()
+	_ = s.hold.Release(-1, func(h heldRecord) error {
+		h.w.held--
+		h.w.produce(ctx, h.r)
+		return nil
+	})
+}
+
+// heldRecord is a record a writer got while a checkpoint it prepared was
+// unresolved.
+type heldRecord struct {
+	w *writer
+	r *kgo.Record
+}
+
+// size is what a held record counts against MaxHeldBytes: its bytes plus
+// the fixed cost of a record.
+func (h heldRecord) size() int64 {
+	r := h.r
+	n := int64(len(r.Key)+len(r.Value)+len(r.Topic)) + 128
+	for _, h := range r.Headers {
+		n += int64(len(h.Key) + len(h.Value) + 32)
 	}
-	s.wakeLocked()
-}
-
-// releaseAllLocked drops every held record (the session is gone) and wakes
-// waiting writers. Caller holds s.mu.
-func (s *Sink) releaseAllLocked() {
-	s.heldBytes = 0
-	s.wakeLocked()
-}
-
-func (s *Sink) wakeLocked() {
-	close(s.released)
-	s.released = make(chan struct{})
-}
-
-// segment is records a writer got after it prepared checkpoint after.
-type segment struct {
-	after int64
-	recs  []*kgo.Record
-	bytes int64
+	return n
 }
 
 // slabSize is how many kgo.Records a writer allocates at once: kgo keeps
@@ -618,7 +600,7 @@ type writer struct {
 
 	// Guarded by sink.mu.
 	prepared int64 // newest checkpoint prepared, -1 none
-	held     []segment
+	held     int   // how many of the sink's held records are this writer's
 
 	inflight sync.WaitGroup
 	err      atomic.Pointer[error] // first failed produce
@@ -645,26 +627,6 @@ func (w *writer) produced(r *kgo.Record, err error) {
 func (w *writer) produce(ctx context.Context, r *kgo.Record) {
 	w.inflight.Add(1)
 	w.sess.cl.Produce(ctx, r, w.promise)
-}
-
-// releaseLocked produces the held segments that no longer have to wait, in
-// order; a segment that must wait keeps every later one waiting too. The
-// records outlive the call that releases them (a commit with a deadline),
-// so they are produced without a context: the transaction bounds them.
-// Caller holds sink.mu.
-func (w *writer) releaseLocked() {
-	ctx := context.Background()
-	s := w.sink
-	i := 0
-	for ; i < len(w.held) && !s.mustHold(w.held[i].after); i++ {
-		for _, r := range w.held[i].recs {
-			w.produce(ctx, r)
-		}
-		s.heldBytes -= w.held[i].bytes
-	}
-	if i > 0 {
-		w.held = slices.Delete(w.held, 0, i)
-	}
 }
 
 // newRecord returns a zeroed record from the writer's slab. Called from the
@@ -706,16 +668,12 @@ func (w *writer) Write(ctx context.Context, rec Record) error {
 	return w.write(ctx, r)
 }
 
-// heldSize is what a held record counts against MaxHeldBytes: its bytes
-// plus the fixed cost of a record.
-func heldSize(r *kgo.Record) int64 {
-	n := int64(len(r.Key)+len(r.Value)+len(r.Topic)) + 128
-	for _, h := range r.Headers {
-		n += int64(len(h.Key) + len(h.Value) + 32)
-	}
-	return n
-}
-
+// write produces r into the open transaction, or holds it while a
+// checkpoint the writer prepared is unresolved (the records of epoch
+// prepared+1 wait for it, docs/design.md, "The Kafka commit point"). When
+// holding r would pass MaxHeldBytes, the writer waits until a commit or
+// abort releases records and tries again: r is not held yet, and nothing
+// the writer gets later is handled before it, so order is kept.
 func (w *writer) write(ctx context.Context, r *kgo.Record) error {
 	if err := w.firstErr(); err != nil {
 		return err
@@ -727,26 +685,24 @@ func (w *writer) write(ctx context.Context, r *kgo.Record) error {
 	s := w.sink
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w.sess.err != nil {
-		return fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
-	}
-	if len(w.held) == 0 && !s.mustHold(w.prepared) {
-		w.produce(ctx, r)
-		return nil
-	}
-	size := heldSize(r)
-	if n := len(w.held); n > 0 && w.held[n-1].after == w.prepared {
-		w.held[n-1].recs = append(w.held[n-1].recs, r)
-		w.held[n-1].bytes += size
-	} else {
-		w.held = append(w.held, segment{after: w.prepared, recs: []*kgo.Record{r}, bytes: size})
-	}
-	s.heldBytes += size
-	s.maxHeld = max(s.maxHeld, s.heldBytes)
-	// Over the budget: wait until a commit or abort releases records.
-	// The record is held already, so order is kept whatever happens.
-	for s.heldBytes > s.cfg.MaxHeldBytes && len(w.held) > 0 && s.sess == w.sess && w.sess.err == nil {
-		released := s.released
+	epoch := w.prepared + 1
+	for {
+		if w.sess.err != nil {
+			return fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
+		}
+		if s.sess != w.sess {
+			return errors.New("the sink's producer was closed while the writer waited for room to hold a record")
+		}
+		if w.held == 0 && !s.hold.MustHold(epoch) {
+			w.produce(ctx, r)
+			return nil
+		}
+		if s.hold.Add(epoch, heldRecord{w: w, r: r}) {
+			w.held++
+			s.maxHeld = max(s.maxHeld, s.hold.Size())
+			return nil
+		}
+		released := s.hold.Released()
 		s.mu.Unlock()
 		select {
 		case <-released:
@@ -756,10 +712,6 @@ func (w *writer) write(ctx context.Context, r *kgo.Record) error {
 			return ctx.Err()
 		}
 	}
-	if w.sess.err != nil {
-		return fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
-	}
-	return nil
 }
 
 // Prepare waits until the broker has every record the writer sent. With
@@ -778,7 +730,7 @@ func (w *writer) Prepare(ctx context.Context, checkpointID int64) ([]byte, error
 			return nil, fmt.Errorf("the sink's transaction failed: %w", w.sess.err)
 		}
 		w.prepared = checkpointID
-		s.preparedLocked(checkpointID)
+		s.hold.Prepared(checkpointID)
 		s.mu.Unlock()
 	}
 	done := make(chan struct{})
@@ -805,11 +757,11 @@ func (w *writer) Close() error {
 	s := w.sink
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, seg := range w.held {
-		s.heldBytes -= seg.bytes
+	if w.held > 0 {
+		s.hold.Drop(func(h heldRecord) bool { return h.w == w })
+		w.held = 0
 	}
-	w.held = nil
-	s.wakeLocked()
+	s.hold.Wake()
 	if s.sess != w.sess {
 		return nil
 	}

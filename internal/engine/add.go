@@ -121,7 +121,7 @@ func AddRebalance[T any](in *Node, opts ...NodeOption) *Node {
 
 // AddSink adds a sink. cp is its commit point, nil if it has none; impl is
 // the user's value.
-func AddSink[T any](in *Node, open SinkOpener[T], committer CommitterOpener, cp CommitPoint, impl any, opts ...NodeOption) *Node {
+func AddSink[T any](in *Node, open SinkOpener[T], committer CommitterOpener, cp JobCommitPoint, impl any, opts ...NodeOption) *Node {
 	n := &Node{name: "sink", kind: kindSink, inputs: []*Node{in}, impl: impl, commitPoint: cp, committer: committer}
 	n.chain = func(st *subtask, n *Node, _ any) any { return newSinkOp(st, n, open) }
 	n.exchanges = exchangesOf(rebalanceOf[T])

@@ -14,7 +14,6 @@ import (
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/plan"
-	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/state"
 	"github.com/onceflow/onceflow/state/pebblestate"
@@ -52,7 +51,7 @@ type attempt struct {
 	// firstID is the id of the attempt's first checkpoint (sinks learn it
 	// in SinkContext).
 	firstID  int64
-	job      *Job
+	job      *RunningJob
 	cfg      *Config
 	log      *slog.Logger
 	ctx      context.Context
@@ -188,7 +187,7 @@ func (att *attempt) writeKeyed(cp int64, n *Node, subtask, part int, s *state.Ru
 // job-file checks use too, so both agree on which uids clash.
 func sanitize(s string) string { return plan.StateFileStem(s) }
 
-func (j *Job) runAttempt(ctx context.Context) (err error) {
+func (j *RunningJob) runAttempt(ctx context.Context) (err error) {
 	j.attemptRan.Store(false)
 	cfg := &j.cfg
 	var store storage.Storage
@@ -323,7 +322,7 @@ func (j *Job) runAttempt(ctx context.Context) (err error) {
 			continue
 		}
 		for i := 0; i < par[n]; i++ {
-			st := &subtask{att: att, head: n, index: i, par: par[n], mail: runtime.NewMailbox[mail](), started: time.Now()}
+			st := &subtask{att: att, head: n, index: i, par: par[n], mail: newMailbox[mail](), started: time.Now()}
 			st.watermark.Store(NoWatermark)
 			st.initSampling(chainOf(n, chained))
 			att.subtasks = append(att.subtasks, st)

@@ -44,7 +44,7 @@ type Config struct {
 	// while it lasts; default 10 s (docs/design.md, "Metrics and the REST
 	// API").
 	SlowOperatorWarning time.Duration
-	CommitPoint         CommitPoint
+	CommitPoint         JobCommitPoint
 	Hooks               Hooks
 	// OpenStorage opens where the job's checkpoints live, given StateDir
 	// and the job's name; default: a local directory StateDir/<job>

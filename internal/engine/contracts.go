@@ -8,30 +8,44 @@ import (
 	"github.com/onceflow/onceflow/internal/checkpoint"
 )
 
-// The engine's side of the contracts flow documents for users (flow.Source,
-// flow.Sink, flow.CommitPoint, ...). Interfaces whose methods use only
-// basic types, context.Context and type parameters have the same method
-// sets as flow's, so a value implementing flow's interface is passed as the
-// engine's without an adapter (and without an extra call per record). The
-// contexts and records are structs with the same fields as flow's, so flow
-// converts them with a type conversion.
+// The contracts between the runtime and sources, sinks and commit points.
+// They are declared once, here; flow re-exports them by alias with the
+// documentation users read (flow.SourceReader, flow.SinkWriter,
+// flow.CommitRecord, ...), so a user's value and flow's records pass to the
+// engine unchanged, with no adapter, conversion or extra call per record.
+// Only the commit point is adapted (JobCommitPoint): the engine also asks
+// it for a start mark, a name and the user's value.
 
 // SourceContext describes the source subtask being opened.
 type SourceContext struct {
-	Job                string
-	UID                string
-	Subtask            int
-	Parallelism        int
+	Job         string
+	UID         string
+	Subtask     int
+	Parallelism int
+	// RestoredCheckpoint is the id of the checkpoint the job restores from,
+	// 0 on a fresh start.
 	RestoredCheckpoint int64
-	Checkpointing      checkpoint.Config
-	Logger             *slog.Logger
+	// Checkpointing is the job's checkpoint configuration, defaults applied.
+	Checkpointing checkpoint.Config
+	Logger        *slog.Logger
 }
 
 // SourceReader reads the splits of one subtask (flow.SourceReader).
 type SourceReader[T any] interface {
+	// Poll hands the next records to emit and returns. It should return
+	// within about 100ms when nothing is available, because barriers are
+	// injected between polls. io.EOF means this subtask has no more input
+	// (bounded sources); Poll is not called again.
 	Poll(ctx context.Context, emit func(T)) error
+	// Snapshot returns the position of every split the reader owns, such
+	// that resuming from it replays nothing that was emitted before the
+	// call and skips nothing after it.
 	Snapshot(checkpointID int64) (map[string][]byte, error)
+	// CheckpointCommitted tells the reader that the checkpoint is durable
+	// (for example to commit offsets for monitoring). Failures are logged;
+	// they never fail the job.
 	CheckpointCommitted(ctx context.Context, checkpointID int64) error
+	// Close releases the reader.
 	Close() error
 }
 
@@ -40,14 +54,28 @@ type SourceOpener[T any] func(ctx context.Context, sc SourceContext, restored ma
 
 // SinkContext describes the sink subtask being opened.
 type SinkContext struct {
-	Job                string
-	UID                string
-	Subtask            int
-	Parallelism        int
+	Job         string
+	UID         string
+	Subtask     int
+	Parallelism int
+	// RestoredCheckpoint is the id of the checkpoint the job restores from,
+	// 0 on a fresh start. Before Open the runtime has already committed the
+	// handles that checkpoint holds; anything this sink prepared for a
+	// later checkpoint never reached the commit point and must be aborted by
+	// Open (for example prepared transactions with a higher id).
 	RestoredCheckpoint int64
-	FirstCheckpoint    int64
-	Checkpointing      checkpoint.Config
-	Logger             *slog.Logger
+	// FirstCheckpoint is the id of the first checkpoint this run of the
+	// job will take: above every id in the job's checkpoint storage and
+	// commit record (ids are not reused, and after a restore they continue
+	// above the aborted ones), so records written before the first
+	// barrier belong to it. A sink that stamps records with their
+	// checkpoint (epoch-fenced upserts) starts there. Ids begin again when
+	// the storage is moved aside (offsets reset) or lost, so such a sink
+	// also compares with the stamps its destination already holds.
+	FirstCheckpoint int64
+	// Checkpointing is the job's checkpoint configuration, defaults applied.
+	Checkpointing checkpoint.Config
+	Logger        *slog.Logger
 }
 
 // SinkWriter is one sink subtask's writer (flow.SinkWriter).
@@ -78,17 +106,29 @@ type CommitterOpener func(ctx context.Context, job, uid string) (SinkCommitter, 
 
 // CommitRecord is what a commit point records (flow.CommitRecord).
 type CommitRecord struct {
-	Job         string
-	Checkpoint  int64
-	Manifest    string
+	// Job is the job's name.
+	Job string
+	// Checkpoint is the checkpoint's id; 0 in a zero record and in a
+	// start mark.
+	Checkpoint int64
+	// Manifest is the hex SHA-256 of the checkpoint's manifest file, so
+	// that a restore uses exactly the manifest that was committed.
+	Manifest string
+	// Incarnation identifies the run of the job (from one restore to the
+	// next failure) that committed the checkpoint.
 	Incarnation string
-	StateID     string
-	Time        time.Time
+	// StateID identifies the state directory of the installation that
+	// committed it; two installations of a job with the same name have
+	// different ones.
+	StateID string
+	// Time is when the commit was attempted.
+	Time time.Time
 }
 
-// CommitPoint makes a checkpoint durable (flow.CommitPoint, through an
-// adapter: its methods take CommitRecord).
-type CommitPoint interface {
+// JobCommitPoint is the job's commit point as the engine drives it: a
+// flow.CommitPoint (or a sink's) through flow's adapter, which adds the
+// start mark, the name and the user's value.
+type JobCommitPoint interface {
 	Peek(ctx context.Context) (CommitRecord, error)
 	Recover(ctx context.Context) (CommitRecord, error)
 	Commit(ctx context.Context, rec CommitRecord) error
@@ -121,6 +161,9 @@ type ParallelismHinter interface {
 // PriorProgressReporter tells of a job's earlier progress outside the state
 // directory.
 type PriorProgressReporter interface {
+	// PriorProgress describes each piece of earlier progress of job found
+	// (for example "group g has offsets committed by checkpoint 41 of job
+	// j"), none when there is none.
 	PriorProgress(ctx context.Context, job string) ([]string, error)
 }
 

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/barrier"
 	"github.com/onceflow/onceflow/internal/failpoint"
-	"github.com/onceflow/onceflow/internal/runtime"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -264,14 +264,14 @@ type controller interface{ control(ctl) }
 // aligner and one watermark combiner over every channel.
 type ctlIn struct {
 	st         *subtask
-	al         *runtime.Aligner
+	al         *barrier.Aligner
 	wms        *wmCombiner
 	out        controller
 	alignStart time.Time
 }
 
 func newCtlIn(st *subtask, channels int, out controller) *ctlIn {
-	return &ctlIn{st: st, al: runtime.NewAligner(channels, st.att.exactlyOnce()), wms: newWMCombiner(channels), out: out}
+	return &ctlIn{st: st, al: barrier.NewAligner(channels, st.att.exactlyOnce()), wms: newWMCombiner(channels), out: out}
 }
 
 // on takes control message c of channel ch; it reports whether every

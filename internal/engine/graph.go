@@ -71,7 +71,7 @@ type Node struct {
 	// committer returns the sink's recovery committer (sinks only).
 	committer CommitterOpener
 	// commitPoint is set for sinks that own the commit point.
-	commitPoint CommitPoint
+	commitPoint JobCommitPoint
 	// impl is the user's Source or Sink value, for optional interfaces.
 	impl any
 	// watermarks is a source's WatermarkSpec of its record type (nil:
@@ -206,7 +206,7 @@ func (g *Graph) validate(cfg *Config) error {
 
 // CommitPointOf returns the commit point the job would use: the one a sink
 // owns, else cfg's.
-func (g *Graph) CommitPointOf() CommitPoint {
+func (g *Graph) CommitPointOf() JobCommitPoint {
 	for _, n := range g.nodes {
 		if n.commitPoint != nil {
 			return n.commitPoint

@@ -29,10 +29,10 @@ type CheckpointCompleted struct {
 	Savepoint bool
 	// Duration is from the trigger to the end of the commit point.
 	Duration time.Duration
-	// StateBytes is the size of all the state files it needs.
+	// StateBytes is the size of all the keyed state files it needs.
 	StateBytes int64
-	// WrittenBytes is the part of StateBytes it wrote: all of it in the
-	// heap's format, only new files with incremental snapshots.
+	// WrittenBytes is the part of StateBytes it wrote: all of it with the
+	// memory backend, only new files with Pebble's incremental snapshots.
 	WrittenBytes int64
 	// Records is how many records the sinks wrote in the epochs it
 	// committed.

@@ -56,29 +56,45 @@ type Stats struct {
 	// LastRestoreTime is when the current (or last) attempt restored a
 	// checkpoint or savepoint; zero when none was restored.
 	LastRestoreTime time.Time
-	Tasks           []TaskStats
+	// Tasks has one entry per task (a chain of operators) of the running
+	// attempt, nil when none runs.
+	Tasks []TaskStats
 }
 
 // TaskStats are one task's counters (flow.TaskStats).
 type TaskStats struct {
-	UID                   string
-	Name                  string
-	Parallelism           int
+	UID         string // uid of the task's first operator
+	Name        string
+	Parallelism int
+	// RecordsIn counts the records the task took in (a source: read);
+	// RecordsOut those its sinks wrote; both this attempt.
 	RecordsIn, RecordsOut int64
-	Backpressured         time.Duration
-	// Idle is how long the subtasks waited for input; Busy the rest of
-	// their time (Elapsed less Idle and Backpressured); Elapsed the sum
-	// of the subtasks' running times in this attempt.
+	// Backpressured is how long the task's subtasks waited, in all, for
+	// room in the channels to the next task.
+	Backpressured time.Duration
+	// Idle is how long they waited for input (a source: polls that
+	// returned no record), Busy the rest of their time, Elapsed the sum
+	// of their running times in this attempt: Busy + Idle + Backpressured
+	// = Elapsed. Busy/Elapsed is Flink's busy time ratio.
 	Idle, Busy, Elapsed time.Duration
-	// Watermark is the task's input watermark, the smallest of its
-	// subtasks' (ms; NoWatermark: a subtask has none yet, or the job has
-	// no event time).
+	// Watermark is the task's input watermark (Flink's
+	// currentInputWatermark), the smallest of its subtasks', in ms since
+	// the Unix epoch; NoWatermark while a subtask has none, and always
+	// for a job without event time (flow.WithWatermarks).
 	Watermark int64
-	// LateRecords counts the records a source task dated at or before
-	// the watermark it had already emitted (this attempt).
+	// LateRecords counts, for a source task with event time, the records
+	// it dated at or before the watermark it had already emitted, this
+	// attempt: event-time operators downstream take them as late. The
+	// records of a partition added while the job runs and written before
+	// discovery found it are such (docs/design.md, "The Kafka source");
+	// the source logs a warning naming the split.
 	LateRecords int64
-	// Operators are the task's operators in chain order (the first is the
-	// task's) with their share of its time (flow.OperatorStats).
+	// Operators are the task's operators in chain order, the task's own
+	// first, each with the share of the task's time its subtasks spent in
+	// it over the last 5 s: a blocked sink shows near 1, the source
+	// chained before it near 0. Found by sampling every 10 ms, not by
+	// reading the clock per record (docs/design.md, "Metrics and the REST
+	// API").
 	Operators []OperatorStats
 }
 
@@ -96,8 +112,8 @@ type OperatorStats struct {
 	Samples int64
 }
 
-// Job is a running job.
-type Job struct {
+// RunningJob is a running job; flow.Job wraps it.
+type RunningJob struct {
 	g    *Graph
 	cfg  Config
 	log  *slog.Logger
@@ -165,7 +181,7 @@ type savepointResult struct {
 // Start validates the graph and runs the job in the background. Whatever
 // the user's components must learn about the job (flow.JobBinder) is done
 // by the caller before.
-func Start(ctx context.Context, g *Graph) (*Job, error) {
+func Start(ctx context.Context, g *Graph) (*RunningJob, error) {
 	cfg := g.Cfg
 	cfg.Checkpoint = cfg.Checkpoint.WithDefaults()
 	if cfg.Logger == nil {
@@ -180,7 +196,7 @@ func Start(ctx context.Context, g *Graph) (*Job, error) {
 	if testbreak.Any() {
 		cfg.Logger.Error("TEST-ONLY SWITCHES THAT BREAK EXACTLY-ONCE ARE ON (" + testbreak.EnvVar + "); never run production jobs like this")
 	}
-	j := &Job{g: g, cfg: cfg, log: cfg.Logger.With("job", cfg.Job), reqs: make(chan request), done: make(chan struct{}), stop: make(chan struct{})}
+	j := &RunningJob{g: g, cfg: cfg, log: cfg.Logger.With("job", cfg.Job), reqs: make(chan request), done: make(chan struct{}), stop: make(chan struct{})}
 	go func() {
 		defer close(j.done)
 		j.err = j.run(ctx)
@@ -203,37 +219,37 @@ func Validate(g *Graph) (Config, error) {
 }
 
 // Wait blocks until the job ends and returns why it failed, or nil.
-func (j *Job) Wait() error {
+func (j *RunningJob) Wait() error {
 	<-j.done
 	return j.err
 }
 
 // Name is the job's name.
-func (j *Job) Name() string { return j.cfg.Job }
+func (j *RunningJob) Name() string { return j.cfg.Job }
 
 // Checkpointing is the job's checkpoint configuration, defaults applied.
-func (j *Job) Checkpointing() checkpoint.Config { return j.cfg.Checkpoint }
+func (j *RunningJob) Checkpointing() checkpoint.Config { return j.cfg.Checkpoint }
 
 // Done is closed when the job has ended.
-func (j *Job) Done() <-chan struct{} { return j.done }
+func (j *RunningJob) Done() <-chan struct{} { return j.done }
 
 // Stop asks the job to stop gracefully: a final checkpoint commits what was
 // processed, then the sources end. Wait returns when it has stopped.
-func (j *Job) Stop() { j.stopOnce.Do(func() { close(j.stop) }) }
+func (j *RunningJob) Stop() { j.stopOnce.Do(func() { close(j.stop) }) }
 
 // TriggerSavepoint takes a savepoint of the running job into dir (a new or
 // empty directory) and returns its path.
-func (j *Job) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
+func (j *RunningJob) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
 	return j.savepoint(ctx, dir, false)
 }
 
 // StopWithSavepoint takes a savepoint into dir and stops the job right after
 // it, so nothing is processed after the savepoint. Resume with FromSavepoint.
-func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
+func (j *RunningJob) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
 	return j.savepoint(ctx, dir, true)
 }
 
-func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
+func (j *RunningJob) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
 	if dir == "" {
 		return "", errors.New("savepoint directory is empty: name a directory to write the savepoint into")
 	}
@@ -258,7 +274,7 @@ func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, err
 }
 
 // Stats returns the job's counters.
-func (j *Job) Stats() Stats {
+func (j *RunningJob) Stats() Stats {
 	b := j.counters()
 	s := Stats{
 		RecordsIn:              j.inBase.Load(),
@@ -358,7 +374,7 @@ func unixNano(n int64) time.Time {
 
 // counters returns the job-life counters: those restored plus this
 // process's.
-func (j *Job) counters() storage.Counters {
+func (j *RunningJob) counters() storage.Counters {
 	j.baseMu.Lock()
 	b := j.base
 	j.baseMu.Unlock()
@@ -387,7 +403,7 @@ func (j *Job) counters() storage.Counters {
 // processes that died before writing a checkpoint; without one (a
 // directory from before it existed) a restored checkpoint of the job's own
 // that a graceful stop did not take tells.
-func (j *Job) restoreCounters(r recovery) (first, afterCrash bool) {
+func (j *RunningJob) restoreCounters(r recovery) (first, afterCrash bool) {
 	j.baseMu.Lock()
 	defer j.baseMu.Unlock()
 	if j.baseSet {
@@ -423,7 +439,7 @@ func (j *Job) restoreCounters(r recovery) (first, afterCrash bool) {
 	return true, afterCrash
 }
 
-func (j *Job) run(ctx context.Context) error {
+func (j *RunningJob) run(ctx context.Context) error {
 	rc := j.cfg.Restart
 	if !j.cfg.RestartSet {
 		if j.cfg.Checkpoint.Enabled() {
@@ -546,7 +562,7 @@ func (j *Job) run(ctx context.Context) error {
 // clients), so that the whole stop ends within StopTimeout.
 func cleanupBudget(stop time.Duration) time.Duration { return min(5*time.Second, stop/2) }
 
-func (j *Job) statusLoop() func() {
+func (j *RunningJob) statusLoop() func() {
 	t := time.NewTicker(j.cfg.StatusInterval)
 	quit := make(chan struct{})
 	go func() {

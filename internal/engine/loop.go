@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/barrier"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/failpoint"
-	"github.com/onceflow/onceflow/internal/runtime"
 )
 
 // loop is the coordinator's run loop: it owns the Coordinator, timers, acks
@@ -77,7 +77,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 					// Only a savepoint the user asked for needs keyed state in
 					// the portable format; a plain stop's final checkpoint
 					// is incremental like any other.
-					st.mail.Post(mail{kind: mailTrigger, b: runtime.Barrier{ID: a.ID, Savepoint: p.savepoint}})
+					st.mail.Post(mail{kind: mailTrigger, b: barrier.Barrier{ID: a.ID, Savepoint: p.savepoint}})
 				}
 			case checkpoint.Commit:
 				p := pending[a.ID]
@@ -99,7 +99,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 				}
 				carry = 0
 				for _, st := range att.subtasks {
-					st.mail.Post(mail{kind: mailCommitted, b: runtime.Barrier{ID: a.ID}})
+					st.mail.Post(mail{kind: mailCommitted, b: barrier.Barrier{ID: a.ID}})
 				}
 				if p.final {
 					ended = true
@@ -120,7 +120,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 					}
 				}
 				for _, st := range att.subtasks {
-					st.mail.Post(mail{kind: mailAborted, b: runtime.Barrier{ID: a.ID}})
+					st.mail.Post(mail{kind: mailAborted, b: barrier.Barrier{ID: a.ID}})
 				}
 				if p != nil {
 					att.replySavepoint(p, "", a.Err)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/barrier"
 	"github.com/onceflow/onceflow/internal/checkpoint"
-	"github.com/onceflow/onceflow/internal/runtime"
 )
 
 // recorder is the head of a two-input node in these tests: it logs what
@@ -71,7 +71,7 @@ func newTwoInputs(t *testing.T, mode checkpoint.Mode) *twoInputs {
 	cfg := DefaultConfig()
 	cfg.Checkpoint.Mode = mode
 	att := &attempt{cfg: &cfg, ctx: ctx}
-	st := &subtask{att: att, mail: runtime.NewMailbox[mail](), par: 1}
+	st := &subtask{att: att, mail: newMailbox[mail](), par: 1}
 	ti := &twoInputs{t: t, a: newExchange[int](att, 2, 1, nil), b: newExchange[string](att, 3, 1, nil), rec: &recorder{}, done: make(chan struct{})}
 	go func() {
 		defer close(ti.done)
@@ -96,7 +96,7 @@ func (ti *twoInputs) sendB(sender int, m exMsg[string]) {
 }
 
 func barrierMsg[T any](id int64) exMsg[T] {
-	return exMsg[T]{isCtl: true, c: ctl{kind: ctlBarrier, b: runtime.Barrier{ID: id}}}
+	return exMsg[T]{isCtl: true, c: ctl{kind: ctlBarrier, b: barrier.Barrier{ID: id}}}
 }
 
 func wmMsg[T any](wm int64, idle bool) exMsg[T] {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/onceflow/onceflow/internal/runtime"
+	"github.com/onceflow/onceflow/internal/barrier"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -28,7 +28,7 @@ const (
 
 type ctl struct {
 	kind ctlKind
-	b    runtime.Barrier
+	b    barrier.Barrier
 	wm   int64
 	idle bool
 }

@@ -45,7 +45,7 @@ func (r recovery) originOf() *storage.Origin {
 // it wrong silently (another job's checkpoint, a manifest whose commit
 // never completed, a fresh start over earlier progress) is refused with
 // an error that says what was found and which explicit choice resolves it.
-func (j *Job) resolveRestore(ctx context.Context, store storage.Storage) (recovery, error) {
+func (j *RunningJob) resolveRestore(ctx context.Context, store storage.Storage) (recovery, error) {
 	cfg := &j.cfg
 	cp := cfg.CommitPoint
 	if cfg.FromSavepoint != "" && !j.committedThisRun.Load() {
@@ -132,7 +132,7 @@ func (r recovery) checkpointID() int64 {
 // checkpoint descends from that savepoint already: then the flag was left
 // in place from an earlier start, and restoring the savepoint again would
 // write everything the job committed since a second time.
-func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (recovery, error) {
+func (j *RunningJob) resolveSavepoint(ctx context.Context, store storage.Storage) (recovery, error) {
 	cfg := &j.cfg
 	dir := cfg.FromSavepoint
 	m, err := storage.LoadManifest(dir)
@@ -185,7 +185,7 @@ func (j *Job) resolveSavepoint(ctx context.Context, store storage.Storage) (reco
 // there is a commit point (rec is what it recovered or peeked), else the
 // store's newest committed one; nil when there is none or it cannot be
 // loaded.
-func (j *Job) ownNewest(store storage.Storage, rec CommitRecord) *storage.Manifest {
+func (j *RunningJob) ownNewest(store storage.Storage, rec CommitRecord) *storage.Manifest {
 	if j.cfg.CommitPoint == nil {
 		own, _, _ := store.Latest(storage.LatestOptions{})
 		return own
@@ -205,7 +205,7 @@ func (j *Job) ownNewest(store storage.Storage, rec CommitRecord) *storage.Manife
 // the same path as its origin; ok is false when it does not (or there is
 // none), and the caller refuses. With a commit point the decision is made
 // on the peeked record, before fencing, so a refusal disturbs nothing.
-func (j *Job) resumeDescendantOf(ctx context.Context, store storage.Storage, dir string) (r recovery, ok bool, err error) {
+func (j *RunningJob) resumeDescendantOf(ctx context.Context, store storage.Storage, dir string) (r recovery, ok bool, err error) {
 	if store == nil {
 		return recovery{}, false, nil
 	}
@@ -246,7 +246,7 @@ func samePath(a, b string) bool {
 // checkOwner refuses a commit record written from another state directory:
 // two installations of one job name, or a state directory that was lost or
 // replaced.
-func (j *Job) checkOwner(rec CommitRecord, store storage.Storage) error {
+func (j *RunningJob) checkOwner(rec CommitRecord, store storage.Storage) error {
 	// Another installation's start mark (Checkpoint 0) is taken over,
 	// logged: it committed nothing, and fenced it stops at its next start
 	// on this installation's mark or record.
@@ -264,7 +264,7 @@ func (j *Job) checkOwner(rec CommitRecord, store storage.Storage) error {
 		ErrRestoreRefused, j.cfg.Job, rec.Checkpoint, when, rec.StateID, store.Root(), j.stateID)
 }
 
-func (j *Job) noteTakeover(rec CommitRecord, why string) {
+func (j *RunningJob) noteTakeover(rec CommitRecord, why string) {
 	if rec.StateID == "" || rec.StateID == j.stateID {
 		return
 	}
@@ -279,7 +279,7 @@ func (j *Job) noteTakeover(rec CommitRecord, why string) {
 
 // resolveFromStore is recovery when the manifest write is the commit
 // point: the newest committed checkpoint in the store.
-func (j *Job) resolveFromStore(ctx context.Context, store storage.Storage) (recovery, error) {
+func (j *RunningJob) resolveFromStore(ctx context.Context, store storage.Storage) (recovery, error) {
 	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.AllowFallback})
 	if err != nil {
 		return recovery{}, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
@@ -313,7 +313,7 @@ func (j *Job) resolveFromStore(ctx context.Context, store storage.Storage) (reco
 // a committed checkpoint: a first start, a record that was lost, or this
 // installation's start mark (flow.StartMarker), which says that nothing
 // was committed since the job last started from its startup modes.
-func (j *Job) resolveWithoutRecord(ctx context.Context, store storage.Storage, rec CommitRecord) (recovery, error) {
+func (j *RunningJob) resolveWithoutRecord(ctx context.Context, store storage.Storage, rec CommitRecord) (recovery, error) {
 	marked := rec.StateID != "" && rec.StateID == j.stateID
 	j.noteTakeover(rec, "") // another installation's mark
 	evidence, err := j.priorProgress(ctx, store, !marked)
@@ -353,7 +353,7 @@ func (j *Job) resolveWithoutRecord(ctx context.Context, store storage.Storage, r
 
 // resumeLatest restores the newest checkpoint confirmed in the store, on
 // the user's explicit request.
-func (j *Job) resumeLatest(store storage.Storage, rec CommitRecord, why string) (recovery, error) {
+func (j *RunningJob) resumeLatest(store storage.Storage, rec CommitRecord, why string) (recovery, error) {
 	m, report, err := store.Latest(storage.LatestOptions{AllowFallback: j.cfg.AllowFallback})
 	if err != nil {
 		return recovery{}, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
@@ -383,7 +383,7 @@ func (j *Job) resumeLatest(store storage.Storage, rec CommitRecord, why string) 
 
 // recordedCheckpointUnusable handles a commit record whose checkpoint
 // cannot be restored (missing, damaged, or another run's manifest).
-func (j *Job) recordedCheckpointUnusable(store storage.Storage, rec CommitRecord, cause error) (recovery, error) {
+func (j *RunningJob) recordedCheckpointUnusable(store storage.Storage, rec CommitRecord, cause error) (recovery, error) {
 	var ce *storage.CorruptError
 	var what string
 	switch {
@@ -421,7 +421,7 @@ func (j *Job) recordedCheckpointUnusable(store storage.Storage, rec CommitRecord
 
 // confirmedAfter returns the newest confirmed checkpoint above id, 0 if
 // there is none.
-func (j *Job) confirmedAfter(store storage.Storage, id int64) (int64, error) {
+func (j *RunningJob) confirmedAfter(store storage.Storage, id int64) (int64, error) {
 	ids, err := store.List()
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
@@ -433,7 +433,7 @@ func (j *Job) confirmedAfter(store storage.Storage, id int64) (int64, error) {
 }
 
 // newestOlderThan returns the newest intact confirmed checkpoint below id.
-func (j *Job) newestOlderThan(store storage.Storage, id int64) (*storage.Manifest, error) {
+func (j *RunningJob) newestOlderThan(store storage.Storage, id int64) (*storage.Manifest, error) {
 	ids, err := store.List()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRestoreRefused, err)
@@ -452,7 +452,7 @@ func (j *Job) newestOlderThan(store storage.Storage, id int64) (*storage.Manifes
 // priorProgress lists traces of earlier progress of the job: checkpoints
 // in the state directory (pending ones only withPending) and what sources
 // and sinks report.
-func (j *Job) priorProgress(ctx context.Context, store storage.Storage, withPending bool) ([]string, error) {
+func (j *RunningJob) priorProgress(ctx context.Context, store storage.Storage, withPending bool) ([]string, error) {
 	var found []string
 	committed, err := store.List()
 	if err != nil {
@@ -493,7 +493,7 @@ func idList(ids []int64) string {
 	return strings.Join(s, ", ")
 }
 
-func (j *Job) checkRestore(m *storage.Manifest) error {
+func (j *RunningJob) checkRestore(m *storage.Manifest) error {
 	if m == nil {
 		return nil
 	}
@@ -523,7 +523,7 @@ func (j *Job) checkRestore(m *storage.Manifest) error {
 
 // recoverSinks commits the sink handles of the restored checkpoint: its
 // commit point passed, so whatever it prepared must become visible.
-func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
+func (j *RunningJob) recoverSinks(ctx context.Context, m *storage.Manifest) error {
 	if m == nil {
 		return nil
 	}
@@ -564,7 +564,7 @@ func (j *Job) recoverSinks(ctx context.Context, m *storage.Manifest) error {
 // commit record says up to which checkpoint it committed (docs/design.md,
 // "Database sinks"). It runs before the start mark is recorded, which
 // would replace a record of checkpoint 0 with that of this start.
-func (j *Job) resolvePrepared(ctx context.Context, rec CommitRecord) error {
+func (j *RunningJob) resolvePrepared(ctx context.Context, rec CommitRecord) error {
 	known := rec.Checkpoint > 0 || rec.StateID != ""
 	for _, n := range j.g.nodes {
 		if n.kind != kindSink {
@@ -586,7 +586,7 @@ func (j *Job) resolvePrepared(ctx context.Context, rec CommitRecord) error {
 // before the first commit is told apart from a lost record on restart.
 // Nothing is marked over a record of a committed checkpoint, and nothing
 // when the attempt restores a checkpoint or savepoint.
-func (j *Job) markStart(ctx context.Context, store storage.Storage, rec recovery, incarnation string) error {
+func (j *RunningJob) markStart(ctx context.Context, store storage.Storage, rec recovery, incarnation string) error {
 	cp := j.cfg.CommitPoint
 	if cp == nil || store == nil || rec.manifest != nil || rec.record.Checkpoint != 0 {
 		return nil

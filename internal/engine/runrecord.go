@@ -77,7 +77,7 @@ func writeRunRecord(root string, r runRecord) error {
 // saveRunRecord records the job's restarts and whether this process is
 // still running it; a failure is logged, as it costs at most the count of
 // a restart.
-func (j *Job) saveRunRecord(running bool) {
+func (j *RunningJob) saveRunRecord(running bool) {
 	if j.root == "" {
 		return
 	}

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/barrier"
 	"github.com/onceflow/onceflow/internal/failpoint"
-	"github.com/onceflow/onceflow/internal/runtime"
 )
 
 var errAttemptCanceled = errors.New("attempt canceled")
@@ -28,7 +28,7 @@ const (
 
 type mail struct {
 	kind mailKind
-	b    runtime.Barrier
+	b    barrier.Barrier
 }
 
 // subtask is one parallel instance of a task (a chain of operators) running
@@ -37,7 +37,7 @@ type subtask struct {
 	att        *attempt
 	head       *Node
 	index, par int
-	mail       *runtime.Mailbox[mail]
+	mail       *mailbox[mail]
 	onCommit   []func(ctx context.Context, id int64)
 	onAbort    []func(ctx context.Context, id int64)
 	onTimers   []func()
@@ -70,7 +70,7 @@ type subtask struct {
 	describe       func() string
 	describeRecord func() any
 	// source subtasks only
-	onTrigger func(b runtime.Barrier)
+	onTrigger func(b barrier.Barrier)
 	onStop    func()
 }
 
@@ -233,7 +233,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		out.push(x)
 	}
 	stopped := false
-	st.onTrigger = func(b runtime.Barrier) {
+	st.onTrigger = func(b barrier.Barrier) {
 		if stopped {
 			// The final checkpoint is committed and the stream ends here;
 			// a checkpoint triggered after it covers nothing.

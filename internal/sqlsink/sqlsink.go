@@ -39,8 +39,8 @@ type Batch struct {
 	Dead  []DeadLetter
 }
 
-// size is what the batch holds, for the limits on held rows.
-func (b Batch) size() int { return len(b.Rows) + len(b.Dead) }
+// rowCount is what the batch holds, for the limit on held rows.
+func (b Batch) rowCount() int64 { return int64(len(b.Rows) + len(b.Dead)) }
 
 // DeadLetter is a record the sink rejected, kept in the dead-letter table
 // (or hash) with the sink's output: one row per record, keyed by job, sink
@@ -299,7 +299,7 @@ var (
 
 // New returns a sink; cfg is validated by the connector.
 func New[T any](cfg Config[T]) *Sink[T] {
-	return &Sink[T]{cfg: cfg, name: cfg.Driver.Name() + " sink", log: slog.New(slog.DiscardHandler), hold: txhold.New[Batch](cfg.MaxHeldRows)}
+	return &Sink[T]{cfg: cfg, name: cfg.Driver.Name() + " sink", log: slog.New(slog.DiscardHandler), hold: txhold.New(int64(cfg.MaxHeldRows), Batch.rowCount)}
 }
 
 // BindJob learns the job's name and checks that exactly-once delivery runs
@@ -741,7 +741,7 @@ func (s *Sink[T]) submit(ctx context.Context, b Batch) error {
 			}
 			return nil
 		}
-		if s.hold.Add(b.Epoch, b, b.size()) {
+		if s.hold.Add(b.Epoch, b) {
 			return nil
 		}
 		wake := s.hold.Released()

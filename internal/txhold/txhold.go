@@ -1,13 +1,16 @@
 // Package txhold keeps the order of rows that share one transaction per
-// checkpoint: the bookkeeping of the database sinks whose transaction is
-// the job's commit point (docs/design.md, "Database sinks").
+// checkpoint: the bookkeeping of the sinks whose transaction is the job's
+// commit point, the database sinks (docs/design.md, "Database sinks") and
+// the Kafka sink (docs/design.md, "The Kafka commit point").
 //
 // The sink's writers send rows into one open transaction, which the commit
 // point commits as checkpoint n. Rows a writer gets after it passed barrier
 // n belong to the next transaction, so while n is unresolved (prepared by
 // some writer, neither committed nor aborted) they wait here; the commit of
-// n, or its abort, releases them. A Hold is not safe for concurrent use:
-// the sink guards it with the mutex that guards its transaction.
+// n, or its abort, releases them. A Hold is bounded by a size function the
+// sink chooses: rows for the database sinks, bytes for the Kafka sink. A
+// Hold is not safe for concurrent use: the sink guards it with the mutex
+// that guards its transaction.
 package txhold
 
 import "slices"
@@ -22,21 +25,23 @@ type Hold[B any] struct {
 	aborted       map[int64]bool
 	lastCommitted int64
 	held          []entry[B]
-	rows          int
-	maxRows       int
+	size          int64 // the sum of the held batches' sizes
+	maxSize       int64
+	sizeOf        func(B) int64
 	released      chan struct{}
 }
 
 type entry[B any] struct {
 	epoch int64
 	b     B
-	rows  int
+	size  int64
 }
 
-// New returns a hold of at most maxRows rows (a batch is held even when
-// it alone is more).
-func New[B any](maxRows int) *Hold[B] {
-	return &Hold[B]{aborted: map[int64]bool{}, maxRows: maxRows, released: make(chan struct{})}
+// New returns a hold of batches whose sizes, as sizeOf measures them (rows,
+// bytes), sum to at most maxSize; a batch is held even when it alone is
+// more, so that one large batch cannot block its writer forever.
+func New[B any](maxSize int64, sizeOf func(B) int64) *Hold[B] {
+	return &Hold[B]{aborted: map[int64]bool{}, maxSize: maxSize, sizeOf: sizeOf, released: make(chan struct{})}
 }
 
 // Reset forgets everything (a new incarnation recovered lastCommitted)
@@ -45,7 +50,7 @@ func (h *Hold[B]) Reset(lastCommitted int64) {
 	h.unresolved, h.lastCommitted = nil, lastCommitted
 	clear(h.aborted)
 	clear(h.held)
-	h.held, h.rows = h.held[:0], 0
+	h.held, h.size = h.held[:0], 0
 	h.Wake()
 }
 
@@ -89,19 +94,37 @@ func (h *Hold[B]) Aborted(id int64) {
 	}
 }
 
-// Add holds b, rows rows of epoch e; false when the hold is full (the
-// writer waits for Released, then tries again).
-func (h *Hold[B]) Add(e int64, b B, rows int) bool {
-	if h.rows > 0 && h.rows+rows > h.maxRows {
+// Add holds b, a batch of epoch e, unless it does not fit: false when the
+// held batches and b would be more than the bound and the hold is not
+// empty (the writer waits for Released, then tries again).
+func (h *Hold[B]) Add(e int64, b B) bool {
+	n := h.sizeOf(b)
+	if h.size > 0 && h.size+n > h.maxSize {
 		return false
 	}
-	h.held = append(h.held, entry[B]{epoch: e, b: b, rows: rows})
-	h.rows += rows
+	h.held = append(h.held, entry[B]{epoch: e, b: b, size: n})
+	h.size += n
 	return true
 }
 
-// Rows is how many rows are held.
-func (h *Hold[B]) Rows() int { return h.rows }
+// Size is the sum of the held batches' sizes.
+func (h *Hold[B]) Size() int64 { return h.size }
+
+// Drop forgets, without writing them, the held batches drop picks (a
+// writer closed: its rows' epoch is replayed). The caller wakes the
+// waiters.
+func (h *Hold[B]) Drop(drop func(B) bool) {
+	keep := h.held[:0]
+	for _, e := range h.held {
+		if drop(e.b) {
+			h.size -= e.size
+			continue
+		}
+		keep = append(keep, e)
+	}
+	clear(h.held[len(keep):])
+	h.held = keep
+}
 
 // Release passes to write, in order, the held batches that may enter the
 // open transaction now, and with upTo >= 0 every batch of an epoch up to
@@ -111,7 +134,7 @@ func (h *Hold[B]) Release(upTo int64, write func(B) error) error {
 	var err error
 	for _, e := range h.held {
 		if err == nil && (e.epoch <= upTo || !h.MustHold(e.epoch)) {
-			h.rows -= e.rows
+			h.size -= e.size
 			err = write(e.b)
 			continue
 		}

@@ -1,21 +1,21 @@
-package runtime
+package engine
 
 import "sync"
 
-// Mailbox is an unbounded queue with a wake-up channel. The coordinator posts
+// mailbox is an unbounded queue with a wake-up channel. The coordinator posts
 // into subtasks' mailboxes; posting never blocks, so the coordinator can never
 // deadlock against a subtask that is blocked on backpressure.
-type Mailbox[M any] struct {
+type mailbox[M any] struct {
 	mu    sync.Mutex
 	items []M
 	wake  chan struct{}
 }
 
-// NewMailbox returns an empty mailbox.
-func NewMailbox[M any]() *Mailbox[M] { return &Mailbox[M]{wake: make(chan struct{}, 1)} }
+// newMailbox returns an empty mailbox.
+func newMailbox[M any]() *mailbox[M] { return &mailbox[M]{wake: make(chan struct{}, 1)} }
 
 // Post appends m and wakes the reader.
-func (b *Mailbox[M]) Post(m M) {
+func (b *mailbox[M]) Post(m M) {
 	b.mu.Lock()
 	b.items = append(b.items, m)
 	b.mu.Unlock()
@@ -26,10 +26,10 @@ func (b *Mailbox[M]) Post(m M) {
 }
 
 // Wake returns the channel that receives a value after Post.
-func (b *Mailbox[M]) Wake() <-chan struct{} { return b.wake }
+func (b *mailbox[M]) Wake() <-chan struct{} { return b.wake }
 
 // Drain returns every posted message in order and empties the mailbox.
-func (b *Mailbox[M]) Drain() []M {
+func (b *mailbox[M]) Drain() []M {
 	b.mu.Lock()
 	items := b.items
 	b.items = nil

@@ -1,4 +1,4 @@
-package runtime
+package barrier
 
 import (
 	"reflect"
@@ -104,24 +104,6 @@ func TestAlignerRejectsOutOfOrderBarriers(t *testing.T) {
 	a := NewAligner(2, false)
 	a.OnBarrier(0, Barrier{ID: 2})
 	a.OnBarrier(0, Barrier{ID: 1})
-}
-
-func TestMailboxKeepsOrder(t *testing.T) {
-	m := NewMailbox[int]()
-	for i := 0; i < 5; i++ {
-		m.Post(i)
-	}
-	select {
-	case <-m.Wake():
-	default:
-		t.Fatal("no wake-up after Post")
-	}
-	if got := m.Drain(); !reflect.DeepEqual(got, []int{0, 1, 2, 3, 4}) {
-		t.Fatalf("drained %v", got)
-	}
-	if got := m.Drain(); len(got) != 0 {
-		t.Fatalf("second drain %v", got)
-	}
 }
 
 // Barrier ids may jump by billions (fenced checkpoint ids): release does

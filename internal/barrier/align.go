@@ -1,6 +1,8 @@
-// Package runtime holds the type-independent parts of the dataflow runtime:
-// barrier alignment and the per-subtask mailbox.
-package runtime
+// Package barrier aligns checkpoint barriers over an operator's input
+// channels (docs/design.md, "The checkpoint protocol"): the
+// type-independent part of the runtime that decides when barrier n has
+// arrived on every channel.
+package barrier
 
 import (
 	"cmp"
