@@ -1,14 +1,12 @@
 package flow
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint"
-	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/engine"
 	"github.com/onceflow/onceflow/internal/restart"
@@ -110,27 +108,17 @@ const (
 // savepoints restore into either (docs/design.md, "State backends").
 func StateBackend(name string) Option { return func(c *Env) { c.g.Cfg.StateBackend = name } }
 
-// S3Options configures CheckpointsOnS3: Endpoint, Region, PathStyle,
-// Insecure (plain HTTP to a local test server), Transport, MaxRetries.
-// Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
-// AWS_SESSION_TOKEN, then the shared credentials file, then the machine's
-// IAM role.
-type S3Options = s3store.Options
+// CheckpointStore is where a job's checkpoints live (the local directory
+// by default). Package checkpoint/s3 provides one on S3-compatible object
+// storage.
+type CheckpointStore = storage.Storage
 
-// CheckpointsOnS3 keeps the job's checkpoints and savepoints' sources in
-// S3-compatible object storage under url/<job> (url is
-// s3://bucket/prefix), so that losing the machine does not lose the state.
-// StateDir is still needed: it holds the instance lock and the state
-// backend's working files. The bucket must exist; access is checked when
-// the job starts.
-func CheckpointsOnS3(url string, o S3Options) Option {
-	return func(c *Env) {
-		c.g.Cfg.OpenStorage = func(_, job string) (storage.Storage, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			return s3store.Open(ctx, url, job, o)
-		}
-	}
+// CheckpointStorage keeps the job's checkpoints in the store open returns
+// for the job (stateDir is StateDir). Storages plug in this way so that a
+// program keeping checkpoints locally links no object-storage client:
+// s3.Checkpoints (package checkpoint/s3) is one.
+func CheckpointStorage(open func(stateDir, job string) (CheckpointStore, error)) Option {
+	return func(c *Env) { c.g.Cfg.OpenStorage = open }
 }
 
 // CheckpointsIn keeps the job's checkpoints in the local directory

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/checkpoint/s3"
+
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
@@ -225,13 +227,13 @@ func TestBackendMigration(t *testing.T) {
 // bucket, and every count continues.
 func TestCheckpointsOnS3SurviveTheMachine(t *testing.T) {
 	srv := s3test.Start(t, true)
-	s3 := flow.CheckpointsOnS3("s3://"+s3test.Bucket+"/jobs", flow.S3Options{Endpoint: srv.URL, Transport: srv.Transport})
+	onS3 := s3.Checkpoints("s3://"+s3test.Bucket+"/jobs", s3.Options{Endpoint: srv.URL, Transport: srv.Transport})
 	const keys, perKey = 100, 10
 	sink := flowtest.NewSink[count]()
 	var failed atomic.Bool
 	build := func(perKey int, stateDir string, fail bool) *flow.Env {
 		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
-		env := flow.New(quiet(), flow.JobName("s3"), flow.StateBackend(flow.PebbleBackend), flow.StateDir(stateDir), s3,
+		env := flow.New(quiet(), flow.JobName("s3"), flow.StateBackend(flow.PebbleBackend), flow.StateDir(stateDir), onS3,
 			flow.Checkpointing(5*time.Millisecond), flow.Restart(flow.RestartConfig{Strategy: flow.FixedDelay, Attempts: 1, Delay: time.Millisecond}))
 		var seen atomic.Int64
 		in := flow.Map(flow.From(env, src, flow.UID("src")), func(e event) event {
@@ -288,7 +290,7 @@ func TestGCDoesNotRaceARestore(t *testing.T) {
 	run := func(par, perKey int, tr http.RoundTripper) {
 		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
 		env := pebbleCountJob(src, sink, par, flow.StateDir(t.TempDir()), flow.Checkpointing(time.Millisecond), flow.RetainedCheckpoints(1),
-			flow.CheckpointsOnS3("s3://"+s3test.Bucket+"/gc", flow.S3Options{Endpoint: srv.URL, Transport: tr}))
+			s3.Checkpoints("s3://"+s3test.Bucket+"/gc", s3.Options{Endpoint: srv.URL, Transport: tr}))
 		n := len(sink.Committed())
 		if n == 0 {
 			n = keys * perKey

@@ -1,5 +1,10 @@
 package state
 
+import (
+	"fmt"
+	"sync"
+)
+
 // Backend keeps the keyed state of one keyed operator subtask outside the Go
 // heap: a state backend such as Pebble implements it, and the handles
 // (Value, Map, List) run on it unchanged. Without one (a nil Backend given
@@ -30,4 +35,71 @@ type Backend interface {
 	// until fn returns false. The slices fn gets are valid during the call
 	// only. fn must not modify the backend.
 	Range(kg int, state string, prefix []byte, fn func(key, value []byte) bool) error
+}
+
+// IncrementalDB is a Backend whose state lives in immutable files that a
+// checkpoint stores once and later checkpoints reference (docs/design.md,
+// "Incremental checkpoints"): the engine checkpoints, clips and merges it
+// by key-group range when a job restores at another parallelism.
+type IncrementalDB interface {
+	Backend
+	// Checkpoint writes a consistent copy of the database into dir (hard
+	// links where it can) and returns the names of the files written.
+	Checkpoint(dir string) ([]string, error)
+	// Clip deletes every key outside the key groups first..last.
+	Clip(first, last int) error
+	// Import copies the keys of key groups lo..hi from src, a database of
+	// the same backend opened read-only, and returns how many it copied.
+	Import(src IncrementalDB, lo, hi int) (keys int64, err error)
+	// DiskUsage is the bytes the database takes on disk.
+	DiskUsage() int64
+	Close() error
+}
+
+// DBProvider opens the databases of one run of a job's keyed subtasks,
+// sharing a memory budget among them.
+type DBProvider interface {
+	Open(dir string, dbs, maxParallelism int) (IncrementalDB, error)
+	// OpenReadOnly opens a checkpoint's copy to import from.
+	OpenReadOnly(dir string, maxParallelism int) (IncrementalDB, error)
+	// Close releases what the databases shared, after they are closed.
+	Close()
+}
+
+// DBBackend is a registered backend of IncrementalDBs.
+type DBBackend struct {
+	// Name is what a job chooses it by ("pebble").
+	Name string
+	// NewProvider makes the provider of one run, with budget bytes of
+	// memory for all its databases.
+	NewProvider func(budget int64) DBProvider
+}
+
+var dbBackends struct {
+	sync.RWMutex
+	m map[string]DBBackend
+}
+
+// RegisterDBBackend makes b choosable by name. A backend's package
+// registers itself in init, so a program links it only by importing it
+// (state/pebblestate: import _ "github.com/onceflow/onceflow/state/pebblestate"),
+// as database/sql links drivers; it panics on a name taken twice.
+func RegisterDBBackend(b DBBackend) {
+	dbBackends.Lock()
+	defer dbBackends.Unlock()
+	if dbBackends.m == nil {
+		dbBackends.m = map[string]DBBackend{}
+	}
+	if _, dup := dbBackends.m[b.Name]; dup || b.Name == "" || b.NewProvider == nil {
+		panic(fmt.Sprintf("state.RegisterDBBackend(%q): empty, incomplete or registered twice", b.Name))
+	}
+	dbBackends.m[b.Name] = b
+}
+
+// LookupDBBackend returns the registered backend called name.
+func LookupDBBackend(name string) (DBBackend, bool) {
+	dbBackends.RLock()
+	defer dbBackends.RUnlock()
+	b, ok := dbBackends.m[name]
+	return b, ok
 }

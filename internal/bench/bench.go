@@ -16,6 +16,9 @@
 // duplicates data would measure the wrong thing, so Run fails instead.
 package bench
 
+// Pebble plugs into the engine by import (docs/design.md, "State backends").
+import _ "github.com/onceflow/onceflow/state/pebblestate"
+
 import (
 	"context"
 	"errors"

@@ -10,3 +10,6 @@
 // ("source", "sink", "sink-<kind>", "dead-letters", step ids) name the
 // state in existing checkpoints: changing one is a refused restore.
 package compile
+
+// Pebble plugs into the engine by import (docs/design.md, "State backends").
+import _ "github.com/onceflow/onceflow/state/pebblestate"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	s3ckpt "github.com/onceflow/onceflow/checkpoint/s3"
+
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/jobfile"
@@ -210,7 +212,7 @@ func NewEnv(jf *jobfile.JobFile, log *slog.Logger, extra ...flow.Option) (*flow.
 		opts = append(opts, flow.CheckpointsIn(c))
 	} else if c != "" {
 		s3 := jf.State.S3
-		opts = append(opts, flow.CheckpointsOnS3(jf.State.Checkpoints, flow.S3Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}))
+		opts = append(opts, s3ckpt.Checkpoints(jf.State.Checkpoints, s3ckpt.Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}))
 	}
 	if jf.RestartSet {
 		opts = append(opts, flow.Restart(jf.Restart))

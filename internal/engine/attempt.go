@@ -16,7 +16,6 @@ import (
 	"github.com/onceflow/onceflow/internal/plan"
 	"github.com/onceflow/onceflow/internal/testbreak"
 	"github.com/onceflow/onceflow/state"
-	"github.com/onceflow/onceflow/state/pebblestate"
 )
 
 // ackMsg is a participant's answer to a barrier.
@@ -77,7 +76,7 @@ type attempt struct {
 	origin *storage.Origin
 
 	// The Pebble state backend (nil pool: keyed state in the heap).
-	pool          *pebblestate.Pool
+	pool          state.DBProvider
 	keyedSubtasks int
 	dbMu          sync.Mutex
 	dbDir         string
@@ -258,8 +257,8 @@ func (j *RunningJob) runAttempt(ctx context.Context) (err error) {
 			att.keyedSubtasks += par[n]
 		}
 	}
-	if cfg.StateBackend == BackendPebble && att.keyedSubtasks > 0 {
-		att.pool = pebblestate.NewPool(cfg.StateMemory)
+	if b, ok := state.LookupDBBackend(cfg.StateBackend); ok && att.keyedSubtasks > 0 {
+		att.pool = b.NewProvider(cfg.StateMemory)
 		defer att.closeDBs()
 	}
 	att.acks = make(chan ackMsg, att.parts*4)

@@ -115,10 +115,16 @@ func (c *Config) Validate() error {
 	if c.StartFresh && c.ResumeLatest {
 		add("StartFresh and ResumeLatestCheckpoint exclude each other: choose one")
 	}
-	switch c.StateBackend {
-	case "", BackendMemory, BackendPebble:
-	default:
-		add("state backend %q is unknown: use %q or %q", c.StateBackend, BackendMemory, BackendPebble)
+	if _, linked := state.LookupDBBackend(c.StateBackend); !linked {
+		switch c.StateBackend {
+		case "", BackendMemory:
+		case BackendPebble:
+			// Backends plug in as database/sql drivers do, so a program
+			// that keeps state in memory links no Pebble.
+			add("state backend %q is not linked into this program: import _ %q", c.StateBackend, "github.com/onceflow/onceflow/state/pebblestate")
+		default:
+			add("state backend %q is unknown: use %q, or %q with the package state/pebblestate imported", c.StateBackend, BackendMemory, BackendPebble)
+		}
 	}
 	if c.StateMemory < 0 {
 		add("state memory budget %d is negative", c.StateMemory)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
 	"github.com/onceflow/onceflow/internal/failpoint"
-	"github.com/onceflow/onceflow/state/pebblestate"
+	"github.com/onceflow/onceflow/state"
 )
 
 // State backends (Config.StateBackend).
@@ -48,7 +48,7 @@ const (
 
 // dbState is the Pebble database of one keyed subtask.
 type dbState struct {
-	db       *pebblestate.DB
+	db       state.IncrementalDB
 	dir      string // the database directory
 	uid      string
 	subtask  int

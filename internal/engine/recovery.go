@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+	"github.com/onceflow/onceflow/state"
 )
 
 // recovery is what resolveRestore decided for one attempt: the checkpoint
@@ -506,7 +507,7 @@ func (j *RunningJob) checkRestore(m *storage.Manifest) error {
 			missing = append(missing, uid)
 			continue
 		}
-		if len(op.DB) > 0 && j.cfg.StateBackend != BackendPebble {
+		if _, db := state.LookupDBBackend(j.cfg.StateBackend); len(op.DB) > 0 && !db {
 			return fmt.Errorf("%w: checkpoint %d in %s keeps the keyed state of operator %q as Pebble database files, and the job now keeps state in memory; set the state backend back to pebble (state.backend in a job file, flow.StateBackend in Go), or take a savepoint with it (savepoints use a portable format) and start the memory job from that savepoint",
 				ErrRestoreRefused, m.CheckpointID, m.Dir, uid)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/onceflow/onceflow/state"
 )
 
 // Checkpoint makes the DB's state durable as files in dir, which must not
@@ -120,7 +121,11 @@ const importFileBytes = 64 << 20
 // ingested: no memtable, no compaction of the copied data on the way in.
 // Keys d already has in lo..hi are shadowed by src's; keys of other key
 // groups are untouched.
-func (d *DB) Import(src *DB, lo, hi int) (keys int64, err error) {
+func (d *DB) Import(from state.IncrementalDB, lo, hi int) (keys int64, err error) {
+	src, ok := from.(*DB)
+	if !ok {
+		return 0, fmt.Errorf("pebblestate: import into %s from a %T: only a pebblestate DB can be imported", d.dir, from)
+	}
 	if d.readOnly {
 		return 0, fmt.Errorf("pebblestate: import into %s: the DB is open read-only", d.dir)
 	}

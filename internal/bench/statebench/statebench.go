@@ -23,6 +23,9 @@
 // the real sizes when ONCEFLOW_STATEBENCH=1 (see TestStateBench).
 package statebench
 
+// Pebble plugs into the engine by import (docs/design.md, "State backends").
+import _ "github.com/onceflow/onceflow/state/pebblestate"
+
 import (
 	"context"
 	"encoding/binary"
