@@ -23,16 +23,24 @@
 //
 // How it runs: this process (the parent) starts an in-process Kafka broker
 // (franz-go's kfake), produces the input, and runs the job in a child
-// process (this same program, re-executed). It SIGKILLs the child at a
-// random moment after the job started, several times, and restarts it on
-// the same state directory and output directory each time; the broker
-// outlives every child. The last child runs to the end of the input. The
-// parent then reads the committed output files and checks them: every
-// order exactly once, with its customer's name and amount, nothing extra,
-// nothing left prepared.
+// process (this same program, re-executed). It SIGKILLs the child six
+// times and restarts it on the same state directory and output directory
+// each time; the broker outlives every child. The kills take turns at
+// three moments: as soon as the sink prepared an epoch (its file appears,
+// before the checkpoint commits: recovery must abort it and write its
+// records again), right after a checkpoint committed (before the sink
+// renamed its epochs: recovery must commit them from the restored
+// checkpoint), and at a random moment. The child says on stdout when the
+// job started and when each checkpoint starts and commits (flow hooks),
+// which is how the parent aims. The last child runs to the end of the
+// input. The parent then reads the committed output files and checks
+// them: every order exactly once, with its customer's name and amount,
+// nothing extra, nothing left prepared, and both ways through the join
+// (profile first, order first) taken.
 //
 // Run it with `go run ./enrich` from the examples directory; it exits 1 if
-// the output is wrong. ENRICH_SEED=<n> repeats the kill times of a run.
+// the output is wrong. ENRICH_SEED=<n> repeats the kill delays of a run (the
+// moments they land at depend on timing too).
 package main
 
 import (
@@ -47,6 +55,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -63,7 +72,9 @@ import (
 const (
 	customers = 60
 	orders    = 1500
-	kills     = 5 // SIGKILLs of the job process before it may finish
+	kills     = 6 // SIGKILLs of the job process before it may finish
+
+	parallelism = 2 // of the join and the sink
 
 	childEnv = "ENRICH_CHILD" // set in the child: "<brokers>;<dir>"
 )
@@ -144,16 +155,17 @@ func parent() error {
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
+	modes := []killMode{killPrepared, killCommitted, killRandom}
 	killed := 0
 	for run := 1; ; run++ {
 		if run > kills+5 {
 			return fmt.Errorf("the job did not finish in %d runs", run-1)
 		}
-		var delay time.Duration
+		mode, delay := noKill, time.Duration(0)
 		if killed < kills {
-			delay = time.Duration(100+rng.IntN(400)) * time.Millisecond
+			mode, delay = modes[killed%len(modes)], time.Duration(50+rng.IntN(400))*time.Millisecond
 		}
-		res, err := runChild(ctx, self, brokers+";"+dir, delay)
+		res, err := runChild(ctx, self, brokers+";"+dir, filepath.Join(dir, "output"), mode, delay)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", run, err)
 		}
@@ -163,8 +175,8 @@ func parent() error {
 		}
 		if res.killed {
 			killed++
-			fmt.Printf("run %d: restored checkpoint %s, SIGKILLed %v after the job started; %d lines committed so far\n",
-				run, res.restored, delay, committed)
+			fmt.Printf("run %d: restored checkpoint %s; SIGKILLed %s (%s); %d lines committed so far\n",
+				run, res.restored, res.how, mode, committed)
 			continue
 		}
 		fmt.Printf("run %d: restored checkpoint %s, ran to the end: %s\n", run, res.restored, res.summary)
@@ -183,14 +195,39 @@ func parent() error {
 
 type childResult struct {
 	killed   bool
+	how      string // where the kill landed
 	restored string // the checkpoint the child restored, as it said
 	summary  string // its last line when it ran to the end
 }
 
-// runChild runs the job in a child process. With delay > 0 it SIGKILLs the
-// child that long after the job started (the child says so on stdout);
-// if the child ended before, it did not get killed.
-func runChild(ctx context.Context, self, arg string, delay time.Duration) (childResult, error) {
+// Where a kill lands. The job process says on stdout when it started and
+// when each checkpoint starts and completes (flow hooks); the parent also
+// sees the sink's epoch files appear. So besides killing at a random
+// moment it can aim at the two windows of the two-phase commit.
+type killMode int
+
+const (
+	noKill killMode = iota
+	// killRandom: delay after the job started.
+	killRandom
+	// killPrepared: in the first checkpoint started after delay, as soon
+	// as the sink prepared its epoch (a file of that checkpoint appears),
+	// before the checkpoint committed if the kill is fast enough: the
+	// restored job must abort that epoch and write its records again.
+	killPrepared
+	// killCommitted: as soon as a checkpoint after delay committed, before
+	// the sink renamed its epochs if the kill is fast enough: recovery must
+	// commit them from the restored checkpoint's handles.
+	killCommitted
+)
+
+func (m killMode) String() string {
+	return [...]string{"none", "at a random moment", "after the sink prepared a checkpoint", "right after a checkpoint committed"}[m]
+}
+
+// runChild runs the job in a child process and kills it with SIGKILL as
+// mode says; if the child ends first, it was not killed.
+func runChild(ctx context.Context, self, arg, outDir string, mode killMode, delay time.Duration) (childResult, error) {
 	var res childResult
 	cmd := exec.CommandContext(ctx, self)
 	cmd.Env = append(os.Environ(), childEnv+"="+arg)
@@ -202,21 +239,72 @@ func runChild(ctx context.Context, self, arg string, delay time.Duration) (child
 	if err := cmd.Start(); err != nil {
 		return res, err
 	}
+	var killOnce sync.Once
 	var sentKill atomic.Bool
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "started restored="):
-			res.restored = strings.TrimPrefix(line, "started restored=")
-			if delay > 0 {
-				time.AfterFunc(delay, func() {
-					sentKill.Store(true)
-					cmd.Process.Signal(syscall.SIGKILL)
-				})
+	kill := func(how string) {
+		killOnce.Do(func() {
+			sentKill.Store(true)
+			res.how = how
+			cmd.Process.Signal(syscall.SIGKILL)
+		})
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	armed := make(chan struct{}) // closed delay after the job started
+	var target int64             // killPrepared: the checkpoint aimed at
+	stopWatch := func() {}       // stops watching target's files
+	defer func() { stopWatch() }()
+	for line := range lines {
+		verb, val, _ := strings.Cut(line, " ")
+		id, _ := strconv.ParseInt(val, 10, 64)
+		switch verb {
+		case "started":
+			res.restored = val
+			if mode == noKill {
+				break
 			}
-		case strings.HasPrefix(line, "done "):
-			res.summary = strings.TrimPrefix(line, "done ")
+			time.AfterFunc(delay, func() {
+				close(armed)
+				if mode == killRandom {
+					kill(fmt.Sprintf("%v after the job started", delay))
+				}
+			})
+		case "checkpoint-started":
+			if mode != killPrepared || target != 0 || !closed(armed) {
+				break
+			}
+			target = id
+			stop := make(chan struct{})
+			stopWatch = sync.OnceFunc(func() { close(stop) })
+			go func() {
+				for {
+					if f := epochFileOf(outDir, id); f != "" {
+						kill(fmt.Sprintf("when %s appeared", f))
+						return
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}()
+		case "checkpoint-completed":
+			switch {
+			case mode == killCommitted && closed(armed):
+				kill(fmt.Sprintf("when checkpoint %d committed", id))
+			case mode == killPrepared && id == target:
+				stopWatch() // nothing prepared in time (or empty epochs): aim at the next one
+				target = 0
+			}
+		case "done":
+			res.summary = val
 		}
 	}
 	err = cmd.Wait()
@@ -234,6 +322,29 @@ func runChild(ctx context.Context, self, arg string, delay time.Duration) (child
 		return res, errors.New("the job process exited without finishing the job")
 	}
 	return res, nil
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// epochFileOf returns the name of a file the sink wrote for checkpoint id,
+// prepared or committed, or "" if there is none yet.
+func epochFileOf(dir string, id int64) string {
+	for sub := range parallelism {
+		h := handleOf(sub, id)
+		for _, f := range []string{filepath.Join("pending", h+".tmp"), filepath.Join("out", h+".txt")} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				return f
+			}
+		}
+	}
+	return ""
 }
 
 // produce writes the input: the orders, then the profiles, so that many
@@ -378,6 +489,7 @@ func child(arg string) error {
 		flow.Checkpointing(100*time.Millisecond),
 		flow.CheckpointMode(flow.ExactlyOnce),
 		flow.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		flow.WithHooks(progress{}),
 	)
 	// The sleeps stretch the run to a few seconds so that the kills land
 	// mid-run; the profiles come slower than the orders, so many orders
@@ -420,7 +532,7 @@ func child(arg string) error {
 				return nil
 			},
 		}
-	}, flow.WithParallelism(2))
+	}, flow.WithParallelism(parallelism))
 	flow.To(joined, epochFiles{dir: filepath.Join(dir, "output")}, flow.UID("files"))
 
 	job, err := env.Start(ctx)
@@ -437,7 +549,7 @@ func child(arg string) error {
 		}
 		break
 	}
-	fmt.Printf("started restored=%d\n", job.Stats().RestoredCheckpoint)
+	fmt.Printf("started %d\n", job.Stats().RestoredCheckpoint)
 	if err := job.Wait(); err != nil {
 		return err
 	}
@@ -445,4 +557,16 @@ func child(arg string) error {
 	fmt.Printf("done %d checkpoints committed (job life), %d restarts (job life), %d records read by this process\n",
 		st.CheckpointsCompleted, st.Restarts, st.RecordsIn)
 	return nil
+}
+
+// progress tells the parent on stdout when each checkpoint starts and
+// commits, so that it can aim its kills.
+type progress struct{}
+
+func (progress) OnCheckpointStarted(e flow.CheckpointStarted) {
+	fmt.Printf("checkpoint-started %d\n", e.ID)
+}
+
+func (progress) OnCheckpointCompleted(e flow.CheckpointCompleted) {
+	fmt.Printf("checkpoint-completed %d\n", e.ID)
 }
