@@ -121,7 +121,7 @@ func (s epochFiles) commit(handle []byte) error {
 type epochCommitter struct{ s epochFiles }
 
 func (c epochCommitter) Commit(_ context.Context, _ int64, h []byte) error { return c.s.commit(h) }
-func (epochCommitter) Close() error                                          { return nil }
+func (epochCommitter) Close() error                                        { return nil }
 
 type epochWriter struct {
 	s       epochFiles
