@@ -163,7 +163,7 @@ func parent() error {
 		}
 		mode, delay := noKill, time.Duration(0)
 		if killed < kills {
-			mode, delay = modes[killed%len(modes)], time.Duration(50+rng.IntN(400))*time.Millisecond
+			mode, delay = modes[killed%len(modes)], time.Duration(50+rng.IntN(250))*time.Millisecond
 		}
 		res, err := runChild(ctx, self, brokers+";"+dir, filepath.Join(dir, "output"), mode, delay)
 		if err != nil {
