@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 
 	"github.com/onceflow/onceflow/internal/nexmark"
@@ -74,4 +75,53 @@ func Canonical(value []byte) (string, error) {
 	}
 	out, err := json.Marshal(row)
 	return string(out), err
+}
+
+// Verify compares values, the committed output of the query name over
+// the first events events of the generator of cfg, with Expected over
+// the same events, as multisets: it returns nil when each expected record
+// is there as often as the reference makes it and nothing else is, and
+// otherwise an error saying how many differ, with examples.
+func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) error {
+	g, err := nexmark.New(cfg)
+	if err != nil {
+		return err
+	}
+	n := map[string]int{}
+	var e nexmark.Event
+	want := 0
+	for range events {
+		g.NextInto(&e)
+		out, ok, err := Expected(name, &e)
+		if err != nil {
+			return err
+		}
+		if ok {
+			n[out]++
+			want++
+		}
+	}
+	for i, v := range values {
+		s, err := Canonical(v)
+		if err != nil {
+			return fmt.Errorf("output record %d: %w", i, err)
+		}
+		n[s]--
+	}
+	var extra, missing []string
+	for s, k := range n {
+		for ; k < 0; k++ {
+			extra = append(extra, s)
+		}
+		for ; k > 0; k-- {
+			missing = append(missing, s)
+		}
+	}
+	if len(extra) == 0 && len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(extra)
+	sort.Strings(missing)
+	return fmt.Errorf("%s: %d output records, the reference %d: %d not in the reference (or more often than there), e.g. %q; %d missing, e.g. %q",
+		name, len(values), want, len(extra), extra[:min(3, len(extra))], len(missing), missing[:min(3, len(missing))])
 }
