@@ -58,7 +58,7 @@ func commands() []command {
 		{name: "topic", args: "create [TOPIC...] | add-partitions --partitions N [TOPIC...]", summary: "create topics (with --job FILE: the job's input, output and dead-letter topics), or grow topics to N partitions (with --job FILE: its input topics)", flags: topicFlags},
 		{name: "offsets", args: "reset", summary: "move a stopped job to earliest, latest or a timestamp, with its state, so they cannot disagree", flags: offsetsFlags},
 		{name: "txn", args: "list | abort ID", summary: "find transactions open too long (they block read_committed readers) and abort one", flags: txnFlags},
-		{name: "nexmark", args: "generate", summary: "fill a topic with Nexmark benchmark events (JSON, the same for a seed)", flags: nexmarkFlags},
+		{name: "nexmark", args: "generate | run", summary: "fill a topic with Nexmark benchmark events (JSON, the same for a seed), or measure the Nexmark queries over them", flags: nexmarkFlags},
 		{name: "verify", summary: "check that a job's committed output holds every input exactly once", flags: verifyFlags},
 		{name: "version", summary: "print the onceflow version", flags: versionFlags},
 		{name: "help", args: "[COMMAND]", summary: "show help for onceflow or one command", flags: nil},

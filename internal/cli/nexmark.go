@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,10 +22,11 @@ import (
 
 // `onceflow nexmark generate` fills a topic with Nexmark events, the
 // JSON rows of Nexmark's Kafka table (docs/benchmarks.md, "onceflow
-// nexmark generate").
+// nexmark generate"); `onceflow nexmark run` (nexmark_run.go) fills one
+// and measures the queries over it.
 
 func nexmarkFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated Kafka bootstrap brokers (run: default none, a broker of its own is started)")
 	topic := fs.String("topic", "nexmark", "the topic to fill; created when missing")
 	events := fs.Int64("events", 0, "how many events to write (required)")
 	partitions := fs.Int("partitions", 8, "partitions of the topic when it is created; events go to them in turn")
@@ -36,13 +38,31 @@ func nexmarkFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 	appendTo := fs.Bool("append", false, "write into a topic that holds records already (without it such a topic is refused)")
 	compression := fs.String("compression", "none", "compression of the record batches: none, gzip, snappy, lz4 or zstd")
 	progress := fs.Duration("progress", time.Second, "how often to show progress on stderr; 0: never")
+	runOpts := nexmarkRunFlags(fs)
 	return func(ctx context.Context, e *env, args []string) error {
 		args, err := verbFirst(fs, args)
 		if err != nil {
 			return err
 		}
-		if len(args) != 1 || args[0] != "generate" {
-			return fmt.Errorf("%w: use nexmark generate --events N [--topic T] [--partitions P] [--rate R] [--seed S]", errUsage)
+		if len(args) != 1 || (args[0] != "generate" && args[0] != "run") {
+			return fmt.Errorf("%w: use nexmark generate --events N [--topic T] [--partitions P] [--rate R] [--seed S], or nexmark run --events N [--query q0,q1] [--backends memory,pebble]", errUsage)
+		}
+		isRun := args[0] == "run"
+		brokersSet := false
+		fs.Visit(func(f *flag.Flag) { brokersSet = brokersSet || f.Name == "brokers" })
+		if isRun && !brokersSet {
+			*brokers = ""
+		}
+		if isRun {
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "topic" || f.Name == "append" || f.Name == "start-event" {
+					err = fmt.Errorf("%w: nexmark run fills a topic of its own: --%s is for nexmark generate", errUsage, f.Name)
+				}
+			})
+			if err != nil {
+				return err
+			}
+			*topic = "nexmark-" + strconv.FormatInt(time.Now().Unix(), 36)
 		}
 		switch {
 		case *events < 1:
@@ -73,11 +93,22 @@ func nexmarkFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error 
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		g.SetPosition(*start)
+		var brokerList []string
+		if *brokers != "" {
+			brokerList = strings.Split(*brokers, ",")
+		}
 		gen := nexmarkGen{
-			g: g, brokers: strings.Split(*brokers, ","), topic: *topic, events: *events, partitions: *partitions,
+			g: g, brokers: brokerList, topic: *topic, events: *events, partitions: *partitions,
 			rate: *rate, appendTo: *appendTo, codec: codec, progress: *progress,
 		}
-		return gen.run(ctx, e)
+		if !isRun {
+			return gen.run(ctx, e)
+		}
+		if *rate != 0 || cfg != (nexmark.Config{Seed: *seed, EventsPerSecond: *eventRate}) {
+			// The reference counts assume the generator's defaults.
+			return fmt.Errorf("%w: nexmark run takes the generator's defaults but --seed: drop --rate, --event-rate and --base-time", errUsage)
+		}
+		return runOpts.start(ctx, e, &gen)
 	}
 }
 

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/nexmark"
+	"github.com/onceflow/onceflow/internal/nexmark/queries"
+)
+
+// TestNexmarkCrash: the Nexmark query q1 (internal/nexmark/queries), as
+// `onceflow run` SIGKILLed at random moments against `onceflow broker`,
+// over events `onceflow nexmark generate` wrote: its read_committed output
+// equals the reference computation over the same events, record for record
+// as a multiset, as after a run without kills (internal/cli's
+// TestNexmarkQueriesMatchReference). docs/benchmarks.md, "Nexmark
+// queries".
+func TestNexmarkCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	events, kills := int64(100_000), 5
+	if os.Getenv("ONCEFLOW_LONG") != "" {
+		events, kills = 1_000_000, 30
+	}
+	const q, genSeed = "q1", 5
+	rng := seed(t)
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	bin := binary(t)
+	gen := exec.Command(bin, "nexmark", "generate", "--brokers", addr, "--topic", "in", "--partitions", "8",
+		"--events", strconv.FormatInt(events, 10), "--seed", strconv.Itoa(genSeed), "--progress", "0")
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("nexmark generate: %v\n%s", err, out)
+	}
+	out := "out-nexmark-" + q
+	createTopic(t, addr, out, 4)
+	src, err := queries.File(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := queries.Instantiate(src, queries.Overrides{
+		Brokers: []string{addr}, Input: "in", Group: "nexmark-" + q, Output: out,
+		StateDir: filepath.Join(dir, "state"), Backend: os.Getenv("ONCEFLOW_TEST_STATE_BACKEND"),
+		Interval: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, q+".yaml")
+	if err := os.WriteFile(file, job, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &jobRunner{t: t, bin: bin, file: file, log: &logWriter{t: t, name: q}}
+	start := time.Now()
+	r.crashAndFinish(rng, kills, addr, "nexmark-"+q)
+	t.Logf("%s over %d events: %d kills and the final run took %v", q, events, kills, time.Since(start).Round(time.Millisecond))
+	recs := readCommitted(t, addr, out)
+	values := make([][]byte, len(recs))
+	for i, rec := range recs {
+		values[i] = []byte(rec.Value)
+	}
+	if err := queries.Verify(q, nexmark.Config{Seed: genSeed}, events, values); err != nil {
+		t.Fatal(err)
+	}
+}
