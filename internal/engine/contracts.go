@@ -66,9 +66,12 @@ type SinkContext struct {
 	RestoredCheckpoint int64
 	// FirstCheckpoint is the id of the first checkpoint this run of the
 	// job will take: above every id in the job's checkpoint storage and
-	// commit record (ids are not reused, and after a restore they continue
-	// above the aborted ones), so records written before the first
-	// barrier belong to it. A sink that stamps records with their
+	// commit record, so records written before the first barrier belong
+	// to it. An id is not reused once anything of its checkpoint reached
+	// the storage or the commit point; a checkpoint a crash cut off before
+	// that (a sink had prepared it, nothing was stored) may have its id
+	// taken again by the next run, so a sink aborts what it prepared above
+	// RestoredCheckpoint in Open and never assumes an id is fresh. A sink that stamps records with their
 	// checkpoint (epoch-fenced upserts) starts there. Ids begin again when
 	// the storage is moved aside (offsets reset) or lost, so such a sink
 	// also compares with the stamps its destination already holds.
