@@ -11,6 +11,7 @@ import (
 	"github.com/onceflow/onceflow/connector/postgres"
 	"github.com/onceflow/onceflow/internal/dbtest"
 	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/sinktest"
 )
 
 // The crash tests re-execute this test binary as a child process that runs
@@ -22,6 +23,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if code, ok := sinktest.Child(conformance()); ok {
+		os.Exit(code)
+	}
 	if dir := os.Getenv(dbtest.ChildEnv); dir != "" {
 		mode := crashMode(os.Getenv(childModeEnv))
 		to, err := childSinks(os.Getenv(childDSNEnv), mode)
