@@ -244,8 +244,12 @@ type LoggerSetter interface {
 
 // Config is what every database sink has.
 type Config[T any] struct {
-	Driver      Driver
-	Columns     []string
+	Driver  Driver
+	Columns []string
+	// Key are the columns a row is upserted by (empty: rows are
+	// appended). A two-phase writer holds a row whose key a prepared,
+	// not yet committed transaction wrote (see writer.locked).
+	Key         []string
 	Row         func(rec T) ([]any, error)
 	ExactlyOnce bool
 	// TwoPhase makes the sink a participant of another commit point
@@ -501,6 +505,14 @@ func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWrite
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		w.prepared = c
+		for _, k := range s.cfg.Key {
+			if i := slices.Index(s.cfg.Columns, k); i >= 0 {
+				w.keyIdx = append(w.keyIdx, i)
+			}
+		}
+		if len(w.keyIdx) > 0 {
+			w.sent, w.locked = map[string]struct{}{}, map[string]int64{}
+		}
 		if rc, ok := c.(RowChecker); ok {
 			w.check = rc.NewCheck()
 		}
@@ -575,8 +587,18 @@ type writer[T any] struct {
 	// prepared one plus one); at-least-once rows carry epoch+shift.
 	epoch int64
 	shift int64
-	rows  [][]any
-	dead  []DeadLetter
+	// Two-phase with a key: a prepared transaction keeps the locks of the
+	// rows it upserted until COMMIT PREPARED, which only this writer's
+	// goroutine sends. A later epoch's row with such a key waits in rows
+	// until then: sent, its upsert would wait for that commit forever.
+	// keyIdx are the key columns' indexes; sent the keys the open
+	// transaction wrote; locked the keys of the prepared, uncommitted
+	// epochs, with their epoch.
+	keyIdx []int
+	sent   map[string]struct{}
+	locked map[string]int64
+	rows   [][]any
+	dead   []DeadLetter
 	// err is the first failure to send rows: sticky, so that a batch
 	// lost with a declined checkpoint (a savepoint's, or one the job
 	// tolerates) fails the job at the next record instead of going
@@ -646,8 +668,24 @@ func (w *writer[T]) flush(ctx context.Context) (err error) {
 			w.err = fmt.Errorf("%w (an earlier batch of this writer was not written; the job must restart from its last checkpoint)", err)
 		}
 	}()
-	b := Batch{Epoch: w.epoch, Rows: w.rows, Dead: w.dead}
-	w.rows, w.dead = nil, nil
+	rows := w.rows
+	if len(w.locked) > 0 {
+		var held [][]any
+		rows, held = w.unlocked(w.rows)
+		w.rows = held
+		if len(rows) == 0 && len(w.dead) == 0 {
+			return nil
+		}
+	} else {
+		w.rows = nil
+	}
+	if w.sent != nil {
+		for _, r := range rows {
+			w.sent[w.keyOf(r)] = struct{}{}
+		}
+	}
+	b := Batch{Epoch: w.epoch, Rows: rows, Dead: w.dead}
+	w.dead = nil
 	if w.prepared != nil {
 		if err := w.prepared.Write(ctx, b); err != nil {
 			return fmt.Errorf("%s: %w", w.s.name, err)
@@ -671,10 +709,25 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 		return nil, err
 	}
 	if w.prepared != nil {
+		if len(w.rows) > 0 {
+			// Rows of keys an earlier prepared checkpoint wrote, and its
+			// commit has not come (checkpoints overlap): they cannot join
+			// this transaction without waiting on its locks. This
+			// checkpoint is declined; the rows stay for the next one.
+			return nil, fmt.Errorf("%s: %d rows of checkpoint %d upsert keys that a prepared checkpoint still locks (its commit has not come): the checkpoint is declined and the rows go with the next one", w.s.name, len(w.rows), checkpointID)
+		}
 		w.epoch = checkpointID + 1
 		h, err := w.prepared.Prepare(ctx, checkpointID)
 		if err != nil {
 			w.err = err // its rows are gone with the transaction
+		}
+		if w.sent != nil && len(h) > 0 {
+			for k := range w.sent {
+				w.locked[k] = checkpointID
+			}
+		}
+		if w.sent != nil {
+			clear(w.sent)
 		}
 		return h, err
 	}
@@ -689,11 +742,41 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 
 // Commit commits what Prepare prepared (two-phase); otherwise the
 // transaction or the batch committed the rows already.
-func (w *writer[T]) Commit(ctx context.Context, _ int64, handle []byte) error {
+func (w *writer[T]) Commit(ctx context.Context, id int64, handle []byte) error {
 	if w.prepared == nil || len(handle) == 0 {
 		return nil
 	}
-	return w.s.cfg.Driver.(TwoPhaseDriver).CommitPrepared(ctx, string(handle))
+	if err := w.s.cfg.Driver.(TwoPhaseDriver).CommitPrepared(ctx, string(handle)); err != nil {
+		return err
+	}
+	maps.DeleteFunc(w.locked, func(_ string, e int64) bool { return e <= id })
+	return nil
+}
+
+// keyOf is row's key as one string (its key columns' values, each
+// length-prefixed).
+func (w *writer[T]) keyOf(row []any) string {
+	var b []byte
+	for _, i := range w.keyIdx {
+		v := fmt.Sprint(row[i])
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return string(b)
+}
+
+// unlocked splits rows into those whose keys no prepared, uncommitted
+// transaction wrote, in order, and the others.
+func (w *writer[T]) unlocked(rows [][]any) (ok, held [][]any) {
+	for _, r := range rows {
+		if _, l := w.locked[w.keyOf(r)]; l {
+			held = append(held, r)
+		} else {
+			ok = append(ok, r)
+		}
+	}
+	return ok, held
 }
 
 // Close drops unsent rows (their epoch is replayed) and closes the
