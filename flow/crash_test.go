@@ -306,20 +306,27 @@ func TestFailpointErrors(t *testing.T) {
 			})
 			keyed := flow.KeyBy(slow, func(e event) string { return e.Key })
 			flow.To(flow.Process(keyed, "count", countFn, flow.WithParallelism(2)), sink)
-			job, err := env.Start(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := job.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			if failpoint.Fired()[fp] != 1 {
-				t.Fatalf("failpoint fired %d times, want 1 (stats %+v)", failpoint.Fired()[fp], job.Stats())
-			}
-			if err := sink.Err(); err != nil {
-				t.Fatal(err)
-			}
+			runFiredOnce(t, env, fp, sink)
 			checkCounts(t, sink.Committed(), 8, 300)
 		})
+	}
+}
+
+// runFiredOnce runs env to its end, restarting after the failure fp
+// injects, and checks fp fired exactly once and the sink saw no error.
+func runFiredOnce(t *testing.T, env *flow.Env, fp string, sink interface{ Err() error }) {
+	t.Helper()
+	job, err := env.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if failpoint.Fired()[fp] != 1 {
+		t.Fatalf("failpoint fired %d times, want 1 (stats %+v)", failpoint.Fired()[fp], job.Stats())
+	}
+	if err := sink.Err(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -158,19 +158,7 @@ func runMultiExactlyOnce(t *testing.T, child string, build func(env *flow.Env, k
 				env := flow.New(quiet(), flow.JobName("fp"), flow.Checkpointing(time.Millisecond), flow.StateDir(t.TempDir()),
 					flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 3, Delay: time.Millisecond}))
 				build(env, 8, 300, 10, sink)
-				job, err := env.Start(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := job.Wait(); err != nil {
-					t.Fatal(err)
-				}
-				if failpoint.Fired()[fp] != 1 {
-					t.Fatalf("failpoint fired %d times, want 1 (stats %+v)", failpoint.Fired()[fp], job.Stats())
-				}
-				if err := sink.Err(); err != nil {
-					t.Fatal(err)
-				}
+				runFiredOnce(t, env, fp, sink)
 				checkCounts(t, sink.Committed(), 8, 600)
 			})
 		}
