@@ -580,6 +580,9 @@ func EncodeJSON(v any) ([]byte, error) {
 	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 		return nil, fmt.Errorf("%v cannot be written as JSON", f)
 	}
+	if b, ok := appendJSON(make([]byte, 0, 128), v); ok {
+		return b, nil
+	}
 	return json.Marshal(v)
 }
 
