@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,14 +24,7 @@ func BenchmarkOperators(b *testing.B) {
 		{"map-set-remove", MapConfig{Set: map[string]string{"gross": "value.amount * 1.19"}, Remove: []string{"pad"}}.operator},
 		{"map-value", MapConfig{Value: `{"u": value.user, "g": value.amount * 1.19}`}.operator},
 		{"key-by", KeyByConfig{Key: "value.user"}.operator},
-		// Nexmark q0's two steps on a bid (internal/nexmark/queries/q0.yaml).
-		{"nexmark-filter", FilterConfig{If: `value.event_type == 2`}.operator},
-		{"nexmark-q0-map", MapConfig{Value: `{"auction": value.bid.auction, "bidder": value.bid.bidder, "price": value.bid.price, "dateTime": value.bid.dateTime, "extra": value.bid.extra}`}.operator},
 	} {
-		val := val
-		if strings.HasPrefix(tc.name, "nexmark") {
-			val = nexmarkBid
-		}
 		b.Run(tc.name, func(b *testing.B) {
 			op, err := tc.cfg()
 			if err != nil {
@@ -54,10 +46,6 @@ func BenchmarkOperators(b *testing.B) {
 		})
 	}
 }
-
-// nexmarkBid is a bid as `onceflow nexmark generate` writes it
-// (docs/benchmarks.md, "The record format").
-const nexmarkBid = `{"event_type":2,"person":null,"auction":null,"bid":{"auction":1000,"bidder":1001,"price":13015233,"channel":"Facebook","url":"https://www.nexmark.com/hszk/nmop/kak/item.htm?query=1","dateTime":"2026-01-01 00:00:00.000","extra":"onayzqcvbmuqhfqlhrxjxtbmvpgdlsxkrpicbrmhfz"}}`
 
 // BenchmarkWindow runs a one-minute tumbling count and sum per key over
 // 100k keys through the engine (one source split, keyed state in the

@@ -88,12 +88,6 @@ type Expr struct {
 	json  bool // reads JSON paths
 	vars  bool // reads the caller's names
 	pool  sync.Pool
-	// paths are the JSON paths the expression reads, by slot, and trie
-	// the plain ones among them, which one scan of the value finds
-	// (jsonscan.go).
-	paths []string
-	plain []bool
-	trie  *pathTrie
 }
 
 // ExprError is an expression that does not compile: Column is the
@@ -164,24 +158,7 @@ func CompileExpr(src string, kind ResultKind, extra ...string) (*Expr, error) {
 		}
 	}
 	sort.Strings(e.uses)
-	paths := &pathCollector{}
-	ast.Walk(&node, paths)
-	e.trie = &pathTrie{idx: -1, slot: -1}
-	for _, p := range paths.paths {
-		if !contains(e.paths, p) {
-			e.paths = append(e.paths, p)
-		}
-	}
-	e.plain = make([]bool, len(e.paths))
-	for slot, p := range e.paths {
-		if segs, ok := plainPath(p); ok {
-			e.trie.add(segs, slot)
-			e.plain[slot] = true
-		}
-	}
-	e.pool.New = func() any {
-		return &evalCtx{e: e, env: make(map[string]any, len(e.uses)+len(extra)+1), spans: make([]textSpan, len(e.paths))}
-	}
+	e.pool.New = func() any { return &evalCtx{env: make(map[string]any, len(e.uses)+len(extra)+1)} }
 	return e, nil
 }
 
@@ -390,10 +367,6 @@ func describeValue(v any) string {
 // evalCtx is one evaluation's state: the record, its value parsed once,
 // the VM and the environment, reused through the Expr's pool.
 type evalCtx struct {
-	e      *Expr
-	spans  []textSpan // where the paths of e.paths lie, once valid is 1
-	top    bool       // the value is an object or an array
-	raw    []byte     // the value, once valid is not 0
 	vm     vm.VM
 	env    map[string]any
 	rec    Record
@@ -406,7 +379,7 @@ type evalCtx struct {
 }
 
 func (c *evalCtx) release(p *sync.Pool) {
-	c.rec, c.doc, c.raw = nil, nil, nil
+	c.rec, c.doc = nil, nil
 	clear(c.vars)
 	for k := range c.env {
 		c.env[k] = nil
@@ -432,37 +405,15 @@ func (c *evalCtx) path(p string) (any, error) {
 	if c.parsed {
 		return walkPath(c.doc, p), nil
 	}
+	raw := c.rec.Value()
 	if c.valid == 0 {
-		// One scan checks the value and finds all the plain paths.
-		c.raw = c.rec.Value()
 		c.valid = 1
-		if !scanPaths(c.raw, c.e.trie, c.spans) {
+		if !gjson.ValidBytes(raw) {
 			c.valid = -1
-		}
-		c.top = false
-		for _, b := range c.raw {
-			if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
-				c.top = b == '{' || b == '['
-				break
-			}
 		}
 	}
 	if c.valid < 0 {
 		return nil, errors.New("the value is not JSON")
-	}
-	raw := c.raw
-	if c.top {
-		for slot, q := range c.e.paths {
-			if q == p {
-				if c.e.plain[slot] {
-					if sp := c.spans[slot]; sp.end > 0 {
-						return spanValue(raw[sp.start:sp.end]), nil
-					}
-					return nil, nil
-				}
-				break
-			}
-		}
 	}
 	return resultValue(gjson.GetBytes(raw, p)), nil
 }
@@ -580,21 +531,7 @@ func EncodeJSON(v any) ([]byte, error) {
 	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 		return nil, fmt.Errorf("%v cannot be written as JSON", f)
 	}
-	if b, ok := appendJSON(make([]byte, 0, 128), v); ok {
-		return b, nil
-	}
 	return json.Marshal(v)
-}
-
-// pathCollector lists the paths of the __json calls of a tree.
-type pathCollector struct{ paths []string }
-
-func (c *pathCollector) Visit(node *ast.Node) {
-	if n, ok := (*node).(*ast.CallNode); ok {
-		if p, ok := jsonCallPath(n); ok {
-			c.paths = append(c.paths, p)
-		}
-	}
 }
 
 // identCollector lists the identifiers of a tree.
