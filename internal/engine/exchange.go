@@ -237,11 +237,7 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 			}
 			cases[2+s].Dir = reflect.SelectRecv
 		}
-		waited := time.Now()
-		st.idleSince.Store(waited.UnixNano())
-		chosen, v, ok := reflect.Select(cases)
-		st.idleSince.Store(0)
-		st.idle.Add(int64(time.Since(waited)))
+		chosen, v, ok := st.waitSelect(cases)
 		switch {
 		case chosen == 0:
 			panic(errAttemptCanceled)

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"reflect"
-	"time"
 
 	"github.com/onceflow/onceflow/state"
 )
@@ -163,11 +162,7 @@ func receiveMulti(st *subtask, ports []inPort, out controller) {
 				cases[2+g].Chan = chans[g]
 			}
 		}
-		waited := time.Now()
-		st.idleSince.Store(waited.UnixNano())
-		chosen, v, ok := reflect.Select(cases)
-		st.idleSince.Store(0)
-		st.idle.Add(int64(time.Since(waited)))
+		chosen, v, ok := st.waitSelect(cases)
 		switch {
 		case chosen == 0:
 			panic(errAttemptCanceled)

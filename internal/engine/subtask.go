@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -430,4 +431,16 @@ func (s *sinkOp[T]) close(failed bool) {
 	if err := s.w.Close(); err != nil {
 		s.st.att.log.Warn("closing sink failed", "operator", s.n.uid, "subtask", s.st.index, "err", err)
 	}
+}
+
+// waitSelect is reflect.Select over a receive loop's cases, counting the
+// time it waits as the subtask's idle time (docs/design.md, "Metrics and
+// the REST API").
+func (st *subtask) waitSelect(cases []reflect.SelectCase) (chosen int, v reflect.Value, ok bool) {
+	waited := time.Now()
+	st.idleSince.Store(waited.UnixNano())
+	chosen, v, ok = reflect.Select(cases)
+	st.idleSince.Store(0)
+	st.idle.Add(int64(time.Since(waited)))
+	return chosen, v, ok
 }
