@@ -285,15 +285,7 @@ func TestFailpointErrors(t *testing.T) {
 	requireFailpoints(t)
 	for _, fp := range protocolFailpoints() {
 		t.Run(fp, func(t *testing.T) {
-			spec := fp + "=error@2"
-			if fp == failpoint.DuringRestore {
-				// A restore needs a failure first; the restore then fails once too.
-				spec = failpoint.AfterSinkPrepare + "=error@3;" + fp + "=error@1"
-			}
-			if err := failpoint.Enable(spec); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = failpoint.Enable("") })
+			enableErrorOnce(t, fp)
 			sink := flowtest.NewSink[count]()
 			src := flowtest.NewSource(flowtest.Split(events(8, 300), 3), flowtest.PerPoll(10))
 			env := flow.New(quiet(), flow.JobName("fp"), flow.Checkpointing(time.Millisecond), flow.StateDir(t.TempDir()),
@@ -329,4 +321,18 @@ func runFiredOnce(t *testing.T, env *flow.Env, fp string, sink interface{ Err() 
 	if err := sink.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// enableErrorOnce makes failpoint fp return an error once, for this test.
+func enableErrorOnce(t *testing.T, fp string) {
+	t.Helper()
+	spec := fp + "=error@2"
+	if fp == failpoint.DuringRestore {
+		// A restore needs a failure first; the restore then fails once too.
+		spec = failpoint.AfterSinkPrepare + "=error@3;" + fp + "=error@1"
+	}
+	if err := failpoint.Enable(spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = failpoint.Enable("") })
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/flow/flowtest"
 	"github.com/onceflow/onceflow/internal/checkpoint"
-	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/state"
 )
@@ -146,14 +145,7 @@ func runMultiExactlyOnce(t *testing.T, child string, build func(env *flow.Env, k
 		requireFailpoints(t)
 		for _, fp := range protocolFailpoints() {
 			t.Run(fp, func(t *testing.T) {
-				spec := fp + "=error@2"
-				if fp == failpoint.DuringRestore {
-					spec = failpoint.AfterSinkPrepare + "=error@3;" + fp + "=error@1"
-				}
-				if err := failpoint.Enable(spec); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = failpoint.Enable("") })
+				enableErrorOnce(t, fp)
 				sink := flowtest.NewSink[count]()
 				env := flow.New(quiet(), flow.JobName("fp"), flow.Checkpointing(time.Millisecond), flow.StateDir(t.TempDir()),
 					flow.Restart(restart.Config{Strategy: restart.FixedDelay, Attempts: 3, Delay: time.Millisecond}))
