@@ -248,6 +248,11 @@ func TestRecoveryDecisions(t *testing.T) {
 			reads: "latest", kind: restoreNewest, checkpoint: 4,
 		},
 		{
+			claim: "without a commit point --start-fresh left in the flags does not throw away the newest checkpoint",
+			world: world(found{startFresh: true, latest: chk(4), confirmed: []int64{4}}),
+			reads: "latest", kind: restoreNewest, checkpoint: 4,
+		},
+		{
 			claim: "without a commit point fallback skips damaged checkpoints and says so",
 			world: world(found{allowFallback: true, latest: chk(4), latestSkipped: []*storage.CorruptError{damaged}}),
 			reads: "latest", kind: restoreNewest, checkpoint: 4,
@@ -349,6 +354,16 @@ func TestRecoveryDecisions(t *testing.T) {
 		{
 			claim: "the recorded checkpoint, confirmed, is not newer than itself and is restored",
 			world: world(found{commitPoint: true, peek: ours(5), record: ours(5), confirmed: []int64{4, 5}, recorded: chk(5)}),
+			reads: "peek fence list recorded", kind: restoreRecorded, checkpoint: 5,
+		},
+		{
+			claim: "--start-fresh left in the flags does not throw away the recorded checkpoint",
+			world: world(found{commitPoint: true, startFresh: true, peek: ours(5), record: ours(5), confirmed: []int64{4, 5}, recorded: chk(5)}),
+			reads: "peek fence list recorded", kind: restoreRecorded, checkpoint: 5,
+		},
+		{
+			claim: "--resume-latest-checkpoint left in the flags restores the recorded checkpoint when none is newer",
+			world: world(found{commitPoint: true, resumeLatest: true, peek: ours(5), record: ours(5), confirmed: []int64{4, 5}, recorded: chk(5), latest: chk(5)}),
 			reads: "peek fence list recorded", kind: restoreRecorded, checkpoint: 5,
 		},
 		{
