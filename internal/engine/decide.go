@@ -347,12 +347,14 @@ func decideSavepoint(f *found) decision {
 // named as the savepoint to start from, that the job's cleanup removed
 // once newer checkpoints existed. Its checksum cannot be compared then, so
 // the job's newest checkpoint is taken to descend from it when it records
-// the same path as its origin; ok is false when it does not (or there is
-// none), and the caller refuses. With a commit point the decision is made
-// on the peeked record, before fencing, so a refusal disturbs nothing.
+// the same path as its origin. d.need set: read that first; ok: d resumes
+// the descendant; neither: there is none, and the caller refuses. With a
+// commit point the decision is made on the peeked record, before fencing,
+// so a refusal disturbs nothing.
 func decideDescendant(f *found) (d decision, ok bool) {
+	none := decision{kind: refuse}
 	if f.noStore {
-		return decision{kind: refuse}, false
+		return none, false
 	}
 	dir := f.savepoint
 	descends := func(m *storage.Manifest) bool { return m != nil && m.Origin != nil && samePath(m.Origin.Dir, dir) }
@@ -364,7 +366,7 @@ func decideDescendant(f *found) (d decision, ok bool) {
 			return ask(needOwnPeeked, nil), false
 		}
 		if !descends(f.ownPeeked) {
-			return decision{kind: refuse}, false
+			return none, false
 		}
 		if f.lacks(needRecord) {
 			d := ask(needRecord, nil)
@@ -377,7 +379,7 @@ func decideDescendant(f *found) (d decision, ok bool) {
 	}
 	own := f.ownFinal
 	if !descends(own) {
-		return decision{kind: refuse}, false
+		return none, false
 	}
 	return decision{kind: resumeDescendant, rec: recovery{manifest: own, record: f.record, own: true}, notes: []note{
 		warn("--from-savepoint names a directory that holds no savepoint any more (a retained checkpoint the job's cleanup removed?), but the job was started from it and its newest checkpoint descends from it, so the job resumes that checkpoint (remove the flag)",
