@@ -24,9 +24,12 @@ import (
 // first would disturb another installation's job and query the brokers for
 // nothing. So decide is asked again after each read: while it needs a
 // fact it returns a decision with need set (and no verdict), the caller
-// reads that one fact and asks again. The order of the needs is the order
-// in which recovery has always read, so the I/O is the same as before the
-// split.
+// reads that one fact, once, and asks again. The order of the needs is
+// part of the decision: the owner of the peeked record is checked before
+// the fence, and TestRecoveryDecisions asserts the reads of every row.
+// The one thing decide consults besides its argument is the working
+// directory, through filepath.Abs in samePath, which recovery does not
+// change.
 
 // need names one fact recovery reads; decide asks for one at a time.
 type need uint16
