@@ -37,7 +37,8 @@
 //	errors.go     Rejected, Unrecoverable, TaskError
 //	hooks.go      Hooks and their events (checkpoint started, completed, failed; restored; …)
 //	job.go        RunningJob: Start, Wait, Stop, savepoints, Stats; the restart loop
-//	recovery.go   what an attempt restores: commit record, manifests, savepoints, refusals
+//	recovery.go   what an attempt restores: reads the commit record, manifests, savepoints; acts on the decision
+//	decide.go     the recovery decisions as a pure function of what recovery read (design "Recovery decisions")
 //	runrecord.go  the run record: restarts counted across process crashes
 //	attempt.go    one attempt: restore, subtasks, chaining, keyed state files
 //	loop.go       the coordinator run loop: triggers, acks, commit, abort, savepoint replies

@@ -10,16 +10,16 @@ import (
 // operator looking for a flag no one had passed.
 func TestStartChoiceNamesItsReason(t *testing.T) {
 	for _, tc := range []struct {
-		cfg       Config
+		f         found
 		want, not string
 	}{
-		{Config{StartFresh: true}, "--start-fresh", ""},
-		{Config{ResumeLatest: true}, "--resume-latest-checkpoint", ""},
-		{Config{StartFresh: true, StartReason: "the offsets reset in /s/j.reset.json"}, "the offsets reset in /s/j.reset.json", "--start-fresh"},
+		{found{startFresh: true}, "--start-fresh", ""},
+		{found{resumeLatest: true}, "--resume-latest-checkpoint", ""},
+		{found{startFresh: true, startReason: "the offsets reset in /s/j.reset.json"}, "the offsets reset in /s/j.reset.json", "--start-fresh"},
 	} {
-		got := startChoice(tc.cfg)
+		got := tc.f.startChoice()
 		if !strings.Contains(got, tc.want) || (tc.not != "" && strings.Contains(got, tc.not)) {
-			t.Errorf("%+v: %q, want it to say %q and not %q", tc.cfg, got, tc.want, tc.not)
+			t.Errorf("%+v: %q, want it to say %q and not %q", tc.f, got, tc.want, tc.not)
 		}
 	}
 }
