@@ -412,6 +412,9 @@ func TestReadmePipeline(t *testing.T) {
 		seen[st.Op] = true
 	}
 	for _, op := range pipeline.Names() {
+		if spec, _ := pipeline.Lookup(op); !spec.TakesInputs(1) {
+			continue // a stream's first step over several inputs: TestReadmeNamedStreams
+		}
 		if !seen[op] {
 			t.Errorf("README.md's pipeline example has no %s step", op)
 		}
