@@ -55,6 +55,23 @@ type Operator struct {
 	// keyed operator also needs Key); they are checked when the operator
 	// is applied.
 	Uses Access
+	// Union makes the operator of a step with several inputs that merges
+	// them unchanged (Spec.Inputs ManyInputs).
+	Union bool
+	// Two makes a keyed operator of two inputs (Spec.Inputs 2): records of
+	// the first input are partitioned by KeyBy, of the second by
+	// KeyByRight, so a key's records of both sides meet in one subtask and
+	// share its state and its key group. It runs once per subtask and
+	// after every restore, like Process.
+	Two        func(st *state.Store) TwoInputs
+	KeyByRight *Expr
+}
+
+// TwoInputs are the functions of a keyed operator of two inputs: one per
+// input, each handling a record of the current key (Record.GroupKey).
+// out.Forward sends the record being handled; out.Emit a new one.
+type TwoInputs struct {
+	OnLeft, OnRight func(r Record, out Out) error
 }
 
 // Timed are the functions of a keyed operator with timers.
@@ -192,6 +209,9 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 		spec, ok := Lookup(st.Op)
 		if !ok {
 			return fail(fmt.Errorf("unknown operator %q; supported operators: %s", st.Op, strings.Join(Names(), ", ")))
+		}
+		if !spec.TakesInputs(1) {
+			return fail(fmt.Errorf("%s takes %s: it can only be the first step of a stream whose from: names them", st.Op, spec.InputsText()))
 		}
 		p := spec.WithDefaults(st.Params)
 		if err := spec.Check(p); err != nil {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // The rules the job-file planner and checks wrote with operator names
@@ -51,6 +52,9 @@ func TestPropsMatchTheOldRules(t *testing.T) {
 		if name == "suffix" { // registered by TestRegisteredOperator
 			continue
 		}
+		if spec, _ := Lookup(name); !spec.TakesInputs(1) {
+			continue // came after the old rules: TestMultiInputProps
+		}
 		vs, ok := variants[name]
 		if !ok {
 			t.Errorf("operator %q has no variants here: add them", name)
@@ -86,5 +90,23 @@ func TestPropsMatchTheOldRules(t *testing.T) {
 				t.Errorf("%s %v: EventTime %v", name, raw, pr.EventTime)
 			}
 		}
+	}
+}
+
+// A join is keyed by both sides' keys and frees its state by its ttl; a
+// union keeps its inputs' partitioning (the planner keeps it only when
+// every input has the same).
+func TestMultiInputProps(t *testing.T) {
+	join, _ := Lookup("join")
+	pr := join.PropsOf(join.WithDefaults(Params{"left-key": "value.customer", "ttl": time.Hour}))
+	if !pr.Keyed || pr.Key != "value.customer" || pr.RightKey != KeyRecordKey || pr.Keys != KeysLost || pr.StateBound != "ttl 1h" {
+		t.Errorf("join props = %+v", pr)
+	}
+	union, _ := Lookup("union")
+	if pr := union.PropsOf(union.WithDefaults(Params{})); pr.Keyed || pr.Key != "" || pr.Keys != KeysKept {
+		t.Errorf("union props = %+v", pr)
+	}
+	if !union.TakesInputs(3) || union.TakesInputs(1) || !join.TakesInputs(2) || join.TakesInputs(3) || join.TakesInputs(1) {
+		t.Error("TakesInputs: union takes two or more, join exactly two")
 	}
 }

@@ -61,6 +61,37 @@ type Spec struct {
 	// Example is a step as a job file writes it, for the reference docs
 	// ("- dedupe: { key: record.key, ttl: 24h }").
 	Example string
+	// Inputs is how many streams a step of the operator reads: 0 (one, the
+	// stream before it), 2 (join) or ManyInputs (union). A step with more
+	// than one input can only be the first step of a stream that names as
+	// many inputs (docs/design.md, "Named streams").
+	Inputs int
+}
+
+// ManyInputs is Spec.Inputs of an operator that reads any number of
+// streams, two or more.
+const ManyInputs = -1
+
+// TakesInputs reports whether a step of the operator can read n streams.
+func (s Spec) TakesInputs(n int) bool {
+	switch s.Inputs {
+	case 0, 1:
+		return n == 1
+	case ManyInputs:
+		return n >= 2
+	}
+	return n == s.Inputs
+}
+
+// InputsText says how many inputs the operator takes, for messages.
+func (s Spec) InputsText() string {
+	switch s.Inputs {
+	case 0, 1:
+		return "one input"
+	case ManyInputs:
+		return "two or more inputs"
+	}
+	return fmt.Sprintf("%d inputs", s.Inputs)
 }
 
 // Field is one parameter of a step.
@@ -494,8 +525,9 @@ const (
 func (s Spec) PropsOf(p Params) Props {
 	pr := s.Props(p)
 	pr.Keyed = s.Stateful
-	pr.Key = ""
-	if s.Stateful {
+	if !s.Stateful {
+		pr.Key, pr.RightKey = "", ""
+	} else if pr.Key == "" {
 		pr.Key = p.Text("key")
 		if pr.Key == "" {
 			pr.Key = KeyRecordKey

@@ -126,25 +126,31 @@ func copyJobFile(t *testing.T, name string) string {
 // `onceflow validate` prints each step's id and every resolved path; the
 // golden file is the whole output with the temporary directory as TMP.
 func TestValidateGolden(t *testing.T) {
-	dir := copyJobFile(t, "clicks.yaml")
-	t.Chdir(dir)
-	code, stdout, stderr := runMain("validate", filepath.Join("jobs", "clicks.yaml"))
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
-	}
-	got := strings.ReplaceAll(stdout, dir, "TMP")
-	golden := filepath.Join(testdataPath, "clicks.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestValidateGolden -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("validate output differs from %s (go test -run TestValidateGolden -update rewrites it):\n%s\nwant:\n%s", golden, got, want)
+	// clicks: the one-source form; enrich: the named form (sources:,
+	// streams: with union and join, sinks:).
+	for _, name := range []string{"clicks", "enrich"} {
+		t.Run(name, func(t *testing.T) {
+			dir := copyJobFile(t, name+".yaml")
+			t.Chdir(dir)
+			code, stdout, stderr := runMain("validate", filepath.Join("jobs", name+".yaml"))
+			if code != 0 {
+				t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+			}
+			got := strings.ReplaceAll(stdout, dir, "TMP")
+			golden := filepath.Join(testdataPath, name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestValidateGolden -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("validate output differs from %s (go test -run TestValidateGolden -update rewrites it):\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
 	}
 }
 

@@ -68,25 +68,17 @@ func describeJob(w io.Writer, jf *jobfile.JobFile) {
 		fmt.Fprintf(w, ", SASL %s as %s", jf.Kafka.SASL.Mechanism, jf.Kafka.SASL.Username)
 	}
 	fmt.Fprintln(w, ")")
-	src := jf.Source
-	topics := strings.Join(src.Topics, ", ")
-	if src.TopicRegex != "" {
-		topics = "topics matching " + src.TopicRegex
-	}
-	fmt.Fprintf(w, "  source:     %s, group %s, startup %s, %s", topics, src.Group, describeStartup(src.Startup), src.Isolation)
-	switch {
-	case src.Bounded:
-		fmt.Fprint(w, ", bounded")
-	case src.DiscoveryInterval < 0:
-		fmt.Fprint(w, ", partition discovery off")
-	default:
-		every := src.DiscoveryInterval
-		if every == 0 {
-			every = kafka.DefaultDiscoveryInterval
+	if jf.Graph == nil {
+		describeSource(w, "source:", "", jf.Source)
+	} else {
+		for i, ns := range jf.Graph.Sources {
+			label := ""
+			if i == 0 {
+				label = "sources:"
+			}
+			describeSource(w, label, ns.Name+": ", ns.Source)
 		}
-		fmt.Fprintf(w, ", new partitions found within %s", durfmt.Short(every))
 	}
-	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{jobfile.RecreatedEarliest: "read from earliest", jobfile.RecreatedFail: "fail"}[src.OnTopicRecreated])
 	if et, on := jf.EventTimeSettings(); on {
 		idle := "idle partitions after " + durfmt.Short(et.IdleTimeout)
 		if et.IdleTimeout == 0 {
@@ -94,10 +86,20 @@ func describeJob(w io.Writer, jf *jobfile.JobFile) {
 		}
 		fmt.Fprintf(w, "  event time: %s, watermarks %s behind each partition's newest, %s\n", et.Timestamp, durfmt.Short(et.MaxOutOfOrderness), idle)
 	}
-	if len(jf.Pipeline) == 0 {
+	if jf.Graph != nil {
+		if p, err := jf.Plan(); err == nil {
+			var b strings.Builder
+			_ = plan.Explain(&b, p, "            ")
+			fmt.Fprintf(w, "  %-11s the operators, each with [its uid] and ← what it reads when that is not the line above:\n%s", "graph:", b.String())
+		}
+	}
+	if len(jf.Pipeline) == 0 && jf.Graph == nil {
 		fmt.Fprintln(w, "  pipeline:   pass-through")
 	}
 	for i, st := range jf.Pipeline {
+		if jf.Graph != nil {
+			break // the graph above lists the steps
+		}
 		label := ""
 		if i == 0 {
 			label = "pipeline:"
@@ -296,4 +298,26 @@ func quoteIf(prefix string) string {
 		return ""
 	}
 	return strconv.Quote(prefix) + "+"
+}
+
+// describeSource writes a source section's line for validate.
+func describeSource(w io.Writer, label, name string, src jobfile.SourceConfig) {
+	topics := strings.Join(src.Topics, ", ")
+	if src.TopicRegex != "" {
+		topics = "topics matching " + src.TopicRegex
+	}
+	fmt.Fprintf(w, "  %-11s %s%s, group %s, startup %s, %s", label, name, topics, src.Group, describeStartup(src.Startup), src.Isolation)
+	switch {
+	case src.Bounded:
+		fmt.Fprint(w, ", bounded")
+	case src.DiscoveryInterval < 0:
+		fmt.Fprint(w, ", partition discovery off")
+	default:
+		every := src.DiscoveryInterval
+		if every == 0 {
+			every = kafka.DefaultDiscoveryInterval
+		}
+		fmt.Fprintf(w, ", new partitions found within %s", durfmt.Short(every))
+	}
+	fmt.Fprintf(w, ", recreated topic: %s\n", map[string]string{jobfile.RecreatedEarliest: "read from earliest", jobfile.RecreatedFail: "fail"}[src.OnTopicRecreated])
 }

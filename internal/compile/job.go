@@ -64,27 +64,24 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 	if !kafka.Spec.Supports(delivery) { // unreachable: the job file parser checked it
 		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, jobfile.DeliveryNone, jobfile.DeliveryAtLeastOnce, jobfile.DeliveryExactlyOnce)
 	}
-	st := jf.Source.Startup
-	discovery := jf.Source.DiscoveryInterval
-	src, err := kafka.NewSource(kafka.SourceConfig{
-		Client:            cc,
-		Topics:            jf.Source.Topics,
-		TopicRegex:        jf.Source.TopicRegex,
-		Group:             jf.Source.Group,
-		StartupMode:       connectorStartup[st.Mode],
-		ResetFallback:     connectorReset[st.Reset],
-		StartTimestamp:    st.Timestamp,
-		SpecificOffsets:   st.Offsets,
-		DiscoveryInterval: discovery,
-		ReadUncommitted:   jf.Source.Isolation == jobfile.IsolationReadUncommitted,
-		Bounded:           jf.Source.Bounded,
-		OnTopicRecreated:  connectorRecreated[jf.Source.OnTopicRecreated],
-		Partitions:        jf.Task.PartitionsOrNil(),
-	})
-	if err != nil {
-		return nil, err
+	var srcs []*kafka.Source
+	if jf.Graph != nil {
+		for _, ns := range jf.Graph.Sources {
+			src, err := newSource(jf, ns.Source, cc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: sources.%s: %w", jf.Path, ns.Name, err)
+			}
+			srcs = append(srcs, src)
+		}
+	} else {
+		src, err := newSource(jf, jf.Source, cc)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, src)
 	}
 	var kafkaSink *kafka.Sink
+	var err error
 	if jf.Sink.HasTopic() {
 		kafkaSink, err = kafka.NewSink(kafka.SinkConfig{
 			Client:             cc,
@@ -92,7 +89,7 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 			Job:                jf.Job,
 			Topic:              jobfile.SinkTopic(jf),
 			KeepPartition:      jf.Task.Repartitions(),
-			OffsetsOf:          []*kafka.Source{src},
+			OffsetsOf:          srcs,
 			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
 			TransactionTimeout: jf.Sink.TransactionTimeout,
 		})
@@ -135,11 +132,20 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 		exts, closers = append(exts, extSink{jobfile.SinkRedis, s}), append(closers, s.Close)
 	}
 	env, watch, m := NewEnv(jf, log, extra...)
-	s, failures, err := buildSteps(env, jf, src, m)
+	outs, failures, err := buildStreams(env, jf, srcs, m)
 	if err != nil {
 		_ = closeAll()
 		return nil, err
 	}
+	// outOf is the stream the sink of kind writes: the pipeline's end, or
+	// in the named form the stream its from: names.
+	outOf := func(kind string) flow.Stream[kafka.Record] {
+		if jf.Graph != nil {
+			return outs[jf.Graph.SinkFrom(kind)]
+		}
+		return outs[""]
+	}
+	s := outOf(jobfile.SinkKafka)
 	uidOf := jf.Sink.UID // stable: checkpoints know them (jobfile.SinkConfig.UID)
 	if kafkaSink != nil && jf.Task.Repartitions() {
 		out, bad, err := toRepartition(s, jf)
@@ -161,7 +167,7 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 	// Records a database sink rejects (a value its column refuses) go
 	// through errors.policy; dead letters go to its dead-letter table.
 	for _, x := range exts {
-		flow.To(s, x.sink, flow.UID(uidOf(x.kind)), flow.Name(x.kind+"-sink"), flow.OnRejected(jf.Errors.Policy))
+		flow.To(outOf(x.kind), x.sink, flow.UID(uidOf(x.kind)), flow.Name(x.kind+"-sink"), flow.OnRejected(jf.Errors.Policy))
 	}
 	for i, f := range failures {
 		uid := "dead-letters"
@@ -190,7 +196,7 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 		}
 		flow.To(f, fk.Failures(), flow.UID(uid), flow.Name(keeper.kind+"-dead-letters"))
 	}
-	return &Built{Env: env, Sources: []*kafka.Source{src}, CloseSink: closeAll, Metrics: m, Checkpoints: watch}, nil
+	return &Built{Env: env, Sources: srcs, CloseSink: closeAll, Metrics: m, Checkpoints: watch}, nil
 }
 
 // NewEnv makes the job's environment from the file's engine settings, and
@@ -226,28 +232,82 @@ func NewEnv(jf *jobfile.JobFile, log *slog.Logger, extra ...flow.Option) (*flow.
 	return flow.New(append(opts, extra...)...), watch, m
 }
 
-// buildSteps adds the source and the pipeline to env: the stream to sink
-// and the failure streams of dead-letter steps.
-func buildSteps(env *flow.Env, jf *jobfile.JobFile, src *kafka.Source, m *PipelineMetrics) (flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
-	var srcOpts []flow.OpOption
-	if jf.Source.Parallelism > 0 {
-		srcOpts = append(srcOpts, flow.WithParallelism(jf.Source.Parallelism))
-	}
+// newSource makes the Kafka source of a source section.
+func newSource(jf *jobfile.JobFile, sc jobfile.SourceConfig, cc kafka.ClientConfig) (*kafka.Source, error) {
+	st := sc.Startup
+	return kafka.NewSource(kafka.SourceConfig{
+		Client:            cc,
+		Topics:            sc.Topics,
+		TopicRegex:        sc.TopicRegex,
+		Group:             sc.Group,
+		StartupMode:       connectorStartup[st.Mode],
+		ResetFallback:     connectorReset[st.Reset],
+		StartTimestamp:    st.Timestamp,
+		SpecificOffsets:   st.Offsets,
+		DiscoveryInterval: sc.DiscoveryInterval,
+		ReadUncommitted:   sc.Isolation == jobfile.IsolationReadUncommitted,
+		Bounded:           sc.Bounded,
+		OnTopicRecreated:  connectorRecreated[sc.OnTopicRecreated],
+		Partitions:        jf.Task.PartitionsOrNil(),
+	})
+}
+
+// buildStreams adds the sources and the pipeline to env: the streams the
+// sinks write by name ("" in the one-source form: the pipeline's end;
+// in the named form every source and stream), and the failure streams of
+// dead-letter steps.
+func buildStreams(env *flow.Env, jf *jobfile.JobFile, srcs []*kafka.Source, m *PipelineMetrics) (map[string]flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
 	var timeExpr string
+	var wm *flow.Watermarks[kafka.Record]
 	if et, on := jf.EventTimeSettings(); on {
 		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
 		if err != nil {
-			return flow.Stream[kafka.Record]{}, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
+			return nil, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
 		}
-		srcOpts = append(srcOpts, flow.WithWatermarks(flow.Watermarks[kafka.Record]{
+		wm = &flow.Watermarks[kafka.Record]{
 			Timestamp: ts, Split: kafka.SplitOf,
 			MaxOutOfOrderness: et.MaxOutOfOrderness, IdleTimeout: et.IdleTimeout,
-		}))
+		}
 		timeExpr = et.Timestamp
 	}
-	s := flow.From(env, src, append(srcOpts, flow.UID("source"), flow.Name("kafka-source"))...)
-	s = flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
-	return BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
+	from := func(src *kafka.Source, sc jobfile.SourceConfig, uid, name string) flow.Stream[kafka.Record] {
+		var opts []flow.OpOption
+		if sc.Parallelism > 0 {
+			opts = append(opts, flow.WithParallelism(sc.Parallelism))
+		}
+		if wm != nil {
+			opts = append(opts, flow.WithWatermarks(*wm))
+		}
+		s := flow.From(env, src, append(opts, flow.UID(uid), flow.Name(name))...)
+		return flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
+	}
+	if jf.Graph == nil {
+		s := from(srcs[0], jf.Source, "source", "kafka-source")
+		out, failures, err := BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
+		return map[string]flow.Stream[kafka.Record]{"": out}, failures, err
+	}
+	outs := map[string]flow.Stream[kafka.Record]{}
+	for i, ns := range jf.Graph.Sources {
+		outs[ns.Name] = from(srcs[i], ns.Source, ns.Name, "kafka-source-"+ns.Name)
+	}
+	order, err := jf.Graph.StreamOrder()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", jf.Path, err)
+	}
+	var failures []flow.Stream[flow.Failure[kafka.Record]]
+	for _, st := range order {
+		ins := make([]flow.Stream[kafka.Record], len(st.From))
+		for i, f := range st.From {
+			ins[i] = outs[f]
+		}
+		out, bad, err := BuildStream(ins, st.Steps, KafkaAccess, jf.Errors.Policy, m, timeExpr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("streams.%s: %w", st.Name, err)
+		}
+		outs[st.Name] = out
+		failures = append(failures, bad...)
+	}
+	return outs, failures, nil
 }
 
 type checkpointWatch struct{ StateBytes atomic.Int64 }

@@ -249,6 +249,9 @@ type jobRunner struct {
 	bin  string
 	file string
 	log  *logWriter
+	// inputs are the topics the job reads (crashAndFinish waits until its
+	// group committed their ends); default "in".
+	inputs []string
 }
 
 func (r *jobRunner) start() (*exec.Cmd, chan error) {
@@ -287,7 +290,14 @@ func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string
 		}
 		// Committed offsets of the job's group reach the input's end when
 		// everything is processed.
-		if kafkatest.CaughtUp(t.Context(), adm, group, "in") {
+		inputs, caught := r.inputs, true
+		if len(inputs) == 0 {
+			inputs = []string{"in"}
+		}
+		for _, in := range inputs {
+			caught = caught && kafkatest.CaughtUp(t.Context(), adm, group, in)
+		}
+		if caught {
 			break
 		}
 		if time.Now().After(deadline) {

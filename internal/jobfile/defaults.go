@@ -22,24 +22,19 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 	h := &jf.HTTP
 	h.TokenFile, h.TLSCert, h.TLSKey = d.abs(h.TokenFile), d.abs(h.TLSCert), d.abs(h.TLSKey)
 
-	src := &jf.Source
-	if src.Group == "" {
-		src.Group = "onceflow-" + jf.Job // the Kafka connector's default, spelled out for describeJob
+	if jf.Graph != nil {
+		d.desugarGraph(jf)
+		for i := range jf.Graph.Sources {
+			src := &jf.Graph.Sources[i].Source
+			if src.Group == "" {
+				src.Group = jf.Source.Group
+			}
+			applySourceDefaults(src, jf.Job)
+		}
+	} else {
+		applyPipelineDefaults(jf.Pipeline)
 	}
-	if src.Startup.Mode == "" {
-		src.Startup.Mode = StartEarliest
-	}
-	if src.Startup.Reset == "" && (src.Startup.Mode == StartGroupOffsets || src.Startup.Mode == StartSpecificOffsets) {
-		src.Startup.Reset = "earliest"
-	}
-	if src.Isolation == "" {
-		src.Isolation = IsolationReadCommitted
-	}
-	if src.OnTopicRecreated == "" {
-		src.OnTopicRecreated = RecreatedEarliest
-	}
-
-	applyPipelineDefaults(jf.Pipeline)
+	applySourceDefaults(&jf.Source, jf.Job)
 
 	if jf.Sink.Delivery == "" {
 		jf.Sink.Delivery = DeliveryExactlyOnce
@@ -90,5 +85,24 @@ func applyPipelineDefaults(steps []Step) {
 	}
 	for i, id := range pipeline.IDs(ps) {
 		steps[i].UID = id
+	}
+}
+
+// applySourceDefaults fills in what a source section leaves out.
+func applySourceDefaults(src *SourceConfig, job string) {
+	if src.Group == "" {
+		src.Group = "onceflow-" + job // the Kafka connector's default, spelled out for describeJob
+	}
+	if src.Startup.Mode == "" {
+		src.Startup.Mode = StartEarliest
+	}
+	if src.Startup.Reset == "" && (src.Startup.Mode == StartGroupOffsets || src.Startup.Mode == StartSpecificOffsets) {
+		src.Startup.Reset = "earliest"
+	}
+	if src.Isolation == "" {
+		src.Isolation = IsolationReadCommitted
+	}
+	if src.OnTopicRecreated == "" {
+		src.OnTopicRecreated = RecreatedEarliest
 	}
 }

@@ -412,8 +412,52 @@ func TestReadmePipeline(t *testing.T) {
 		seen[st.Op] = true
 	}
 	for _, op := range pipeline.Names() {
+		if spec, _ := pipeline.Lookup(op); !spec.TakesInputs(1) {
+			continue // a stream's first step over several inputs: TestReadmeNamedStreams
+		}
 		if !seen[op] {
 			t.Errorf("README.md's pipeline example has no %s step", op)
 		}
+	}
+}
+
+// The named-form job in README.md parses, and uses union and join.
+func TestReadmeNamedStreams(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "Named streams:\n\n```yaml\n")
+	if !ok {
+		t.Fatal(`README.md has no job file after "Named streams:"`)
+	}
+	src, _, _ := strings.Cut(rest, "```")
+	jf, err := ParseJobFile("README.md", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jf.Graph == nil || len(jf.Graph.Sources) != 3 || len(jf.Graph.Streams) != 2 || len(jf.Graph.Sinks) != 2 {
+		t.Fatalf("README's named job: graph %+v", jf.Graph)
+	}
+	seen := map[string]bool{}
+	for _, st := range jf.Pipeline {
+		seen[st.Op] = true
+	}
+	for _, op := range pipeline.Names() {
+		if spec, _ := pipeline.Lookup(op); !spec.TakesInputs(1) && !seen[op] {
+			t.Errorf("README.md's named-streams example has no %s step", op)
+		}
+	}
+	l, err := jf.Logical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, n := range l.Nodes {
+		uids = append(uids, n.UID)
+	}
+	want := "web shop customers orders.union orders.filter enriched.join:value.customer_id sink sink-postgres"
+	if got := strings.Join(uids, " "); got != want {
+		t.Errorf("uids %s, want %s", got, want)
 	}
 }

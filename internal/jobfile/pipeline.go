@@ -17,12 +17,18 @@ import (
 // (pipeline.Lookup), so an operator is added in package pipeline alone.
 
 func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
+	jf.Pipeline = append(jf.Pipeline, d.decodeSteps(path, v)...)
+}
+
+// decodeSteps decodes a list of steps at path (the pipeline section, or a
+// named stream's steps).
+func (d *decoder) decodeSteps(path string, v *yaml.Node) (steps []Step) {
 	if isNull(v) {
-		return // "pipeline:" with nothing: pass-through
+		return nil // "pipeline:" with nothing: pass-through
 	}
 	if v.Kind != yaml.SequenceNode {
-		d.errorf(v.Line, "pipeline must be a list of operators (- dedupe: {...}), not %s", describe(v))
-		return
+		d.errorf(v.Line, "%s must be a list of operators (- dedupe: {...}), not %s", path, describe(v))
+		return nil
 	}
 	names := pipeline.Names()
 	for i, item := range v.Content {
@@ -38,8 +44,9 @@ func (d *decoder) decodePipeline(path string, v *yaml.Node, jf *JobFile) {
 			d.errorf(k.Line, "%s: unknown operator %q%s; supported operators: %s", where, k.Value, suggest.Suggest(k.Value, names), strings.Join(names, ", "))
 			continue
 		}
-		jf.Pipeline = append(jf.Pipeline, d.decodeStep(where+"."+spec.Name, k.Line, params, spec))
+		steps = append(steps, d.decodeStep(where+"."+spec.Name, k.Line, params, spec))
 	}
+	return steps
 }
 
 // decodeStep decodes the fields of a step of spec's operator at line

@@ -28,6 +28,9 @@ func (jf *JobFile) Plan() (*plan.Physical, error) {
 
 // logical is Logical, with the pipeline step each operator node is.
 func (jf *JobFile) logical() (*plan.Logical, map[int]Step, error) {
+	if jf.Graph != nil {
+		return jf.graphLogical()
+	}
 	l := &plan.Logical{Job: jf.Job, InputKeyed: jf.ScaleOut.InputKeyed}
 	add := func(n *plan.Node) *plan.Node {
 		n.ID = len(l.Nodes)
@@ -53,6 +56,13 @@ func (jf *JobFile) logical() (*plan.Logical, map[int]Step, error) {
 		steps[n.ID] = st
 	}
 	last := len(l.Nodes) - 1
+	jf.addSinks(l, func(string) int { return last })
+	return l, steps, nil
+}
+
+// addSinks adds a node per sink, reading the node input gives for the
+// sink's kind.
+func (jf *JobFile) addSinks(l *plan.Logical, input func(kind string) int) {
 	for _, kind := range jf.Sink.Kinds() {
 		name := kind
 		switch {
@@ -70,11 +80,93 @@ func (jf *JobFile) logical() (*plan.Logical, map[int]Step, error) {
 		if jf.Sink.CommitPoint() == kind {
 			name += " (the commit point)"
 		}
-		n := &plan.Node{Kind: plan.Sink, Name: name, Op: kind, UID: jf.Sink.UID(kind), Inputs: []int{last}}
+		n := &plan.Node{Kind: plan.Sink, Name: name, Op: kind, UID: jf.Sink.UID(kind), Inputs: []int{input(kind)}}
 		n.ID = len(l.Nodes)
 		l.Nodes = append(l.Nodes, n)
 	}
+}
+
+// graphLogical is logical for the named form: a node per source, per
+// step of each stream in the order the streams depend on each other, and
+// per sink. A stream without steps is its input.
+func (jf *JobFile) graphLogical() (*plan.Logical, map[int]Step, error) {
+	g := jf.Graph
+	l := &plan.Logical{Job: jf.Job, InputKeyed: jf.ScaleOut.InputKeyed}
+	out := map[string]int{} // source or stream -> the node giving its records
+	for _, s := range g.Sources {
+		n := &plan.Node{ID: len(l.Nodes), Kind: plan.Source, Name: s.Name + ": kafka topics " + strings.Join(s.Source.Topics, ", "), UID: s.Name, Topics: s.Source.Topics, Line: s.Line}
+		l.Nodes = append(l.Nodes, n)
+		out[s.Name] = n.ID
+	}
+	steps := map[int]Step{}
+	order, err := g.StreamOrder()
+	if err != nil {
+		return nil, nil, &planError{path: jf.Path, line: 0, msg: err.Error()}
+	}
+	for _, s := range order {
+		var ins []int
+		for _, f := range s.From {
+			id, ok := out[f]
+			if !ok {
+				return nil, nil, &planError{path: jf.Path, line: s.FromLine, msg: fmt.Sprintf("streams.%s reads %q, which is not a source or stream", s.Name, f)}
+			}
+			ins = append(ins, id)
+		}
+		for _, st := range s.Steps {
+			spec, ok := pipeline.Lookup(st.Op)
+			if !ok {
+				return nil, nil, &planError{path: jf.Path, line: st.Line, msg: fmt.Sprintf("unknown operator %q", st.Op)}
+			}
+			p := spec.WithDefaults(st.AllParams())
+			n := &plan.Node{ID: len(l.Nodes), Kind: plan.Op, Name: s.Name + ": " + spec.Explain(p), Op: st.Op, UID: st.UID, Props: spec.PropsOf(p), Line: st.Line, Inputs: ins}
+			l.Nodes = append(l.Nodes, n)
+			steps[n.ID] = st
+			ins = []int{n.ID}
+		}
+		if len(ins) != 1 {
+			return nil, nil, &planError{path: jf.Path, line: s.Line, msg: fmt.Sprintf("streams.%s reads %d inputs and has no step to combine them", s.Name, len(ins))}
+		}
+		out[s.Name] = ins[0]
+	}
+	jf.addSinks(l, func(kind string) int { return out[g.SinkFrom(kind)] })
 	return l, steps, nil
+}
+
+// StreamOrder is the streams in an order in which every stream comes
+// after the streams it reads.
+func (g *Graph) StreamOrder() ([]NamedStream, error) {
+	byName := map[string]NamedStream{}
+	for _, s := range g.Streams {
+		byName[s.Name] = s
+	}
+	var order []NamedStream
+	state := map[string]int{}
+	var visit func(s NamedStream) error
+	visit = func(s NamedStream) error {
+		switch state[s.Name] {
+		case 1:
+			return fmt.Errorf("streams form a cycle through %s", s.Name)
+		case 2:
+			return nil
+		}
+		state[s.Name] = 1
+		for _, f := range s.From {
+			if in, ok := byName[f]; ok {
+				if err := visit(in); err != nil {
+					return err
+				}
+			}
+		}
+		state[s.Name] = 2
+		order = append(order, s)
+		return nil
+	}
+	for _, s := range g.Streams {
+		if err := visit(s); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
 }
 
 // UID is the uid of the sink of kind (SinkKafka, "postgres", ...): the

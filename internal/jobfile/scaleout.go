@@ -72,6 +72,10 @@ func (d *decoder) validateScaleOut(jf *JobFile) {
 		}
 		return
 	}
+	if jf.Graph != nil {
+		d.errorf(line, "scale-out runs jobs in the one-source form (source:, pipeline:, sink:) for now; a job with sources:, streams: and sinks: runs on one instance: remove scale-out, or split the job")
+		return
+	}
 	if jf.State.Checkpoints == "" {
 		d.errorf(line, "scale-out needs state.checkpoints: the instances share their tasks' checkpoints there (s3://bucket/prefix, or a directory every instance mounts), while state.dir is each instance's own")
 	}

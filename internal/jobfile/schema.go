@@ -29,6 +29,10 @@ type JobFile struct {
 	Source   SourceConfig
 	Pipeline []Step
 	Sink     SinkConfig
+	// Graph is the shape of a file in the named form (sources:, streams:,
+	// sinks:); nil in the one-source form. Source, Pipeline and Sink then
+	// hold the whole job's input, steps and sinks (graph.go).
+	Graph *Graph
 	// Errors is the errors section; without one, policy fail.
 	Errors ErrorsConfig
 	// Checkpointing holds checkpointing.*, with zero meaning the

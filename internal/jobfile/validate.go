@@ -32,7 +32,16 @@ import (
 func (d *decoder) validate(jf *JobFile) {
 	d.validateJob(jf)
 	d.validateKafka(jf.Kafka)
-	sourceTopics := d.validateSource(jf.Source)
+	var sourceTopics map[string]bool
+	if jf.Graph != nil {
+		d.validateGraph(jf)
+		sourceTopics = map[string]bool{}
+		for _, t := range jf.Source.Topics {
+			sourceTopics[t] = true
+		}
+	} else {
+		sourceTopics = d.validateSource(jf.Source)
+	}
 	d.validateSink(jf.Sink, sourceTopics)
 	d.validateErrors(jf, sourceTopics)
 	d.validateRoutes(jf, sourceTopics)
@@ -96,28 +105,34 @@ func (d *decoder) validateKafka(k KafkaConfig) {
 // validateSource checks the source section and returns the topics it
 // lists, for the checks of the topics the job writes.
 func (d *decoder) validateSource(src SourceConfig) (topics map[string]bool) {
+	return d.validateSourceAt("source", src)
+}
+
+// validateSourceAt checks a source section at path (source, or
+// sources.<name> in the named form).
+func (d *decoder) validateSourceAt(sec string, src SourceConfig) (topics map[string]bool) {
 	switch {
 	case len(src.Topics) == 0 && src.TopicRegex == "":
-		line := d.first("source.topics", "source")
-		d.errorf(line, "source.topics is missing: list the topics to read, such as topics: [orders], or set source.topic-regex")
+		line := d.first(sec+".topics", sec)
+		d.errorf(line, "%s.topics is missing: list the topics to read, such as topics: [orders], or set %s.topic-regex", sec, sec)
 	case len(src.Topics) > 0 && src.TopicRegex != "":
-		d.errorf(d.at("source.topic-regex"), "source.topics and source.topic-regex are both set: use one")
+		d.errorf(d.at(sec+".topic-regex"), "%s.topics and %s.topic-regex are both set: use one", sec, sec)
 	case src.TopicRegex != "":
 		if _, err := kafka.CompileTopicRegex(src.TopicRegex); err != nil {
-			d.errorf(d.at("source.topic-regex"), "source.topic-regex %q is not a regular expression: %v", src.TopicRegex, err)
+			d.errorf(d.at(sec+".topic-regex"), "%s.topic-regex %q is not a regular expression: %v", sec, src.TopicRegex, err)
 		}
 	}
 	topics = map[string]bool{}
 	for i, topic := range src.Topics {
 		if err := kafka.ValidateTopicName(topic); err != nil {
-			d.errorf(d.at("source.topics"), "source.topics[%d]: %v", i, err)
+			d.errorf(d.at(sec+".topics"), "%s.topics[%d]: %v", sec, i, err)
 		} else if topics[topic] {
-			d.errorf(d.at("source.topics"), "source.topics lists %q twice", topic)
+			d.errorf(d.at(sec+".topics"), "%s.topics lists %q twice", sec, topic)
 		}
 		topics[topic] = true
 	}
-	if d.at("source.parallelism") != 0 && src.Parallelism < 1 {
-		d.errorf(d.at("source.parallelism"), "source.parallelism %d is below 1: use 1 or more, or remove it for one subtask per partition", src.Parallelism)
+	if d.at(sec+".parallelism") != 0 && src.Parallelism < 1 {
+		d.errorf(d.at(sec+".parallelism"), "%s.parallelism %d is below 1: use 1 or more, or remove it for one subtask per partition", sec, src.Parallelism)
 	}
 	return topics
 }

@@ -109,6 +109,19 @@ func RepartitionTopic(job string, n int) string {
 // records in a repartition topic go to the job's sinks later).
 func Plan(l *Logical, t Target) (*Physical, error) {
 	p := &Physical{Logical: l, Target: t}
+	if err := checkInputs(l, t); err != nil {
+		return nil, err
+	}
+	if !t.ScaleOut {
+		// One job: every node in one sub-topology, whatever its shape.
+		sub := SubTopology{}
+		for _, n := range l.Nodes {
+			sub.Nodes = append(sub.Nodes, n.ID)
+			sub.Inputs = append(sub.Inputs, n.Topics...)
+		}
+		p.Subs = []SubTopology{sub}
+		return p, nil
+	}
 	cur := SubTopology{}
 	part := "" // the key expression the current node's input is partitioned by
 	for _, n := range l.Nodes {
@@ -122,8 +135,8 @@ func Plan(l *Logical, t Target) (*Physical, error) {
 				part = "record.key"
 			}
 		case Op, Sink:
-			if len(n.Inputs) != 1 {
-				return nil, &Error{n.Line, fmt.Sprintf("%s has %d inputs; the planner takes one per node for now", n.Name, len(n.Inputs))}
+			if len(n.Inputs) != 1 || n.Inputs[0] != n.ID-1 && n.Kind == Op {
+				return nil, &Error{n.Line, fmt.Sprintf("%s: scale-out cuts a chain of steps from one source for now, and this node reads %d inputs", n.Name, len(n.Inputs))}
 			}
 		}
 		if n.Kind == Op && n.Props.Keyed && n.Props.Key != part && t.ScaleOut {
@@ -144,6 +157,30 @@ func Plan(l *Logical, t Target) (*Physical, error) {
 	}
 	p.Subs = append(p.Subs, cur)
 	return p, nil
+}
+
+// checkInputs checks the graph's shape: nodes in topological order, a
+// source without inputs, a sink with one, an operator with at least one.
+func checkInputs(l *Logical, t Target) error {
+	for i, n := range l.Nodes {
+		if n.ID != i {
+			return &Error{n.Line, fmt.Sprintf("%s has id %d at position %d", n.Name, n.ID, i)}
+		}
+		for _, in := range n.Inputs {
+			if in < 0 || in >= i {
+				return &Error{n.Line, fmt.Sprintf("%s reads node %d, which does not come before it", n.Name, in)}
+			}
+		}
+		switch {
+		case n.Kind == Source && len(n.Inputs) != 0:
+			return &Error{n.Line, fmt.Sprintf("source %s has inputs", n.Name)}
+		case n.Kind == Sink && len(n.Inputs) != 1:
+			return &Error{n.Line, fmt.Sprintf("sink %s has %d inputs; a sink writes one stream", n.Name, len(n.Inputs))}
+		case n.Kind == Op && len(n.Inputs) == 0:
+			return &Error{n.Line, fmt.Sprintf("%s has no input", n.Name)}
+		}
+	}
+	return nil
 }
 
 func countKind(l *Logical, k Kind) int {
@@ -172,6 +209,7 @@ func (p *Physical) Unbounded() []*Node {
 // indent.
 func Explain(w io.Writer, p *Physical, indent string) error {
 	var b strings.Builder
+	prev := -1
 	for _, s := range p.Subs {
 		if len(p.Subs) > 1 {
 			fmt.Fprintf(&b, "%ssub-topology %d, a task per partition of %s:\n", indent, s.Index, strings.Join(s.Inputs, ", "))
@@ -185,6 +223,16 @@ func Explain(w io.Writer, p *Physical, indent string) error {
 					bound = "freed by " + n.Props.StateBound
 				}
 				fmt.Fprintf(&b, ", state by %s, %s", n.Props.Key, bound)
+			}
+			if reads := n.Inputs; len(reads) > 1 || len(reads) == 1 && reads[0] != prev {
+				names := make([]string, len(reads))
+				for i, in := range reads {
+					names[i] = p.Nodes[in].UID
+				}
+				fmt.Fprintf(&b, " ← %s", strings.Join(names, ", "))
+			}
+			if n.Kind != Sink {
+				prev = id // every sink of a chain reads its last node
 			}
 			b.WriteString("\n")
 		}

@@ -18,6 +18,9 @@ type Props struct {
 	// ("record.key", "value.user_id"), as the job file writes it: equal
 	// text means equal partitioning. Empty when not Keyed.
 	Key string
+	// RightKey is, for a keyed operator of two inputs (a join), the key
+	// expression of its second input; Key is the first's.
+	RightKey string
 	// Keys says whether records leave with the keys they came with.
 	Keys KeyEffect
 	// Routes: the operator sets records' topics.

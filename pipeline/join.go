@@ -1,0 +1,156 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/durfmt"
+	"github.com/onceflow/onceflow/state"
+)
+
+// JoinInner is the one kind of join the join step does today: records of
+// the two inputs with equal keys are paired; a record without a partner
+// emits nothing. Outer joins emit a padded row and retract it when the
+// partner comes, which needs updating results downstream.
+const JoinInner = "inner"
+
+var joinSpec = Spec{
+	Name:    "join",
+	Summary: "Pairs the records of a stream's two inputs whose keys are equal and that came within ttl of each other (an inner join).",
+	Doc: "Only the first step of a stream whose `from:` names exactly two inputs: the first is the left side, the second " +
+		"the right. Each record is kept for ttl in the keyed state of its key (the step's id) and meets every record " +
+		"of the other side kept under the same key: for each pair the step emits one record whose key is the join " +
+		"key and whose value is `{\"left\": <left value>, \"right\": <right value>}` (a value that is not JSON is " +
+		"embedded as a string), with the later of the two timestamps. The pairs are emitted once: a restore " +
+		"resumes from the checkpoint with the state it had, so no pair is emitted twice by an exactly-once job.\n\n" +
+		"Both key expressions must give equal text for equal keys: a JSON number 1000 and a string \"1000\" are " +
+		"the same key, 1000.0 is another. ttl bounds the state: a record older than ttl (processing time since it " +
+		"was kept) is forgotten and pairs with nothing later.",
+	Fields: []Field{
+		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.customer_id",
+			Description: "The key of the first input's records. Part of the step's default id."},
+		{Name: "right-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.id",
+			Description: "The key of the second input's records."},
+		{Name: "ttl", Type: Duration, Required: true, Example: "1h",
+			Missing:     "set how long each side's records are kept to meet the other side's, such as ttl: 1h (the join's state holds every record of that span)",
+			Description: "How long a record is kept to meet records of the other side; positive."},
+		{Name: "kind", Type: String, Default: JoinInner, Example: JoinInner,
+			Description: "The kind of join: inner (the only one so far)."},
+	},
+	IDField:  "left-key",
+	Stateful: true,
+	Inputs:   2,
+	Validate: func(p Params) error { return joinConfigOf(p).validate() },
+	Props: func(p Params) Props {
+		c := joinConfigOf(p)
+		return Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, StateBound: "ttl " + durfmt.Short(c.TTL)}
+	},
+	Build: func(p Params, _ Env) (Operator, error) { return joinConfigOf(p).operator() },
+	Describe: func(p Params) string {
+		c := joinConfigOf(p)
+		return fmt.Sprintf("%s join on %s = %s, ttl %s", c.Kind, c.LeftKey, c.RightKey, durfmt.Short(c.TTL))
+	},
+	GoFunc:  "flow.CoProcess",
+	Example: "- join: { left-key: value.customer_id, right-key: value.id, ttl: 1h }",
+}
+
+func init() { Register(joinSpec) }
+
+type joinConfig struct {
+	LeftKey, RightKey, Kind string
+	TTL                     time.Duration
+}
+
+func joinConfigOf(p Params) joinConfig {
+	return joinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), Kind: p.Text("kind"), TTL: p.Duration("ttl")}
+}
+
+func (c joinConfig) validate() error {
+	switch c.Kind {
+	case JoinInner:
+	case "left", "right", "full", "full outer", "outer":
+		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not supported yet: a %s join emits a padded record and must retract it when the partner comes, which needs updating results; use inner", c.Kind, c.Kind)}
+	default:
+		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of join: use inner", c.Kind)}
+	}
+	if c.TTL <= 0 {
+		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: records kept for %s meet nothing", durfmt.Short(c.TTL))}
+	}
+	return nil
+}
+
+func (c joinConfig) operator() (Operator, error) {
+	if err := c.validate(); err != nil {
+		return Operator{}, err
+	}
+	lk, err := keyExpr(c.LeftKey)
+	if err != nil {
+		return Operator{}, fmt.Errorf("left-key: %w", err)
+	}
+	rk, err := keyExpr(c.RightKey)
+	if err != nil {
+		return Operator{}, fmt.Errorf("right-key: %w", err)
+	}
+	ttl := c.TTL
+	return Operator{KeyBy: lk, KeyByRight: rk, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
+		left := state.NewList[[]byte](st, "left", state.WithTTL(ttl))
+		right := state.NewList[[]byte](st, "right", state.WithTTL(ttl))
+		side := func(mine, other *state.List[[]byte], isLeft bool) func(Record, Out) error {
+			return func(r Record, out Out) error {
+				ts, v := r.Meta().Timestamp, r.Value()
+				key := []byte(r.GroupKey())
+				for _, e := range other.Get() {
+					ots, ov, err := decodeJoinEntry(e)
+					if err != nil {
+						return fmt.Errorf("join state of key %q: %w", r.GroupKey(), err)
+					}
+					lv, rv := v, ov
+					if !isLeft {
+						lv, rv = ov, v
+					}
+					out.Emit(key, joinedValue(lv, rv), max(ts, ots))
+				}
+				mine.Add(encodeJoinEntry(ts, v))
+				return nil
+			}
+		}
+		return TwoInputs{OnLeft: side(left, right, true), OnRight: side(right, left, false)}
+	}}, nil
+}
+
+// encodeJoinEntry is a kept record: its timestamp (8 bytes, big endian)
+// and its value.
+func encodeJoinEntry(ts int64, v []byte) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(v)), uint64(ts))
+	return append(b, v...)
+}
+
+func decodeJoinEntry(b []byte) (int64, []byte, error) {
+	if len(b) < 8 {
+		return 0, nil, fmt.Errorf("a kept record of %d bytes is shorter than its timestamp", len(b))
+	}
+	return int64(binary.BigEndian.Uint64(b)), b[8:], nil
+}
+
+// joinedValue is {"left": l, "right": r}, each embedded as JSON when it
+// is JSON, else as a JSON string (null for an empty value).
+func joinedValue(l, r []byte) []byte {
+	b := append(make([]byte, 0, len(l)+len(r)+20), `{"left":`...)
+	b = appendJoinSide(b, l)
+	b = append(b, `,"right":`...)
+	b = appendJoinSide(b, r)
+	return append(b, '}')
+}
+
+func appendJoinSide(b, v []byte) []byte {
+	switch {
+	case len(v) == 0:
+		return append(b, "null"...)
+	case json.Valid(v):
+		return append(b, v...)
+	}
+	q, _ := json.Marshal(string(v)) // a string always marshals
+	return append(b, q...)
+}

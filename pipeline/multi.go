@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/state"
+)
+
+// Steps with several inputs (docs/design.md, "Named streams"): a stream of
+// a job may read more than one input; its first step then takes them all
+// (union merges them, join pairs the records of two by key), and the steps
+// after it take one, as in any pipeline.
+
+// BuildFrom is Build over the inputs ins of a stream: with one input it is
+// Build; with more, the first step must be an operator that takes that
+// many inputs (Spec.Inputs). The error is a *StepError (Index 0 when the
+// inputs do not fit the first step).
+func BuildFrom[T any](ins []flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+	switch {
+	case len(ins) == 0:
+		return flow.Stream[T]{}, nil, errors.New("a stream needs an input")
+	case len(ins) == 1:
+		return Build(ins[0], acc, steps, env)
+	case len(steps) == 0:
+		return ins[0], nil, fmt.Errorf("%d inputs and no step: the first step of a stream with several inputs says how to combine them (union, or join for two)", len(ins))
+	}
+	ids := IDs(steps)
+	st := steps[0]
+	fail := func(err error) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+		return ins[0], nil, &StepError{Index: 0, Op: st.Op, Err: err}
+	}
+	spec, ok := Lookup(st.Op)
+	if !ok {
+		return fail(fmt.Errorf("unknown operator %q", st.Op))
+	}
+	if !spec.TakesInputs(len(ins)) {
+		return fail(fmt.Errorf("%s takes %s and the stream has %d: combine them with union (any number) or join (two) first", st.Op, spec.InputsText(), len(ins)))
+	}
+	p := spec.WithDefaults(st.Params)
+	if err := spec.Check(p); err != nil {
+		return fail(err)
+	}
+	op, err := spec.Build(p, env)
+	if err != nil {
+		return fail(err)
+	}
+	var s flow.Stream[T]
+	var failures []flow.Stream[flow.Failure[T]]
+	switch {
+	case op.Union:
+		s = flow.Union(ins[0], ins[1:]...)
+	case op.Two != nil && len(ins) == 2:
+		var bad []flow.Stream[flow.Failure[T]]
+		if s, bad, err = applyTwo(ins[0], ins[1], acc, spec.Name, ids[0], op, env.Policy); err != nil {
+			return fail(err)
+		}
+		if env.Policy == flow.DeadLetterOnError {
+			failures = append(failures, bad...)
+		}
+	default:
+		return fail(fmt.Errorf("the operator's spec takes %s, and its Build returned neither Union nor Two", spec.InputsText()))
+	}
+	rest := make([]Step, len(steps)-1)
+	for i, st := range steps[1:] {
+		st.UID = ids[i+1] // the ids of the whole stream's steps
+		rest[i] = st
+	}
+	out, more, err := Build(s, acc, rest, env)
+	if se := (*StepError)(nil); errors.As(err, &se) {
+		se.Index++
+		return ins[0], nil, se
+	}
+	return out, append(failures, more...), err
+}
+
+// applyTwo adds the keyed operator of two inputs op: a stateless step per
+// input evaluates its key (a record it fails on goes to the error policy
+// like any poison record), and both keyed streams meet in one CoProcess
+// under uid.
+func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+	uses := op.Uses | UsesKey
+	for _, k := range []*Expr{op.KeyBy, op.KeyByRight} {
+		if k != nil {
+			uses |= k.access()
+		}
+	}
+	if missing := acc.missing(uses); len(missing) > 0 {
+		return l, nil, fmt.Errorf("%s are nil: %s needs them", describeAccess(missing), name)
+	}
+	right := op
+	right.KeyBy, right.Prepare = op.KeyByRight, nil
+	left := op
+	left.Prepare = nil
+	wl, badL := flow.TryMap(l, keyStep(acc, name+" (left)", left), policy, flow.UID(uid+"/key-left"), flow.Name(name+" left key"))
+	wr, badR := flow.TryMap(r, keyStep(acc, name+" (right)", right), policy, flow.UID(uid+"/key-right"), flow.Name(name+" right key"))
+	byKey := func(k keyed[T]) string { return k.key }
+	c := flow.Connect(flow.KeyBy(wl, byKey), flow.KeyBy(wr, byKey))
+	out := flow.CoProcess(c, uid, func(st *state.Store) flow.CoProcessFuncs[keyed[T], keyed[T], T] {
+		fns := op.Two(st)
+		h := &handle[T]{acc: &acc}
+		o := &twoOut[T]{h: h}
+		side := func(f func(Record, Out) error) flow.ProcessFunc[keyed[T], T] {
+			return func(_ flow.Context, k keyed[T], out flow.Collector[T]) error {
+				h.rec, h.group, o.out = k.rec, k.key, out
+				err := f(h, o)
+				var zero T
+				h.rec = zero // do not hold on to the record
+				return err
+			}
+		}
+		return flow.CoProcessFuncs[keyed[T], keyed[T], T]{OnLeft: side(fns.OnLeft), OnRight: side(fns.OnRight)}
+	}, flow.Name(name))
+	return out, []flow.Stream[flow.Failure[T]]{badL, badR}, nil
+}
+
+// twoOut is the Out of a two-input operator.
+type twoOut[T any] struct {
+	h   *handle[T]
+	out flow.Collector[T]
+}
+
+func (o *twoOut[T]) Forward() { o.out.Emit(o.h.rec) }
+func (o *twoOut[T]) Emit(key, value []byte, ts int64) {
+	o.out.Emit(o.h.acc.New(key, value, ts))
+}
+
+var unionSpec = Spec{
+	Name:    "union",
+	Summary: "Merges the records of a stream's inputs, unchanged, into one stream (SQL's UNION ALL).",
+	Doc: "Only the first step of a stream whose `from:` names two or more inputs. Records of different inputs " +
+		"come in no particular order; the records of one input keep theirs. It keeps no state; its checkpoint " +
+		"barrier waits for every input, so a checkpoint holds each input's position consistently.",
+	Stateful: false,
+	Inputs:   ManyInputs,
+	Props:    keepsKeys,
+	Build:    func(Params, Env) (Operator, error) { return Operator{Union: true}, nil },
+	Describe: func(Params) string { return "union of the inputs" },
+	GoFunc:   "flow.Union",
+	Example:  "- union: {}",
+}
+
+func init() { Register(unionSpec) }
