@@ -151,7 +151,8 @@ func (t *Task) Sink(cfg kafka.SinkConfig) (*kafka.Sink, error) {
 // to (a later stage), in partition state.Hash(key(r)) modulo its
 // partitions: every record of a key reaches the same task of that stage,
 // whose keyed state then holds the key. The sink is the task's
-// exactly-once Kafka sink (see Sink). Call Source first.
+// exactly-once Kafka sink (see Sink). Call Source first. It adds the
+// operators with uids "repartition" and "repartition-sink" to the job.
 func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.Record) string) error {
 	stages := t.in.cfg.Stages
 	if to <= t.Stage || to >= len(stages) {
