@@ -39,10 +39,14 @@ type Config struct {
 	StateDir string
 	// Checkpoints is where the tasks keep their checkpoints: a directory
 	// every instance mounts (each task under Checkpoints/<task>), so a
-	// task restores on whichever instance gets its partition. Required.
-	// For S3 give an option of package checkpoint/s3 in TaskOptions
-	// (later options win) and name the bucket here, for the logs.
+	// task restores on whichever instance gets its partition. Required;
+	// with CheckpointStorage it only names that storage in the logs.
 	Checkpoints string
+	// CheckpointStorage, when set, is the tasks' checkpoint storage
+	// instead of the directory Checkpoints: s3.Checkpoints("s3://bucket/prefix",
+	// …) of package checkpoint/s3, which a program links only if it
+	// imports it.
+	CheckpointStorage flow.Option
 	// Stages are the job's sub-topologies, in order. The first reads the
 	// job's input topics; each later one reads one repartition topic,
 	// which an earlier stage writes with Task.Repartition. Required.

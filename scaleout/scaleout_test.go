@@ -2,9 +2,12 @@ package scaleout_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,5 +191,38 @@ func TestNewRefuses(t *testing.T) {
 	}
 	if _, err := scaleout.New(ok); err != nil {
 		t.Errorf("New(a valid config): %v", err)
+	}
+}
+
+// A task whose job fails restarts with back-off while its instance owns
+// the partition; a failure no restart mends stops the instance, and Run
+// returns it naming the task.
+func TestTaskRestartsThenFatalStopsInstance(t *testing.T) {
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"in": 1}})
+	dir := t.TempDir()
+	var builds atomic.Int32
+	in, err := scaleout.New(scaleout.Config{Job: "fj", Client: kafka.ClientConfig{Brokers: []string{c.Addr}}, Instance: "a",
+		StateDir: filepath.Join(dir, "state"), Checkpoints: filepath.Join(dir, "shared"),
+		Stages: []scaleout.Stage{{Topics: []string{"in"}, Build: func(tk *scaleout.Task) (*flow.Env, error) {
+			if builds.Add(1) == 1 {
+				return nil, errors.New("the database is down")
+			}
+			return nil, fmt.Errorf("the job cannot be built: %w", flow.ErrInvalidJob)
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- in.Run(context.Background()) }()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the instance did not stop after its task's fatal error")
+	}
+	if !errors.Is(err, flow.ErrInvalidJob) || !strings.Contains(err.Error(), "task fj-in-0 (partition in/0)") {
+		t.Fatalf("Run: %v, want flow.ErrInvalidJob naming task fj-in-0", err)
+	}
+	if n := builds.Load(); n != 2 {
+		t.Fatalf("the task was built %d times, want 2 (a restart after the first failure, none after the fatal one)", n)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	s3ckpt "github.com/onceflow/onceflow/checkpoint/s3"
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/metrics"
@@ -69,7 +68,7 @@ func (t *Task) Logger() *slog.Logger { return t.run.log }
 
 // Options are the flow options the task's job must be made with
 // (flow.New(t.Options()...)): its name, the instance's state directory,
-// the shared checkpoints, fenced checkpoint ids, no restart strategy (the
+// the shared checkpoints (Checkpoints or CheckpointStorage), fenced checkpoint ids, no restart strategy (the
 // instance restarts the task while it owns the partition), the logger,
 // the hooks that count its metrics and purge its repartition topic, and
 // then Config.TaskOptions. Add options after them; do not replace these.
@@ -79,8 +78,8 @@ func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option 
 	cfg := t.in.cfg
 	opts := []flow.Option{flow.JobName(t.Name), flow.StateDir(t.StateDir), flow.Logger(t.run.log),
 		flow.Restart(flow.RestartConfig{Strategy: flow.NoRestart}), flow.FencedCheckpointIDs(), flow.WithHooks(col)}
-	if strings.Contains(cfg.Checkpoints, "://") {
-		opts = append(opts, s3ckpt.Checkpoints(cfg.Checkpoints, s3ckpt.Options{}))
+	if cfg.CheckpointStorage != nil {
+		opts = append(opts, cfg.CheckpointStorage)
 	} else {
 		opts = append(opts, flow.CheckpointsIn(cfg.Checkpoints))
 	}

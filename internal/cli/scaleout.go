@@ -79,19 +79,18 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 		return err
 	}
 	so := &scaleOut{log: e.log, jf: jf, cc: cc, instance: instance, group: jf.Source.Group, segs: segs}
-	taskOpts := o.flowOptions()
+	var storage flow.Option
 	if c := jf.State.Checkpoints; strings.Contains(c, "://") {
-		// The package's S3 storage knows no endpoint: the file's wins.
 		s3 := jf.State.S3
-		taskOpts = append(taskOpts, s3ckpt.Checkpoints(c, s3ckpt.Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}))
+		storage = s3ckpt.Checkpoints(c, s3ckpt.Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure})
 	}
 	cfg := scaleout.Config{
 		Job: jf.Job, Group: so.group, Client: cc, Instance: instance,
-		StateDir: jf.State.Dir, Checkpoints: jf.State.Checkpoints,
+		StateDir: jf.State.Dir, Checkpoints: jf.State.Checkpoints, CheckpointStorage: storage,
 		RepartitionPartitions: jf.ScaleOut.RepartitionPartitions, RepartitionSetting: "scale-out.repartition-partitions",
 		SessionTimeout: jf.ScaleOut.SessionTimeout, ClassicProtocol: jf.ScaleOut.GroupProtocol == jobfile.GroupProtocolClassic,
 		DiscoveryInterval: jf.Source.DiscoveryInterval, StopTimeout: o.stopTimeout,
-		TaskOptions: taskOpts, Logger: e.log,
+		TaskOptions: o.flowOptions(), Logger: e.log,
 	}
 	for i := range segs {
 		seg := &segs[i]
