@@ -9,7 +9,7 @@
 // is given, an instance runs a task: a complete exactly-once job for that
 // one partition, built by the stage's Build function, named
 // <job>-<topic>-<partition>, with its own transactional id, checkpoints
-// (under Config.Checkpoints, which every instance reaches) and local state
+// (in Config.Checkpoints or Config.CheckpointStorage, which every instance reaches) and local state
 // (under the instance's directory in Config.StateDir). A task restarts with
 // back-off while its instance owns the partition, stops with a final
 // checkpoint when the group takes the partition away, and is restored from
@@ -40,9 +40,9 @@
 //	err := scaleout.Run(ctx, scaleout.Config{
 //		Job:         "clicks-per-user",
 //		Client:      kafka.ClientConfig{Brokers: []string{"kafka:9092"}},
-//		Instance:    hostname,             // each instance its own
-//		StateDir:    "/var/lib/onceflow",  // this machine's
-//		Checkpoints: "/mnt/shared/onceflow", // every instance's
+//		Instance:    hostname,               // each instance its own
+//		StateDir:    "/var/lib/onceflow",    // this machine's
+//		Checkpoints: "/mnt/shared/onceflow", // every instance's (or CheckpointStorage: S3)
 //		TaskOptions: []flow.Option{flow.Checkpointing(5 * time.Second)},
 //		Stages: []scaleout.Stage{{Topics: []string{"clicks"}, Build: func(t *scaleout.Task) (*flow.Env, error) {
 //			env := flow.New(t.Options()...)

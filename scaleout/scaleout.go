@@ -67,7 +67,8 @@ type Config struct {
 	// topics are assigned (kafka.MembershipConfig.DiscoveryInterval).
 	DiscoveryInterval time.Duration
 	// StopTimeout bounds a task's final checkpoint when it stops
-	// (flow.StopTimeout), default the engine's.
+	// (flow.StopTimeout), default 1 minute (the engine's); the instance
+	// waits that long and 10 s more for its tasks to end.
 	StopTimeout time.Duration
 	// TaskOptions are added to every task's options (Task.Options), after
 	// the instance's own: the checkpoint interval, S3 checkpoint storage,
@@ -128,6 +129,9 @@ func New(cfg Config) (*Instance, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = time.Minute
+	}
 	if cfg.RepartitionSetting == "" {
 		cfg.RepartitionSetting = "RepartitionPartitions"
 	}
@@ -146,6 +150,8 @@ func New(cfg Config) (*Instance, error) {
 		return nil, errors.New("scale-out: Config.Checkpoints is empty: give a checkpoint location every instance reaches (a shared directory, or S3), or a task could not restore on another instance")
 	case len(cfg.Stages) == 0:
 		return nil, errors.New("scale-out: Config.Stages is empty: the job needs at least one stage")
+	case cfg.StopTimeout < 0:
+		return nil, fmt.Errorf("scale-out: Config.StopTimeout is %v: give a positive duration, or 0 for the default", cfg.StopTimeout)
 	case cfg.RepartitionPartitions < 0:
 		return nil, fmt.Errorf("scale-out: Config.RepartitionPartitions is %d: give a positive count, or 0 for the default", cfg.RepartitionPartitions)
 	}

@@ -83,9 +83,7 @@ func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option 
 	} else {
 		opts = append(opts, flow.CheckpointsIn(cfg.Checkpoints))
 	}
-	if cfg.StopTimeout > 0 {
-		opts = append(opts, flow.StopTimeout(cfg.StopTimeout))
-	}
+	opts = append(opts, flow.StopTimeout(cfg.StopTimeout))
 	if len(hooks) > 0 {
 		opts = append(opts, flow.WithHooks(hooks...))
 	}
