@@ -3,7 +3,6 @@ package scaleout_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -195,8 +194,9 @@ func TestNewRefuses(t *testing.T) {
 }
 
 // A task whose job fails restarts with back-off while its instance owns
-// the partition; a failure no restart mends stops the instance, and Run
-// returns it naming the task.
+// the partition; a failure no restart mends (here a sink without
+// exactly-once delivery) stops the instance, and Run returns it naming
+// the task.
 func TestTaskRestartsThenFatalStopsInstance(t *testing.T) {
 	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"in": 1}})
 	dir := t.TempDir()
@@ -207,7 +207,11 @@ func TestTaskRestartsThenFatalStopsInstance(t *testing.T) {
 			if builds.Add(1) == 1 {
 				return nil, errors.New("the database is down")
 			}
-			return nil, fmt.Errorf("the job cannot be built: %w", flow.ErrInvalidJob)
+			if _, err := tk.Source(kafka.SourceConfig{}); err != nil {
+				return nil, err
+			}
+			_, err := tk.Sink(kafka.SinkConfig{Topic: "out", Delivery: kafka.DeliveryAtLeastOnce})
+			return nil, err
 		}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -219,8 +223,8 @@ func TestTaskRestartsThenFatalStopsInstance(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the instance did not stop after its task's fatal error")
 	}
-	if !errors.Is(err, flow.ErrInvalidJob) || !strings.Contains(err.Error(), "task fj-in-0 (partition in/0)") {
-		t.Fatalf("Run: %v, want flow.ErrInvalidJob naming task fj-in-0", err)
+	if !errors.Is(err, flow.ErrInvalidJob) || !strings.Contains(err.Error(), "task fj-in-0 (partition in/0)") || !strings.Contains(err.Error(), "scale-out needs exactly-once") {
+		t.Fatalf("Run: %v, want flow.ErrInvalidJob naming task fj-in-0 and the exactly-once delivery it needs", err)
 	}
 	if n := builds.Load(); n != 2 {
 		t.Fatalf("the task was built %d times, want 2 (a restart after the first failure, none after the fatal one)", n)

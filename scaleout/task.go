@@ -98,7 +98,7 @@ func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option 
 // (StartupMode is StartEarliest). Make one source per task.
 func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 	if t.run.src != nil {
-		return nil, fmt.Errorf("scale-out: task %s: Source was called twice: a task reads its one partition with one source", t.Name)
+		return nil, fmt.Errorf("scale-out: Task.Source was called twice: a task reads its one partition with one source: %w", flow.ErrInvalidJob)
 	}
 	if cfg.Client.Brokers == nil {
 		cfg.Client = t.in.cfg.Client
@@ -111,7 +111,7 @@ func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 	}
 	src, err := kafka.NewSource(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", t.Name, err)
+		return nil, err
 	}
 	t.run.src = src
 	return src, nil
@@ -119,16 +119,20 @@ func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 
 // Sink makes the task's Kafka sink from cfg: Job is the task's name (so
 // its transactional id is the task's), OffsetsOf the task's source, whose
-// offsets each of its transactions commits (with the default exactly-once
-// delivery), Client the instance's when unset. Call Source first. The
+// offsets each of its transactions commits (Delivery must be exactly-once,
+// the default), Client the instance's when unset. Call Source first. The
 // instance closes the sink after the job ended. A task has one Kafka sink
 // (Sink or Repartition): its transactional producer.
 func (t *Task) Sink(cfg kafka.SinkConfig) (*kafka.Sink, error) {
 	if t.run.src == nil {
-		return nil, fmt.Errorf("scale-out: task %s: Sink was called before Source: the sink commits the source's offsets", t.Name)
+		return nil, fmt.Errorf("scale-out: Task.Sink was called before Task.Source: the sink commits the source's offsets; make the source first: %w", flow.ErrInvalidJob)
 	}
 	if t.run.sink {
-		return nil, fmt.Errorf("scale-out: task %s: a second Kafka sink: a task has one (its transactional producer); route records to several topics with one sink instead", t.Name)
+		return nil, fmt.Errorf("scale-out: a second Kafka sink (Task.Sink or Task.Repartition): a task has one, its transactional producer; route records to several topics with one sink instead: %w", flow.ErrInvalidJob)
+	}
+	if cfg.Delivery != "" && cfg.Delivery != kafka.DeliveryExactlyOnce {
+		// As a job file's scale-out requires (docs/design.md, "Scale-out").
+		return nil, fmt.Errorf("scale-out: the Kafka sink's delivery is %s: scale-out needs exactly-once, each task's transaction is its commit point and fences the instance that had its partition before; leave Delivery unset: %w", cfg.Delivery, flow.ErrInvalidJob)
 	}
 	if cfg.Client.Brokers == nil {
 		cfg.Client = t.in.cfg.Client
@@ -136,7 +140,7 @@ func (t *Task) Sink(cfg kafka.SinkConfig) (*kafka.Sink, error) {
 	cfg.Job, cfg.OffsetsOf = t.Name, []*kafka.Source{t.run.src}
 	sink, err := kafka.NewSink(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", t.Name, err)
+		return nil, err
 	}
 	t.run.sink = true
 	t.run.closers = append(t.run.closers, sink.Close)
@@ -153,12 +157,12 @@ func (t *Task) Sink(cfg kafka.SinkConfig) (*kafka.Sink, error) {
 func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.Record) string) error {
 	stages := t.in.cfg.Stages
 	if to <= t.Stage || to >= len(stages) {
-		return fmt.Errorf("scale-out: task %s of stage %d repartitions into stage %d: name a later stage (1 to %d)", t.Name, t.Stage, to, len(stages)-1)
+		return fmt.Errorf("scale-out: stage %d repartitions into stage %d: name a later stage (%d to %d): %w", t.Stage, to, t.Stage+1, len(stages)-1, flow.ErrInvalidJob)
 	}
 	topic := stages[to].Topics[0]
 	n := uint32(t.in.parts[topic])
 	if n == 0 { // unreachable: Run created it
-		return fmt.Errorf("scale-out: task %s: the repartition topic %s has no partitions", t.Name, topic)
+		return fmt.Errorf("scale-out: the repartition topic %s has no partitions", topic)
 	}
 	sink, err := t.Sink(kafka.SinkConfig{Topic: topic, KeepPartition: true, Delivery: kafka.DeliveryExactlyOnce})
 	if err != nil {
@@ -280,14 +284,14 @@ func (in *Instance) runTaskOnce(t *Task, log *slog.Logger) error {
 		return err
 	}
 	if env == nil {
-		return fmt.Errorf("scale-out: stage %d's Build returned no flow.Env and no error for task %s: %w", t.Stage, t.Name, flow.ErrInvalidJob)
+		return fmt.Errorf("scale-out: stage %d's Build returned no flow.Env and no error: %w", t.Stage, flow.ErrInvalidJob)
 	}
 	if t.stopped.Load() {
 		return nil
 	}
 	if pg != nil {
 		if run.src == nil {
-			return fmt.Errorf("scale-out: task %s of stage %d made its source without Task.Source or Task.UseSource: its repartition topic could not be purged: %w", t.Name, t.Stage, flow.ErrInvalidJob)
+			return fmt.Errorf("scale-out: stage %d made its source without Task.Source or Task.UseSource: its repartition topic could not be purged: %w", t.Stage, flow.ErrInvalidJob)
 		}
 		pg.setSource(run.src)
 	}
