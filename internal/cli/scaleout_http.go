@@ -7,17 +7,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/internal/api"
-	"github.com/onceflow/onceflow/metrics"
 )
 
 // A scale-out instance serves, with --http (or http.listen), what a
@@ -35,38 +31,6 @@ import (
 
 //go:embed instanceui/index.html
 var instancePage []byte
-
-// taskMetrics collects the metrics of the tasks' current jobs.
-type taskMetrics struct {
-	mu   sync.Mutex
-	cols map[*metrics.Collector]bool
-}
-
-func (tm *taskMetrics) add(c *metrics.Collector) {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	tm.cols[c] = true
-}
-
-func (tm *taskMetrics) remove(c *metrics.Collector) {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	delete(tm.cols, c)
-}
-
-func (tm *taskMetrics) Describe(chan<- *prometheus.Desc) {}
-
-func (tm *taskMetrics) Collect(ch chan<- prometheus.Metric) {
-	tm.mu.Lock()
-	cols := make([]*metrics.Collector, 0, len(tm.cols))
-	for c := range tm.cols {
-		cols = append(cols, c)
-	}
-	tm.mu.Unlock()
-	for _, c := range cols {
-		c.Collect(ch)
-	}
-}
 
 // taskView is a task in /instance.
 type taskView struct {
@@ -88,7 +52,7 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), so.metrics)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), so.in.Metrics())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -99,24 +63,12 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("GET /instance", func(w http.ResponseWriter, _ *http.Request) {
-		gen, member := so.m.Generation()
+		gen, member := so.in.Generation()
 		var ts []taskView
-		for p, t := range so.snapshotTasks() {
-			t.mu.Lock()
-			running := t.job != nil && !t.stopped.Load()
-			t.mu.Unlock()
-			ts = append(ts, taskView{Task: t.name, Topic: p.Topic, Partition: p.Partition, Running: running, Runs: t.runs.Load(),
-				Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started.UnixMilli()})
+		for _, t := range so.in.Tasks() { // by topic and partition
+			ts = append(ts, taskView{Task: t.Name, Topic: t.Partition.Topic, Partition: t.Partition.Partition, Running: t.Running, Runs: t.Runs,
+				Restarts: t.Restarts, LastCheckpoint: t.LastCheckpoint, Since: t.Since.UnixMilli()})
 		}
-		slices.SortFunc(ts, func(a, b taskView) int {
-			if a.Topic != b.Topic {
-				if a.Topic < b.Topic {
-					return -1
-				}
-				return 1
-			}
-			return int(a.Partition - b.Partition)
-		})
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"job": so.jf.Job, "instance": so.instance, "group": so.group,
 			"generation": gen, "member": member, "tasks": ts})
@@ -145,27 +97,21 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			so.e.log.Warn("the instance's HTTP server stopped", "err", err)
+			so.log.Warn("the instance's HTTP server stopped", "err", err)
 		}
 	}()
-	so.e.log.Info("serving health, readiness and metrics", "url", "http://"+ln.Addr().String(), "endpoints", "/healthz /readyz /instance /metrics")
+	so.log.Info("serving health, readiness and metrics", "url", "http://"+ln.Addr().String(), "endpoints", "/healthz /readyz /instance /metrics")
 	return func() { _ = srv.Close() }, nil
 }
 
 // notReady says why the instance is not ready, "" when it is.
 func (so *scaleOut) notReady() string {
-	if so.m == nil {
+	if gen, _ := so.in.Generation(); gen < 0 {
 		return "not a member of the group yet\n"
 	}
-	if gen, _ := so.m.Generation(); gen < 0 {
-		return "not a member of the group yet\n"
-	}
-	for p, t := range so.snapshotTasks() {
-		t.mu.Lock()
-		running := t.job != nil
-		t.mu.Unlock()
-		if !running {
-			return "task of " + kafka.Partition(p).String() + " is starting\n"
+	for _, t := range so.in.Tasks() {
+		if !t.Running {
+			return "task of " + t.Partition.String() + " is starting\n"
 		}
 	}
 	return ""

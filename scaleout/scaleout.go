@@ -1,0 +1,434 @@
+package scaleout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/metrics"
+)
+
+// Config configures an instance.
+type Config struct {
+	// Job names the job. Every instance of a job has the same; a task's
+	// job is named <Job>-<topic>-<partition>. Required.
+	Job string
+	// Group is the consumer group the instances share (and the source
+	// offsets are committed to), default Job.
+	Group string
+	// Client is how the instance reaches Kafka: the group member, the
+	// repartition topics, and the default of the tasks' sources and sinks.
+	Client kafka.ClientConfig
+	// Instance names this instance: its member in the group (its client
+	// id) and its directory under StateDir. Letters, digits, '.', '_' and
+	// '-'. Required.
+	Instance string
+	// StateDir is the local directory of the instance's tasks (locks,
+	// Pebble databases): StateDir/<Job>.instances/<Instance>. Required.
+	StateDir string
+	// Checkpoints is where the tasks keep their checkpoints: a directory
+	// every instance mounts (each task under Checkpoints/<task>), so a
+	// task restores on whichever instance gets its partition. Required;
+	// with CheckpointStorage it only names that storage in the logs.
+	Checkpoints string
+	// CheckpointStorage, when set, is the tasks' checkpoint storage
+	// instead of the directory Checkpoints: s3.Checkpoints("s3://bucket/prefix",
+	// …) of package checkpoint/s3, which a program links only if it
+	// imports it.
+	CheckpointStorage flow.Option
+	// Stages are the job's sub-topologies, in order. The first reads the
+	// job's input topics; each later one reads one repartition topic,
+	// which an earlier stage writes with Task.Repartition. Required.
+	Stages []Stage
+	// RepartitionPartitions is the partition count of the repartition
+	// topics the instance creates, default that of the widest input topic
+	// of the first stage. An existing repartition topic with another count
+	// is refused: its tasks' state is split by its partitions.
+	RepartitionPartitions int
+	// SessionTimeout is how long the group waits for a silent instance
+	// before its partitions move, with the classic group protocol, default
+	// 10s.
+	SessionTimeout time.Duration
+	// ClassicProtocol uses the classic group protocol even where every
+	// broker speaks KIP-848's consumer protocol.
+	ClassicProtocol bool
+	// DiscoveryInterval is how soon partitions added to the stages'
+	// topics are assigned (kafka.MembershipConfig.DiscoveryInterval).
+	DiscoveryInterval time.Duration
+	// StopTimeout bounds a task's final checkpoint when it stops
+	// (flow.StopTimeout), default 1 minute (the engine's); the instance
+	// waits that long and 10 s more for its tasks to end.
+	StopTimeout time.Duration
+	// TaskOptions are added to every task's options (Task.Options), after
+	// the instance's own: the checkpoint interval, S3 checkpoint storage,
+	// the state backend, hooks.
+	TaskOptions []flow.Option
+	// Logger logs the instance and, with a "task" attribute, its tasks;
+	// default slog.Default().
+	Logger *slog.Logger
+	// RepartitionSetting is how errors name RepartitionPartitions, default
+	// "RepartitionPartitions" (the job-file runner names its YAML key).
+	RepartitionSetting string
+	// Joined, when set, is called once the instance is a member of the
+	// group (its tasks may be starting). An error stops the instance: it
+	// leaves the group and Run returns the error.
+	Joined func() error
+}
+
+// Stage is one sub-topology of a job.
+type Stage struct {
+	// Topics are the stage's input: each partition of each is a task.
+	// The first stage's are the job's input topics; a later stage has
+	// exactly one, the repartition topic it reads, which the instance
+	// creates if it is missing.
+	Topics []string
+	// Build defines the job of task t: a flow.Env made with t.Options(),
+	// its source made by t.Source (bound to the task's partition), its
+	// output a sink made by t.Sink or t.Repartition. It is called for
+	// every run of the task (a restart builds the job anew).
+	Build func(t *Task) (*flow.Env, error)
+}
+
+// Instance is one instance of a scale-out job.
+type Instance struct {
+	cfg      Config
+	log      *slog.Logger
+	stateDir string
+	// parts is the partition count of each repartition topic.
+	parts map[string]int
+	m     *kafka.Membership
+
+	mu      sync.Mutex
+	tasks   map[kafka.Partition]*Task
+	closing bool
+	wg      sync.WaitGroup
+	fatal   chan error
+	metrics *taskMetrics
+	// joined is closed once m is set: the member's first assignment can
+	// come before NewMembership returns.
+	joined chan struct{}
+	ran    bool
+}
+
+// New checks cfg and returns the instance; Run runs it.
+func New(cfg Config) (*Instance, error) {
+	if cfg.Group == "" {
+		cfg.Group = cfg.Job
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = time.Minute
+	}
+	if cfg.RepartitionSetting == "" {
+		cfg.RepartitionSetting = "RepartitionPartitions"
+	}
+	switch {
+	case cfg.Job == "":
+		return nil, errors.New("scale-out: Config.Job is empty: name the job (every instance of it the same)")
+	case !validName(cfg.Job):
+		return nil, fmt.Errorf("scale-out: Config.Job %q may only use letters, digits, '.', '_' and '-'", cfg.Job)
+	case cfg.Instance == "":
+		return nil, errors.New("scale-out: Config.Instance is empty: name this instance (each instance of the job differently, say after its host)")
+	case !validName(cfg.Instance):
+		return nil, fmt.Errorf("scale-out: Config.Instance %q may only use letters, digits, '.', '_' and '-'", cfg.Instance)
+	case cfg.StateDir == "":
+		return nil, errors.New("scale-out: Config.StateDir is empty: give the instance a local directory for its tasks' locks and state files")
+	case cfg.Checkpoints == "":
+		return nil, errors.New("scale-out: Config.Checkpoints is empty: give a checkpoint location every instance reaches (a shared directory, or S3), or a task could not restore on another instance")
+	case len(cfg.Stages) == 0:
+		return nil, errors.New("scale-out: Config.Stages is empty: the job needs at least one stage")
+	case cfg.StopTimeout < 0:
+		return nil, fmt.Errorf("scale-out: Config.StopTimeout is %v: give a positive duration, or 0 for the default", cfg.StopTimeout)
+	case cfg.RepartitionPartitions < 0:
+		return nil, fmt.Errorf("scale-out: Config.RepartitionPartitions is %d: give a positive count, or 0 for the default", cfg.RepartitionPartitions)
+	}
+	seen := map[string]int{}
+	for i, s := range cfg.Stages {
+		if len(s.Topics) == 0 {
+			return nil, fmt.Errorf("scale-out: stage %d has no topics", i)
+		}
+		if i > 0 && len(s.Topics) != 1 {
+			return nil, fmt.Errorf("scale-out: stage %d reads %d topics: a stage after the first reads exactly one, the repartition topic an earlier stage writes", i, len(s.Topics))
+		}
+		if s.Build == nil {
+			return nil, fmt.Errorf("scale-out: stage %d has no Build function", i)
+		}
+		for _, t := range s.Topics {
+			if j, ok := seen[t]; ok {
+				return nil, fmt.Errorf("scale-out: topic %s is the input of stages %d and %d: a partition is one task, of one stage", t, j, i)
+			}
+			seen[t] = i
+		}
+	}
+	return &Instance{cfg: cfg, log: cfg.Logger, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
+		tasks: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
+		joined: make(chan struct{})}, nil
+}
+
+// Run is New, then Instance.Run.
+func Run(ctx context.Context, cfg Config) error {
+	in, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return in.Run(ctx)
+}
+
+// validName is the names an instance and a job may have: they name
+// directories and Kafka clients.
+func validName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return s != "" && s != "." && s != ".."
+}
+
+// StateDir is the instance's own directory: its tasks' locks and state
+// backend files.
+func (in *Instance) StateDir() string { return in.stateDir }
+
+// Run creates the missing repartition topics, joins the group and runs a
+// task for each partition the group assigns this instance, until ctx is
+// done or a task fails in a way a restart cannot mend (flow.ErrUnrecoverable,
+// flow.ErrRestoreRefused, flow.ErrInvalidJob; Run returns that error).
+// Then the tasks stop with final checkpoints and the instance leaves the
+// group. Run may be called once.
+func (in *Instance) Run(ctx context.Context) error {
+	in.mu.Lock()
+	ran := in.ran
+	in.ran = true
+	in.mu.Unlock()
+	if ran {
+		return errors.New("scale-out: Instance.Run was called twice: make a new Instance")
+	}
+	cfg := in.cfg
+	var err error
+	if in.parts, err = in.ensureRepartitionTopics(ctx); err != nil {
+		close(in.joined)
+		return err
+	}
+	var topics []string
+	for _, s := range cfg.Stages {
+		topics = append(topics, s.Topics...)
+	}
+	in.log.Info("starting scale-out instance", "job", cfg.Job, "instance", cfg.Instance, "group", cfg.Group, "topics", strings.Join(topics, ","),
+		"state_dir", in.stateDir, "checkpoints", cfg.Checkpoints, "segments", len(cfg.Stages))
+	m, err := kafka.NewMembership(kafka.MembershipConfig{
+		Client: cfg.Client, Group: cfg.Group, Topics: topics, Instance: cfg.Instance, Logger: in.log,
+		SessionTimeout: cfg.SessionTimeout, NextGen: !cfg.ClassicProtocol,
+		DiscoveryInterval: cfg.DiscoveryInterval,
+		OnAssigned:        in.assigned,
+		OnRevoked:         func(_ context.Context, ps []kafka.Partition) { in.stopTasks(ps, "revoked") },
+		OnLost:            func(_ context.Context, ps []kafka.Partition) { in.stopTasks(ps, "lost") },
+	})
+	if err != nil {
+		close(in.joined)
+		return err
+	}
+	in.mu.Lock()
+	in.m = m
+	in.mu.Unlock()
+	close(in.joined)
+	in.log.Info("joined the group", "group", cfg.Group, "protocol", m.Protocol())
+	var result error
+	if cfg.Joined != nil {
+		result = cfg.Joined()
+	}
+	if result == nil {
+		select {
+		case <-ctx.Done():
+		case result = <-in.fatal:
+			in.log.Error("a task cannot go on; the instance stops", "err", result)
+		}
+	}
+	in.mu.Lock()
+	in.closing = true
+	in.mu.Unlock()
+	// The tasks stop with final checkpoints, then the member leaves the
+	// group, so the others take the partitions over at once. Leaving waits
+	// for the group client, which may be waiting for a rebalance to answer
+	// its join: past a bound the instance exits anyway, and the group
+	// drops it after the session timeout.
+	in.stopTasks(slices.Collect(maps.Keys(in.snapshot())), "stopping")
+	left := make(chan struct{})
+	go func() { m.Close(); close(left) }()
+	select {
+	case <-left:
+	case <-time.After(10 * time.Second):
+		in.log.Warn("leaving the group takes long (a rebalance is on); exiting: the group drops this instance after its session timeout", "group", cfg.Group)
+	}
+	in.wg.Wait()
+	in.log.Info("instance stopped", "job", cfg.Job, "instance", cfg.Instance)
+	return result
+}
+
+// membership is the group member, nil before Run joined.
+func (in *Instance) membership() *kafka.Membership {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.m
+}
+
+// Generation is the group generation the instance's member is in and its
+// member id; -1 and "" before it joined.
+func (in *Instance) Generation() (int32, string) {
+	m := in.membership()
+	if m == nil {
+		return -1, ""
+	}
+	return m.Generation()
+}
+
+// TaskStatus is a task of the instance, as Tasks shows it.
+type TaskStatus struct {
+	// Name is the task's job name, <job>-<topic>-<partition>.
+	Name      string
+	Partition kafka.Partition
+	Stage     int
+	// Running says the task's job runs (not starting, restarting or
+	// stopping).
+	Running bool
+	// Runs counts the job's starts; Restarts the ones after a failure.
+	Runs, Restarts int64
+	// LastCheckpoint is the newest checkpoint the task's job committed, 0
+	// before the first.
+	LastCheckpoint int64
+	// Since is when the instance was given the partition.
+	Since time.Time
+}
+
+// Tasks is the instance's tasks now, by topic and partition.
+func (in *Instance) Tasks() []TaskStatus {
+	var out []TaskStatus
+	for p, t := range in.snapshot() {
+		t.mu.Lock()
+		running := t.job != nil && !t.stopped.Load()
+		t.mu.Unlock()
+		out = append(out, TaskStatus{Name: t.Name, Partition: p, Stage: t.Stage, Running: running, Runs: t.runs.Load(),
+			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started})
+	}
+	slices.SortFunc(out, func(a, b TaskStatus) int {
+		if c := strings.Compare(a.Partition.Topic, b.Partition.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition.Partition - b.Partition.Partition)
+	})
+	return out
+}
+
+// Metrics collects the metrics of the tasks' current jobs (package
+// metrics; label job_name is the task's name), for a Prometheus registry.
+func (in *Instance) Metrics() prometheus.Collector { return in.metrics }
+
+func (in *Instance) snapshot() map[kafka.Partition]*Task {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return maps.Clone(in.tasks)
+}
+
+func (in *Instance) stageOf(topic string) int {
+	for i, s := range in.cfg.Stages {
+		if slices.Contains(s.Topics, topic) {
+			return i
+		}
+	}
+	return -1
+}
+
+// assigned starts a task per partition; it does not wait for them.
+func (in *Instance) assigned(_ context.Context, ps []kafka.Partition) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closing {
+		return
+	}
+	for _, p := range ps {
+		st := in.stageOf(p.Topic)
+		if st < 0 {
+			continue // unreachable: the member subscribes to the stages' topics
+		}
+		t := &Task{Partition: p, Stage: st, Name: TaskName(in.cfg.Job, p), StateDir: in.stateDir, in: in,
+			prev: in.tasks[p], done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
+		in.tasks[p] = t
+		in.wg.Add(1)
+		go in.runTask(t)
+	}
+}
+
+// stopTasks stops the tasks of ps, each with a final checkpoint, and
+// waits until they ended (at most the stop timeout and a margin).
+func (in *Instance) stopTasks(ps []kafka.Partition, why string) {
+	in.mu.Lock()
+	var ts []*Task
+	for _, p := range ps {
+		if t := in.tasks[p]; t != nil {
+			ts = append(ts, t)
+			delete(in.tasks, p)
+		}
+	}
+	in.mu.Unlock()
+	for _, t := range ts {
+		t.stop()
+	}
+	limit := time.After(in.cfg.StopTimeout + 10*time.Second)
+	for _, t := range ts {
+		select {
+		case <-t.done:
+		case <-limit:
+			in.log.Warn("a task did not stop in time; its partition is given up anyway (its next owner fences it)", "task", t.Name, "why", why)
+			return
+		}
+	}
+	if len(ts) > 0 {
+		in.log.Info("tasks stopped", "why", why, "tasks", len(ts))
+	}
+}
+
+// taskMetrics collects the metrics of the tasks' current jobs.
+type taskMetrics struct {
+	mu   sync.Mutex
+	cols map[*metrics.Collector]bool
+}
+
+func (tm *taskMetrics) add(c *metrics.Collector) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	tm.cols[c] = true
+}
+
+func (tm *taskMetrics) remove(c *metrics.Collector) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	delete(tm.cols, c)
+}
+
+// Describe sends nothing: the tasks come and go, so the collector is
+// unchecked.
+func (tm *taskMetrics) Describe(chan<- *prometheus.Desc) {}
+
+func (tm *taskMetrics) Collect(ch chan<- prometheus.Metric) {
+	tm.mu.Lock()
+	cols := make([]*metrics.Collector, 0, len(tm.cols))
+	for c := range tm.cols {
+		cols = append(cols, c)
+	}
+	tm.mu.Unlock()
+	for _, c := range cols {
+		c.Collect(ch)
+	}
+}

@@ -1,0 +1,317 @@
+package scaleout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/metrics"
+	"github.com/onceflow/onceflow/state"
+)
+
+// Task is the run of one partition of one stage on this instance: a
+// complete exactly-once job of its own (docs/design.md, "Scale-out").
+// Stage.Build gets it for each run of the task's job.
+type Task struct {
+	// Partition is the partition the task reads.
+	Partition kafka.Partition
+	// Stage is the index of the task's stage in Config.Stages.
+	Stage int
+	// Name is the task's job name, <job>-<topic>-<partition>: its
+	// checkpoints, transactional id and progress group are named by it.
+	Name string
+	// StateDir is the instance's local directory (flow.StateDir).
+	StateDir string
+
+	in *Instance
+	// prev is the task this one replaces (the partition came back before
+	// the old run ended): it must end first, it holds the local lock.
+	prev    *Task
+	stopped atomic.Bool
+	mu      sync.Mutex
+	job     *flow.Job
+	done    chan struct{}
+	quit    chan struct{} // closed by stop
+	started time.Time
+	// runs counts the task's job starts; restarts the failed ones.
+	runs, restarts atomic.Int64
+	lastCheckpoint atomic.Int64
+
+	// run is the state of the current run's Build.
+	run *taskRun
+}
+
+// taskRun is what one Build of a task made.
+type taskRun struct {
+	log     *slog.Logger
+	opts    []flow.Option
+	src     *kafka.Source
+	sink    bool // a Kafka sink was made: one transactional producer per task
+	closers []func() error
+}
+
+// TaskName names the job of partition p of job.
+func TaskName(job string, p kafka.Partition) string {
+	return job + "-" + strings.NewReplacer("/", "-").Replace(p.Topic) + "-" + strconv.Itoa(int(p.Partition))
+}
+
+// Logger is the task's logger (the instance's, with a "task" attribute).
+func (t *Task) Logger() *slog.Logger { return t.run.log }
+
+// Options are the flow options the task's job must be made with
+// (flow.New(t.Options()...)): its name, the instance's state directory,
+// the shared checkpoints (Checkpoints or CheckpointStorage), fenced checkpoint ids, no restart strategy (the
+// instance restarts the task while it owns the partition), the logger,
+// the hooks that count its metrics and purge its repartition topic, and
+// then Config.TaskOptions. Add options after them; do not replace these.
+func (t *Task) Options() []flow.Option { return t.run.opts }
+
+func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option {
+	cfg := t.in.cfg
+	opts := []flow.Option{flow.JobName(t.Name), flow.StateDir(t.StateDir), flow.Logger(t.run.log),
+		flow.Restart(flow.RestartConfig{Strategy: flow.NoRestart}), flow.FencedCheckpointIDs(), flow.WithHooks(col)}
+	if cfg.CheckpointStorage != nil {
+		opts = append(opts, cfg.CheckpointStorage)
+	} else {
+		opts = append(opts, flow.CheckpointsIn(cfg.Checkpoints))
+	}
+	opts = append(opts, flow.StopTimeout(cfg.StopTimeout))
+	if len(hooks) > 0 {
+		opts = append(opts, flow.WithHooks(hooks...))
+	}
+	return append(opts, cfg.TaskOptions...)
+}
+
+// Source makes the task's Kafka source from cfg, bound to the task's
+// partition: Topics is the partition's topic alone (TopicRegex is
+// cleared), Partitions its partition, Group the instance's group, Client
+// the instance's when unset. A stage after the first reads its
+// repartition topic from the start when the task has no checkpoint
+// (StartupMode is StartEarliest). Make one source per task.
+func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
+	if t.run.src != nil {
+		return nil, fmt.Errorf("scale-out: Task.Source was called twice: a task reads its one partition with one source: %w", flow.ErrInvalidJob)
+	}
+	if cfg.Client.Brokers == nil {
+		cfg.Client = t.in.cfg.Client
+	}
+	cfg.Topics, cfg.TopicRegex = []string{t.Partition.Topic}, ""
+	cfg.Partitions = map[string][]int32{t.Partition.Topic: {t.Partition.Partition}}
+	cfg.Group = t.in.cfg.Group
+	if t.Stage > 0 {
+		cfg.StartupMode = kafka.StartEarliest
+	}
+	src, err := kafka.NewSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.run.src = src
+	return src, nil
+}
+
+// Sink makes the task's Kafka sink from cfg: Job is the task's name (so
+// its transactional id is the task's), OffsetsOf the task's source, whose
+// offsets each of its transactions commits (Delivery must be exactly-once,
+// the default), Client the instance's when unset. Call Source first. The
+// instance closes the sink after the job ended. A task has one Kafka sink
+// (Sink or Repartition): its transactional producer.
+func (t *Task) Sink(cfg kafka.SinkConfig) (*kafka.Sink, error) {
+	if t.run.src == nil {
+		return nil, fmt.Errorf("scale-out: Task.Sink was called before Task.Source: the sink commits the source's offsets; make the source first: %w", flow.ErrInvalidJob)
+	}
+	if t.run.sink {
+		return nil, fmt.Errorf("scale-out: a second Kafka sink (Task.Sink or Task.Repartition): a task has one, its transactional producer; route records to several topics with one sink instead: %w", flow.ErrInvalidJob)
+	}
+	if cfg.Delivery != "" && cfg.Delivery != kafka.DeliveryExactlyOnce {
+		// As a job file's scale-out requires (docs/design.md, "Scale-out").
+		return nil, fmt.Errorf("scale-out: the Kafka sink's delivery is %s: scale-out needs exactly-once, each task's transaction is its commit point and fences the instance that had its partition before; leave Delivery unset: %w", cfg.Delivery, flow.ErrInvalidJob)
+	}
+	if cfg.Client.Brokers == nil {
+		cfg.Client = t.in.cfg.Client
+	}
+	cfg.Job, cfg.OffsetsOf = t.Name, []*kafka.Source{t.run.src}
+	sink, err := kafka.NewSink(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.run.sink = true
+	t.run.closers = append(t.run.closers, sink.Close)
+	return sink, nil
+}
+
+// Repartition ends the task's job by writing the records of s, unchanged
+// but for their topic and partition, into the repartition topic of stage
+// to (a later stage), in partition state.Hash(key(r)) modulo its
+// partitions: every record of a key reaches the same task of that stage,
+// whose keyed state then holds the key. The sink is the task's
+// exactly-once Kafka sink (see Sink). Call Source first. It adds the
+// operators with uids "repartition" and "repartition-sink" to the job.
+func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.Record) string) error {
+	stages := t.in.cfg.Stages
+	if to <= t.Stage || to >= len(stages) {
+		return fmt.Errorf("scale-out: stage %d repartitions into stage %d: name a later stage (%d to %d): %w", t.Stage, to, t.Stage+1, len(stages)-1, flow.ErrInvalidJob)
+	}
+	topic := stages[to].Topics[0]
+	n := uint32(t.in.parts[topic])
+	if n == 0 { // unreachable: Run created it
+		return fmt.Errorf("scale-out: the repartition topic %s has no partitions", topic)
+	}
+	sink, err := t.Sink(kafka.SinkConfig{Topic: topic, KeepPartition: true, Delivery: kafka.DeliveryExactlyOnce})
+	if err != nil {
+		return err
+	}
+	out := flow.Map(s, func(r kafka.Record) kafka.Record {
+		r.Topic, r.Partition, r.Offset = topic, int32(state.Hash(key(r))%n), 0
+		return r
+	}, flow.UID("repartition"), flow.Name("to-"+topic))
+	flow.To(out, sink, flow.UID("repartition-sink"), flow.Name("repartition-sink"))
+	return nil
+}
+
+// RepartitionPartitions is the partition count of the repartition topic
+// of stage to (a stage after the first), 0 for another stage: what a
+// Build that writes that topic with its own sink partitions by.
+func (t *Task) RepartitionPartitions(to int) int {
+	if to <= 0 || to >= len(t.in.cfg.Stages) {
+		return 0
+	}
+	return t.in.parts[t.in.cfg.Stages[to].Topics[0]]
+}
+
+// OnClose runs f after the task's job ended: for a Build that makes its
+// sink itself. UseSource is for one that makes its source itself.
+func (t *Task) OnClose(f func() error) { t.run.closers = append(t.run.closers, f) }
+
+// UseSource tells the task which source reads its partition when Build
+// made it without Source: a later stage's task deletes the records of
+// its repartition topic that source committed past.
+func (t *Task) UseSource(src *kafka.Source) { t.run.src = src }
+
+func (t *Task) stop() {
+	if !t.stopped.Swap(true) {
+		close(t.quit)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.job != nil {
+		t.job.Stop()
+	}
+}
+
+// checkpoint is the newest checkpoint the task's job committed.
+func (t *Task) checkpoint() int64 {
+	t.mu.Lock()
+	j := t.job
+	t.mu.Unlock()
+	if j != nil {
+		if c := j.Stats().LastCheckpoint; c > 0 {
+			return c
+		}
+	}
+	return t.lastCheckpoint.Load()
+}
+
+// fatal tells the errors a restart of the task cannot mend.
+func fatal(err error) bool {
+	return errors.Is(err, flow.ErrUnrecoverable) || errors.Is(err, flow.ErrRestoreRefused) || errors.Is(err, flow.ErrInvalidJob)
+}
+
+// runTask runs a task's job until it is stopped, restarting it after
+// failures while the instance still holds the partition: a zombie whose
+// partition moved learns it from its member and does not recover (which
+// would fence the new owner).
+func (in *Instance) runTask(t *Task) {
+	defer in.wg.Done()
+	defer close(t.done)
+	if t.prev != nil {
+		<-t.prev.done
+	}
+	<-in.joined
+	log := in.log.With("task", t.Name)
+	delay := time.Second
+	for m := in.membership(); !t.stopped.Load() && m != nil && m.Owns(t.Partition); {
+		err := in.runTaskOnce(t, log)
+		if err == nil || t.stopped.Load() {
+			return
+		}
+		if fatal(err) {
+			select {
+			case in.fatal <- fmt.Errorf("task %s (partition %s): %w", t.Name, t.Partition, err):
+			default:
+			}
+			return
+		}
+		t.restarts.Add(1)
+		log.Error("task failed; it restarts from its last committed checkpoint", "err", err, "delay", delay)
+		select {
+		case <-time.After(delay):
+		case <-t.quit:
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+func (in *Instance) runTaskOnce(t *Task, log *slog.Logger) error {
+	col := metrics.New()
+	in.metrics.add(col)
+	defer in.metrics.remove(col)
+	var hooks []flow.Hook
+	var pg *purger
+	if t.Stage > 0 {
+		// The task reads a repartition topic: what it committed past is
+		// deleted (docs/design.md, "Scale-out").
+		pg = &purger{cc: in.cfg.Client, p: t.Partition, log: log}
+		hooks = append(hooks, pg)
+	}
+	run := &taskRun{log: log}
+	t.run = run
+	run.opts = t.options(col, hooks)
+	defer func() {
+		for _, c := range run.closers {
+			_ = c() // the job's outcome is what counts; a restart reconnects
+		}
+	}()
+	env, err := in.cfg.Stages[t.Stage].Build(t)
+	if err != nil {
+		return err
+	}
+	if env == nil {
+		return fmt.Errorf("scale-out: stage %d's Build returned no flow.Env and no error: %w", t.Stage, flow.ErrInvalidJob)
+	}
+	if t.stopped.Load() {
+		return nil
+	}
+	if pg != nil {
+		if run.src == nil {
+			return fmt.Errorf("scale-out: stage %d made its source without Task.Source or Task.UseSource: its repartition topic could not be purged: %w", t.Stage, flow.ErrInvalidJob)
+		}
+		pg.setSource(run.src)
+	}
+	job, err := env.Start(context.Background())
+	if err != nil {
+		return err
+	}
+	t.runs.Add(1)
+	t.mu.Lock()
+	t.job = job
+	stop := t.stopped.Load()
+	t.mu.Unlock()
+	if stop {
+		job.Stop()
+	}
+	err = job.Wait()
+	st := job.Stats()
+	t.lastCheckpoint.Store(st.LastCheckpoint)
+	t.mu.Lock()
+	t.job = nil
+	t.mu.Unlock()
+	return err
+}
