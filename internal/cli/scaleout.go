@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"log/slog"
 	"os"
 	"slices"
@@ -94,7 +95,16 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 	}
 	for i := range segs {
 		seg := &segs[i]
-		cfg.Stages = append(cfg.Stages, scaleout.Stage{Topics: seg.Topics, Build: func(t *scaleout.Task) (*flow.Env, error) {
+		topics := seg.Topics
+		if seg.CoPartitioned {
+			// The group assigns the anchor's partitions; the task of its
+			// partition p reads p of every topic (taskFile).
+			if err := checkCoPartitioned(ctx, cc, seg.Topics); err != nil {
+				return err
+			}
+			topics = []string{seg.Anchor}
+		}
+		cfg.Stages = append(cfg.Stages, scaleout.Stage{Topics: topics, Build: func(t *scaleout.Task) (*flow.Env, error) {
 			b, err := compile.Job(so.taskFile(t, seg), cc, t.Logger(), t.Options()...)
 			if err != nil {
 				return nil, err
@@ -155,6 +165,15 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 	tj.HTTP = jobfile.HTTPConfig{}
 	tj.RestartSet, tj.Restart = true, restart.Config{Strategy: restart.None}
 	tj.Task = &jobfile.TaskSpec{Partitions: map[string][]int32{t.Partition.Topic: {t.Partition.Partition}}}
+	if seg.CoPartitioned {
+		// Partition p of every input topic: a key's records of every
+		// topic meet in this task (docs/design.md, "Named streams").
+		tj.Source.Topics = seg.Topics
+		for _, topic := range seg.Topics {
+			tj.Task.Partitions[topic] = []int32{t.Partition.Partition}
+		}
+		return &tj
+	}
 	if seg.Index > 0 {
 		// A repartition topic is read from its start on a fresh task.
 		tj.Source.Startup = jobfile.Startup{Mode: jobfile.StartEarliest}
@@ -188,4 +207,36 @@ func (so *scaleOut) statusAttrs() []any {
 	slices.Sort(names)
 	gen, _ := so.in.Generation()
 	return []any{"instance", so.instance, "generation", gen, "tasks", len(ts), "partitions", strings.Join(names, ","), "task_restarts", restarts}
+}
+
+// checkCoPartitioned checks that the topics a co-partitioned sub-topology
+// reads have one partition count: its task of partition p reads p of
+// each.
+func checkCoPartitioned(ctx context.Context, cc kafka.ClientConfig, topics []string) error {
+	cl, err := cc.NewClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx, topics...)
+	if err == nil {
+		err = tds.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("scale-out: reading the partition counts of %s: %w", strings.Join(topics, ", "), err)
+	}
+	counts := map[string]int{}
+	for _, td := range tds {
+		counts[td.Topic] = len(td.Partitions)
+	}
+	var desc []string
+	same := true
+	for _, t := range topics {
+		desc = append(desc, fmt.Sprintf("%s %d", t, counts[t]))
+		same = same && counts[t] == counts[topics[0]]
+	}
+	if !same || counts[topics[0]] == 0 {
+		return fmt.Errorf("scale-out of sources: runs a task per partition p that reads partition p of every source topic, so they need the same number of partitions, and they have %s: add partitions to the smaller (onceflow topic add-partitions) or run without scale-out", strings.Join(desc, ", "))
+	}
+	return nil
 }

@@ -248,8 +248,23 @@ func newSource(jf *jobfile.JobFile, sc jobfile.SourceConfig, cc kafka.ClientConf
 		ReadUncommitted:   sc.Isolation == jobfile.IsolationReadUncommitted,
 		Bounded:           sc.Bounded,
 		OnTopicRecreated:  connectorRecreated[sc.OnTopicRecreated],
-		Partitions:        jf.Task.PartitionsOrNil(),
+		Partitions:        partitionsOf(jf.Task.PartitionsOrNil(), sc.Topics),
 	})
+}
+
+// partitionsOf is the part of a scale-out task's partitions (nil: not a
+// task) in topics: one source's share of a co-partitioned task.
+func partitionsOf(all map[string][]int32, topics []string) map[string][]int32 {
+	if all == nil {
+		return nil
+	}
+	out := map[string][]int32{}
+	for _, t := range topics {
+		if ps, ok := all[t]; ok {
+			out[t] = ps
+		}
+	}
+	return out
 }
 
 // buildStreams adds the sources and the pipeline to env: the streams the

@@ -91,7 +91,7 @@ func (jf *JobFile) addSinks(l *plan.Logical, input func(kind string) int) {
 // per sink. A stream without steps is its input.
 func (jf *JobFile) graphLogical() (*plan.Logical, map[int]Step, error) {
 	g := jf.Graph
-	l := &plan.Logical{Job: jf.Job, InputKeyed: jf.ScaleOut.InputKeyed}
+	l := &plan.Logical{Job: jf.Job, InputKeyed: jf.ScaleOut.InputKeyed, Graph: true}
 	out := map[string]int{} // source or stream -> the node giving its records
 	for _, s := range g.Sources {
 		n := &plan.Node{ID: len(l.Nodes), Kind: plan.Source, Name: s.Name + ": kafka topics " + strings.Join(s.Source.Topics, ", "), UID: s.Name, Topics: s.Source.Topics, Line: s.Line}

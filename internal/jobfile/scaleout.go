@@ -23,6 +23,10 @@ type Segment struct {
 	// out is the repartition topic the segment writes into, partitioned
 	// by outKey ("" for the last segment, which writes to the job's sink).
 	Out, OutKey string
+	// CoPartitioned: the segment's task of partition p of Anchor reads
+	// partition p of every topic in Topics (plan.SubTopology).
+	CoPartitioned bool
+	Anchor        string
 }
 
 // PlanSegments cuts the job's pipeline into sub-topologies: the planner's
@@ -43,7 +47,7 @@ func PlanSegments(jf *JobFile) ([]Segment, error) {
 	}
 	segs := make([]Segment, len(p.Subs))
 	for i, sub := range p.Subs {
-		segs[i] = Segment{Index: sub.Index, Topics: sub.Inputs, Out: sub.Out, OutKey: sub.OutKey}
+		segs[i] = Segment{Index: sub.Index, Topics: sub.Inputs, Out: sub.Out, OutKey: sub.OutKey, CoPartitioned: sub.CoPartitioned, Anchor: sub.Anchor}
 		for _, id := range sub.Nodes {
 			if st, ok := steps[id]; ok {
 				segs[i].Steps = append(segs[i].Steps, st)
@@ -72,9 +76,15 @@ func (d *decoder) validateScaleOut(jf *JobFile) {
 		}
 		return
 	}
-	if jf.Graph != nil {
-		d.errorf(line, "scale-out runs jobs in the one-source form (source:, pipeline:, sink:) for now; a job with sources:, streams: and sinks: runs on one instance: remove scale-out, or split the job")
-		return
+	if g := jf.Graph; g != nil {
+		for _, ns := range g.Sources {
+			if ns.Source.Bounded {
+				d.errorf(d.at("sources."+ns.Name+".bounded"), "sources.%s.bounded does not go with scale-out: the instances run as a service; remove it", ns.Name)
+			}
+			if ns.Source.Parallelism > 0 {
+				d.errorf(d.at("sources."+ns.Name+".parallelism"), "sources.%s.parallelism does not apply with scale-out: every partition is a task of its own; remove it", ns.Name)
+			}
+		}
 	}
 	if jf.State.Checkpoints == "" {
 		d.errorf(line, "scale-out needs state.checkpoints: the instances share their tasks' checkpoints there (s3://bucket/prefix, or a directory every instance mounts), while state.dir is each instance's own")

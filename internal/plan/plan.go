@@ -49,6 +49,10 @@ type Logical struct {
 	// InputKeyed: the source topics are partitioned by record.key
 	// (Kafka's default partitioner, scale-out.input-keyed).
 	InputKeyed bool
+	// Graph: the job is written as named sources and streams, not a chain
+	// (docs/design.md, "Named streams"); scale-out then runs it
+	// co-partitioned (see Plan).
+	Graph bool
 }
 
 // Target is where the plan runs.
@@ -71,6 +75,12 @@ type SubTopology struct {
 	// Out is the repartition topic it writes, partitioned by the key
 	// expression OutKey; "" for the last, which writes to the sinks.
 	Out, OutKey string
+	// CoPartitioned: a task owns partition p of every input topic, which
+	// must all have the same number of partitions; the group assigns the
+	// partitions of Anchor (the first input) and the task of Anchor's
+	// partition p reads p of the others.
+	CoPartitioned bool
+	Anchor        string
 }
 
 // Physical is a logical plan cut for a target.
@@ -111,6 +121,9 @@ func Plan(l *Logical, t Target) (*Physical, error) {
 	p := &Physical{Logical: l, Target: t}
 	if err := checkInputs(l, t); err != nil {
 		return nil, err
+	}
+	if t.ScaleOut && l.Graph {
+		return planCoPartitioned(p)
 	}
 	if !t.ScaleOut {
 		// One job: every node in one sub-topology, whatever its shape.
@@ -156,6 +169,62 @@ func Plan(l *Logical, t Target) (*Physical, error) {
 		}
 	}
 	p.Subs = append(p.Subs, cur)
+	return p, nil
+}
+
+// planCoPartitioned plans a graph for scale-out as one co-partitioned
+// sub-topology: the task of partition p reads partition p of every source
+// topic, so it sees every record of the keys that Kafka's default
+// partitioner puts in p, whichever topic they are in, provided the topics
+// have as many partitions (checked when the instance starts). No cut is
+// made: a keyed node must read inputs partitioned by its key (the record
+// key of the sources, with scale-out.input-keyed, kept through steps that
+// keep keys), else the plan is refused.
+func planCoPartitioned(p *Physical) (*Physical, error) {
+	l := p.Logical
+	part := make([]string, len(l.Nodes)) // the key expression each node's output is partitioned by
+	sub := SubTopology{CoPartitioned: true}
+	for _, n := range l.Nodes {
+		sub.Nodes = append(sub.Nodes, n.ID)
+		switch n.Kind {
+		case Source:
+			sub.Inputs = append(sub.Inputs, n.Topics...)
+			if l.InputKeyed {
+				part[n.ID] = "record.key"
+			}
+			continue
+		case Sink:
+			continue
+		}
+		if n.Props.Keyed {
+			for i, in := range n.Inputs {
+				key := n.Props.Key
+				if i == 1 && n.Props.RightKey != "" {
+					key = n.Props.RightKey
+				}
+				if part[in] != key {
+					have := "not partitioned by a key"
+					if part[in] != "" {
+						have = "partitioned by " + part[in]
+					}
+					return nil, &Error{n.Line, fmt.Sprintf("with scale-out, %s needs its input %s partitioned by %s, and it is %s: a job of named streams runs co-partitioned (a task per partition of its sources, which Kafka's default partitioner keys by record.key) and is not cut by repartition topics yet; key the topics by what the step keys by, with scale-out.input-keyed, or run it without scale-out", n.Op, l.Nodes[in].UID, key, have)}
+				}
+			}
+		}
+		if n.Props.Keys == KeysKept { // partitioned as its inputs, if they all are alike
+			common := part[n.Inputs[0]]
+			for _, in := range n.Inputs[1:] {
+				if part[in] != common {
+					common = ""
+				}
+			}
+			part[n.ID] = common
+		}
+	}
+	if len(sub.Inputs) > 0 {
+		sub.Anchor = sub.Inputs[0]
+	}
+	p.Subs = []SubTopology{sub}
 	return p, nil
 }
 
