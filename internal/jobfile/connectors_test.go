@@ -59,15 +59,21 @@ checkpointing: {interval: 1s}
 // as the switch it replaced chose: Kafka, then Redis, then PostgreSQL, then
 // MySQL (docs/design.md, "Database sinks").
 func TestCommitPointFollowsTheConnectorRanks(t *testing.T) {
-	pg, my := &DBSinkConfig{Kind: "postgres"}, &DBSinkConfig{Kind: SinkMySQL}
+	conf := func(names ...string) map[string]*connector.Config {
+		m := map[string]*connector.Config{}
+		for _, n := range names {
+			m[n] = connector.NewConfig("sink."+n, 0)
+		}
+		return m
+	}
 	for _, tc := range []struct {
 		sink SinkConfig
 		want string
 	}{
-		{SinkConfig{Topic: "t", Postgres: pg, MySQL: my, Redis: &RedisSinkConfig{}}, SinkKafka},
-		{SinkConfig{Postgres: pg, MySQL: my, Redis: &RedisSinkConfig{}}, SinkRedis},
-		{SinkConfig{Postgres: pg, MySQL: my}, "postgres"},
-		{SinkConfig{MySQL: my}, SinkMySQL},
+		{SinkConfig{Topic: "t", Connectors: conf("postgres", "mysql", "redis")}, SinkKafka},
+		{SinkConfig{Connectors: conf("postgres", "mysql", "redis")}, "redis"},
+		{SinkConfig{Connectors: conf("postgres", "mysql")}, "postgres"},
+		{SinkConfig{Connectors: conf("mysql")}, "mysql"},
 	} {
 		tc.sink.Delivery = DeliveryExactlyOnce
 		if got := tc.sink.CommitPoint(); got != tc.want {
@@ -76,6 +82,37 @@ func TestCommitPointFollowsTheConnectorRanks(t *testing.T) {
 		tc.sink.Delivery = DeliveryAtLeastOnce
 		if got := tc.sink.CommitPoint(); got != "" {
 			t.Errorf("%v at-least-once: commit point %q, want none", tc.sink.Kinds(), got)
+		}
+	}
+}
+
+// The sinks keep the order and the uids they had before connectors were
+// registered: checkpoints know the uids (SinkConfig.UID).
+func TestSinkUIDsAreTodays(t *testing.T) {
+	conf := func(names ...string) map[string]*connector.Config {
+		m := map[string]*connector.Config{}
+		for _, n := range names {
+			m[n] = connector.NewConfig("sink."+n, 0)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		sink SinkConfig
+		want map[string]string
+	}{
+		{SinkConfig{Topic: "t", Delivery: DeliveryExactlyOnce, Connectors: conf("postgres", "mysql")},
+			map[string]string{"kafka": "sink", "postgres": "sink-postgres", "mysql": "sink-mysql"}},
+		{SinkConfig{Delivery: DeliveryExactlyOnce, Connectors: conf("postgres", "redis")},
+			map[string]string{"redis": "sink", "postgres": "sink-postgres"}},
+		{SinkConfig{Delivery: DeliveryAtLeastOnce, Connectors: conf("redis", "mysql", "postgres")},
+			map[string]string{"postgres": "sink", "mysql": "sink-mysql", "redis": "sink-redis"}},
+		{SinkConfig{Delivery: DeliveryAtLeastOnce, Topic: "t", Connectors: conf("redis")},
+			map[string]string{"kafka": "sink", "redis": "sink-redis"}},
+	} {
+		for kind, want := range tc.want {
+			if got := tc.sink.UID(kind); got != want {
+				t.Errorf("%v %s: uid of %s %q, want %q", tc.sink.Kinds(), tc.sink.Delivery, kind, got, want)
+			}
 		}
 	}
 }
