@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/internal/jobfile"
