@@ -3,6 +3,7 @@ package jobfile
 import (
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/onceflow/onceflow/connector"
@@ -32,6 +33,9 @@ checkpointing: {interval: 1s}
 	sinkNames := connector.Names()
 	seen := 0
 	for _, s := range connector.Specs() {
+		if strings.HasPrefix(s.Name, "test-") {
+			continue // registered by a test; TestOutsideSpecDecodesFromYAMLAndOptions reads it
+		}
 		for _, side := range []*connector.Side{s.Source, s.Sink} {
 			if side == nil {
 				continue
@@ -113,6 +117,68 @@ func TestSinkUIDsAreTodays(t *testing.T) {
 			if got := tc.sink.UID(kind); got != want {
 				t.Errorf("%v %s: uid of %s %q, want %q", tc.sink.Kinds(), tc.sink.Delivery, kind, got, want)
 			}
+		}
+	}
+}
+
+// epochFilesShape has the shape of the spec examples/enrich registers from
+// outside onceflow's module (sink.go there: a required path, two-phase, no
+// commit point). That module cannot link this test (it would need the
+// database drivers in its go.sum), so the shape is declared here.
+var epochFilesShape = connector.Spec{
+	Name:    "test-epoch-files",
+	Summary: "Writes each checkpoint's records to a file (the shape of examples/enrich's sink).",
+	Sink: &connector.Side{
+		Section: "sink.test-epoch-files",
+		Fields:  []connector.Field{{Name: "dir", Type: "path", Required: true, Doc: "The directory holding pending/ and out/."}},
+	},
+	Deliveries: []connector.Delivery{connector.ExactlyOnce, connector.TwoPhase},
+}
+
+func init() { connector.Register(epochFilesShape) }
+
+// A spec registered the way examples/enrich registers its own is read from
+// a job file's section, and from SQL-style options, by the same decoder
+// as onceflow's connectors: values with their lines, did-you-mean for a
+// misspelt key.
+func TestOutsideSpecDecodesFromYAMLAndOptions(t *testing.T) {
+	const job = `job: enrich
+kafka: {brokers: [b:9092]}
+source: {topics: [in]}
+sink:
+  test-epoch-files:
+    %s: /var/lib/enrich
+checkpointing: {interval: 1s}
+`
+	jf, err := ParseJobFile("j.yaml", []byte(strings.Replace(job, "%s", "dir", 1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jf.Sink.Connectors["test-epoch-files"]
+	if c == nil || c.String("dir") != "/var/lib/enrich" || c.LineOf("dir") != 6 {
+		t.Fatalf("sink.test-epoch-files decoded as %+v, want dir /var/lib/enrich on line 6", c)
+	}
+	if got := jf.Sink.Role("test-epoch-files"); got != connector.TwoPhase {
+		t.Errorf("role %q, want two-phase: it is not a commit point, the checkpoint manifest is", got)
+	}
+	if got := jf.Sink.UID("test-epoch-files"); got != "sink" {
+		t.Errorf("uid %q, want sink", got)
+	}
+
+	_, err = ParseJobFile("j.yaml", []byte(strings.Replace(job, "%s", "dirr", 1)), nil)
+	if want := `j.yaml:6: unknown field "dirr" in sink.test-epoch-files (did you mean "dir"?)`; err == nil || err.Error() != want {
+		t.Errorf("misspelt: error %v, want %s", err, want)
+	}
+
+	side := epochFilesShape.Sink
+	sc, err := side.DecodeStrings(side.Section, map[string]string{"dir": "/var/lib/enrich"}, nil)
+	if err != nil || sc.String("dir") != c.String("dir") {
+		t.Errorf("from options: dir %q, error %v; want %q", sc.String("dir"), err, c.String("dir"))
+	}
+	_, err = side.DecodeStrings(side.Section, map[string]string{"dirr": "/x"}, nil)
+	for _, want := range []string{`sink.test-epoch-files: unknown option "dirr" (did you mean "dir"?)`, `sink.test-epoch-files.dir is missing`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("misspelt option: error %v, want %s", err, want)
 		}
 	}
 }
