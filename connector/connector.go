@@ -137,9 +137,9 @@ type Side struct {
 	// its label; secrets redacted. Nil: the section and its role.
 	Describe func(c *Config, d Describe) string
 	// DeadLetterPlace says where the sink keeps the records it rejects
-	// under errors.policy dead-letter (docs/design.md, "Poison
-	// records"); nil: it keeps none, and the job file is refused with
-	// that policy unless another sink keeps them.
+	// under errors.policy dead-letter (docs/design.md, "Database
+	// sinks"); nil: it keeps none, and a job file with that policy is
+	// refused.
 	DeadLetterPlace func(job string) string
 }
 
