@@ -13,6 +13,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/build"
+	"github.com/onceflow/onceflow/connector/kafka"
 	// The connectors a job file can name, registered.
 	_ "github.com/onceflow/onceflow/connector/all"
 )
@@ -103,6 +105,9 @@ func (d *decoder) entries(path string, v *yaml.Node, f connector.Field) []connec
 func (d *decoder) validateConnector(sink SinkConfig, name string, c *connector.Config) {
 	spec, _ := connector.Lookup(name)
 	side := spec.Sink
+	if _, ok := build.Lookup[kafka.Record](name); !ok {
+		d.errorf(c.Line, "%s: connector %q declares this section but registers no sink for job files: register its build hook next to its spec, build.Register(%q, …) for kafka.Record (docs/design.md, \"Where an extension goes\")", c.Section, name, name)
+	}
 	errs := side.Missing(c)
 	if side.Validate != nil {
 		errs = append(errs, splitJoined(side.Validate(c, sink.check(name)))...)

@@ -1,12 +1,15 @@
 package jobfile
 
 import (
+	"errors"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/build"
+	"github.com/onceflow/onceflow/connector/kafka"
 )
 
 // Each connector's spec lists the fields its job-file section accepts:
@@ -135,7 +138,33 @@ var epochFilesShape = connector.Spec{
 	Deliveries: []connector.Delivery{connector.ExactlyOnce, connector.TwoPhase},
 }
 
-func init() { connector.Register(epochFilesShape) }
+// noHookSpec declares a section and no build hook.
+var noHookSpec = connector.Spec{
+	Name:       "test-no-hook",
+	Summary:    "Declares a sink section and registers no build hook.",
+	Sink:       &connector.Side{Section: "sink.test-no-hook"},
+	Deliveries: []connector.Delivery{connector.ExactlyOnce, connector.TwoPhase},
+}
+
+func init() {
+	connector.Register(epochFilesShape)
+	// The hook is never called here: the job files are only read.
+	build.Register("test-epoch-files", func(build.Context[kafka.Record]) (build.Sink[kafka.Record], error) {
+		return build.Sink[kafka.Record]{}, errors.New("not built in this test")
+	})
+	connector.Register(noHookSpec)
+}
+
+// A section whose connector registers no build hook is refused when the
+// file is read, not when the job starts.
+func TestSinkWithoutBuildHookIsRefused(t *testing.T) {
+	src := "job: j\nkafka: {brokers: [b:9092]}\nsource: {topics: [in]}\nsink:\n  test-no-hook: {}\ncheckpointing: {interval: 1s}\n"
+	_, err := ParseJobFile("j.yaml", []byte(src), nil)
+	want := `j.yaml:5: sink.test-no-hook: connector "test-no-hook" declares this section but registers no sink for job files: register its build hook next to its spec, build.Register("test-no-hook", …) for kafka.Record`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
 
 // A spec registered the way examples/enrich registers its own is read from
 // a job file's section, and from SQL-style options, by the same decoder
