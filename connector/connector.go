@@ -6,8 +6,10 @@
 // docs/connectors.md read the registry (docs/design.md, "Where an
 // extension goes").
 //
-// The package imports only the standard library: it is the contract, not
-// a connector.
+// The package imports only the standard library and internal/suggest
+// (itself standard-library only): it is the contract, not a connector.
+// Building a sink for a job's records is the business of package
+// connector/build, which knows the record and sink types.
 package connector
 
 import (
@@ -76,8 +78,14 @@ func (k Kind) String() string {
 type Field struct {
 	// Name is the key in the connector's section ("batch-rows").
 	Name string
-	// Type says what the value is, for people: "string", "duration",
-	// "list of strings", "map of column to source" and so on.
+	// Kind is what the value is, for the decoders (TextValue when left
+	// out).
+	Kind ValueKind
+	// Enum are the values an EnumValue field takes, lower case.
+	Enum []string
+	// Type says what the value is, for people, when the kind does not say
+	// it well ("URL", "set, hset, incrby or hincrby"); empty: the kind's
+	// name (or its enum's values).
 	Type string
 	// Default is the value when the field is left out, as a job file
 	// writes it; empty: none.
@@ -89,6 +97,20 @@ type Field struct {
 	Secret bool
 	// Doc says what the field does, in one or two sentences.
 	Doc string
+	// IfMissing completes the message "<section>.<field> is missing: …"
+	// of a required field, saying what to write.
+	IfMissing string
+}
+
+// TypeName is the field's Type, or its kind's name.
+func (f Field) TypeName() string {
+	switch {
+	case f.Type != "":
+		return f.Type
+	case f.Kind == EnumValue:
+		return strings.Join(f.Enum, ", ")
+	}
+	return f.Kind.String()
 }
 
 // Side is what a connector reads (its source side) or writes (its sink
@@ -98,6 +120,27 @@ type Side struct {
 	Section string
 	// Fields are the section's fields, in the order the docs list them.
 	Fields []Field
+
+	// The hooks of a sink side that a job file configures in a section
+	// of its own (Section "sink.<name>"); each may be nil.
+
+	// Validate checks the rules that span fields, or the section and the
+	// job's delivery, once the section decoded (types, required fields
+	// and defaults are checked by then). It returns *FieldError values,
+	// joined (errors.Join), which the job-file reader reports at the
+	// lines they name.
+	Validate func(c *Config, chk Check) error
+	// Explain names the sink in a job's plan ("postgres table orders");
+	// nil: the connector's name.
+	Explain func(c *Config) string
+	// Describe is the sink's line in `onceflow validate`'s summary, after
+	// its label; secrets redacted. Nil: the section and its role.
+	Describe func(c *Config, d Describe) string
+	// DeadLetterPlace says where the sink keeps the records it rejects
+	// under errors.policy dead-letter (docs/design.md, "Database
+	// sinks"); nil: it keeps none, and a job file with that policy is
+	// refused.
+	DeadLetterPlace func(job string) string
 }
 
 // Spec describes a connector.
@@ -210,10 +253,11 @@ func (side *Side) selfCheck() error {
 			return fmt.Errorf("field %q is declared twice", f.Name)
 		case f.Doc == "":
 			return fmt.Errorf("field %q has no doc", f.Name)
-		case f.Type == "":
-			return fmt.Errorf("field %q has no type", f.Name)
 		case f.Required && f.Default != "":
 			return fmt.Errorf("field %q is required and has a default", f.Name)
+		}
+		if err := f.checkKind(); err != nil {
+			return err
 		}
 		seen[f.Name] = true
 	}
@@ -274,14 +318,18 @@ func CommitPoint(sinks []string) string {
 }
 
 // TableFields are the fields of a database table sink (sink.postgres,
-// sink.mysql); dsn says what the server's address looks like.
-func TableFields(dsn string) []Field {
+// sink.mysql); dsn says what the server's address looks like, example is
+// a dsn field as a job file writes it, for messages.
+func TableFields(dsn, example string) []Field {
 	return []Field{
-		{Name: "dsn", Type: "string", Required: true, Secret: true, Doc: "The server and database: " + dsn + "; usually ${VAR}, read from the environment."},
-		{Name: "table", Type: "table name", Required: true, Doc: "The table to write to, optionally schema-qualified."},
-		{Name: "columns", Type: "map of column to source", Required: true, Doc: "Where each column's value comes from, in the pipeline's expression language: key, raw (the value as text), topic, partition, offset, timestamp, value.<field>, any expression (concat(value.a, '-', key)), or timestamp(<source>) for a TIMESTAMP column. record.key, record.value and record.value.<field> are the same names."},
-		{Name: "key", Type: "list of columns", Doc: "The primary key columns: a row whose key exists is updated. Required with delivery at-least-once."},
-		{Name: "batch-rows", Type: "int", Default: "1000", Doc: "How many rows go to the server at once."},
+		{Name: "dsn", Type: "string", Required: true, Secret: true, Doc: "The server and database: " + dsn + "; usually ${VAR}, read from the environment.",
+			IfMissing: "name the server and database, such as " + example},
+		{Name: "table", Type: "table name", Required: true, Doc: "The table to write to, optionally schema-qualified.",
+			IfMissing: "name the table to write to"},
+		{Name: "columns", Kind: ColumnsValue, Required: true, Doc: "Where each column's value comes from, in the pipeline's expression language: key, raw (the value as text), topic, partition, offset, timestamp, value.<field>, any expression (concat(value.a, '-', key)), or timestamp(<source>) for a TIMESTAMP column. record.key, record.value and record.value.<field> are the same names.",
+			IfMissing: "map each column to where its value comes from, such as columns: {user_id: record.key, n: record.value}"},
+		{Name: "key", Kind: ListValue, Type: "list of columns", Doc: "The primary key columns: a row whose key exists is updated. Required with delivery at-least-once."},
+		{Name: "batch-rows", Kind: IntValue, Default: "1000", Doc: "How many rows go to the server at once."},
 	}
 }
 
@@ -328,7 +376,7 @@ func WriteReference(w io.Writer) error {
 				if f.Secret {
 					doc += " A secret: never printed."
 				}
-				p("| `%s` | %s | %s | %s |\n", f.Name, f.Type, def, doc)
+				p("| `%s` | %s | %s | %s |\n", f.Name, f.TypeName(), def, doc)
 			}
 		}
 	}

@@ -1,6 +1,11 @@
 package postgres
 
-import "github.com/onceflow/onceflow/connector"
+import (
+	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/build"
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/sqlsink"
+)
 
 func init() { connector.Register(Spec) }
 
@@ -9,11 +14,56 @@ func init() { connector.Register(Spec) }
 var Spec = connector.Spec{
 	Name:    "postgres",
 	Summary: "Writes rows to a PostgreSQL table: its transaction as the commit point, prepared transactions under another one, or epoch-fenced upserts.",
-	Sink: &connector.Side{Section: "sink.postgres", Fields: connector.TableFields(
-		"postgres://user:password@host:5432/db, or key=value pairs",
-	)},
+	Sink: &connector.Side{
+		Section: "sink.postgres",
+		Fields: connector.TableFields(
+			"postgres://user:password@host:5432/db, or key=value pairs",
+			"dsn: ${ORDERS_DB} with ORDERS_DB=postgres://user:password@db:5432/orders in the environment",
+		),
+		Validate: func(c *connector.Config, chk connector.Check) error {
+			return sqlsink.TableRules(c, chk, ValidateTable, func() error {
+				_, err := NewSink(tableConfig[struct{}](c, chk.Role, "", func(struct{}) ([]any, error) { return nil, nil }, nil, nil))
+				return err
+			}, "postgres sink: ")
+		},
+		Explain: func(c *connector.Config) string { return "postgres table " + c.String("table") },
+		Describe: func(c *connector.Config, d connector.Describe) string {
+			return sqlsink.DescribeTable(c, d, "PostgreSQL "+RedactDSN(c.String("dsn")))
+		},
+		DeadLetterPlace: sqlsink.DeadLetterPlace,
+	},
 	Deliveries:  []connector.Delivery{connector.ExactlyOnce, connector.TwoPhase, connector.AtLeastOnce},
 	CommitPoint: true,
 	CommitRank:  20,
 	GoPackage:   "github.com/onceflow/onceflow/connector/postgres",
+}
+
+// tableConfig is the sink's Config of a job file's section c.
+func tableConfig[R any](c *connector.Config, role connector.Delivery, job string, row func(R) ([]any, error), cols []string, dead *sqlsink.DeadLetters[R]) Config[R] {
+	if cols == nil {
+		for _, e := range c.Map("columns") {
+			cols = append(cols, e.Name)
+		}
+	}
+	return Config[R]{DSN: c.String("dsn"), Table: c.String("table"), Columns: cols, Key: c.List("key"),
+		Delivery: Delivery(sqlsink.TableDelivery(role)), BatchRows: c.Int("batch-rows"), Job: job, Row: row, DeadLetters: dead}
+}
+
+// BuildSink is the sink of a job file's sink.postgres (package
+// connector/build): connector/all registers it for the job file's
+// records.
+func BuildSink[R any](bc build.Context[R]) (build.Sink[R], error) {
+	var dead *sqlsink.DeadLetters[R]
+	if bc.Policy == flow.DeadLetterOnError {
+		dead = &sqlsink.DeadLetters[R]{Of: bc.DeadLetter}
+	}
+	s, err := NewSink(tableConfig(bc.Config, bc.Role, bc.Job, bc.Row, bc.Columns, dead))
+	if err != nil {
+		return build.Sink[R]{}, err
+	}
+	out := build.Sink[R]{Sink: s, Close: s.Close}
+	if dead != nil {
+		out.DeadLetters = s.Failures()
+	}
+	return out, nil
 }

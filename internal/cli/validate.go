@@ -10,10 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/connector/kafka"
-	"github.com/onceflow/onceflow/connector/mysql"
-	"github.com/onceflow/onceflow/connector/postgres"
-	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/internal/jobfile"
@@ -146,44 +144,20 @@ func describeJob(w io.Writer, jf *jobfile.JobFile) {
 		fmt.Fprintln(w)
 		label = ""
 	}
-	for _, p := range jf.Sink.DBSinks() {
-		if p.Kind == jobfile.SinkMySQL {
-			fmt.Fprintf(w, "  %-11s MySQL %s, table %s", label, mysql.RedactDSN(p.DSN), p.Table)
-		} else {
-			fmt.Fprintf(w, "  %-11s PostgreSQL %s, table %s", label, postgres.RedactDSN(p.DSN), p.Table)
+	// Every other sink by its connector's Describe hook (package
+	// connector).
+	for _, kind := range jf.Sink.Kinds() {
+		c := jf.Sink.Connectors[kind]
+		if c == nil {
+			continue
 		}
+		d := connector.Describe{Role: jf.Sink.Role(kind), Delivery: connector.Delivery(jf.Sink.Delivery), CommitPoint: owner}
+		line := fmt.Sprintf("%s, delivery %s", c.Section, d.Role)
+		if s, ok := connector.Lookup(kind); ok && s.Sink.Describe != nil {
+			line = s.Sink.Describe(c, d)
+		}
+		fmt.Fprintf(w, "  %-11s %s\n", label, line)
 		label = ""
-		cols := make([]string, len(p.Columns))
-		for i, c := range p.Columns {
-			cols[i] = c.Column + "=" + c.From
-		}
-		fmt.Fprintf(w, " (%s)", strings.Join(cols, ", "))
-		if len(p.Key) > 0 {
-			fmt.Fprintf(w, ", upsert on key (%s)", strings.Join(p.Key, ", "))
-		} else {
-			fmt.Fprint(w, ", appended")
-		}
-		switch jf.Sink.DBDelivery(p.Kind) {
-		case jobfile.DBExactlyOnce:
-			fmt.Fprintf(w, ", delivery exactly-once (the transaction is the commit point), %d rows per batch\n", p.BatchRows)
-		case jobfile.DBTwoPhase:
-			fmt.Fprintf(w, ", delivery exactly-once (prepared transactions under the %s commit point), %d rows per batch\n", owner, p.BatchRows)
-		default:
-			fmt.Fprintf(w, ", delivery %s (epoch-fenced upserts), %d rows per batch\n", jf.Sink.Delivery, p.BatchRows)
-		}
-	}
-	if r := jf.Sink.Redis; r != nil {
-		fmt.Fprintf(w, "  %-11s Redis %s, %s key=%s%s", label, redis.RedactURL(r.URL), strings.ToUpper(r.Command), quoteIf(r.KeyPrefix), r.Key)
-		for _, f := range []struct{ name, v string }{{"field", r.Field}, {"value", r.Value}, {"by", r.By}} {
-			if f.v != "" {
-				fmt.Fprintf(w, " %s=%s", f.name, f.v)
-			}
-		}
-		if owner == jobfile.SinkRedis {
-			fmt.Fprintf(w, ", delivery exactly-once (Redis is the commit point), %d commands per batch\n", r.BatchRows)
-		} else {
-			fmt.Fprintf(w, ", delivery %s (writes fenced per attempt of the job), %d commands per batch\n", jf.Sink.Delivery, r.BatchRows)
-		}
 	}
 	switch jf.Errors.Policy {
 	case flow.DeadLetterOnError:
@@ -291,15 +265,6 @@ func checkpointsAt(jf *jobfile.JobFile) string {
 	}
 	return filepath.Join(jf.State.Dir, jf.Job)
 }
-
-// quoteIf quotes a key prefix for display ("" when there is none).
-func quoteIf(prefix string) string {
-	if prefix == "" {
-		return ""
-	}
-	return strconv.Quote(prefix) + "+"
-}
-
 // describeSource writes a source section's line for validate.
 func describeSource(w io.Writer, label, name string, src jobfile.SourceConfig) {
 	topics := strings.Join(src.Topics, ", ")

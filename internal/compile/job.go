@@ -97,13 +97,9 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 			return nil, err
 		}
 	}
-	// The other sinks; without a Kafka sink the source commits its
-	// offsets to its group after each checkpoint, for monitoring.
-	type extSink struct {
-		kind string
-		sink flow.Sink[kafka.Record]
-	}
-	var exts []extSink
+	// The other sinks (sink.<name>, sinks.go); without a Kafka sink the
+	// source commits its offsets to its group after each checkpoint, for
+	// monitoring.
 	var closers []func() error
 	if kafkaSink != nil {
 		closers = append(closers, kafkaSink.Close)
@@ -115,21 +111,13 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 		}
 		return errors.Join(errs...)
 	}
-	for _, db := range jf.Sink.DBSinks() {
-		s, closeSink, err := jobfile.NewDBSink(db, jf.Sink.DBDelivery(db.Kind), jf.Job, jf.Errors.Policy)
-		if err != nil {
-			_ = closeAll()
-			return nil, err
-		}
-		exts, closers = append(exts, extSink{db.Kind, s}), append(closers, closeSink)
+	exts, err := buildSinks(jf, srcs)
+	if err != nil {
+		_ = closeAll()
+		return nil, err
 	}
-	if jf.Sink.Redis != nil {
-		s, err := jobfile.NewRedisSink(jf.Sink, jf.Job, jf.Errors.Policy)
-		if err != nil {
-			_ = closeAll()
-			return nil, err
-		}
-		exts, closers = append(exts, extSink{jobfile.SinkRedis, s}), append(closers, s.Close)
+	for _, x := range exts {
+		closers = append(closers, x.built.Close)
 	}
 	env, watch, m := NewEnv(jf, log, extra...)
 	outs, failures, err := buildStreams(env, jf, srcs, m)
@@ -167,7 +155,7 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 	// Records a database sink rejects (a value its column refuses) go
 	// through errors.policy; dead letters go to its dead-letter table.
 	for _, x := range exts {
-		flow.To(outOf(x.kind), x.sink, flow.UID(uidOf(x.kind)), flow.Name(x.kind+"-sink"), flow.OnRejected(jf.Errors.Policy))
+		flow.To(outOf(x.kind), x.built.Sink, flow.UID(uidOf(x.kind)), flow.Name(x.kind+"-sink"), flow.OnRejected(jf.Errors.Policy))
 	}
 	for i, f := range failures {
 		uid := "dead-letters"
@@ -179,22 +167,19 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 			continue
 		}
 		// Without a topic the pipeline's dead letters go to the dead-letter
-		// table of the commit point's sink (the first database sink with
-		// at-least-once), in its transaction.
+		// place of the sink with the uid "sink" (the commit point's, else
+		// the first), in its transaction.
 		keeper := exts[0]
 		for _, x := range exts {
-			if x.kind == jf.Sink.CommitPoint() {
+			if uidOf(x.kind) == "sink" {
 				keeper = x
 			}
 		}
-		fk, ok := keeper.sink.(interface {
-			Failures() flow.Sink[flow.Failure[kafka.Record]]
-		})
-		if !ok { // unreachable: every database sink keeps failures
+		if keeper.built.DeadLetters == nil { // unreachable: the job file's reader checked it
 			_ = closeAll()
 			return nil, fmt.Errorf("%s: sink.%s keeps no dead letters", jf.Path, keeper.kind)
 		}
-		flow.To(f, fk.Failures(), flow.UID(uid), flow.Name(keeper.kind+"-dead-letters"))
+		flow.To(f, keeper.built.DeadLetters, flow.UID(uid), flow.Name(keeper.kind+"-dead-letters"))
 	}
 	return &Built{Env: env, Sources: srcs, CloseSink: closeAll, Metrics: m, Checkpoints: watch}, nil
 }

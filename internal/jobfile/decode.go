@@ -4,6 +4,7 @@ import (
 	"github.com/onceflow/onceflow/pipeline"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/flow"
 )
 
@@ -73,24 +74,25 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 }
 
 func (d *decoder) decodeSink(path string, v *yaml.Node, s *SinkConfig) {
-	d.mapping(path, v, map[string]field{
+	fields := map[string]field{
 		"topic":               d.str(&s.Topic),
 		"delivery":            d.oneOf(&s.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
 		"max-held-bytes":      d.size(&s.MaxHeldBytes),
 		"transaction-timeout": d.duration(&s.TransactionTimeout),
-		"postgres": func(p string, v *yaml.Node) {
-			s.Postgres = &DBSinkConfig{Kind: "postgres"}
-			d.decodeDBSink(p, v, s.Postgres)
-		},
-		"mysql": func(p string, v *yaml.Node) {
-			s.MySQL = &DBSinkConfig{Kind: "mysql"}
-			d.decodeDBSink(p, v, s.MySQL)
-		},
-		"redis": func(p string, v *yaml.Node) {
-			s.Redis = &RedisSinkConfig{}
-			d.decodeRedisSink(p, v, s.Redis)
-		},
-	})
+	}
+	// Every registered sink connector with a section of its own
+	// (sink.<name>) is decoded by its spec.
+	for _, spec := range connector.Specs() {
+		if side := spec.Sink; side != nil && side.Section == "sink."+spec.Name {
+			fields[spec.Name] = func(p string, v *yaml.Node) {
+				if s.Connectors == nil {
+					s.Connectors = map[string]*connector.Config{}
+				}
+				s.Connectors[spec.Name] = d.decodeConnector(p, v, side)
+			}
+		}
+	}
+	d.mapping(path, v, fields)
 }
 
 func (d *decoder) decodeErrors(path string, v *yaml.Node, e *ErrorsConfig) {

@@ -4,8 +4,6 @@ import (
 	"strings"
 
 	"github.com/onceflow/onceflow/connector/kafka"
-	"github.com/onceflow/onceflow/connector/postgres"
-	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/pipeline"
 )
 
@@ -38,14 +36,6 @@ func (d *decoder) applyDefaults(jf *JobFile) {
 
 	if jf.Sink.Delivery == "" {
 		jf.Sink.Delivery = DeliveryExactlyOnce
-	}
-	for _, db := range jf.Sink.DBSinks() {
-		if db.BatchRows == 0 {
-			db.BatchRows = postgres.DefaultBatchRows
-		}
-	}
-	if r := jf.Sink.Redis; r != nil && r.BatchRows == 0 {
-		r.BatchRows = redis.DefaultBatchRows
 	}
 	if jf.Sink.Delivery == DeliveryExactlyOnce && jf.Sink.HasTopic() && d.at("sink.max-held-bytes") == 0 {
 		jf.Sink.MaxHeldBytes = kafka.DefaultMaxHeldBytes // spelled out for describeJob

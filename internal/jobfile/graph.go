@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/suggest"
 	"github.com/onceflow/onceflow/pipeline"
 )
@@ -82,8 +83,8 @@ func (g *Graph) SinkFrom(kind string) string {
 	return ""
 }
 
-// entries calls f for each name: value entry of a mapping at path.
-func (d *decoder) entries(path string, v *yaml.Node, what string, f func(name string, line int, v *yaml.Node)) {
+// namedEntries calls f for each name: value entry of a mapping at path.
+func (d *decoder) namedEntries(path string, v *yaml.Node, what string, f func(name string, line int, v *yaml.Node)) {
 	if v.Kind != yaml.MappingNode {
 		d.errorf(v.Line, "%s must be a mapping of %s by name, not %s", path, what, describe(v))
 		return
@@ -107,7 +108,7 @@ func (d *decoder) entries(path string, v *yaml.Node, what string, f func(name st
 
 func (d *decoder) decodeSources(path string, v *yaml.Node, jf *JobFile) {
 	d.graph(jf)
-	d.entries(path, v, "sources", func(name string, line int, v *yaml.Node) {
+	d.namedEntries(path, v, "sources", func(name string, line int, v *yaml.Node) {
 		ns := NamedSource{Name: name, Line: line}
 		d.decodeSource(path+"."+name, v, &ns.Source)
 		jf.Graph.Sources = append(jf.Graph.Sources, ns)
@@ -116,7 +117,7 @@ func (d *decoder) decodeSources(path string, v *yaml.Node, jf *JobFile) {
 
 func (d *decoder) decodeStreams(path string, v *yaml.Node, jf *JobFile) {
 	d.graph(jf)
-	d.entries(path, v, "streams", func(name string, line int, v *yaml.Node) {
+	d.namedEntries(path, v, "streams", func(name string, line int, v *yaml.Node) {
 		st := NamedStream{Name: name, Line: line}
 		p := path + "." + name
 		d.mapping(p, v, map[string]field{
@@ -142,7 +143,7 @@ func one(l *[]string) []string {
 
 func (d *decoder) decodeSinks(path string, v *yaml.Node, jf *JobFile) {
 	d.graph(jf)
-	d.entries(path, v, "sinks", func(name string, line int, v *yaml.Node) {
+	d.namedEntries(path, v, "sinks", func(name string, line int, v *yaml.Node) {
 		ns := NamedSink{Name: name, Line: line}
 		p := path + "." + name
 		var sc SinkConfig
@@ -165,7 +166,7 @@ func (d *decoder) decodeSinks(path string, v *yaml.Node, jf *JobFile) {
 		kinds := sc.Kinds()
 		switch {
 		case len(kinds) == 0:
-			d.errorf(line, "%s writes nowhere: give it a topic: or one of postgres:, mysql:, redis:", p)
+			d.errorf(line, "%s writes nowhere: give it a topic: or a connector section (postgres:, mysql:, redis: …)", p)
 			return
 		case len(kinds) > 1:
 			d.errorf(line, "%s names %s: a sink of the named form writes one output; make a sink for each", p, strings.Join(kinds, " and "))
@@ -186,7 +187,7 @@ func (d *decoder) decodeSinks(path string, v *yaml.Node, jf *JobFile) {
 		}
 		// The merged section's lines, so the checks of sink: report at the
 		// named sink's lines.
-		for _, f := range []string{"topic", "delivery", "max-held-bytes", "transaction-timeout", "postgres", "mysql", "redis"} {
+		for _, f := range append([]string{"topic", "delivery", "max-held-bytes", "transaction-timeout"}, kinds...) {
 			if l := d.at(p + "." + f); l != 0 {
 				d.lines["sink."+f] = l
 			}
@@ -201,12 +202,11 @@ func (d *decoder) decodeSinks(path string, v *yaml.Node, jf *JobFile) {
 		switch ns.Kind {
 		case SinkKafka:
 			jf.Sink.Topic, jf.Sink.MaxHeldBytes, jf.Sink.TransactionTimeout = sc.Topic, sc.MaxHeldBytes, sc.TransactionTimeout
-		case sinkPostgres:
-			jf.Sink.Postgres = sc.Postgres
-		case SinkMySQL:
-			jf.Sink.MySQL = sc.MySQL
-		case SinkRedis:
-			jf.Sink.Redis = sc.Redis
+		default:
+			if jf.Sink.Connectors == nil {
+				jf.Sink.Connectors = map[string]*connector.Config{}
+			}
+			jf.Sink.Connectors[ns.Kind] = sc.Connectors[ns.Kind]
 		}
 		jf.Graph.Sinks = append(jf.Graph.Sinks, ns)
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/plan"
 	"github.com/onceflow/onceflow/pipeline"
 )
@@ -65,17 +66,10 @@ func (jf *JobFile) logical() (*plan.Logical, map[int]Step, error) {
 func (jf *JobFile) addSinks(l *plan.Logical, input func(kind string) int) {
 	for _, kind := range jf.Sink.Kinds() {
 		name := kind
-		switch {
-		case kind == SinkKafka:
+		if kind == SinkKafka {
 			name = "kafka topic " + jf.Sink.Topic
-		case kind == SinkRedis:
-			name = "redis"
-		default:
-			for _, db := range jf.Sink.DBSinks() {
-				if db.Kind == kind {
-					name = kind + " table " + db.Table
-				}
-			}
+		} else if s, ok := connector.Lookup(kind); ok && s.Sink.Explain != nil {
+			name = s.Sink.Explain(jf.Sink.Connectors[kind])
 		}
 		if jf.Sink.CommitPoint() == kind {
 			name += " (the commit point)"

@@ -356,14 +356,15 @@ var errorPolicies = []string{"fail", "skip", "dead-letter"}
 
 // SinkConfig is the sink section: where results go.
 type SinkConfig struct {
-	// Topic to write to. Required unless a database sink is set.
+	// Topic to write to. Required unless another sink is set.
 	Topic string
-	// Postgres, MySQL and Redis, when set, send the results to a table
-	// or to Redis keys as well as, or instead of, a topic (sink.postgres,
-	// sink.mysql, sink.redis; see sinks.go for the commit point).
-	Postgres *DBSinkConfig
-	MySQL    *DBSinkConfig
-	Redis    *RedisSinkConfig
+	// Connectors are the sections of the other sinks, sink.<name> by
+	// connector name (sink.postgres, sink.redis, any registered sink
+	// connector's): each sends the results to a table, to Redis keys …
+	// as well as, or instead of, a topic. Decoded by the connector's spec
+	// (package connector), defaults filled in; see sinks.go for the
+	// commit point.
+	Connectors map[string]*connector.Config
 	// Delivery is DeliveryExactlyOnce (default), DeliveryAtLeastOnce or
 	// DeliveryNone.
 	Delivery string

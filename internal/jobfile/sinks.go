@@ -1,64 +1,66 @@
 package jobfile
 
 // A job file's sink section may name several sinks: a topic (sink.topic)
-// and tables or keys (sink.postgres, sink.mysql, sink.redis). Every sink
-// gets every result. With delivery exactly-once exactly one of them is the
-// job's commit point (docs/design.md, "Database sinks"): Kafka's
-// transaction when the job writes to a topic, else Redis' script, else the
-// first table's transaction (postgres before mysql); the other tables take
-// part through prepared transactions (two-phase delivery). Redis has no
-// prepared transactions, so it cannot take part in Kafka's commit.
+// and the sections of other sink connectors (sink.postgres, sink.mysql,
+// sink.redis, any registered one's). Every sink gets every result. With
+// delivery exactly-once exactly one of them is the job's commit point
+// (docs/design.md, "Database sinks"): of the sinks written to, the first
+// in the connectors' CommitRank order (Kafka's transaction, else Redis'
+// script, else the first table's transaction, postgres before mysql); the
+// others take part through prepared transactions (two-phase delivery), or
+// the file is refused if they cannot (Redis).
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strconv"
+	"slices"
+	"sort"
 
 	"github.com/onceflow/onceflow/connector"
-	"github.com/onceflow/onceflow/connector/kafka"
-	"github.com/onceflow/onceflow/internal/sqlsink"
 )
 
-// Sink kinds, in the order they are listed and built.
-const (
-	SinkKafka    = "kafka"
-	sinkPostgres = "postgres"
-	SinkMySQL    = "mysql"
-	SinkRedis    = "redis"
-)
+// SinkKafka is the Kafka sink's kind (sink.topic).
+const SinkKafka = "kafka"
 
-// kinds lists the sinks the section names.
+// legacyOrder is the order the sinks were listed and built in before
+// connectors were registered: Kinds keeps it, because the sink that gets
+// the uid "sink" when there is no commit point is the first listed
+// (SinkConfig.UID), and checkpoints know the uids. Other connectors follow
+// in CommitRank order.
+var legacyOrder = []string{SinkKafka, "postgres", "mysql", "redis"}
+
+// Kinds lists the sinks the section names: kafka (sink.topic) first, then
+// the other connectors' sections (see legacyOrder).
 func (s SinkConfig) Kinds() []string {
 	var k []string
 	if s.Topic != "" {
 		k = append(k, SinkKafka)
 	}
-	for _, db := range s.DBSinks() {
-		k = append(k, db.Kind)
+	var rest []string
+	for name := range s.Connectors {
+		rest = append(rest, name)
 	}
-	if s.Redis != nil {
-		k = append(k, SinkRedis)
+	rank := func(n string) (int, int) {
+		if i := slices.Index(legacyOrder, n); i >= 0 {
+			return 0, i
+		}
+		spec, _ := connector.Lookup(n)
+		return 1, spec.CommitRank
 	}
-	return k
+	sort.Slice(rest, func(i, j int) bool {
+		gi, ri := rank(rest[i])
+		gj, rj := rank(rest[j])
+		if gi != gj || ri != rj {
+			return gi < gj || gi == gj && ri < rj
+		}
+		return rest[i] < rest[j]
+	})
+	return append(k, rest...)
 }
 
 // HasTopic reports whether the job writes to a Kafka topic.
 func (s SinkConfig) HasTopic() bool { return s.Topic != "" }
 
-// External reports whether the job writes to a database or Redis.
-func (s SinkConfig) External() bool { return len(s.DBSinks()) > 0 || s.Redis != nil }
-
-// DBSinks returns the table sections, postgres first.
-func (s SinkConfig) DBSinks() []*DBSinkConfig {
-	var out []*DBSinkConfig
-	if s.Postgres != nil {
-		out = append(out, s.Postgres)
-	}
-	if s.MySQL != nil {
-		out = append(out, s.MySQL)
-	}
-	return out
-}
+// External reports whether the job writes anywhere but a topic.
+func (s SinkConfig) External() bool { return len(s.Connectors) > 0 }
 
 // CommitPoint names the sink whose commit is the job's commit point, ""
 // unless delivery is exactly-once: of the sinks the section names, the
@@ -70,40 +72,16 @@ func (s SinkConfig) CommitPoint() string {
 	return connector.CommitPoint(s.Kinds())
 }
 
-// Deliveries of a table sink.
-const (
-	DBExactlyOnce = "exactly-once"  // its transaction is the commit point
-	DBTwoPhase    = "two-phase"     // prepared transactions under another commit point
-	dbAtLeastOnce = "at-least-once" // epoch-fenced upserts
-)
-
-// DBDelivery is how the table sink of kind delivers.
-func (s SinkConfig) DBDelivery(kind string) string {
+// Role is how the sink of kind delivers: connector.ExactlyOnce as the
+// commit point, connector.TwoPhase under another commit point (or the
+// checkpoint manifest, when none of the sinks can be one), else the job's
+// delivery.
+func (s SinkConfig) Role(kind string) connector.Delivery {
 	switch {
 	case s.Delivery != DeliveryExactlyOnce:
-		return dbAtLeastOnce
+		return connector.Delivery(s.Delivery)
 	case s.CommitPoint() == kind:
-		return DBExactlyOnce
+		return connector.ExactlyOnce
 	}
-	return DBTwoPhase
-}
-
-// deadLetters is what the database sinks keep of a record they reject
-// under errors.policy dead-letter: its ID, key and value.
-func deadLetters() *sqlsink.DeadLetters[kafka.Record] {
-	return &sqlsink.DeadLetters[kafka.Record]{Of: func(r kafka.Record) (string, []byte, []byte) { return recordID(r), r.Key, r.Value }}
-}
-
-// recordID identifies a record in a dead-letter table: its position
-// (topic/partition/offset) when it has one, else a hash of its key and
-// value (a count's result has no position; equal results are kept once).
-func recordID(r kafka.Record) string {
-	if r.Topic != "" {
-		return r.Topic + "/" + strconv.Itoa(int(r.Partition)) + "/" + strconv.FormatInt(r.Offset, 10)
-	}
-	h := sha256.New()
-	h.Write([]byte(strconv.Itoa(len(r.Key))))
-	h.Write(r.Key)
-	h.Write(r.Value)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)[:16])
+	return connector.TwoPhase
 }

@@ -12,10 +12,8 @@ import (
 	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/checkpoint/s3store"
 	"github.com/onceflow/onceflow/internal/plan"
-	"github.com/onceflow/onceflow/internal/sqlsink"
 
 	"github.com/onceflow/onceflow/connector/kafka"
-	"github.com/onceflow/onceflow/connector/redis"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/durfmt"
@@ -138,11 +136,10 @@ func (d *decoder) validateSourceAt(sec string, src SourceConfig) (topics map[str
 }
 
 func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
-	for _, db := range sink.DBSinks() {
-		d.validateDBSink(sink, db)
-	}
-	if sink.Redis != nil {
-		d.validateRedisSink(sink)
+	for _, k := range sink.Kinds() {
+		if c := sink.Connectors[k]; c != nil {
+			d.validateConnector(sink, k, c)
+		}
 	}
 	// Under exactly-once every sink but the commit point takes part in its
 	// commit with prepared transactions; a connector without them cannot.
@@ -197,6 +194,13 @@ func (d *decoder) validateSink(sink SinkConfig, sourceTopics map[string]bool) {
 func (d *decoder) validateErrors(jf *JobFile, sourceTopics map[string]bool) {
 	e := jf.Errors
 	dlq := e.DeadLetterTopic
+	if e.Policy == flow.DeadLetterOnError {
+		for _, k := range jf.Sink.Kinds() {
+			if k != SinkKafka && DeadLetterPlace(k, jf.Job) == "" {
+				d.errorf(d.first("errors.policy", "sink."+k), "errors.policy dead-letter: sink.%s keeps no dead letters, so the records it rejects would have nowhere to go; use policy fail or skip", k)
+			}
+		}
+	}
 	if !jf.Sink.HasTopic() && jf.Sink.External() {
 		// Dead letters go to the database, with the output.
 		if dlq != "" {
@@ -377,12 +381,13 @@ func ValidName(s string) bool {
 	return s != "" && s != "." && s != ".."
 }
 
-// DeadLetterPlace says where a sink of kind keeps dead letters.
+// DeadLetterPlace says where a sink of kind keeps dead letters, as its
+// spec says; "" if it keeps none.
 func DeadLetterPlace(kind, job string) string {
-	if kind == SinkRedis {
-		return "the Redis hash " + redis.DefaultKeyPrefix + "dead:" + job
+	if s, ok := connector.Lookup(kind); ok && s.Sink != nil && s.Sink.DeadLetterPlace != nil {
+		return s.Sink.DeadLetterPlace(job)
 	}
-	return "the table " + sqlsink.DefaultDeadLetterTable
+	return ""
 }
 
 // validateRoutes checks the topics route steps send records to.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
@@ -280,20 +281,7 @@ func (d *decoder) duration(dst *time.Duration) field {
 	}
 }
 
-func parseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n > int64(time.Duration(1<<63-1)/(24*time.Hour)) || n < -int64(time.Duration(1<<63-1)/(24*time.Hour)) {
-			return 0, errors.New("bad day count")
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	if s == "0" {
-		return 0, nil
-	}
-	return time.ParseDuration(s)
-}
+func parseDuration(s string) (time.Duration, error) { return connector.ParseDuration(s) }
 
 // size reads a number of bytes: plain ("67108864") or a whole number with
 // a binary unit ("64MiB", "512 KiB", "1GiB"; case does not matter).
@@ -314,42 +302,9 @@ func (d *decoder) size(dst *int64) field {
 	}
 }
 
-// sizeUnits are the units parseSize accepts, by lower-case spelling.
-var sizeUnits = map[string]int64{"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
-
-// decimalSizeUnits are the spellings parseSize refuses as ambiguous, with
-// the binary unit to suggest instead.
-var decimalSizeUnits = map[string]string{"k": "KiB", "kb": "KiB", "m": "MiB", "mb": "MiB", "g": "GiB", "gb": "GiB", "t": "TiB", "tb": "TiB"}
-
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	num, unit := s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
-	if num == "" || num == "-" {
-		return 0, fmt.Errorf("%q is not a size: write a number of bytes, or a whole number with a unit (B, KiB, MiB, GiB, TiB), such as 64MiB", s)
-	}
-	if alt, ok := decimalSizeUnits[unit]; ok {
-		return 0, fmt.Errorf("%q is ambiguous (decimal or binary units?): write %s%s (1 %s = %d bytes) or the number of bytes", s, strings.TrimPrefix(num, "-"), alt, alt, sizeUnits[strings.ToLower(alt)])
-	}
-	mult, ok := sizeUnits[unit]
-	if !ok {
-		return 0, fmt.Errorf("%q is not a size: write a number of bytes, or a whole number with a unit (B, KiB, MiB, GiB, TiB), such as 64MiB", s)
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n > (1<<63-1)/mult || n < -(1<<63-1)/mult {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	if n < 0 {
-		return 0, fmt.Errorf("%q must not be negative", s)
-	}
-	return n * mult, nil
-}
+// parseSize reads a size as every connector field of the size kind does
+// (connector.ParseSize).
+func parseSize(s string) (int64, error) { return connector.ParseSize(s) }
 
 // FormatSize writes n bytes in the largest binary unit that divides it.
 func FormatSize(n int64) string {
