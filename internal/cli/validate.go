@@ -265,6 +265,7 @@ func checkpointsAt(jf *jobfile.JobFile) string {
 	}
 	return filepath.Join(jf.State.Dir, jf.Job)
 }
+
 // describeSource writes a source section's line for validate.
 func describeSource(w io.Writer, label, name string, src jobfile.SourceConfig) {
 	topics := strings.Join(src.Topics, ", ")
