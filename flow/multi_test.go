@@ -93,19 +93,7 @@ const (
 	coChildEnv    = "ONCEFLOW_COPROCESS_CHILD"
 )
 
-// multiPerSide is the records per key and input of the multi-input crash
-// jobs: 750 in the default run (counts reach 1,500; each crash subtest
-// took 12-25 s under -race with 1,500, the two tests 142 s of the flow
-// package's CI run), 1,500 with ONCEFLOW_LONG=1 (counts reach 3,000).
-// The child reads the same environment. The SIGKILLs (20-170 ms after a
-// start) and the failpoints (hit 1-5 at 15 ms checkpoints) still land in
-// the middle of the job.
-var multiPerSide = func() int {
-	if os.Getenv("ONCEFLOW_LONG") != "" {
-		return 1500
-	}
-	return 750
-}()
+const multiPerSide = 1500 // per key and input: counts reach 3000
 
 func multiChild(dir string, build func(env *flow.Env, sink flow.Sink[count])) int {
 	sink := flowtest.NewFileSink(filepath.Join(dir, "out"), func(c count) []byte {
