@@ -23,11 +23,7 @@ func TestNexmarkCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crash test skipped in -short mode")
 	}
-	// 50k events and 5 kills in the default run (100k before CI had to fit
-	// in 15 minutes: reading the output back and the reference
-	// computation took 106 s of the test's 130 s under -race), 1M events
-	// and 30 kills with ONCEFLOW_LONG=1.
-	events, kills := int64(50_000), 5
+	events, kills := int64(100_000), 5
 	if os.Getenv("ONCEFLOW_LONG") != "" {
 		events, kills = 1_000_000, 30
 	}
