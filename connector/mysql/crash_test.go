@@ -136,7 +136,8 @@ func (r *crashRun) check() {
 	}
 }
 
-// Each appending mode, SIGKILLed 20 times at random moments over 200k records, ends
+// Each appending mode, SIGKILLed 8 times (dbtest.CrashKills; 60 with
+// ONCEFLOW_LONG=1) at random moments over 200k records, ends
 // with every record in the table exactly once (checked with the mariadb
 // client).
 func TestCrashes(t *testing.T) {
@@ -144,7 +145,7 @@ func TestCrashes(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			rng := dbtest.Seed(t)
 			r := newCrashRun(t, mode)
-			r.Kills(rng, 20, r.progress)
+			r.Kills(rng, dbtest.CrashKills(), r.progress)
 			r.Finish()
 			r.check()
 		})

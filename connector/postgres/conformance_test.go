@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/onceflow/onceflow/connector"
@@ -16,10 +17,13 @@ import (
 // conformance is the sink conformance suite's harness of the PostgreSQL
 // sink: table conform, one row per key, read with psql.
 func conformance() sinktest.Harness {
-	servers := map[string]*dbtest.PostgresServer{} // by DSN, for the readers
+	// By DSN, for the readers; a sync.Map: the crash subtests run in
+	// parallel.
+	var servers sync.Map
 	psql := func(t *testing.T, dsn, sql string) string {
 		t.Helper()
-		out, err := servers[dsn].Psql(dbName(dsn), sql)
+		srv, _ := servers.Load(dsn)
+		out, err := srv.(*dbtest.PostgresServer).Psql(dbName(dsn), sql)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +40,7 @@ func conformance() sinktest.Harness {
 			if err := srv.Exec(context.Background(), dbName(dsn), "CREATE TABLE conform (key text PRIMARY KEY, n bigint NOT NULL, onceflow_epoch bigint NOT NULL DEFAULT 0)"); err != nil {
 				t.Fatal(err)
 			}
-			servers[dsn] = srv
+			servers.Store(dsn, srv)
 			return dsn
 		},
 		NewSink: func(dsn string, c sinktest.Config) (flow.Sink[count], error) {
@@ -51,12 +55,14 @@ func conformance() sinktest.Harness {
 			}
 			return rows
 		},
+		// dsn's database only: the suite's crash subtests run in parallel.
+		Isolated: true,
 		Leftovers: func(t *testing.T, dsn string) string {
 			var left []string
 			if n := psql(t, dsn, "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()"); n != "0" {
 				left = append(left, n+" prepared transactions: "+psql(t, dsn, "SELECT string_agg(gid, ', ') FROM pg_prepared_xacts WHERE database = current_database()"))
 			}
-			if n := psql(t, dsn, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'onceflow%' AND state LIKE 'idle in transaction%'"); n != "0" {
+			if n := psql(t, dsn, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'onceflow%' AND state LIKE 'idle in transaction%'"); n != "0" {
 				left = append(left, n+" open transactions")
 			}
 			return strings.Join(left, "; ")

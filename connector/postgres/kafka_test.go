@@ -42,7 +42,8 @@ func childSinks(dsn string, mode crashMode) (func(flow.Stream[count]), error) {
 }
 
 // A job with two exactly-once sinks, a Kafka topic (the commit point) and
-// a PostgreSQL table (two-phase), SIGKILLed 20 times at random: both hold
+// a PostgreSQL table (two-phase), SIGKILLed 8 times at random (60 with
+// ONCEFLOW_LONG=1; dbtest.CrashKills): both hold
 // every count once, and no prepared transaction is left behind.
 func TestKafkaAndPostgresInOneJob(t *testing.T) {
 	cluster := kafkatest.Start(t, broker.Config{})

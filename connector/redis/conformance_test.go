@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/onceflow/onceflow/connector"
@@ -21,10 +22,13 @@ func conformance() sinktest.Harness {
 		srv *dbtest.RedisServer
 		db  int
 	}
-	servers := map[string]server{} // by URL, for the readers
+	// By URL, for the readers; a sync.Map: the crash subtests run in
+	// parallel.
+	var servers sync.Map
 	cli := func(t *testing.T, url string, args ...string) string {
 		t.Helper()
-		s := servers[url]
+		v, _ := servers.Load(url)
+		s := v.(server)
 		out, err := s.srv.Client(s.db, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -35,7 +39,7 @@ func conformance() sinktest.Harness {
 		Spec: redis.Spec,
 		Server: func(t *testing.T, _ bool) string {
 			url, srv, db := dbtest.Redis(t)
-			servers[url] = server{srv, db}
+			servers.Store(url, server{srv, db})
 			return url
 		},
 		NewSink: func(url string, c sinktest.Config) (flow.Sink[dbtest.Count], error) {
@@ -49,6 +53,8 @@ func conformance() sinktest.Harness {
 			}
 			return rows
 		},
+		// url's database only: the suite's crash subtests run in parallel.
+		Isolated: true,
 		Leftovers: func(t *testing.T, url string) string {
 			if stages := cli(t, url, "KEYS", "onceflow:stage:*"); stages != "" {
 				return "stages " + strings.ReplaceAll(stages, "\n", ", ")

@@ -145,15 +145,17 @@ func (r *crashRun) check() {
 	}
 }
 
-// Each mode, SIGKILLed 20 times at random moments over 200k records, ends
+// Each mode, SIGKILLed 8 times (dbtest.CrashKills; 60 with
+// ONCEFLOW_LONG=1) at random moments over 200k records, ends
 // with every key holding its count exactly (checked with redis-cli); with
 // INCRBY a single duplicate or loss would show.
 func TestCrashes(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // a database of its own; the children mostly sleep
 			rng := dbtest.Seed(t)
 			r := newCrashRun(t, mode)
-			r.Kills(rng, 20, r.progress)
+			r.Kills(rng, dbtest.CrashKills(), r.progress)
 			r.Finish()
 			r.check()
 		})
@@ -180,12 +182,15 @@ func TestFailpointCrashes(t *testing.T) {
 		if tc.first {
 			name += "/first"
 		}
+		hit := 2 + rng.IntN(4) // drawn here: the subtests run in parallel
+		if tc.first {
+			hit = 1
+		}
 		t.Run(name, func(t *testing.T) {
+			// The children mostly sleep (throttled); each subtest has a
+			// database of its own on the shared server.
+			t.Parallel()
 			r := newCrashRun(t, "incr")
-			hit := 2 + rng.IntN(4)
-			if tc.first {
-				hit = 1
-			}
 			if fp == failpoint.DuringRestore {
 				hit = 1
 				r.KillAfterCommit(func() bool { return r.progress() != "0" }) // something to restore
