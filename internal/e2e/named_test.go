@@ -28,7 +28,7 @@ func TestCrashNamedStreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crash test skipped in -short mode")
 	}
-	orders, kills := 20_000, 10
+	orders, kills := 20_000, 8
 	if os.Getenv("ONCEFLOW_LONG") != "" {
 		orders, kills = 200_000, 60
 	}
