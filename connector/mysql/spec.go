@@ -3,7 +3,6 @@ package mysql
 import (
 	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/connector/build"
-	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/sqlsink"
 )
 
@@ -22,7 +21,7 @@ var Spec = connector.Spec{
 		),
 		Validate: func(c *connector.Config, chk connector.Check) error {
 			return sqlsink.TableRules(c, chk, ValidateTable, func() error {
-				_, err := NewSink(tableConfig[struct{}](c, chk.Role, "", func(struct{}) ([]any, error) { return nil, nil }, nil, nil))
+				_, err := NewSink(tableConfig(sqlsink.TableOf[struct{}](c, chk.Role, "", func(struct{}) ([]any, error) { return nil, nil }, nil, nil)))
 				return err
 			}, "mysql sink: ")
 		},
@@ -38,32 +37,15 @@ var Spec = connector.Spec{
 	GoPackage:   "github.com/onceflow/onceflow/connector/mysql",
 }
 
-// tableConfig is the sink's Config of a job file's section c.
-func tableConfig[R any](c *connector.Config, role connector.Delivery, job string, row func(R) ([]any, error), cols []string, dead *sqlsink.DeadLetters[R]) Config[R] {
-	if cols == nil {
-		for _, e := range c.Map("columns") {
-			cols = append(cols, e.Name)
-		}
-	}
-	return Config[R]{DSN: c.String("dsn"), Table: c.String("table"), Columns: cols, Key: c.List("key"),
-		Delivery: Delivery(sqlsink.TableDelivery(role)), BatchRows: c.Int("batch-rows"), Job: job, Row: row, DeadLetters: dead}
+// tableConfig is the sink's Config of a job file's section.
+func tableConfig[R any](t sqlsink.Table[R]) Config[R] {
+	return Config[R]{DSN: t.DSN, Table: t.Table, Columns: t.Columns, Key: t.Key, Delivery: Delivery(t.Delivery),
+		BatchRows: t.BatchRows, Job: t.Job, Row: t.Row, DeadLetters: t.DeadLetters}
 }
 
 // BuildSink is the sink of a job file's sink.mysql (package
 // connector/build): connector/all registers it for the job file's
 // records.
 func BuildSink[R any](bc build.Context[R]) (build.Sink[R], error) {
-	var dead *sqlsink.DeadLetters[R]
-	if bc.Policy == flow.DeadLetterOnError {
-		dead = &sqlsink.DeadLetters[R]{Of: bc.DeadLetter}
-	}
-	s, err := NewSink(tableConfig(bc.Config, bc.Role, bc.Job, bc.Row, bc.Columns, dead))
-	if err != nil {
-		return build.Sink[R]{}, err
-	}
-	out := build.Sink[R]{Sink: s, Close: s.Close}
-	if dead != nil {
-		out.DeadLetters = s.Failures()
-	}
-	return out, nil
+	return sqlsink.BuildTable(bc, func(t sqlsink.Table[R]) (*Sink[R], error) { return NewSink(tableConfig(t)) })
 }

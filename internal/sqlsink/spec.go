@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/build"
+	"github.com/onceflow/onceflow/flow"
 )
 
 // The job-file side of the table sinks (sink.postgres, sink.mysql): the
@@ -111,3 +113,55 @@ func DescribeTable(c *connector.Config, d connector.Describe, what string) strin
 
 // DeadLetterPlace is where a table sink keeps dead letters.
 func DeadLetterPlace(string) string { return "the table " + DefaultDeadLetterTable }
+
+// Table is a table sink's settings from a job file's section (package
+// connector/build): what postgres.Config and mysql.Config are made of.
+type Table[R any] struct {
+	DSN, Table  string
+	Columns     []string
+	Key         []string
+	Delivery    string
+	BatchRows   int
+	Job         string
+	Row         func(R) ([]any, error)
+	DeadLetters *DeadLetters[R]
+}
+
+// TableOf is the settings of section c for a sink in role; cols nil: the
+// names of c's columns.
+func TableOf[R any](c *connector.Config, role connector.Delivery, job string, row func(R) ([]any, error), cols []string, dead *DeadLetters[R]) Table[R] {
+	if cols == nil {
+		for _, e := range c.Map("columns") {
+			cols = append(cols, e.Name)
+		}
+	}
+	return Table[R]{DSN: c.String("dsn"), Table: c.String("table"), Columns: cols, Key: c.List("key"),
+		Delivery: TableDelivery(role), BatchRows: c.Int("batch-rows"), Job: job, Row: row, DeadLetters: dead}
+}
+
+// TableSink is what a table connector's sink offers its build hook.
+type TableSink[R any] interface {
+	flow.Sink[R]
+	Close() error
+	Failures() flow.Sink[flow.Failure[R]]
+}
+
+// BuildTable is the build hook of a table sink (sink.postgres,
+// sink.mysql): the settings of bc's section, made into the connector's
+// sink by newSink, with the dead-letter table under
+// flow.DeadLetterOnError.
+func BuildTable[R any, S TableSink[R]](bc build.Context[R], newSink func(Table[R]) (S, error)) (build.Sink[R], error) {
+	var dead *DeadLetters[R]
+	if bc.Policy == flow.DeadLetterOnError {
+		dead = &DeadLetters[R]{Of: bc.DeadLetter}
+	}
+	s, err := newSink(TableOf(bc.Config, bc.Role, bc.Job, bc.Row, bc.Columns, dead))
+	if err != nil {
+		return build.Sink[R]{}, err
+	}
+	out := build.Sink[R]{Sink: s, Close: s.Close}
+	if dead != nil {
+		out.DeadLetters = s.Failures()
+	}
+	return out, nil
+}
