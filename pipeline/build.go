@@ -206,18 +206,7 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 		fail := func(err error) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
 			return s, nil, &StepError{Index: i, Op: st.Op, Err: err}
 		}
-		spec, ok := Lookup(st.Op)
-		if !ok {
-			return fail(fmt.Errorf("unknown operator %q; supported operators: %s", st.Op, strings.Join(Names(), ", ")))
-		}
-		if !spec.TakesInputs(1) {
-			return fail(fmt.Errorf("%s takes %s: it can only be the first step of a stream whose from: names them", st.Op, spec.InputsText()))
-		}
-		p := spec.WithDefaults(st.Params)
-		if err := spec.Check(p); err != nil {
-			return fail(err)
-		}
-		op, err := spec.Build(p, env)
+		spec, op, err := buildStep(st, 1, env)
 		if err != nil {
 			return fail(err)
 		}
@@ -234,6 +223,28 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 		}
 	}
 	return s, failures, nil
+}
+
+// buildStep looks up st's operator, checks that it takes inputs streams
+// and its params (defaults applied), and builds it.
+func buildStep(st Step, inputs int, env Env) (Spec, Operator, error) {
+	spec, ok := Lookup(st.Op)
+	if !ok {
+		return spec, Operator{}, fmt.Errorf("unknown operator %q; supported operators: %s", st.Op, strings.Join(Names(), ", "))
+	}
+	switch {
+	case spec.TakesInputs(inputs):
+	case inputs == 1:
+		return spec, Operator{}, fmt.Errorf("%s takes %s: it can only be the first step of a stream whose from: names them", st.Op, spec.InputsText())
+	default:
+		return spec, Operator{}, fmt.Errorf("%s takes %s and the stream has %d: combine them with union (any number) or join (two) first", st.Op, spec.InputsText(), inputs)
+	}
+	p := spec.WithDefaults(st.Params)
+	if err := spec.Check(p); err != nil {
+		return spec, Operator{}, err
+	}
+	op, err := spec.Build(p, env)
+	return spec, op, err
 }
 
 // apply adds op to s as the operator name with id uid; opts come after

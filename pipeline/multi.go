@@ -31,18 +31,7 @@ func BuildFrom[T any](ins []flow.Stream[T], acc RecordAccess[T], steps []Step, e
 	fail := func(err error) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
 		return ins[0], nil, &StepError{Index: 0, Op: st.Op, Err: err}
 	}
-	spec, ok := Lookup(st.Op)
-	if !ok {
-		return fail(fmt.Errorf("unknown operator %q", st.Op))
-	}
-	if !spec.TakesInputs(len(ins)) {
-		return fail(fmt.Errorf("%s takes %s and the stream has %d: combine them with union (any number) or join (two) first", st.Op, spec.InputsText(), len(ins)))
-	}
-	p := spec.WithDefaults(st.Params)
-	if err := spec.Check(p); err != nil {
-		return fail(err)
-	}
-	op, err := spec.Build(p, env)
+	spec, op, err := buildStep(st, len(ins), env)
 	if err != nil {
 		return fail(err)
 	}

@@ -52,15 +52,11 @@ func (m *PipelineMetrics) counter(name string) *atomic.Int64 {
 // watermarks follow (the job file's event-time section), which window
 // steps use; empty: the Kafka record's timestamp.
 func BuildPipeline[T any](s flow.Stream[T], steps []jobfile.Step, acc RecordAccess[T], policy flow.ErrorPolicy, m *PipelineMetrics, eventTime string) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
-	ps := make([]pipeline.Step, len(steps))
-	for i, st := range steps {
-		ps[i] = pipeline.Step{Op: st.Op, Params: st.AllParams(), UID: st.UID}
+	out, failures, err := BuildStream([]flow.Stream[T]{s}, steps, acc, policy, m, eventTime)
+	if err != nil {
+		return s, nil, err
 	}
-	out, failures, err := pipeline.Build(s, acc, ps, pipeline.Env{Policy: policy, Counter: m.counter, Time: eventTime})
-	if se := (*pipeline.StepError)(nil); errors.As(err, &se) {
-		return s, nil, fmt.Errorf("pipeline operator %s (line %d): %w", se.Op, steps[se.Index].Line, se.Err)
-	}
-	return out, failures, err
+	return out, failures, nil
 }
 
 // BuildStream is BuildPipeline over the inputs of a stream of the named
