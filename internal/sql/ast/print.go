@@ -3,6 +3,7 @@ package ast
 import (
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Printing: every node's String is SQL that parses back to the same tree
@@ -19,8 +20,8 @@ func plainIdent(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		letter := r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || r > 127
-		if !letter && (i == 0 || !(r == '$' || ('0' <= r && r <= '9'))) {
+		letter := r == '_' || unicode.IsLetter(r)
+		if !letter && (i == 0 || !(r == '$' || unicode.IsDigit(r))) {
 			return false
 		}
 	}

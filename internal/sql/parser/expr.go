@@ -26,6 +26,10 @@ import (
 const maxDepth = 200
 
 func (p *parser) expr() (ast.Expr, error) {
+	if err := p.enter(p.peek()); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	return p.orExpr()
 }
 
@@ -325,10 +329,6 @@ func (p *parser) primary() (ast.Expr, error) {
 			break
 		}
 		p.advance()
-		if err := p.enter(t); err != nil {
-			return nil, err
-		}
-		defer p.leave()
 		if p.startsQuery() {
 			q, err := p.subquery(t)
 			if err != nil {

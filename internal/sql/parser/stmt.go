@@ -446,8 +446,8 @@ func (p *parser) set() (ast.Stmt, error) {
 	}
 	k := p.peek()
 	key, ok := p.looseValue()
-	if !ok {
-		return nil, p.expected("a setting 'key' = 'value' after SET")
+	if !ok || key == "" {
+		return nil, p.errAt(k, fmt.Sprintf("expected a setting 'key' = 'value' after SET, found %s", k.describe()))
 	}
 	s.Option.At, s.Option.Key = k.pos, key
 	if _, err := p.expectOp("="); err != nil {
