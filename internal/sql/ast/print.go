@@ -28,6 +28,7 @@ func plainIdent(s string) bool {
 	return true
 }
 
+// String prints the Ident as SQL.
 func (n *Ident) String() string {
 	if n.Quoted || !plainIdent(n.Name) {
 		return "`" + strings.ReplaceAll(n.Name, "`", "``") + "`"
@@ -35,6 +36,7 @@ func (n *Ident) String() string {
 	return n.Name
 }
 
+// String prints the Name as SQL.
 func (n *Name) String() string {
 	parts := make([]string, len(n.Parts))
 	for i := range n.Parts {
@@ -71,6 +73,7 @@ func (s *Script) String() string {
 
 // Statements.
 
+// String prints the CreateTable as SQL.
 func (n *CreateTable) String() string {
 	var b strings.Builder
 	b.WriteString("CREATE ")
@@ -109,6 +112,7 @@ func (n *CreateTable) String() string {
 	return b.String()
 }
 
+// String prints the ColumnDef as SQL.
 func (n *ColumnDef) String() string {
 	s := n.Name.String()
 	if n.Expr != nil {
@@ -139,10 +143,12 @@ func (n *ColumnDef) String() string {
 	return s
 }
 
+// String prints the Watermark as SQL.
 func (n *Watermark) String() string {
 	return "WATERMARK FOR " + n.Column.String() + " AS " + n.Expr.String()
 }
 
+// String prints the PrimaryKey as SQL.
 func (n *PrimaryKey) String() string {
 	s := "PRIMARY KEY " + identList(n.Columns)
 	if n.NotEnforced {
@@ -151,8 +157,10 @@ func (n *PrimaryKey) String() string {
 	return s
 }
 
+// String prints the Option as SQL.
 func (n *Option) String() string { return QuoteString(n.Key) + " = " + QuoteString(n.Value) }
 
+// String prints the Type as SQL.
 func (n *Type) String() string {
 	var s string
 	switch n.Name {
@@ -185,8 +193,10 @@ func (n *Type) String() string {
 	return s
 }
 
+// String prints the RowField as SQL.
 func (n *RowField) String() string { return n.Name.String() + " " + n.Type.String() }
 
+// String prints the CreateView as SQL.
 func (n *CreateView) String() string {
 	s := "CREATE "
 	if n.Temporary {
@@ -203,6 +213,7 @@ func (n *CreateView) String() string {
 	return s + " AS\n" + n.Query.String()
 }
 
+// String prints the CreateFunction as SQL.
 func (n *CreateFunction) String() string {
 	s := "CREATE "
 	if n.Temporary {
@@ -222,6 +233,7 @@ func (n *CreateFunction) String() string {
 	return s
 }
 
+// String prints the Insert as SQL.
 func (n *Insert) String() string {
 	s := "INSERT INTO "
 	if n.Overwrite {
@@ -234,6 +246,7 @@ func (n *Insert) String() string {
 	return s + "\n" + n.Query.String()
 }
 
+// String prints the Set as SQL.
 func (n *Set) String() string {
 	if n.Option.Key == "" {
 		return "SET"
@@ -241,6 +254,7 @@ func (n *Set) String() string {
 	return "SET " + n.Option.String()
 }
 
+// String prints the Reset as SQL.
 func (n *Reset) String() string {
 	if n.Key == "" {
 		return "RESET"
@@ -248,8 +262,10 @@ func (n *Reset) String() string {
 	return "RESET " + QuoteString(n.Key)
 }
 
+// String prints the Explain as SQL.
 func (n *Explain) String() string { return "EXPLAIN " + n.Stmt.String() }
 
+// String prints the StatementSet as SQL.
 func (n *StatementSet) String() string {
 	var b strings.Builder
 	b.WriteString("EXECUTE STATEMENT SET\nBEGIN\n")
@@ -261,6 +277,7 @@ func (n *StatementSet) String() string {
 	return b.String()
 }
 
+// String prints the QueryStmt as SQL.
 func (n *QueryStmt) String() string { return n.Query.String() }
 
 // Queries.
@@ -294,6 +311,7 @@ func setExprString(e SetExpr) string {
 	return e.String()
 }
 
+// String prints the CTE as SQL.
 func (n *CTE) String() string {
 	s := n.Name.String()
 	if len(n.Columns) > 0 {
@@ -302,6 +320,7 @@ func (n *CTE) String() string {
 	return s + " AS (" + n.Query.String() + ")"
 }
 
+// String prints the SetOp as SQL.
 func (n *SetOp) String() string {
 	op := n.Op
 	if n.All {
@@ -310,6 +329,7 @@ func (n *SetOp) String() string {
 	return setExprString(n.Left) + "\n" + op + "\n" + setExprString(n.Right)
 }
 
+// String prints the Select as SQL.
 func (n *Select) String() string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -336,6 +356,7 @@ func (n *Select) String() string {
 	return b.String()
 }
 
+// String prints the SelectItem as SQL.
 func (n *SelectItem) String() string {
 	if n.Star {
 		if n.Qualifier != nil {
@@ -350,6 +371,7 @@ func (n *SelectItem) String() string {
 	return s
 }
 
+// String prints the OrderItem as SQL.
 func (n *OrderItem) String() string {
 	s := n.Expr.String()
 	if n.Desc {
@@ -380,6 +402,7 @@ func aliasString(a *Ident) string {
 	return " AS " + a.String()
 }
 
+// String prints the TableRef as SQL.
 func (n *TableRef) String() string {
 	s := n.Name.String()
 	if len(n.Hints) > 0 {
@@ -395,10 +418,12 @@ func (n *TableRef) String() string {
 	return s + aliasString(n.Alias)
 }
 
+// String prints the SubqueryRef as SQL.
 func (n *SubqueryRef) String() string {
 	return "(" + n.Query.String() + ")" + aliasString(n.Alias)
 }
 
+// String prints the TableFunc as SQL.
 func (n *TableFunc) String() string {
 	args := make([]string, len(n.Args))
 	for i, a := range n.Args {
@@ -435,6 +460,7 @@ func (n *FuncArg) String() string {
 	return s
 }
 
+// String prints the Join as SQL.
 func (n *Join) String() string {
 	if n.Comma {
 		return n.Left.String() + ", " + n.Right.String()
@@ -474,8 +500,10 @@ func (n *Hint) String() string {
 
 // Expressions.
 
+// String prints the ColumnRef as SQL.
 func (n *ColumnRef) String() string { return n.Name.String() }
 
+// String prints the Literal as SQL.
 func (n *Literal) String() string {
 	switch n.Kind {
 	case LitString:
@@ -495,6 +523,7 @@ func unitString(unit string, prec int) string {
 	return unit
 }
 
+// String prints the Interval as SQL.
 func (n *Interval) String() string {
 	s := "INTERVAL " + QuoteString(n.Value) + " " + unitString(n.Unit, n.Precision)
 	if n.ToUnit != "" {
@@ -503,6 +532,7 @@ func (n *Interval) String() string {
 	return s
 }
 
+// String prints the Unary as SQL.
 func (n *Unary) String() string {
 	x := n.X.String()
 	if n.Op == "NOT" {
@@ -514,6 +544,7 @@ func (n *Unary) String() string {
 	return n.Op + x
 }
 
+// String prints the Binary as SQL.
 func (n *Binary) String() string {
 	s := n.X.String() + " " + n.Op + " " + n.Y.String()
 	if n.Escape != nil {
@@ -529,6 +560,7 @@ func not(b bool) string {
 	return ""
 }
 
+// String prints the Between as SQL.
 func (n *Between) String() string {
 	s := n.X.String() + " " + not(n.Not) + "BETWEEN "
 	if n.Symmetric {
@@ -537,6 +569,7 @@ func (n *Between) String() string {
 	return s + n.Lo.String() + " AND " + n.Hi.String()
 }
 
+// String prints the In as SQL.
 func (n *In) String() string {
 	s := n.X.String() + " " + not(n.Not) + "IN ("
 	if n.Query != nil {
@@ -545,10 +578,13 @@ func (n *In) String() string {
 	return s + exprList(n.List) + ")"
 }
 
+// String prints the IsNull as SQL.
 func (n *IsNull) String() string { return n.X.String() + " IS " + not(n.Not) + "NULL" }
 
+// String prints the IsBool as SQL.
 func (n *IsBool) String() string { return n.X.String() + " IS " + not(n.Not) + n.Value }
 
+// String prints the Case as SQL.
 func (n *Case) String() string {
 	var b strings.Builder
 	b.WriteString("CASE")
@@ -568,6 +604,7 @@ func (n *Case) String() string {
 // String prints WHEN cond THEN result.
 func (n *When) String() string { return "WHEN " + n.Cond.String() + " THEN " + n.Result.String() }
 
+// String prints the Cast as SQL.
 func (n *Cast) String() string {
 	fn := "CAST"
 	if n.Try {
@@ -585,6 +622,7 @@ var niladic = map[string]bool{
 // trimFlags are the first words of TRIM(BOTH x FROM s).
 var trimFlags = map[string]bool{"BOTH": true, "LEADING": true, "TRAILING": true}
 
+// String prints the Call as SQL.
 func (n *Call) String() string {
 	fn := ""
 	if len(n.Name.Parts) == 1 && !n.Name.Parts[0].Quoted {
@@ -642,12 +680,16 @@ func (n *Window) String() string {
 	return "OVER (" + strings.Join(parts, " ") + ")"
 }
 
+// String prints the Subscript as SQL.
 func (n *Subscript) String() string { return n.X.String() + "[" + n.Index.String() + "]" }
 
+// String prints the Field as SQL.
 func (n *Field) String() string { return n.X.String() + "." + n.Name.String() }
 
+// String prints the Paren as SQL.
 func (n *Paren) String() string { return "(" + n.X.String() + ")" }
 
+// String prints the Subquery as SQL.
 func (n *Subquery) String() string {
 	s := "(" + n.Query.String() + ")"
 	if n.Exists {
