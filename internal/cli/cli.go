@@ -46,8 +46,8 @@ type command struct {
 // commands lists the subcommands in the order help shows them.
 func commands() []command {
 	return []command{
-		{name: "run", args: "FILE.yaml", summary: "run the job described in a job file", flags: runFlags},
-		{name: "validate", args: "FILE.yaml", summary: "check a job file and print the job it describes", flags: validateFlags},
+		{name: "run", args: "FILE.yaml | FILE.sql", summary: "run the job described in a job file or a Flink SQL script", flags: runFlags},
+		{name: "validate", args: "FILE.yaml | FILE.sql", summary: "check a job file or SQL script and print the job it describes", flags: validateFlags},
 		{name: "broker", summary: "run an embedded Kafka-compatible broker for development", flags: brokerFlags},
 		{name: "demo", summary: "show exactly-once deduplication end to end with an embedded broker", flags: demoFlags},
 		{name: "status", args: "[JOB.yaml]", summary: "show a running job's state, records, lag and per-task load (its --http API); with a scale-out job file, which instance holds which partitions", flags: statusFlags},

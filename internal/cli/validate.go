@@ -21,6 +21,7 @@ import (
 )
 
 func validateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+	showJob := fs.Bool("show-job", false, "for a SQL script (FILE.sql): print the job file it compiles to instead of the summary")
 	return func(_ context.Context, e *env, args []string) error {
 		path, err := oneFileArg("validate", args)
 		if err != nil {
@@ -30,7 +31,19 @@ func validateFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error
 		if err != nil {
 			return err
 		}
+		if *showJob {
+			if jf.SQL == nil {
+				return fmt.Errorf("%w: --show-job prints the job file a SQL script compiles to, and %s is a job file already", errUsage, path)
+			}
+			_, err := e.stdout.Write(jf.SQL.YAML)
+			return err
+		}
 		describeJob(e.stdout, jf)
+		if jf.SQL != nil {
+			for _, n := range jf.SQL.Notes {
+				fmt.Fprintf(e.stdout, "  note:       %s\n", n)
+			}
+		}
 		return nil
 	}
 }

@@ -30,10 +30,16 @@ import (
 type FileError struct {
 	File string
 	Line int // 0 when the problem has no single place (a missing section)
-	Msg  string
+	// Col is the column, from 1, where the file says one (a SQL script);
+	// 0 otherwise.
+	Col int
+	Msg string
 }
 
 func (e *FileError) Error() string {
+	if e.Line > 0 && e.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
@@ -59,6 +65,9 @@ func loadJobFile(path, secretsOf string) (*JobFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read job file: %w", err)
 	}
+	if IsSQL(path) {
+		return parseSQL(path, data, os.LookupEnv, secretsOf)
+	}
 	return parseJobFile(path, data, os.LookupEnv, secretsOf)
 }
 
@@ -69,6 +78,12 @@ func loadJobFile(path, secretsOf string) (*JobFile, error) {
 // one *FileError per problem found, in file order, so a user fixes them all
 // in one go.
 func ParseJobFile(name string, data []byte, lookupEnv func(string) (string, bool)) (*JobFile, error) {
+	if IsSQL(name) {
+		if lookupEnv == nil {
+			lookupEnv = func(string) (string, bool) { return "", false }
+		}
+		return parseSQL(name, data, lookupEnv, "")
+	}
 	return parseJobFile(name, data, lookupEnv, "")
 }
 

@@ -52,6 +52,8 @@ type JobFile struct {
 	// ScaleOut is the scale-out section: instances of the job in one
 	// consumer group (docs/design.md, "Scale-out").
 	ScaleOut ScaleOutConfig
+	// SQL is set on a job compiled from a SQL script (sql.go).
+	SQL *SQLInfo
 	// task is set on the job file of one scale-out task (derived from the
 	// file the user wrote): the partition it reads and, for a segment
 	// before a cut, the repartition topic it writes.

@@ -1,0 +1,87 @@
+package planner
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestCompile compiles every script of testdata/ok and compares the job
+// file with the golden .yaml next to it (go test -update rewrites them);
+// the compiled files are read by the job-file reader in
+// internal/jobfile's TestSQLScripts.
+func TestCompile(t *testing.T) {
+	files, _ := filepath.Glob("testdata/ok/*.sql")
+	if len(files) == 0 {
+		t.Fatal("no scripts in testdata/ok")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := Compile(filepath.Base(f), string(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(j.YAML)
+			for _, n := range j.Notes {
+				got += "# note: " + n + "\n"
+			}
+			golden := strings.TrimSuffix(f, ".sql") + ".yaml"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("compiled job file differs from %s (go test -update rewrites it):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestCompileErrors: each script of testdata/errors starts with a
+// comment line "-- want: <message>"; compiling it must fail with exactly
+// that message (all problems, joined by newlines, after the first
+// line's "-- want: " prefixes).
+func TestCompileErrors(t *testing.T) {
+	files, _ := filepath.Glob("testdata/errors/*.sql")
+	if len(files) == 0 {
+		t.Fatal("no scripts in testdata/errors")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, l := range strings.Split(string(src), "\n") {
+				if w, ok := strings.CutPrefix(l, "-- want: "); ok {
+					want = append(want, w)
+				}
+			}
+			if len(want) == 0 {
+				t.Fatal("the script has no -- want: line")
+			}
+			_, err = Compile(filepath.Base(f), string(src))
+			if err == nil {
+				t.Fatalf("compiled; want %q", want)
+			}
+			if got := err.Error(); got != strings.Join(want, "\n") {
+				t.Errorf("error:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+			}
+		})
+	}
+}

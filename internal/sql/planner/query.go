@@ -1,0 +1,460 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/sql/ast"
+	"github.com/onceflow/onceflow/internal/suggest"
+)
+
+// A relation being planned: the records after the steps so far, seen as
+// rows of named columns. The last select is kept open (cols and where
+// are expressions over the schema of the records at that point, in) so
+// that consecutive projections and filters become one step: a record is
+// decoded once, whatever number of views and subqueries it goes through.
+type rel struct {
+	src   *table
+	steps []step
+	// in is the schema of the records' JSON values after steps.
+	in    []schemaCol
+	cols  []relCol
+	where ast.Expr
+	// quals are the names that qualify this relation's columns (the table
+	// or view name, its alias).
+	quals []string
+	// updating: the relation is a changelog of upserts keyed by key (a
+	// GROUP BY without a window), not append-only.
+	updating bool
+	key      []string
+	// rowtime is the column holding the event time (the source's
+	// WATERMARK column, passed through); "" when none.
+	rowtime string
+	// win is set on the relation a window table function returns.
+	win *windowSpec
+}
+
+type schemaCol struct {
+	name string
+	typ  *ast.Type
+	meta string // METADATA FROM key, "" for a JSON field
+}
+
+type relCol struct {
+	name string
+	expr ast.Expr // over rel.in
+}
+
+// A step of the job file, written by write.
+type step struct {
+	at    ast.Pos
+	write func(w *yamlWriter, depth int)
+}
+
+type windowSpec struct {
+	at              ast.Pos
+	kind            string // TUMBLE, HOP, SESSION
+	size, slide, gap time.Duration
+	timeCol         string
+}
+
+func (r *rel) colNames() []string {
+	var out []string
+	for _, c := range r.cols {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+func (r *rel) find(name string) (relCol, bool) {
+	for _, c := range r.cols {
+		if c.name == name {
+			return c, true
+		}
+	}
+	for _, c := range r.cols {
+		if strings.EqualFold(c.name, name) {
+			return c, true
+		}
+	}
+	return relCol{}, false
+}
+
+func ref(parts ...string) *ast.ColumnRef {
+	n := ast.Name{}
+	for _, s := range parts {
+		n.Parts = append(n.Parts, ast.Ident{Name: s})
+	}
+	return &ast.ColumnRef{Name: n}
+}
+
+func isRef(e ast.Expr, name string) bool {
+	c, ok := e.(*ast.ColumnRef)
+	return ok && len(c.Name.Parts) == 1 && c.Name.Parts[0].Name == name
+}
+
+// scan is the relation of a source table: its columns, computed ones as
+// their expressions.
+func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
+	if !connectors[t.connector].source {
+		p.errorf(at, "table %s uses the %s connector, which cannot be read: onceflow reads Kafka tables ('connector' = 'kafka')", t.name, t.connector)
+		return nil
+	}
+	r := &rel{src: t, quals: []string{t.name}}
+	if alias != "" {
+		r.quals = append(r.quals, alias)
+	}
+	for _, c := range t.cols {
+		if c.Expr != nil {
+			continue
+		}
+		sc := schemaCol{name: c.Name.Name, typ: c.Type}
+		if c.Metadata {
+			sc.meta = c.MetadataKey
+			if sc.meta == "" {
+				sc.meta = c.Name.Name
+			}
+		}
+		r.in = append(r.in, sc)
+	}
+	for _, c := range t.cols {
+		var e ast.Expr = ref(c.Name.Name)
+		if c.Expr != nil {
+			e = c.Expr
+		}
+		r.cols = append(r.cols, relCol{name: c.Name.Name, expr: e})
+	}
+	// Computed columns may name each other: substitute until none is left
+	// (a cycle is refused).
+	for i := range r.cols {
+		for depth := 0; ; depth++ {
+			if depth > len(r.cols) {
+				p.errorf(at, "the computed columns of %s refer to each other in a cycle", t.name)
+				return nil
+			}
+			changed := false
+			r.cols[i].expr = rewrite(r.cols[i].expr, func(e ast.Expr) (ast.Expr, bool) {
+				cr, ok := e.(*ast.ColumnRef)
+				if !ok {
+					return nil, false
+				}
+				if d := t.col(cr.Name.Parts[0].Name); d != nil && d.Expr != nil {
+					changed = true
+					return nest(&ast.Paren{X: d.Expr}, cr.Name.Parts[1:]), true
+				}
+				return e, true
+			})
+			if !changed {
+				break
+			}
+		}
+	}
+	if t.watermark != nil {
+		r.rowtime = t.watermark.Column.Name
+	}
+	return r
+}
+
+// nest applies the field accesses rest to e.
+func nest(e ast.Expr, rest []ast.Ident) ast.Expr {
+	if len(rest) == 0 {
+		return e
+	}
+	if c, ok := e.(*ast.ColumnRef); ok {
+		n := c.Name
+		n.Parts = append(append([]ast.Ident(nil), n.Parts...), rest...)
+		return &ast.ColumnRef{Name: n}
+	}
+	for _, id := range rest {
+		e = &ast.Field{At: id.At, X: e, Name: id}
+	}
+	return e
+}
+
+// resolve rewrites e, written over r's columns, into an expression over
+// r.in.
+func (p *planner) resolve(r *rel, e ast.Expr) ast.Expr {
+	return rewrite(e, func(x ast.Expr) (ast.Expr, bool) {
+		switch n := x.(type) {
+		case *ast.ColumnRef:
+			parts := n.Name.Parts
+			if len(parts) > 1 {
+				for _, qn := range r.quals {
+					if strings.EqualFold(parts[0].Name, qn) {
+						if _, isCol := r.find(parts[0].Name); !isCol || len(parts) > 1 {
+							parts = parts[1:]
+						}
+						break
+					}
+				}
+			}
+			c, ok := r.find(parts[0].Name)
+			if !ok {
+				p.errorf(n.Name.At, "column %s is not a column of %s%s; it has %s", parts[0].Name, strings.Join(r.quals, " / "), didYouMean(parts[0].Name, r.colNames()), strings.Join(r.colNames(), ", "))
+				return x, true
+			}
+			switch c.expr.(type) {
+			case *ast.ColumnRef, *ast.Paren, *ast.Literal, *ast.Call, *ast.Cast:
+				return nest(c.expr, parts[1:]), true
+			}
+			return nest(&ast.Paren{X: c.expr}, parts[1:]), true
+		case *ast.Subquery:
+			p.errorf(n.At, "subqueries in expressions are not supported yet: join the table instead")
+			return x, true
+		case *ast.Call:
+			if n.Over != nil {
+				p.errorf(n.At, "%s(…) OVER (…) is supported only as ROW_NUMBER() for deduplication and Top-N, which come with the changelog work (issue 24)", n.Name.Last())
+				return x, true
+			}
+		}
+		return nil, false
+	})
+}
+
+// query plans a query.
+func (p *planner) query(qy *ast.Query) *rel {
+	if len(qy.With) > 0 {
+		for _, cte := range qy.With {
+			name := strings.ToLower(cte.Name.Name)
+			if p.views[name] != nil || p.tables[name] != nil {
+				p.errorf(cte.At, "WITH %s: a table or view of that name exists already", cte.Name.Name)
+				return nil
+			}
+			p.views[name] = &view{name: cte.Name.Name, def: &ast.CreateView{At: cte.At, Name: ast.Name{At: cte.Name.At, Parts: []ast.Ident{cte.Name}}, Columns: cte.Columns, Query: cte.Query}}
+		}
+	}
+	if len(qy.OrderBy) > 0 || qy.Limit != nil {
+		p.errorf(qy.At, "ORDER BY and LIMIT on a stream: a continuous query has no end to sort or limit; for the top rows per group write ROW_NUMBER() OVER (PARTITION BY … ORDER BY …) and WHERE rownum <= N")
+		return nil
+	}
+	return p.body(qy.Body)
+}
+
+func (p *planner) body(b ast.SetExpr) *rel {
+	switch s := b.(type) {
+	case *ast.Select:
+		return p.selectBlock(s)
+	case *ast.Query:
+		return p.query(s)
+	case *ast.SetOp:
+		p.errorf(s.At, "%s is not supported yet in SQL (UNION ALL of streams comes with the named-streams plan of issue 24); a job file's union step does it", s.Op)
+	}
+	return nil
+}
+
+// from plans a FROM item.
+func (p *planner) from(te ast.TableExpr) *rel {
+	switch f := te.(type) {
+	case *ast.TableRef:
+		if f.SystemTime != nil {
+			p.errorf(f.At, "FOR SYSTEM_TIME AS OF (lookup and temporal joins) comes with the joins issue")
+			return nil
+		}
+		alias := ""
+		if f.Alias != nil {
+			alias = f.Alias.Name
+		}
+		name := strings.ToLower(f.Name.Last())
+		if v := p.views[name]; v != nil {
+			r := p.viewRel(v)
+			if r != nil {
+				r.quals = []string{v.name}
+				if alias != "" {
+					r.quals = append(r.quals, alias)
+				}
+			}
+			return r
+		}
+		t := p.tableNamed(f.Name)
+		if t == nil {
+			return nil
+		}
+		return p.scan(t, alias, f.At)
+	case *ast.SubqueryRef:
+		r := p.query(f.Query)
+		if r != nil && f.Alias != nil {
+			r.quals = []string{f.Alias.Name}
+		}
+		return r
+	case *ast.TableFunc:
+		return p.windowTVF(f)
+	case *ast.Join:
+		p.errorf(f.At, "joins in SQL come with the joins issue; a job file's join step joins two streams today (docs/operators.md, \"join\")")
+	}
+	return nil
+}
+
+func (p *planner) viewRel(v *view) *rel {
+	r := p.query(v.def.Query)
+	if r == nil {
+		return nil
+	}
+	if len(v.def.Columns) > 0 {
+		if len(v.def.Columns) != len(r.cols) {
+			p.errorf(v.def.At, "view %s names %d columns and its query has %d", v.name, len(v.def.Columns), len(r.cols))
+			return nil
+		}
+		for i, c := range v.def.Columns {
+			if r.cols[i].name == r.rowtime {
+				r.rowtime = c.Name
+			}
+			r.cols[i].name = c.Name
+		}
+	}
+	return r
+}
+
+// selectBlock plans one SELECT.
+func (p *planner) selectBlock(s *ast.Select) *rel {
+	if s.From == nil {
+		p.errorf(s.At, "SELECT without FROM has no stream to read")
+		return nil
+	}
+	if s.Distinct {
+		p.errorf(s.At, "SELECT DISTINCT on a stream keeps every row seen forever: not supported yet; GROUP BY the columns, or deduplicate with ROW_NUMBER()")
+		return nil
+	}
+	r := p.from(s.From)
+	if r == nil {
+		return nil
+	}
+	if r.updating && (s.Where != nil || len(s.GroupBy) > 0) {
+		p.errorf(s.At, "filtering or aggregating an updating result (the rows of a GROUP BY) needs update-before rows, which come with the changelog work of issue 24")
+		return nil
+	}
+	if s.Where != nil {
+		if hasAggregate(s.Where) {
+			p.errorf(s.Where.Position(), "an aggregate function in WHERE: move the condition to HAVING")
+			return nil
+		}
+		w := p.resolve(r, s.Where)
+		if r.where == nil {
+			r.where = w
+		} else {
+			r.where = &ast.Binary{At: w.Position(), Op: "AND", X: &ast.Paren{X: r.where}, Y: &ast.Paren{X: w}}
+		}
+	}
+	aggs := len(s.GroupBy) > 0 || s.Having != nil
+	for _, it := range s.Items {
+		if it.Expr != nil && hasAggregate(it.Expr) {
+			aggs = true
+		}
+	}
+	if aggs {
+		return p.aggregate(r, s)
+	}
+	if r.win != nil {
+		p.errorf(s.At, "a window table function without GROUP BY window_start, window_end: onceflow computes windowed aggregates; add the GROUP BY")
+		return nil
+	}
+	return p.project(r, s.Items)
+}
+
+// project replaces r's columns by the select list.
+func (p *planner) project(r *rel, items []*ast.SelectItem) *rel {
+	var cols []relCol
+	rowtime := ""
+	seen := map[string]bool{}
+	for i, it := range items {
+		if it.Star {
+			if it.Qualifier != nil && !r.qualifiedBy(it.Qualifier.Last()) {
+				p.errorf(it.At, "%s.*: %s is not a table of this FROM", it.Qualifier.Last(), it.Qualifier.Last())
+				continue
+			}
+			for _, c := range r.cols {
+				cols = append(cols, c)
+				if c.name == r.rowtime {
+					rowtime = c.name
+				}
+			}
+			continue
+		}
+		name := itemName(it, i)
+		e := p.resolve(r, it.Expr)
+		if cr, ok := it.Expr.(*ast.ColumnRef); ok && r.rowtime != "" && len(cr.Name.Parts) >= 1 && cr.Name.Parts[len(cr.Name.Parts)-1].Name == r.rowtime {
+			rowtime = name
+		}
+		cols = append(cols, relCol{name: name, expr: e})
+	}
+	for _, c := range cols {
+		if seen[c.name] {
+			p.errorf(items[0].At, "the select list has two columns named %s: give one an alias (AS other_name)", c.name)
+		}
+		seen[c.name] = true
+	}
+	r.cols, r.rowtime = cols, rowtime
+	return r
+}
+
+func (r *rel) qualifiedBy(q string) bool {
+	for _, x := range r.quals {
+		if strings.EqualFold(x, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// itemName is a select item's column name: its alias, the name of the
+// column it is, or Flink's EXPR$i.
+func itemName(it *ast.SelectItem, i int) string {
+	if it.Alias != nil {
+		return it.Alias.Name
+	}
+	if c, ok := it.Expr.(*ast.ColumnRef); ok {
+		return c.Name.Last()
+	}
+	return fmt.Sprintf("EXPR$%d", i)
+}
+
+var aggregateFuncs = map[string]bool{"COUNT": true, "SUM": true, "MIN": true, "MAX": true, "AVG": true, "FIRST_VALUE": true, "LAST_VALUE": true}
+
+func hasAggregate(e ast.Expr) bool {
+	found := false
+	visit(e, func(x ast.Expr) bool {
+		if c, ok := x.(*ast.Call); ok && c.Over == nil && aggregateFuncs[strings.ToUpper(c.Name.Last())] {
+			found = true
+			return false
+		}
+		return !found
+	})
+	return found
+}
+
+// interval reads INTERVAL 'n' UNIT as a duration.
+func (p *planner) interval(e ast.Expr, what string) (time.Duration, bool) {
+	iv, ok := e.(*ast.Interval)
+	if !ok {
+		p.errorf(e.Position(), "%s must be an INTERVAL such as INTERVAL '10' SECOND, not %s", what, e.String())
+		return 0, false
+	}
+	d, err := intervalDuration(iv)
+	if err != nil {
+		p.errorf(iv.At, "%s: %v", what, err)
+		return 0, false
+	}
+	if d <= 0 {
+		p.errorf(iv.At, "%s must be longer than zero", what)
+		return 0, false
+	}
+	return d, true
+}
+
+func intervalDuration(iv *ast.Interval) (time.Duration, error) {
+	if iv.ToUnit != "" {
+		return 0, fmt.Errorf("INTERVAL '%s' %s TO %s: write the interval in one unit, such as INTERVAL '90' SECOND", iv.Value, iv.Unit, iv.ToUnit)
+	}
+	units := map[string]time.Duration{"MILLISECOND": time.Millisecond, "SECOND": time.Second, "MINUTE": time.Minute, "HOUR": time.Hour, "DAY": 24 * time.Hour}
+	u, ok := units[iv.Unit]
+	if !ok {
+		return 0, fmt.Errorf("INTERVAL in %s: a window or watermark takes MILLISECOND, SECOND, MINUTE, HOUR or DAY", iv.Unit)
+	}
+	var n float64
+	if _, err := fmt.Sscanf(strings.TrimSpace(iv.Value), "%g", &n); err != nil {
+		return 0, fmt.Errorf("INTERVAL '%s' %s: '%s' is not a number", iv.Value, iv.Unit, iv.Value)
+	}
+	return time.Duration(n * float64(u)), nil
+}
+
+func didYouMean(name string, names []string) string { return suggest.Suggest(name, names) }
