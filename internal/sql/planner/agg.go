@@ -146,7 +146,7 @@ type aggCall struct {
 }
 
 func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
-	orig := *r // the relation the select list is written over
+	orig := *r            // the relation the select list is written over
 	var groups []ast.Expr // resolved group keys
 	var groupSrc []string // their resolved text, for matching
 	winCols := map[string]bool{}

@@ -158,7 +158,9 @@ func (p *planner) createTable(ct *ast.CreateTable) {
 // Kafka metadata a column may read (METADATA FROM 'key').
 var metadataKeys = map[string]bool{"key": true, "timestamp": true, "partition": true, "offset": true, "topic": true, "headers": true}
 
-func metadataKeyList() []string { return []string{"headers", "key", "offset", "partition", "timestamp", "topic"} }
+func metadataKeyList() []string {
+	return []string{"headers", "key", "offset", "partition", "timestamp", "topic"}
+}
 
 func colNames(cols []*ast.ColumnDef) []string {
 	var out []string
@@ -187,14 +189,14 @@ func (p *planner) checkOptions(t *table, known []string) {
 // Options Flink takes that mean nothing here and are accepted as
 // written: formats' cosmetic settings.
 var ignoredOptions = map[string]bool{
-	"json.fail-on-missing-field": true,
+	"json.fail-on-missing-field":     true,
 	"json.timestamp-format.standard": true,
-	"sink.parallelism":          true,
-	"scan.parallelism":          true,
-	"sink.buffer-flush.max-rows": true,
-	"sink.buffer-flush.interval": true,
-	"sink.max-retries":          true,
-	"connection.max-retry-timeout": true,
+	"sink.parallelism":               true,
+	"scan.parallelism":               true,
+	"sink.buffer-flush.max-rows":     true,
+	"sink.buffer-flush.interval":     true,
+	"sink.max-retries":               true,
+	"connection.max-retry-timeout":   true,
 }
 
 // flinkDuration reads a duration as Flink writes it: "10 s", "1min",

@@ -53,10 +53,10 @@ type step struct {
 }
 
 type windowSpec struct {
-	at              ast.Pos
-	kind            string // TUMBLE, HOP, SESSION
+	at               ast.Pos
+	kind             string // TUMBLE, HOP, SESSION
 	size, slide, gap time.Duration
-	timeCol         string
+	timeCol          string
 }
 
 func (r *rel) colNames() []string {
