@@ -149,6 +149,19 @@ func (p *planner) readSettings() *settings {
 	return s
 }
 
+// DefaultCheckpointInterval is a script's checkpoint interval when no
+// SET 'execution.checkpointing.interval' gives one.
+const DefaultCheckpointInterval = 10 * time.Second
+
+func (s *settings) has(section, field string) bool {
+	for _, l := range s.lines[section] {
+		if l[0] == field {
+			return true
+		}
+	}
+	return false
+}
+
 // stateTTL is SET 'table.exec.state.ttl', 0 when not set.
 func (p *planner) stateTTL() time.Duration {
 	o := p.settings["table.exec.state.ttl"]
@@ -165,6 +178,11 @@ func (p *planner) stateTTL() time.Duration {
 // write writes the sections the settings fill, and the job's errors
 // policy.
 func (s *settings) write(w *yamlWriter, p *planner) {
+	if !s.has("checkpointing", "interval") {
+		// Checkpointing is on in every script: exactly-once output commits
+		// with checkpoints (Flink's default is off).
+		s.lines["checkpointing"] = append([][2]string{{"interval", goDuration(DefaultCheckpointInterval)}}, s.lines["checkpointing"]...)
+	}
 	if p.ignoreParseErrors.Line > 0 {
 		w.linef(p.ignoreParseErrors, 0, "errors:")
 		w.linef(p.ignoreParseErrors, 1, "policy: skip  # 'json.ignore-parse-errors' = 'true'")
