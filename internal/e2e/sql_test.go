@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/dbtest"
+	"github.com/onceflow/onceflow/internal/failpoint"
+	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
 // produceJSON writes the values to topic, keyed by their index mod keys.
@@ -116,4 +120,153 @@ FROM kafka_events;
 	if got != strconv.Itoa(records) {
 		t.Fatalf("%s of %d rows have Flink's md5 id and their own action type", got, records)
 	}
+}
+
+// TestCrashSQLWindows runs a Flink SQL window aggregate — a TUMBLE table
+// function over an event-time column with a WATERMARK, COUNT(*), SUM and
+// COUNT(DISTINCT …) FILTER (WHERE …) per user — as `onceflow run
+// job.sql`, crashed by a failpoint between firing windows and the
+// commit, then SIGKILLed at random moments; a last run bounded by
+// 'scan.bounded.mode' fires the windows left open. franz-go and kcat
+// must each read every window exactly once with the figures a plain Go
+// computation gives.
+func TestCrashSQLWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	records, kills := e2eSize()
+	records /= 4
+	kills /= 2
+	const users, size = 50, int64(10_000)
+	rng := seed(t)
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "in", 4)
+	createTopic(t, addr, "out", 4)
+	type figures struct{ n, total, big int64 }
+	want := map[string]*figures{}
+	distinct := map[string]map[string]bool{}
+	base := int64(1_700_000_000_000)
+	var values [][]byte
+	for i := 0; i < records; i++ {
+		ts := base + int64(i)*5 - rng.Int64N(1500) // out of order within the 3 s watermark delay
+		user := "u" + strconv.Itoa(rng.IntN(users))
+		amount := rng.Int64N(100)
+		item := "i" + strconv.Itoa(rng.IntN(20))
+		id := user + "@" + time.UnixMilli(ts-ts%size).UTC().Format("2006-01-02 15:04:05.000")
+		f := want[id]
+		if f == nil {
+			f = &figures{}
+			want[id] = f
+			distinct[id] = map[string]bool{}
+		}
+		f.n++
+		f.total += amount
+		if amount > 50 {
+			distinct[id][item] = true
+		}
+		v, _ := json.Marshal(map[string]any{"user": user, "amount": amount, "item": item, "ts": time.UnixMilli(ts).UTC().Format("2006-01-02 15:04:05.000")})
+		values = append(values, v)
+	}
+	for id, f := range want {
+		f.big = int64(len(distinct[id]))
+	}
+	produceJSON(t, addr, "in", values)
+	t.Logf("produced %d records, %d windows; %d kills", records, len(want), kills)
+	script := fmt.Sprintf(`SET 'pipeline.name' = 'sql-win';
+SET 'execution.checkpointing.interval' = '100ms';
+SET 'restart-strategy.type' = 'none';
+SET 'state.checkpoints.dir' = '%s';
+CREATE TABLE sales (
+  `+"`user`"+` STRING, amount BIGINT, item STRING, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND
+) WITH ('connector' = 'kafka', 'topic' = 'in', 'properties.bootstrap.servers' = '%s', 'properties.group.id' = 'sql-win',
+        'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+CREATE TABLE per_window (`+"`user`"+` STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT, total BIGINT, big BIGINT)
+WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = '%s', 'key.fields' = 'user', 'format' = 'json');
+INSERT INTO per_window
+SELECT `+"`user`"+`, window_start, window_end, COUNT(*), SUM(amount), COUNT(DISTINCT item) FILTER (WHERE amount > 50)
+FROM TABLE(TUMBLE(TABLE sales, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY `+"`user`"+`, window_start, window_end;
+`, filepath.Join(dir, "state"), addr, addr)
+	file := filepath.Join(dir, "win.sql")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lw := &logWriter{t: t, name: "sql-win"}
+	r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
+	// A crash between the windows firing and the commit point.
+	fp := exec.Command(r.bin, "run", file)
+	fp.Env = append(os.Environ(), failpoint.EnvVar+"="+failpoint.BeforeEndTxn+"=crash@"+strconv.Itoa(2+rng.IntN(4)))
+	fp.Stderr = lw
+	if err := fp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fpDone := make(chan error, 1)
+	go func() { fpDone <- fp.Wait() }()
+	select {
+	case err := <-fpDone:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("the job with failpoint %s ended with %v, want killed by its failpoint\n%s", failpoint.BeforeEndTxn, err, lw)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("failpoint %s never fired\n%s", failpoint.BeforeEndTxn, lw)
+	}
+	for i := 0; i < kills; i++ {
+		cmd, done := r.start()
+		select {
+		case err := <-done:
+			t.Fatalf("job exited on its own before kill %d: %v\n%s", i+1, err, lw)
+		case <-time.After(time.Duration(150+rng.IntN(500)) * time.Millisecond):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+	}
+	// The last run reads to the end offsets and ends, firing every
+	// window left open.
+	editJob(t, file, "'format' = 'json');\nCREATE TABLE per_window", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');\nCREATE TABLE per_window")
+	_, done := r.start()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("bounded final run: %v\n%s", err, lw)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the bounded final run did not end within 3 minutes\n%s", lw)
+	}
+	check := func(client string, out []kafkatest.Record) {
+		t.Helper()
+		got := map[string]bool{}
+		for _, rec := range out {
+			var w struct {
+				User        string `json:"user"`
+				WindowStart string `json:"window_start"`
+				WindowEnd   string `json:"window_end"`
+				N, Total    int64
+				Big         int64
+			}
+			if err := json.Unmarshal([]byte(rec.Value), &w); err != nil {
+				t.Fatalf("%s: output %q is not a row: %v", client, rec.Value, err)
+			}
+			id := w.User + "@" + w.WindowStart
+			f := want[id]
+			switch {
+			case rec.Key != w.User:
+				t.Fatalf("%s: row %s under key %q, want the user (key.fields)", client, rec.Value, rec.Key)
+			case got[id]:
+				t.Fatalf("%s: window %s emitted twice", client, id)
+			case f == nil:
+				t.Fatalf("%s: window %s was never opened by the input: %s", client, id, rec.Value)
+			case w.N != f.n || w.Total != f.total || w.Big != f.big:
+				t.Fatalf("%s: window %s = %s, want n %d, total %d, big %d", client, id, rec.Value, f.n, f.total, f.big)
+			}
+			got[id] = true
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d windows, want %d", client, len(got), len(want))
+		}
+		t.Logf("%s: %d windows, each once with its figures", client, len(got))
+	}
+	check("franz-go", readCommitted(t, addr, "out"))
+	check("kcat", kcatRead(t, addr, "out"))
 }
