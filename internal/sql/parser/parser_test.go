@@ -418,6 +418,8 @@ var errorCases = []struct{ src, want string }{
 	{"SELECT a AS FROM t", `line 1, column 13: expected an alias after AS, found the reserved word FROM (quote it in backticks: ` + "`FROM`)"},
 	{"SELECT 1 +", `line 1, column 11: expected an expression, found end of input`},
 	{"DROP TABLE t", `line 1, column 1: the DROP statement is not supported`},
+	{"SELECT 'ünïcödé', `ß` # x", `line 1, column 23: unexpected character "#"`},
+	{"SELECT\r\n  a,\n\tb c d", `line 3, column 6: expected ";" or the end of the script after the statement, found "d"`},
 }
 
 func TestErrors(t *testing.T) {
