@@ -546,11 +546,29 @@ func (n *Unary) String() string {
 
 // String prints the Binary as SQL.
 func (n *Binary) String() string {
-	s := n.X.String() + " " + n.Op + " " + n.Y.String()
+	var b strings.Builder
+	n.write(&b)
+	return b.String()
+}
+
+// write prints the binary expression into b; a long chain a OR b OR c …
+// is printed in time linear in its length.
+func (n *Binary) write(b *strings.Builder) {
+	writeExpr(b, n.X)
+	b.WriteString(" " + n.Op + " ")
+	writeExpr(b, n.Y)
 	if n.Escape != nil {
-		s += " ESCAPE " + n.Escape.String()
+		b.WriteString(" ESCAPE ")
+		writeExpr(b, n.Escape)
 	}
-	return s
+}
+
+func writeExpr(b *strings.Builder, x Expr) {
+	if bin, ok := x.(*Binary); ok {
+		bin.write(b)
+		return
+	}
+	b.WriteString(x.String())
 }
 
 func not(b bool) string {

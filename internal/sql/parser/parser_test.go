@@ -508,3 +508,21 @@ func ExampleParseExpr() {
 	fmt.Println(e)
 	// Output: dateTime - INTERVAL '4' SECOND
 }
+
+// TestLongChain checks that a long flat expression (generated SQL writes
+// them) parses and prints without deep recursion in the parser and in
+// linear time.
+func TestLongChain(t *testing.T) {
+	terms := make([]string, 20000)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("a%d = %d", i, i)
+	}
+	src := "SELECT * FROM t WHERE " + strings.Join(terms, " OR ")
+	s, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stmts[0].String(); got != "SELECT *\nFROM t\nWHERE "+strings.Join(terms, " OR ") {
+		t.Errorf("printed %.80s…", got)
+	}
+}
