@@ -100,6 +100,17 @@ var statements = []string{
 	`SELECT EXTRACT(YEAR FROM ts), EXTRACT(DAYS FROM ts), EXTRACT(DOW FROM ts), POSITION('a' IN s), POSITION(a || b IN c) FROM t`,
 	`SELECT DATE_FORMAT(ts, 'yyyy-MM-dd'), HOUR(ts), REGEXP_EXTRACT(url, '(&|^)id=([^&]*)', 2), SPLIT_INDEX(url, '/', 3), cat.db.udf(x) FROM t`,
 	"SELECT `my fn`(x) FROM t",
+	`SELECT - -1, -+1, +-1, - (-1), a - -b, a--comment
+FROM t`,
+	`SELECT a FROM t WHERE NOT EXISTS (SELECT 1) AND a IN ((SELECT 1), 2) AND b IN ((SELECT 1))`,
+	`SELECT TRIM(BOTH (SELECT a FROM t) FROM s), x.y[1], CAST(a AS ROW<b INT>).b, f(x).g[2].h FROM t`,
+	`SELECT * FROM (SELECT 1) AS x JOIN (SELECT 2) y ON TRUE, ((SELECT 3)) z`,
+	`INSERT INTO t (a) (SELECT 1)`,
+	`SELECT a FROM t WHERE a = 1 IS NOT TRUE = b BETWEEN 1 AND 2 BETWEEN c AND d`,
+	`SELECT 1.a, 2.e3 FROM t`,
+	`EXPLAIN EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT 1; END`,
+	`SELECT 'multi
+line', "a""b" FROM t`,
 	`SELECT ROW(a, b), x FROM t`,
 }
 
