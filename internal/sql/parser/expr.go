@@ -378,6 +378,19 @@ func (p *parser) primary() (ast.Expr, error) {
 				return nil, err
 			}
 			return &ast.Subquery{At: t.pos, Query: q, Exists: true}, nil
+		case "ARRAY", "MAP":
+			if p.peekAt(1).isOp("[") {
+				p.advance()
+				p.advance()
+				args, err := p.exprList()
+				if err != nil {
+					return nil, err
+				}
+				if _, err := p.expectOp("]"); err != nil {
+					return nil, err
+				}
+				return &ast.Call{At: t.pos, Name: funcName(t), Args: args}, nil
+			}
 		case "TIMESTAMP", "DATE", "TIME":
 			if n := p.peekAt(1); n.kind == tString {
 				p.advance()

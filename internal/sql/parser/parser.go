@@ -15,6 +15,7 @@
 //	EXTRACT(unit FROM x)                          EXTRACT('UNIT', x), the unit upper case and singular
 //	POSITION(a IN b)                              POSITION(a, b)
 //	CURRENT_TIMESTAMP, LOCALTIMESTAMP, …          a call without arguments
+//	ARRAY[a, b], MAP[k, v]                        ARRAY(a, b), MAP(k, v)
 //
 // -x is a Unary of a positive literal, not a negative literal; x != y is
 // the Binary "<>"; a column's inline PRIMARY KEY sets ColumnDef.PrimaryKey,

@@ -112,6 +112,9 @@ FROM t`,
 	`SELECT 'multi
 line', "a""b" FROM t`,
 	`SELECT ROW(a, b), x FROM t`,
+	`SELECT ARRAY[1, 2, a + 1], MAP['k', 1, 'l', 2], ARRAY[1][1], array(1), cardinality(ARRAY['x']) FROM t`,
+	`SELECT * FROM t AS x (a, b) JOIN (SELECT 1, 2) AS y (c, d) ON a = c`,
+	`INSERT INTO t /*+ OPTIONS('sink.parallelism' = '2') */ (a, b) SELECT a, b FROM s /*+ OPTIONS('scan.startup.mode' = 'earliest-offset') */`,
 }
 
 // roundTrip checks that st prints as SQL that parses to the same tree,
@@ -388,6 +391,21 @@ func TestHintsAndPositions(t *testing.T) {
 	}
 	if ref.At != (ast.Pos{Line: 2, Col: 6}) || ref.Hints[0].At != (ast.Pos{Line: 2, Col: 17}) || ref.Alias.Name != "o" {
 		t.Errorf("positions: ref %v hint %v", ref.At, ref.Hints[0].At)
+	}
+	s, err = Parse("INSERT INTO t /*+ OPTIONS('sink.parallelism' = '2') */ SELECT * FROM u AS x (a, b)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := s.Stmts[0].(*ast.Insert)
+	if len(ins.Hints) != 1 || ins.Hints[0].Name != "OPTIONS" || ins.Hints[0].Options[0].Value != "2" {
+		t.Errorf("insert hints: %v", ins.Hints)
+	}
+	if ref := ins.Query.Body.(*ast.Select).From.(*ast.TableRef); ref.Alias.Name != "x" || len(ref.AliasColumns) != 2 {
+		t.Errorf("alias columns: %s", ref)
+	}
+	// A hint anywhere else is a comment.
+	if _, err := Parse("SELECT /*+ NOT A HINT ( */ a FROM t"); err != nil {
+		t.Error(err)
 	}
 }
 
