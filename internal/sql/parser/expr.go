@@ -644,11 +644,11 @@ func (p *parser) caseExpr() (ast.Expr, error) {
 			return nil, err
 		}
 	}
-	if _, err := p.expect("END"); err != nil {
-		if len(c.Whens) > 0 {
-			return nil, p.expected("WHEN, ELSE or END in CASE")
+	if !p.accept("END") {
+		if c.Else != nil {
+			return nil, p.expected("END closing CASE")
 		}
-		return nil, err
+		return nil, p.expected("WHEN, ELSE or END in CASE")
 	}
 	return c, nil
 }

@@ -487,7 +487,7 @@ func TestErrorEntryPoints(t *testing.T) {
 	}
 }
 
-// splitSeeds are the statements of the tests, as seeds of the fuzzer.
+// seeds are the inputs of the tests, as seeds of the fuzzer.
 func seeds(t testing.TB) []string {
 	out := append([]string(nil), statements...)
 	for _, src := range testdataScripts(t) {
