@@ -240,6 +240,9 @@ func (n *Insert) String() string {
 		s = "INSERT OVERWRITE "
 	}
 	s += n.Table.String()
+	if len(n.Hints) > 0 {
+		s += " " + hintsString(n.Hints)
+	}
 	if len(n.Columns) > 0 {
 		s += " " + identList(n.Columns)
 	}
@@ -406,21 +409,25 @@ func aliasString(a *Ident) string {
 func (n *TableRef) String() string {
 	s := n.Name.String()
 	if len(n.Hints) > 0 {
-		hs := make([]string, len(n.Hints))
-		for i, h := range n.Hints {
-			hs[i] = h.String()
-		}
-		s += " /*+ " + strings.Join(hs, ", ") + " */"
+		s += " " + hintsString(n.Hints)
 	}
 	if n.SystemTime != nil {
 		s += " FOR SYSTEM_TIME AS OF " + n.SystemTime.String()
 	}
-	return s + aliasString(n.Alias)
+	return s + aliasString(n.Alias) + aliasColumns(n.AliasColumns)
+}
+
+// aliasColumns prints the (cols) after an alias.
+func aliasColumns(cols []Ident) string {
+	if len(cols) == 0 {
+		return ""
+	}
+	return " " + identList(cols)
 }
 
 // String prints the SubqueryRef as SQL.
 func (n *SubqueryRef) String() string {
-	return "(" + n.Query.String() + ")" + aliasString(n.Alias)
+	return "(" + n.Query.String() + ")" + aliasString(n.Alias) + aliasColumns(n.AliasColumns)
 }
 
 // String prints the TableFunc as SQL.
@@ -477,6 +484,15 @@ func (n *Join) String() string {
 		s += " USING " + identList(n.Using)
 	}
 	return s
+}
+
+// hintsString prints hints as the comment /*+ … */.
+func hintsString(hints []*Hint) string {
+	hs := make([]string, len(hints))
+	for i, h := range hints {
+		hs[i] = h.String()
+	}
+	return "/*+ " + strings.Join(hs, ", ") + " */"
 }
 
 // String prints the hint as it goes inside /*+ … */.
@@ -546,11 +562,29 @@ func (n *Unary) String() string {
 
 // String prints the Binary as SQL.
 func (n *Binary) String() string {
-	s := n.X.String() + " " + n.Op + " " + n.Y.String()
+	var b strings.Builder
+	n.write(&b)
+	return b.String()
+}
+
+// write prints the binary expression into b; a long chain a OR b OR c …
+// is printed in time linear in its length.
+func (n *Binary) write(b *strings.Builder) {
+	writeExpr(b, n.X)
+	b.WriteString(" " + n.Op + " ")
+	writeExpr(b, n.Y)
 	if n.Escape != nil {
-		s += " ESCAPE " + n.Escape.String()
+		b.WriteString(" ESCAPE ")
+		writeExpr(b, n.Escape)
 	}
-	return s
+}
+
+func writeExpr(b *strings.Builder, x Expr) {
+	if bin, ok := x.(*Binary); ok {
+		bin.write(b)
+		return
+	}
+	b.WriteString(x.String())
 }
 
 func not(b bool) string {
@@ -644,6 +678,8 @@ func (n *Call) String() string {
 			}
 		case fn == "POSITION" && len(n.Args) == 2:
 			return name + "(" + n.Args[0].String() + " IN " + n.Args[1].String() + ")"
+		case (fn == "ARRAY" || fn == "MAP") && len(n.Args) > 0:
+			return name + "[" + exprList(n.Args) + "]"
 		}
 	}
 	s := name + "("

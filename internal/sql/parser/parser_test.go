@@ -100,7 +100,21 @@ var statements = []string{
 	`SELECT EXTRACT(YEAR FROM ts), EXTRACT(DAYS FROM ts), EXTRACT(DOW FROM ts), POSITION('a' IN s), POSITION(a || b IN c) FROM t`,
 	`SELECT DATE_FORMAT(ts, 'yyyy-MM-dd'), HOUR(ts), REGEXP_EXTRACT(url, '(&|^)id=([^&]*)', 2), SPLIT_INDEX(url, '/', 3), cat.db.udf(x) FROM t`,
 	"SELECT `my fn`(x) FROM t",
+	`SELECT - -1, -+1, +-1, - (-1), a - -b, a--comment
+FROM t`,
+	`SELECT a FROM t WHERE NOT EXISTS (SELECT 1) AND a IN ((SELECT 1), 2) AND b IN ((SELECT 1))`,
+	`SELECT TRIM(BOTH (SELECT a FROM t) FROM s), x.y[1], CAST(a AS ROW<b INT>).b, f(x).g[2].h FROM t`,
+	`SELECT * FROM (SELECT 1) AS x JOIN (SELECT 2) y ON TRUE, ((SELECT 3)) z`,
+	`INSERT INTO t (a) (SELECT 1)`,
+	`SELECT a FROM t WHERE a = 1 IS NOT TRUE = b BETWEEN 1 AND 2 BETWEEN c AND d`,
+	`SELECT 1.a, 2.e3 FROM t`,
+	`EXPLAIN EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT 1; END`,
+	`SELECT 'multi
+line', "a""b" FROM t`,
 	`SELECT ROW(a, b), x FROM t`,
+	`SELECT ARRAY[1, 2, a + 1], MAP['k', 1, 'l', 2], ARRAY[1][1], array(1), cardinality(ARRAY['x']) FROM t`,
+	`SELECT * FROM t AS x (a, b) JOIN (SELECT 1, 2) AS y (c, d) ON a = c`,
+	`INSERT INTO t /*+ OPTIONS('sink.parallelism' = '2') */ (a, b) SELECT a, b FROM s /*+ OPTIONS('scan.startup.mode' = 'earliest-offset') */`,
 }
 
 // roundTrip checks that st prints as SQL that parses to the same tree,
@@ -378,6 +392,21 @@ func TestHintsAndPositions(t *testing.T) {
 	if ref.At != (ast.Pos{Line: 2, Col: 6}) || ref.Hints[0].At != (ast.Pos{Line: 2, Col: 17}) || ref.Alias.Name != "o" {
 		t.Errorf("positions: ref %v hint %v", ref.At, ref.Hints[0].At)
 	}
+	s, err = Parse("INSERT INTO t /*+ OPTIONS('sink.parallelism' = '2') */ SELECT * FROM u AS x (a, b)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := s.Stmts[0].(*ast.Insert)
+	if len(ins.Hints) != 1 || ins.Hints[0].Name != "OPTIONS" || ins.Hints[0].Options[0].Value != "2" {
+		t.Errorf("insert hints: %v", ins.Hints)
+	}
+	if ref := ins.Query.Body.(*ast.Select).From.(*ast.TableRef); ref.Alias.Name != "x" || len(ref.AliasColumns) != 2 {
+		t.Errorf("alias columns: %s", ref)
+	}
+	// A hint anywhere else is a comment.
+	if _, err := Parse("SELECT /*+ NOT A HINT ( */ a FROM t"); err != nil {
+		t.Error(err)
+	}
 }
 
 // errorCases are malformed inputs and their exact errors.
@@ -418,6 +447,8 @@ var errorCases = []struct{ src, want string }{
 	{"SELECT a AS FROM t", `line 1, column 13: expected an alias after AS, found the reserved word FROM (quote it in backticks: ` + "`FROM`)"},
 	{"SELECT 1 +", `line 1, column 11: expected an expression, found end of input`},
 	{"DROP TABLE t", `line 1, column 1: the DROP statement is not supported`},
+	{"SELECT 'ünïcödé', `ß` # x", `line 1, column 23: unexpected character "#"`},
+	{"SELECT\r\n  a,\n\tb c d", `line 3, column 6: expected ";" or the end of the script after the statement, found "d"`},
 }
 
 func TestErrors(t *testing.T) {
@@ -456,7 +487,7 @@ func TestErrorEntryPoints(t *testing.T) {
 	}
 }
 
-// splitSeeds are the statements of the tests, as seeds of the fuzzer.
+// seeds are the inputs of the tests, as seeds of the fuzzer.
 func seeds(t testing.TB) []string {
 	out := append([]string(nil), statements...)
 	for _, src := range testdataScripts(t) {
@@ -505,4 +536,22 @@ func ExampleParseExpr() {
 	}
 	fmt.Println(e)
 	// Output: dateTime - INTERVAL '4' SECOND
+}
+
+// TestLongChain checks that a long flat expression (generated SQL writes
+// them) parses and prints without deep recursion in the parser and in
+// linear time.
+func TestLongChain(t *testing.T) {
+	terms := make([]string, 20000)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("a%d = %d", i, i)
+	}
+	src := "SELECT * FROM t WHERE " + strings.Join(terms, " OR ")
+	s, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stmts[0].String(); got != "SELECT *\nFROM t\nWHERE "+strings.Join(terms, " OR ") {
+		t.Errorf("printed %.80s…", got)
+	}
 }

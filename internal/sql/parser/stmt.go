@@ -414,6 +414,9 @@ func (p *parser) insert() (*ast.Insert, error) {
 	if ins.Table, err = p.name("a table name"); err != nil {
 		return nil, err
 	}
+	if ins.Hints, err = p.hints(); err != nil {
+		return nil, err
+	}
 	if p.peek().isOp("(") && !p.peekAt(1).is("SELECT") && !p.peekAt(1).is("WITH") && !p.peekAt(1).isOp("(") {
 		if ins.Columns, err = p.identList("a column name"); err != nil {
 			return nil, err
