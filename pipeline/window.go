@@ -104,6 +104,8 @@ var windowSpec = Spec{
 			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
 		{Name: "late-topic", Type: String, Example: "late-orders",
 			Description: "The topic records later than allowed-lateness go to, unchanged; not set: they are dropped (and counted)."},
+		{Name: "time", Type: Expression, Example: "to_timestamp(value.ts)",
+			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow."},
 	},
 	IDField:  "key",
 	Stateful: true,
@@ -127,7 +129,10 @@ func windowConfig(p Params, env Env) WindowConfig {
 	if key == "" {
 		key = KeyRecordKey
 	}
-	tm := env.Time
+	tm := p.Text("time")
+	if tm == "" {
+		tm = env.Time
+	}
 	if tm == "" {
 		tm = "timestamp"
 	}

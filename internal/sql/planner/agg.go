@@ -225,6 +225,12 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			pre = append(pre, relCol{name: a.col, expr: a.arg})
 		}
 	}
+	if r.win != nil {
+		// The window reads each record's event time from the select's
+		// output: the time column, as it is.
+		tc, _ := orig.find(r.win.timeCol)
+		pre = append(pre, relCol{name: "t", expr: tc.expr})
+	}
 	if len(pre) == 0 { // COUNT(*) alone: the step needs a column
 		pre = append(pre, relCol{name: "g", expr: &ast.Literal{Kind: ast.LitNumber, Value: "0"}})
 	}
@@ -262,6 +268,7 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			if keyExpr != "" {
 				w.linef(ws.at, d, "key: %s", q(keyExpr))
 			}
+			w.linef(ws.at, d, "time: %s", q("to_timestamp(value.t)"))
 			switch ws.kind {
 			case "TUMBLE":
 				w.linef(ws.at, d, "size: %s", goDuration(ws.size))
