@@ -161,8 +161,8 @@ func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.R
 	}
 	topic := stages[to].Topics[0]
 	n := uint32(t.in.parts[topic])
-	if n == 0 { // unreachable: Run created it
-		return fmt.Errorf("scale-out: the repartition topic %s has no partitions", topic)
+	if n == 0 { // unreachable: Run read the count before it joined
+		return fmt.Errorf("scale-out: the repartition topic %s has no partitions to partition by: %w", topic, flow.ErrInvalidJob)
 	}
 	sink, err := t.Sink(kafka.SinkConfig{Topic: topic, KeepPartition: true, Delivery: kafka.DeliveryExactlyOnce})
 	if err != nil {
