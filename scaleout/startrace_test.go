@@ -2,9 +2,13 @@ package scaleout_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +22,7 @@ import (
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/scaleout"
+	"github.com/onceflow/onceflow/state"
 )
 
 // The start race of two instances on a fresh job, made deterministic
@@ -158,4 +163,128 @@ func leaderNotAvailable(kc *kfake.Cluster, addr string, req *kmsg.MetadataReques
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// A task that fails restarts under the job's restart strategy
+// (Config.Restart), and says so; while it waits to restart, and until
+// its restarted job completed a checkpoint, its status has a problem that
+// names the task and its error. With restarts off, the failure stops the
+// instance: Run returns it.
+func TestScaleOutTaskRestartsUnderStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		restart flow.RestartConfig
+		// logs must show want, and never "restarts are turned off".
+		want string
+		// stops: the first failure stops the instance.
+		stops bool
+	}{
+		{"fixed-delay", flow.RestartConfig{Strategy: flow.FixedDelay, Attempts: 5, Delay: 300 * time.Millisecond}, "fixed-delay (up to 5 attempts", false},
+		{"default exponential-delay", flow.RestartConfig{}, "exponential-delay (", false},
+		{"none", flow.RestartConfig{Strategy: flow.NoRestart}, "none: restarts are turned off", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"in": 1, "out": 1}})
+			c.Produce(t, "in", "k1", "v1", "k2", "v2", "k3", "v3")
+			var failures atomic.Int32
+			failures.Store(2)
+			stages := []scaleout.Stage{{Topics: []string{"in"}, Build: func(tk *scaleout.Task) (*flow.Env, error) {
+				env := flow.New(append(tk.Options(), flow.Checkpointing(100*time.Millisecond))...)
+				src, err := tk.Source(kafka.SourceConfig{StartupMode: kafka.StartEarliest})
+				if err != nil {
+					return nil, err
+				}
+				sink, err := tk.Sink(kafka.SinkConfig{Topic: "out"})
+				if err != nil {
+					return nil, err
+				}
+				keyed := flow.KeyBy(flow.From(env, src, flow.UID("in")), func(r kafka.Record) string { return string(r.Key) })
+				out := flow.Process(keyed, "flaky", func(*state.Store) flow.ProcessFunc[kafka.Record, kafka.Record] {
+					return func(_ flow.Context, r kafka.Record, out flow.Collector[kafka.Record]) error {
+						if failures.Add(-1) >= 0 {
+							return errors.New("flaky step failed")
+						}
+						out.Emit(kafka.Record{Key: r.Key, Value: r.Value})
+						return nil
+					}
+				})
+				flow.To(out, sink, flow.UID("out"))
+				return env, nil
+			}}}
+			logs := &syncLog{}
+			dir := t.TempDir()
+			in, err := scaleout.New(scaleout.Config{Job: "flaky", Client: kafka.ClientConfig{Brokers: []string{c.Addr}}, Instance: "a",
+				StateDir: filepath.Join(dir, "state"), Checkpoints: filepath.Join(dir, "shared"), Stages: stages, Restart: tc.restart,
+				Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- in.Run(ctx) }()
+			if tc.stops {
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), "will not restart") || !strings.Contains(err.Error(), "flaky step failed") {
+						t.Fatalf("Run returned %v, want the task's failure, not restarted", err)
+					}
+					if in.Failed() == nil {
+						t.Error("Failed() is nil after a task stopped the instance")
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatalf("the instance did not stop within 30s of a task failing with restarts off; logs:\n%s", logs)
+				}
+				if !strings.Contains(logs.String(), tc.want) {
+					t.Errorf("the logs do not say %q:\n%s", tc.want, logs)
+				}
+				return
+			}
+			var problem string
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				ts := in.Tasks()
+				if len(ts) == 1 && problem == "" && ts[0].Problem != "" {
+					problem = ts[0].Problem
+					if ts[0].LastError == "" || !strings.Contains(problem, "flaky-in-0") || !strings.Contains(problem, "flaky step failed") {
+						t.Errorf("a failed task's status: %+v; want its problem to name the task and its error", ts[0])
+					}
+				}
+				if len(ts) == 1 && problem != "" && ts[0].Problem == "" && ts[0].Restarts == 2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the task did not fail twice and recover within 30s (first problem seen %q): %+v\nlogs:\n%s", problem, ts, logs)
+				}
+			}
+			if got := c.ReadCommitted(t, "out"); len(got) != 3 {
+				t.Errorf("out holds %q, want the 3 records once each", got)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			l := logs.String()
+			if !strings.Contains(l, tc.want) || strings.Contains(l, "restarts are turned off") {
+				t.Errorf("the logs do not say the task restarts under %q (or say restarts are off):\n%s", tc.want, l)
+			}
+		})
+	}
+}
+
+// syncLog is a log destination tests read while the instance writes.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
