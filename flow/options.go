@@ -191,6 +191,17 @@ func Restart(rc RestartConfig) Option {
 	return func(c *Env) { c.g.Cfg.Restart = rc; c.g.Cfg.RestartSet = true }
 }
 
+// RestartedBy hands the job's restarts to its caller, who restarts it
+// under a strategy of its own: the job runs no restart strategy (Restart
+// is ignored), a failure ends it (Job.Wait returns the error, which a
+// restart might mend unless errors.Is finds ErrUnrecoverable,
+// ErrRestoreRefused or ErrInvalidJob), and its log says that who (a
+// phrase, such as "the scale-out instance") decides whether it restarts,
+// not that restarts are off. Scale-out tasks run with it: their instance
+// restarts them while it owns their partitions (docs/design.md,
+// "Scale-out").
+func RestartedBy(who string) Option { return func(c *Env) { c.g.Cfg.RestartedBy = who } }
+
 // FromSavepoint starts the job from the savepoint (or retained checkpoint)
 // in dir instead of the job's own latest checkpoint. Default: none.
 func FromSavepoint(dir string) Option { return func(c *Env) { c.g.Cfg.FromSavepoint = dir } }

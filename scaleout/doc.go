@@ -10,14 +10,17 @@
 // one partition, built by the stage's Build function, named
 // <job>-<topic>-<partition>, with its own transactional id, checkpoints
 // (in Config.Checkpoints or Config.CheckpointStorage, which every instance reaches) and local state
-// (under the instance's directory in Config.StateDir). A task restarts with
-// back-off while its instance owns the partition, stops with a final
-// checkpoint when the group takes the partition away, and is restored from
-// its checkpoints by whichever instance gets the partition next; a paused
-// instance's tasks are fenced by their new owners' transactions and by
-// fenced checkpoint ids. A failure no restart can mend
-// (flow.ErrUnrecoverable, flow.ErrRestoreRefused, flow.ErrInvalidJob)
-// stops the instance.
+// (under the instance's directory in Config.StateDir). A failed task
+// restarts under the job's restart strategy (Config.Restart, default
+// exponential-delay) while its instance owns the partition, stops with a
+// final checkpoint when the group takes the partition away, and is
+// restored from its checkpoints by whichever instance gets the partition
+// next; a paused instance's tasks are fenced by their new owners'
+// transactions and by fenced checkpoint ids. A failure the strategy does
+// not restart, or that no restart can mend (flow.ErrUnrecoverable,
+// flow.ErrRestoreRefused, flow.ErrInvalidJob), stops the instance.
+// Instance.Tasks tells each task's last failure and what is wrong with it
+// (TaskStatus.Problem).
 //
 // Build makes the task's job with the helpers of Task, which bind it to
 // its partition:

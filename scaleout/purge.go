@@ -1,6 +1,7 @@
 package scaleout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
@@ -85,8 +88,18 @@ func deleteRecordsBefore(cc kafka.ClientConfig, p kafka.Partition, at int64) err
 
 // ensureRepartitionTopics creates the repartition topics (the topics of
 // the stages after the first) that do not exist yet and returns every
-// one's partition count. A topic that exists with another count than
-// asked is refused: records of a key would go elsewhere than its state.
+// one's partition count, as the brokers show it. A topic that exists with
+// another count than asked is refused: records of a key would go
+// elsewhere than its state.
+//
+// Instances started together race to create a topic: one creates it, the
+// others get TOPIC_ALREADY_EXISTS and read its count. They read it from
+// the brokers, not from the client's metadata cache (kadm's reads go
+// through it), which still holds their own first look, "unknown topic",
+// with no partitions; and they wait until the brokers' metadata shows the
+// topic's partitions, which a broker that has not yet heard of the new
+// topic does not. A count of 0 would fail every run of the first stage's
+// tasks (they partition by state.Hash(key) modulo the count).
 func (in *Instance) ensureRepartitionTopics(ctx context.Context) (map[string]int, error) {
 	cfg := in.cfg
 	out := map[string]int{}
@@ -114,35 +127,94 @@ func (in *Instance) ensureRepartitionTopics(ctx context.Context) (map[string]int
 	}
 	for _, s := range cfg.Stages[1:] {
 		topic := s.Topics[0]
-		tds, err := adm.ListTopics(ctx, topic)
-		if err != nil {
-			return nil, fmt.Errorf("list the repartition topic %s: %w", topic, err)
-		}
-		if td, ok := tds[topic]; ok && td.Err == nil {
-			if n := len(td.Partitions); cfg.RepartitionPartitions != 0 && n != cfg.RepartitionPartitions {
-				return nil, fmt.Errorf("the repartition topic %s has %d partitions, and %s asks for %d: its tasks' state is split by its partitions, so the count cannot change; remove the setting, or start the job anew under another name", topic, n, cfg.RepartitionSetting, cfg.RepartitionPartitions)
+		n, err := partitionsOf(ctx, cl, topic)
+		switch {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			// Records are deleted once the reading task committed past
+			// them (retention alone could drop records not yet read).
+			resp, err := adm.CreateTopic(ctx, int32(want), -1, map[string]*string{"retention.ms": kadm.StringPtr("-1"), "cleanup.policy": kadm.StringPtr("delete")}, topic)
+			if err == nil {
+				err = resp.Err
 			}
-			out[topic] = len(td.Partitions)
-			continue
-		}
-		// Records are deleted once the reading task committed past them
-		// (retention alone could drop records not yet read).
-		resp, err := adm.CreateTopic(ctx, int32(want), -1, map[string]*string{"retention.ms": kadm.StringPtr("-1"), "cleanup.policy": kadm.StringPtr("delete")}, topic)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return nil, fmt.Errorf("create the repartition topic %s (%d partitions): %w; create it yourself with that count, or grant the job's principal CREATE", topic, want, err)
-		}
-		if errors.Is(err, kerr.TopicAlreadyExists) {
-			tds, err := adm.ListTopics(ctx, topic)
-			if err != nil {
+			if err == nil {
+				n = want
+				break
+			}
+			if !errors.Is(err, kerr.TopicAlreadyExists) {
+				return nil, fmt.Errorf("create the repartition topic %s (%d partitions): %w; create it yourself with that count, or grant the job's principal CREATE", topic, want, err)
+			}
+			// Another instance created it since the look above.
+			in.log.Info("another instance created the repartition topic; reading its partition count", "topic", topic)
+			if n, err = awaitPartitions(ctx, cl, topic); err != nil {
 				return nil, err
 			}
-			out[topic] = len(tds[topic].Partitions)
-			continue
+		case err == nil && n > 0:
+		case err == nil || errors.Is(err, kerr.LeaderNotAvailable):
+			// Being created (by another instance): not shown yet.
+			if n, err = awaitPartitions(ctx, cl, topic); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("list the repartition topic %s: %w", topic, err)
 		}
-		out[topic] = want
+		if cfg.RepartitionPartitions != 0 && n != cfg.RepartitionPartitions {
+			return nil, fmt.Errorf("the repartition topic %s has %d partitions, and %s asks for %d: its tasks' state is split by its partitions, so the count cannot change; remove the setting, or start the job anew under another name", topic, n, cfg.RepartitionSetting, cfg.RepartitionPartitions)
+		}
+		out[topic] = n
 	}
 	return out, nil
+}
+
+// topicShowsUp bounds how long an instance waits for the brokers'
+// metadata to show a repartition topic another instance created.
+var topicShowsUp = 30 * time.Second
+
+// awaitPartitions reads the partition count of topic, which exists (or
+// is being created), until the brokers' metadata shows its partitions;
+// at most topicShowsUp.
+func awaitPartitions(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, topicShowsUp)
+	defer cancel()
+	for {
+		n, err := partitionsOf(ctx, cl, topic)
+		switch {
+		case err == nil && n > 0:
+			return n, nil
+		case err == nil, errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.LeaderNotAvailable):
+			// Not shown yet: a broker learns of a new topic from the
+			// controller a moment after its creation.
+		default:
+			return 0, fmt.Errorf("read the partition count of the repartition topic %s: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("the repartition topic %s exists (another instance created it), but the brokers' metadata showed no partitions of it within %v (last answer: %v): check the brokers, then start the instance again", topic, topicShowsUp, cmp.Or(err, errors.New("no partitions")))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// partitionsOf asks the brokers for the partition count of topic,
+// bypassing the client's metadata cache: the count of a topic that
+// exists and shows partitions, 0 with no error for one that shows none
+// yet, and the topic's error (UNKNOWN_TOPIC_OR_PARTITION for a topic
+// that does not exist, LEADER_NOT_AVAILABLE for one being created).
+func partitionsOf(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil && *t.Topic == topic {
+			if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+				return 0, err
+			}
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, kerr.UnknownTopicOrPartition
 }

@@ -70,6 +70,17 @@ type Config struct {
 	// (flow.StopTimeout), default 1 minute (the engine's); the instance
 	// waits that long and 10 s more for its tasks to end.
 	StopTimeout time.Duration
+	// Restart is the restart strategy of the tasks: the instance restarts
+	// a failed task under it (each task with a strategy of its own, from
+	// when the instance was given its partition), while it owns the
+	// task's partition. The zero value is flow.ExponentialDelay with its
+	// defaults, as a job that checkpoints has. When the strategy refuses
+	// a restart (flow.NoRestart at the first failure, or its limits
+	// reached), the task stays down and the instance stops: Run returns
+	// the task's error, and the group gives its partitions to the other
+	// instances. A restart option in TaskOptions is ignored: the task's
+	// job does not restart itself.
+	Restart flow.RestartConfig
 	// TaskOptions are added to every task's options (Task.Options), after
 	// the instance's own: the checkpoint interval, S3 checkpoint storage,
 	// the state backend, hooks.
@@ -114,6 +125,8 @@ type Instance struct {
 	closing bool
 	wg      sync.WaitGroup
 	fatal   chan error
+	// failed is the task failure that stops the instance, nil before.
+	failed  error
 	metrics *taskMetrics
 	// joined is closed once m is set: the member's first assignment can
 	// come before NewMembership returns.
@@ -135,6 +148,7 @@ func New(cfg Config) (*Instance, error) {
 	if cfg.RepartitionSetting == "" {
 		cfg.RepartitionSetting = "RepartitionPartitions"
 	}
+	restartErr := cfg.Restart.Validate()
 	switch {
 	case cfg.Job == "":
 		return nil, errors.New("scale-out: Config.Job is empty: name the job (every instance of it the same)")
@@ -152,6 +166,8 @@ func New(cfg Config) (*Instance, error) {
 		return nil, errors.New("scale-out: Config.Stages is empty: the job needs at least one stage")
 	case cfg.StopTimeout < 0:
 		return nil, fmt.Errorf("scale-out: Config.StopTimeout is %v: give a positive duration, or 0 for the default", cfg.StopTimeout)
+	case restartErr != nil:
+		return nil, fmt.Errorf("scale-out: Config.Restart: %w", restartErr)
 	case cfg.RepartitionPartitions < 0:
 		return nil, fmt.Errorf("scale-out: Config.RepartitionPartitions is %d: give a positive count, or 0 for the default", cfg.RepartitionPartitions)
 	}
@@ -294,6 +310,15 @@ func (in *Instance) Generation() (int32, string) {
 	return m.Generation()
 }
 
+// Failed is the task failure that stops the instance (and that Run
+// returns): a task whose error no restart mends, or whose restart
+// strategy refused a restart; nil while none did.
+func (in *Instance) Failed() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.failed
+}
+
 // TaskStatus is a task of the instance, as Tasks shows it.
 type TaskStatus struct {
 	// Name is the task's job name, <job>-<topic>-<partition>.
@@ -310,6 +335,22 @@ type TaskStatus struct {
 	LastCheckpoint int64
 	// Since is when the instance was given the partition.
 	Since time.Time
+	// LastError is the error the task's job last failed with, "" while
+	// it has not failed; LastFailure is when.
+	LastError   string
+	LastFailure time.Time
+	// RestartAt is when the failed task restarts; zero unless it waits
+	// to.
+	RestartAt time.Time
+	// Down says why the failed task will not restart ("" while it may):
+	// its restart strategy refused, or no restart can mend its error.
+	// The instance stops.
+	Down string
+	// Problem says what is wrong with the task, "" when nothing is: it
+	// is down, it waits to restart, or it restarted and its job has not
+	// completed a checkpoint since its failure. An instance is healthy
+	// while none of its tasks has a problem.
+	Problem string
 }
 
 // Tasks is the instance's tasks now, by topic and partition.
@@ -318,9 +359,15 @@ func (in *Instance) Tasks() []TaskStatus {
 	for p, t := range in.snapshot() {
 		t.mu.Lock()
 		running := t.job != nil && !t.stopped.Load()
+		f := t.failure
 		t.mu.Unlock()
-		out = append(out, TaskStatus{Name: t.Name, Partition: p, Stage: t.Stage, Running: running, Runs: t.runs.Load(),
-			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started})
+		st := TaskStatus{Name: t.Name, Partition: p, Stage: t.Stage, Running: running, Runs: t.runs.Load(),
+			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started}
+		if f.err != nil {
+			st.LastError, st.LastFailure, st.RestartAt, st.Down = f.err.Error(), f.at, f.restartAt, f.down
+			st.Problem = f.problem(t, st)
+		}
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b TaskStatus) int {
 		if c := strings.Compare(a.Partition.Topic, b.Partition.Topic); c != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/restart"
 	"github.com/onceflow/onceflow/metrics"
 	"github.com/onceflow/onceflow/state"
 )
@@ -44,6 +45,8 @@ type Task struct {
 	// runs counts the task's job starts; restarts the failed ones.
 	runs, restarts atomic.Int64
 	lastCheckpoint atomic.Int64
+	// failure is the task's last failure (under mu).
+	failure failure
 
 	// run is the state of the current run's Build.
 	run *taskRun
@@ -58,6 +61,48 @@ type taskRun struct {
 	closers []func() error
 }
 
+// failure is a task's last failure and what follows it.
+type failure struct {
+	err error // nil while the task has not failed
+	at  time.Time
+	// restartAt is when the task restarts, zero unless it waits to.
+	restartAt time.Time
+	// down says why the task will not restart, "" while it may.
+	down string
+	// checkpoint is the task's newest checkpoint when it failed: the
+	// task has recovered once its job completed a newer one.
+	checkpoint int64
+}
+
+// problem says what is wrong with a task that failed (TaskStatus.Problem),
+// "" once it recovered.
+func (f failure) problem(t *Task, st TaskStatus) string {
+	switch {
+	case f.down != "":
+		return fmt.Sprintf("task %s (partition %s) is down: it failed at %s and will not restart (%s): %v", t.Name, t.Partition, f.at.Format(time.RFC3339), f.down, f.err)
+	case !f.restartAt.IsZero():
+		return fmt.Sprintf("task %s (partition %s) is restarting (restart %d, due at %s): it failed at %s: %v", t.Name, t.Partition, st.Restarts, f.restartAt.Format(time.RFC3339), f.at.Format(time.RFC3339), f.err)
+	case st.LastCheckpoint <= f.checkpoint:
+		return fmt.Sprintf("task %s (partition %s) restarted (restart %d) and has not completed a checkpoint since it failed at %s: %v", t.Name, t.Partition, st.Restarts, f.at.Format(time.RFC3339), f.err)
+	}
+	return ""
+}
+
+// setFailure records the task's failure.
+func (t *Task) setFailure(f failure) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failure = f
+}
+
+// restarting clears the due restart of the task's failure: its job
+// starts again.
+func (t *Task) restarting() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failure.restartAt = time.Time{}
+}
+
 // TaskName names the job of partition p of job.
 func TaskName(job string, p kafka.Partition) string {
 	return job + "-" + strings.NewReplacer("/", "-").Replace(p.Topic) + "-" + strconv.Itoa(int(p.Partition))
@@ -68,8 +113,9 @@ func (t *Task) Logger() *slog.Logger { return t.run.log }
 
 // Options are the flow options the task's job must be made with
 // (flow.New(t.Options()...)): its name, the instance's state directory,
-// the shared checkpoints (Checkpoints or CheckpointStorage), fenced checkpoint ids, no restart strategy (the
-// instance restarts the task while it owns the partition), the logger,
+// the shared checkpoints (Checkpoints or CheckpointStorage), fenced checkpoint ids, no restart strategy of
+// its own (flow.RestartedBy: the instance restarts the task under
+// Config.Restart while it owns the partition), the logger,
 // the hooks that count its metrics and purge its repartition topic, and
 // then Config.TaskOptions. Add options after them; do not replace these.
 func (t *Task) Options() []flow.Option { return t.run.opts }
@@ -77,7 +123,7 @@ func (t *Task) Options() []flow.Option { return t.run.opts }
 func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option {
 	cfg := t.in.cfg
 	opts := []flow.Option{flow.JobName(t.Name), flow.StateDir(t.StateDir), flow.Logger(t.run.log),
-		flow.Restart(flow.RestartConfig{Strategy: flow.NoRestart}), flow.FencedCheckpointIDs(), flow.WithHooks(col)}
+		flow.RestartedBy(restartedBy), flow.FencedCheckpointIDs(), flow.WithHooks(col)}
 	if cfg.CheckpointStorage != nil {
 		opts = append(opts, cfg.CheckpointStorage)
 	} else {
@@ -161,8 +207,8 @@ func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.R
 	}
 	topic := stages[to].Topics[0]
 	n := uint32(t.in.parts[topic])
-	if n == 0 { // unreachable: Run created it
-		return fmt.Errorf("scale-out: the repartition topic %s has no partitions", topic)
+	if n == 0 { // unreachable: Run read the count before it joined
+		return fmt.Errorf("scale-out: the repartition topic %s has no partitions to partition by: %w", topic, flow.ErrInvalidJob)
 	}
 	sink, err := t.Sink(kafka.SinkConfig{Topic: topic, KeepPartition: true, Delivery: kafka.DeliveryExactlyOnce})
 	if err != nil {
@@ -224,10 +270,15 @@ func fatal(err error) bool {
 	return errors.Is(err, flow.ErrUnrecoverable) || errors.Is(err, flow.ErrRestoreRefused) || errors.Is(err, flow.ErrInvalidJob)
 }
 
+// restartedBy is who restarts a task's job (flow.RestartedBy).
+const restartedBy = "the scale-out instance, under the job's restart strategy,"
+
 // runTask runs a task's job until it is stopped, restarting it after
-// failures while the instance still holds the partition: a zombie whose
-// partition moved learns it from its member and does not recover (which
-// would fence the new owner).
+// failures under the job's restart strategy (Config.Restart) while the
+// instance still holds the partition: a zombie whose partition moved
+// learns it from its member and does not recover (which would fence the
+// new owner). A failure no restart mends, or one the strategy does not
+// restart, stops the instance.
 func (in *Instance) runTask(t *Task) {
 	defer in.wg.Done()
 	defer close(t.done)
@@ -236,26 +287,53 @@ func (in *Instance) runTask(t *Task) {
 	}
 	<-in.joined
 	log := in.log.With("task", t.Name)
-	delay := time.Second
+	strategy, err := restart.New(in.cfg.Restart, nil)
+	if err != nil { // unreachable: New validated it
+		in.stop(fmt.Errorf("task %s (partition %s): %w", t.Name, t.Partition, err))
+		return
+	}
 	for m := in.membership(); !t.stopped.Load() && m != nil && m.Owns(t.Partition); {
 		err := in.runTaskOnce(t, log)
 		if err == nil || t.stopped.Load() {
 			return
 		}
+		f := failure{err: err, at: time.Now(), checkpoint: t.checkpoint()}
 		if fatal(err) {
-			select {
-			case in.fatal <- fmt.Errorf("task %s (partition %s): %w", t.Name, t.Partition, err):
-			default:
-			}
+			f.down = "restarting cannot fix this error"
+			t.setFailure(f)
+			in.stop(fmt.Errorf("task %s (partition %s): %w", t.Name, t.Partition, err))
+			return
+		}
+		d := strategy.OnFailure(f.at)
+		if !d.Restart {
+			f.down = d.Reason
+			t.setFailure(f)
+			log.Error("task failed and will not restart; the instance stops", "err", err, "restart", d.Reason)
+			in.stop(fmt.Errorf("task %s (partition %s) failed and will not restart (%s): %w", t.Name, t.Partition, d.Reason, err))
 			return
 		}
 		t.restarts.Add(1)
-		log.Error("task failed; it restarts from its last committed checkpoint", "err", err, "delay", delay)
+		f.restartAt = f.at.Add(d.Delay)
+		t.setFailure(f)
+		log.Error("task failed; it restarts from its last committed checkpoint", "err", err, "attempt", d.Attempt, "delay", d.Delay, "restart", strategy.String())
 		select {
-		case <-time.After(delay):
+		case <-time.After(d.Delay):
 		case <-t.quit:
 		}
-		delay = min(2*delay, 30*time.Second)
+		t.restarting()
+	}
+}
+
+// stop stops the instance with err (the first such error is Run's).
+func (in *Instance) stop(err error) {
+	in.mu.Lock()
+	if in.failed == nil {
+		in.failed = err
+	}
+	in.mu.Unlock()
+	select {
+	case in.fatal <- err:
+	default:
 	}
 }
 

@@ -93,6 +93,11 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 		DiscoveryInterval: jf.Source.DiscoveryInterval, StopTimeout: o.stopTimeout,
 		TaskOptions: o.flowOptions(), Logger: e.log,
 	}
+	if jf.RestartSet {
+		// The instance restarts a failed task under the job's strategy
+		// (exponential-delay when the file names none).
+		cfg.Restart = jf.Restart
+	}
 	for i := range segs {
 		seg := &segs[i]
 		topics := seg.Topics
@@ -163,6 +168,9 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 	tj.Pipeline = seg.Steps
 	tj.State.Dir = t.StateDir
 	tj.HTTP = jobfile.HTTPConfig{}
+	// The task's job does not restart itself: the instance restarts it
+	// under the job's strategy (scaleout.Config.Restart) while it owns
+	// the partition.
 	tj.RestartSet, tj.Restart = true, restart.Config{Strategy: restart.None}
 	tj.Task = &jobfile.TaskSpec{Partitions: map[string][]int32{t.Partition.Topic: {t.Partition.Partition}}}
 	if seg.CoPartitioned {

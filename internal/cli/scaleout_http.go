@@ -5,8 +5,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +21,10 @@ import (
 // A scale-out instance serves, with --http (or http.listen), what a
 // process supervisor and Prometheus need; all of it read-only:
 //
-//	GET /healthz    200 while the instance runs (liveness)
+//	GET /healthz    200 while the instance runs and every task it was
+//	                given runs or is starting; 503 naming each task that
+//	                is down or restarting (or restarted and has not yet
+//	                completed a checkpoint), with its last error
 //	GET /readyz     200 once the instance is a member of its group and
 //	                every task it was given runs its job (readiness)
 //	GET /           a page showing the three below, live
@@ -42,6 +47,10 @@ type taskView struct {
 	Restarts       int64  `json:"restarts"`
 	LastCheckpoint int64  `json:"last-checkpoint"`
 	Since          int64  `json:"since"`
+	// LastError is the task's last failure, "" for none; Problem what is
+	// wrong with the task now, "" for nothing (scaleout.TaskStatus).
+	LastError string `json:"last-error,omitempty"`
+	Problem   string `json:"problem,omitempty"`
 }
 
 // serveInstance starts the instance's HTTP server on addr; the returned
@@ -54,7 +63,13 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), so.in.Metrics())
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if msg := so.unhealthy(); msg != "" {
+			http.Error(w, msg, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if msg := so.notReady(); msg != "" {
 			http.Error(w, msg, http.StatusServiceUnavailable)
@@ -67,7 +82,7 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 		var ts []taskView
 		for _, t := range so.in.Tasks() { // by topic and partition
 			ts = append(ts, taskView{Task: t.Name, Topic: t.Partition.Topic, Partition: t.Partition.Partition, Running: t.Running, Runs: t.Runs,
-				Restarts: t.Restarts, LastCheckpoint: t.LastCheckpoint, Since: t.Since.UnixMilli()})
+				Restarts: t.Restarts, LastCheckpoint: t.LastCheckpoint, Since: t.Since.UnixMilli(), LastError: t.LastError, Problem: t.Problem})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"job": so.jf.Job, "instance": so.instance, "group": so.group,
@@ -115,4 +130,22 @@ func (so *scaleOut) notReady() string {
 		}
 	}
 	return ""
+}
+
+// unhealthy says what is wrong with the instance, a line per problem, ""
+// when nothing is: a task failure stops it, or a task is down, waits to
+// restart, or restarted and has not completed a checkpoint since
+// (scaleout.TaskStatus.Problem). A supervisor's liveness probe then
+// restarts the instance, or a person reads why.
+func (so *scaleOut) unhealthy() string {
+	var b strings.Builder
+	if err := so.in.Failed(); err != nil {
+		fmt.Fprintf(&b, "the instance stops: %v\n", err)
+	}
+	for _, t := range so.in.Tasks() {
+		if t.Problem != "" {
+			b.WriteString(t.Problem + "\n")
+		}
+	}
+	return b.String()
 }

@@ -334,6 +334,11 @@ func toRepartition(s flow.Stream[kafka.Record], jf *jobfile.JobFile) (flow.Strea
 	if err != nil {
 		return s, flow.Stream[flow.Failure[kafka.Record]]{}, fmt.Errorf("%s: the repartition key %s: %w", jf.Path, t.OutKey, err)
 	}
+	if t.OutPartitions <= 0 {
+		// The instance reads the count before it runs a task; a task
+		// dividing by 0 would fail every record.
+		return s, flow.Stream[flow.Failure[kafka.Record]]{}, fmt.Errorf("%s: the repartition topic %s has %d partitions to partition by: %w", jf.Path, t.Out, t.OutPartitions, flow.ErrInvalidJob)
+	}
 	n := uint32(t.OutPartitions)
 	out, bad := flow.TryMap(s, func(r kafka.Record) (kafka.Record, error) {
 		k, err := keyOf(r)

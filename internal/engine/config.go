@@ -17,13 +17,16 @@ import (
 // Config is a job's configuration; flow's options set its fields (their
 // documentation is there).
 type Config struct {
-	Job              string
-	Parallelism      int
-	MaxParallelism   int
-	Checkpoint       checkpoint.Config
-	StateDir         string
-	Restart          restart.Config
-	RestartSet       bool
+	Job            string
+	Parallelism    int
+	MaxParallelism int
+	Checkpoint     checkpoint.Config
+	StateDir       string
+	Restart        restart.Config
+	RestartSet     bool
+	// RestartedBy, when set, names who restarts the job instead of its
+	// Restart strategy (flow.RestartedBy): a failure ends the run.
+	RestartedBy      string
 	FromSavepoint    string
 	AllowNonRestored bool
 	AllowFallback    bool

@@ -533,6 +533,17 @@ func (j *RunningJob) run(ctx context.Context) error {
 			j.log.Error("stopped without a final checkpoint; the next start resumes from the last committed checkpoint", "err", err)
 			return fmt.Errorf("stopped without a final checkpoint (the next start resumes from the last committed checkpoint): %w", err)
 		}
+		if j.cfg.RestartedBy != "" {
+			// Not "restarts are turned off": the caller restarts the
+			// job under a strategy of its own, and says so.
+			var te *TaskError
+			if errors.As(err, &te) && te.Stack != nil {
+				j.log.Error("job failed; "+j.cfg.RestartedBy+" decides whether it restarts", "err", err, "stack", string(te.Stack))
+			} else {
+				j.log.Error("job failed; "+j.cfg.RestartedBy+" decides whether it restarts", "err", err)
+			}
+			return fmt.Errorf("job %q failed: %w", j.cfg.Job, err)
+		}
 		d := strategy.OnFailure(j.cfg.Clock())
 		if !d.Restart {
 			j.log.Error("job failed", "err", err, "restart", d.Reason)
