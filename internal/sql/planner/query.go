@@ -315,15 +315,18 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		p.errorf(s.At, "SELECT DISTINCT on a stream keeps every row seen forever: not supported yet; GROUP BY the columns, or deduplicate with ROW_NUMBER()")
 		return nil
 	}
-	r := p.from(s.From)
+	r, deduped := p.dedup(s)
+	if !deduped {
+		r = p.from(s.From)
+	}
 	if r == nil {
 		return nil
 	}
-	if r.updating && (s.Where != nil || len(s.GroupBy) > 0) {
+	if r.updating && ((!deduped && s.Where != nil) || len(s.GroupBy) > 0) {
 		p.errorf(s.At, "filtering or aggregating an updating result (the rows of a GROUP BY) needs update-before rows, which come with the changelog work of issue 24")
 		return nil
 	}
-	if s.Where != nil {
+	if s.Where != nil && !deduped {
 		if hasAggregate(s.Where) {
 			p.errorf(s.Where.Position(), "an aggregate function in WHERE: move the condition to HAVING")
 			return nil
