@@ -3,9 +3,6 @@ package jobfile
 import (
 	"flag"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,12 +18,12 @@ var updateSnapshot = flag.Bool("update-snapshot", false, "rewrite testdata/decod
 // The job files of the repository decode, or fail, as they did when the
 // snapshot was taken: testdata/decoded.golden holds, for every job file
 // under examples/, deploy/, internal/nexmark/queries and the testdata
-// directories, every YAML block of the docs that starts with job:, every
-// string of the Go sources that looks like a job file, and the cases of
-// snapshotExtra, the whole JobFile it decodes to (unexported fields
-// included) or its error. A change of the decoder that changes what a
-// file means shows up here; go test -run TestDecodedSnapshot
-// -update-snapshot rewrites it, for a change that is meant.
+// directories, every YAML block of the docs that starts with job:, and
+// the cases of snapshotExtra, the whole JobFile it decodes to (unexported
+// fields included) or its error. A change of the decoder that changes
+// what a file means shows up here; go test -run TestDecodedSnapshot
+// ./internal/jobfile -update-snapshot rewrites it, for a change that is
+// meant or a job file added (review the diff).
 func TestDecodedSnapshot(t *testing.T) {
 	root := filepath.Join("..", "..")
 	docs := snapshotCorpus(t, root)
@@ -59,17 +56,35 @@ func TestDecodedSnapshot(t *testing.T) {
 		t.Fatalf("%v (-update-snapshot writes it)", err)
 	}
 	if got := b.String(); got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) && i < len(wl); i++ {
-			if gl[i] != wl[i] {
-				t.Fatalf("%s differs at line %d:\ngot  %s\nwant %s", golden, i+1, gl[i], wl[i])
+		gotDocs, wantDocs := splitSnapshot(got), splitSnapshot(string(want))
+		for _, n := range names {
+			w, ok := wantDocs[n]
+			switch {
+			case !ok:
+				t.Errorf("%s is not in %s: go test -run TestDecodedSnapshot -update-snapshot adds it", n, golden)
+			case w != gotDocs[n]:
+				t.Errorf("%s decodes differently from %s:\ngot\n%s\nwant\n%s", n, golden, gotDocs[n], w)
 			}
 		}
-		t.Fatalf("%s differs in length: got %d lines, want %d", golden, len(gl), len(wl))
+		for n := range wantDocs {
+			if _, ok := gotDocs[n]; !ok {
+				t.Errorf("%s of %s is gone: go test -run TestDecodedSnapshot -update-snapshot removes it", n, golden)
+			}
+		}
 	}
 	if len(docs) < 100 {
 		t.Errorf("the corpus has %d job files, want at least 100", len(docs))
 	}
+}
+
+// splitSnapshot cuts a snapshot into its job files' entries, by name.
+func splitSnapshot(s string) map[string]string {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, "=== ")[1:] {
+		name, body, _ := strings.Cut(part, "\n")
+		out[name] = body
+	}
+	return out
 }
 
 // snapshotExtra are job files that use every field of source: and of
@@ -228,42 +243,6 @@ func snapshotCorpus(t *testing.T, root string) map[string]string {
 				rel, _ := filepath.Rel(root, md)
 				docs[fmt.Sprintf("%s#%d", filepath.ToSlash(rel), i+1)] = block
 			}
-		}
-	}
-	// The strings of the Go sources that are job files.
-	var files []string
-	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() && strings.HasPrefix(e.Name(), ".") && p != root {
-			return filepath.SkipDir
-		}
-		if err == nil && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "snapshot_test.go") {
-			files = append(files, p)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	{
-		for _, f := range files {
-			fs := token.NewFileSet()
-			file, err := parser.ParseFile(fs, f, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast.Inspect(file, func(n ast.Node) bool {
-				lit, ok := n.(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					return true
-				}
-				s, err := strconv.Unquote(lit.Value)
-				if err != nil || !isJob(s) || !(strings.Contains(s, "\nsource") || strings.Contains(s, "\nsink")) {
-					return true
-				}
-				rel, _ := filepath.Rel(root, f)
-				docs[fmt.Sprintf("%s:%d", filepath.ToSlash(rel), fs.Position(lit.Pos()).Line)] = s
-				return true
-			})
 		}
 	}
 	return docs
