@@ -1,10 +1,11 @@
 // Package connector is what every connector declares about itself: the
 // delivery guarantees it gives, whether it can be a job's commit point or
-// take part in another one, and the fields a job file (and later a SQL
-// table's WITH options) configures it with. Connectors register a Spec in
-// their package's init; the job-file reader, the commit-point choice and
-// docs/connectors.md read the registry (docs/design.md, "Where an
-// extension goes").
+// take part in another one, and the fields a job file's section and a SQL
+// table's WITH options (under Flink's names where they differ) configure
+// it with. Connectors register a Spec in their package's init; the
+// job-file reader (Kafka's source: and sink: included), the commit-point
+// choice and docs/connectors.md read the registry (docs/design.md, "Where
+// an extension goes").
 //
 // The package imports only the standard library and internal/suggest
 // (itself standard-library only): it is the contract, not a connector.
