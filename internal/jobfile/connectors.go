@@ -6,7 +6,7 @@ package jobfile
 // rules that span fields, its *connector.FieldError values reported at
 // the lines they name. The sink connectors' sections (sink.<name>) are
 // read so, and Kafka's: source: (and each of sources:) and the Kafka
-// fields of sink: (kafka.go turns them into SourceConfig and SinkConfig).
+// fields of sink: (source.go turns them into SourceConfig and SinkConfig).
 
 import (
 	"strings"
