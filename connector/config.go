@@ -503,7 +503,11 @@ func (side *Side) DecodeStrings(section string, opts map[string]string, env func
 			switch {
 			case !ok:
 				msg := fmt.Sprintf("%s: unknown option %q", section, k)
-				if s := suggest.Closest(k, names); s != "" {
+				s := suggest.Closest(k, names)
+				if first, _, dotted := strings.Cut(k, "."); s == "" && dotted {
+					s = suggest.Closest(first, names) // a map field's entry: 'columnz.id'
+				}
+				if s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				} else {
 					msg += "; known options: " + strings.Join(names, ", ")

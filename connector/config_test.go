@@ -40,8 +40,9 @@ func TestDecodeStrings(t *testing.T) {
 			t.Errorf("got %v, want %v", tc.got, tc.want)
 		}
 	}
-	_, err = optionsSide.DecodeStrings("sink.t", map[string]string{"n": "x", "waitt": "1s", "mode": "slow", "columns": "a", "max": "64MB"}, env)
+	_, err = optionsSide.DecodeStrings("sink.t", map[string]string{"n": "x", "waitt": "1s", "mode": "slow", "columns": "a", "max": "64MB", "columnz.id": "key"}, env)
 	for _, want := range []string{
+		`sink.t: unknown option "columnz.id" (did you mean "columns"?)`,
 		`sink.t.n: must be a whole number, not "x"`,
 		`sink.t: unknown option "waitt" (did you mean "wait"?)`,
 		`sink.t.mode: "slow" is not one of fast, read_committed`,
