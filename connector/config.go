@@ -45,12 +45,24 @@ const (
 	// SourceValue is one column source in the pipeline's expression
 	// language (string).
 	SourceValue
+	// GroupValue is a mapping of the field's own Fields
+	// (startup: {mode: timestamp, timestamp: …}) or, written as one
+	// value, its first field's value (startup: latest). Its fields'
+	// values are stored as "<group>.<field>" (Config.String("startup.mode"));
+	// its own is true when it was written as one value (bool).
+	GroupValue
+	// MapsValue maps names to mappings of names to text, in the order
+	// written: topic to {partition: offset} ([]Entry, each with its
+	// Entries). As a SQL option an entry is the key
+	// '<field>.<name>.<inner name>' (the inner name after the last dot).
+	MapsValue
 )
 
 var kindNames = map[ValueKind]string{
 	TextValue: "string", IntValue: "int", BoolValue: "bool", DurationValue: "duration",
 	SizeValue: "size", EnumValue: "enum", ListValue: "list of strings",
 	MapValue: "map of name to text", ColumnsValue: "map of column to source", SourceValue: "column source",
+	GroupValue: "group of fields", MapsValue: "map of name to map of name to text",
 }
 
 func (k ValueKind) String() string {
@@ -61,11 +73,20 @@ func (k ValueKind) String() string {
 }
 
 // scalar tells whether a value of the kind is written as one value.
-func (k ValueKind) scalar() bool { return k != ListValue && k != MapValue && k != ColumnsValue }
+func (k ValueKind) scalar() bool {
+	return k != ListValue && k != MapValue && k != ColumnsValue && k != GroupValue && k != MapsValue
+}
 
-// Entry is one name of a MapValue or ColumnsValue and its text.
+// entries tells whether a value of the kind is a list of entries.
+func (k ValueKind) entries() bool { return k == MapValue || k == ColumnsValue || k == MapsValue }
+
+// Entry is one name of a MapValue, ColumnsValue or MapsValue and its
+// text (MapValue, ColumnsValue) or its own entries (MapsValue).
 type Entry struct {
 	Name, Value string
+	// Entries are the names and texts of a MapsValue's entry, in the
+	// order written.
+	Entries []Entry
 	// Line is where the name is in the job file; 0 when not read from one.
 	Line int
 }
@@ -132,7 +153,8 @@ func (c *Config) Size(name string) int64 { n, _ := c.Get(name).(int64); return n
 // List returns a list field's value.
 func (c *Config) List(name string) []string { l, _ := c.Get(name).([]string); return l }
 
-// Map returns a map or columns field's entries, in the order written.
+// Map returns a map, maps or columns field's entries, in the order
+// written.
 func (c *Config) Map(name string) []Entry { m, _ := c.Get(name).([]Entry); return m }
 
 // Names lists the fields that hold a value (written or defaulted), sorted.
@@ -145,25 +167,77 @@ func (c *Config) Names() []string {
 	return out
 }
 
-// Field returns the side's field called name.
+// LineAt is the line of at, as FieldError.At names it, if it is written:
+// a field ("table"), a group's field ("startup.mode"), an entry of a map
+// field ("columns.n") or of a maps field ("startup.offsets.orders" or
+// "startup.offsets.orders.0"); 0 if not.
+func (c *Config) LineAt(at string) int {
+	if l := c.LineOf(at); l != 0 {
+		return l
+	}
+	// The longest field name at starts with, then its entries.
+	for i := len(at) - 1; i > 0; i-- {
+		if at[i] != '.' {
+			continue
+		}
+		name, rest := at[:i], at[i+1:]
+		v, ok := c.values[name]
+		if !ok {
+			continue
+		}
+		entries, _ := v.V.([]Entry)
+		for _, e := range entries {
+			if e.Name == rest {
+				return e.Line
+			}
+			if inner, ok := strings.CutPrefix(rest, e.Name+"."); ok {
+				for _, ie := range e.Entries {
+					if ie.Name == inner {
+						return ie.Line
+					}
+				}
+			}
+		}
+		return 0
+	}
+	return 0
+}
+
+// Field returns the side's field called name; a group's field is named
+// "<group>.<field>".
 func (side *Side) Field(name string) (Field, bool) {
+	group, sub, inGroup := strings.Cut(name, ".")
 	for _, f := range side.Fields {
-		if f.Name == name {
+		switch {
+		case !inGroup && f.Name == name:
 			return f, true
+		case inGroup && f.Name == group && f.Kind == GroupValue:
+			for _, g := range f.Fields {
+				if g.Name == sub {
+					return g, true
+				}
+			}
 		}
 	}
 	return Field{}, false
 }
 
-// ApplyDefaults stores the default of every field c has no value of.
-// Defaults are checked when the spec is registered, so they parse.
-func (side *Side) ApplyDefaults(c *Config) {
-	for _, f := range side.Fields {
-		if _, ok := c.values[f.Name]; ok || f.Default == "" || !f.Kind.scalar() {
+// ApplyDefaults stores the default of every field c has no value of, a
+// group's fields' included. Defaults are checked when the spec is
+// registered, so they parse.
+func (side *Side) ApplyDefaults(c *Config) { applyDefaults(c, "", side.Fields) }
+
+func applyDefaults(c *Config, prefix string, fields []Field) {
+	for _, f := range fields {
+		if f.Kind == GroupValue {
+			applyDefaults(c, prefix+f.Name+".", f.Fields)
+			continue
+		}
+		if _, ok := c.values[prefix+f.Name]; ok || f.Default == "" || !f.Kind.scalar() {
 			continue
 		}
 		if v, err := f.Parse(f.Default); err == nil {
-			c.Put(f.Name, v, 0, false)
+			c.Put(prefix+f.Name, v, 0, false)
 		}
 	}
 }
@@ -203,7 +277,7 @@ func (f Field) Parse(s string) (any, error) {
 			return c, nil
 		}
 		return nil, fmt.Errorf("%q is not one of %s%s", s, strings.Join(f.Enum, ", "), suggest.Suggest(strings.ToLower(s), f.Enum))
-	case ListValue, MapValue, ColumnsValue:
+	case ListValue, MapValue, ColumnsValue, GroupValue, MapsValue:
 		return nil, fmt.Errorf("a %s is not one value", f.Kind)
 	}
 	return s, nil
@@ -211,15 +285,23 @@ func (f Field) Parse(s string) (any, error) {
 
 // Choose returns the choice of an enum field that s spells:
 // case-insensitive, and underscores count as dashes unless the choices use
-// underscores.
+// underscores; one of the field's Aliases stands for its choice.
 func (f Field) Choose(s string) (string, bool) {
 	norm := strings.ToLower(strings.TrimSpace(s))
-	for _, c := range f.Enum {
+	spells := func(c string) bool {
 		alt := strings.ReplaceAll(norm, "_", "-")
 		if strings.Contains(c, "_") {
 			alt = strings.ReplaceAll(norm, "-", "_")
 		}
-		if norm == c || alt == c {
+		return norm == c || alt == c
+	}
+	for _, c := range f.Enum {
+		if spells(c) {
+			return c, true
+		}
+	}
+	for a, c := range f.Aliases {
+		if spells(a) {
 			return c, true
 		}
 	}
@@ -335,12 +417,58 @@ type Describe struct {
 	CommitPoint string
 }
 
+// option is what one name of a SQL option stands for.
+type option struct {
+	// path is where the value is stored: "<field>" or "<group>.<field>".
+	path  string
+	field Field
+	// group is the group of a group's field, "" for a field of the side;
+	// shorthand: the option is the group's own name, its first field's
+	// value (startup = 'latest').
+	group     string
+	shorthand bool
+}
+
+// options are the names SQL options may give the side's fields: each
+// field's Name and SQL names; a group's name and SQL names (its first
+// field's value, as in a job file), and "<group>.<field>" and the SQL
+// names of its fields. Two fields sharing a name are an error.
+func (side *Side) options() (map[string]option, error) {
+	out := map[string]option{}
+	var err error
+	add := func(o option, names ...string) {
+		for _, n := range names {
+			if prev, dup := out[n]; dup && err == nil {
+				err = fmt.Errorf("the option %q names both %q and %q", n, prev.path, o.path)
+			}
+			out[n] = o
+		}
+	}
+	for _, f := range side.Fields {
+		if f.Kind != GroupValue {
+			add(option{path: f.Name, field: f}, append([]string{f.Name}, f.SQL...)...)
+			continue
+		}
+		first := f.Fields[0]
+		add(option{path: f.Name + "." + first.Name, field: first, group: f.Name, shorthand: true}, append([]string{f.Name}, f.SQL...)...)
+		for _, g := range f.Fields {
+			path := f.Name + "." + g.Name
+			add(option{path: path, field: g, group: f.Name}, append([]string{path}, g.SQL...)...)
+		}
+	}
+	return out, err
+}
+
 // DecodeStrings decodes a section from text options, as SQL's
-// CREATE TABLE … WITH ('key' = 'value') writes them: a list is
-// comma-separated, a map field's entries are keys name.entry
-// ('columns.user_id' = 'key'), a secret's ${VAR} is read by env. The
-// defaults are filled in; required fields, unknown keys (with "did you
-// mean") and values that do not parse are errors, joined.
+// CREATE TABLE … WITH ('key' = 'value') writes them. A field is named by
+// its Name or one of its SQL names (Flink's: 'scan.startup.mode'), a
+// group's field by "<group>.<field>" or its SQL names, and the group's
+// own name gives its first field. A list is comma- or semicolon-separated
+// ('topic' = 'a;b', Flink's way); a map field's entries are keys
+// name.entry ('columns.user_id' = 'key'); a secret's ${VAR} is read by
+// env. The defaults are filled in; required fields, unknown keys (with
+// "did you mean"), a field given twice and values that do not parse are
+// errors, joined.
 func (side *Side) DecodeStrings(section string, opts map[string]string, env func(string) (string, bool)) (*Config, error) {
 	c := NewConfig(section, 0)
 	var errs []error
@@ -349,33 +477,86 @@ func (side *Side) DecodeStrings(section string, opts map[string]string, env func
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	names := side.FieldNames()
+	known, err := side.options()
+	if err != nil {
+		return c, err
+	}
+	names := make([]string, 0, len(known))
+	for n := range known {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	givenBy := map[string]string{}
 	for _, k := range keys {
 		raw := opts[k]
-		name, entry, isEntry := strings.Cut(k, ".")
-		f, ok := side.Field(name)
+		o, ok := known[k]
+		entry := ""
 		if !ok {
-			msg := fmt.Sprintf("%s: unknown option %q", section, k)
-			if s := suggest.Closest(name, names); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			} else {
-				msg += "; known options: " + strings.Join(names, ", ")
+			// The longest known name k starts with: a map field's entry, or
+			// a mistake.
+			for i := len(k) - 1; i > 0 && !ok; i-- {
+				if k[i] == '.' {
+					o, ok = known[k[:i]]
+					entry = k[i+1:]
+				}
 			}
-			errs = append(errs, Errorf(At(""), "%s", msg))
-			continue
-		}
-		switch {
-		case f.Kind == MapValue || f.Kind == ColumnsValue:
-			if !isEntry || entry == "" {
-				errs = append(errs, Errorf(At(name), "%s.%s is a map: write each entry as its own option, '%s.<name>' = '<value>'", section, name, name))
+			switch {
+			case !ok:
+				msg := fmt.Sprintf("%s: unknown option %q", section, k)
+				s := suggest.Closest(k, names)
+				if first, _, dotted := strings.Cut(k, "."); s == "" && dotted {
+					s = suggest.Closest(first, names) // a map field's entry: 'columnz.id'
+				}
+				if s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				} else {
+					msg += "; known options: " + strings.Join(names, ", ")
+				}
+				errs = append(errs, Errorf(At(""), "%s", msg))
+				continue
+			case !o.field.Kind.entries():
+				errs = append(errs, Errorf(At(""), "%s: unknown option %q (did you mean %q?)", section, k, strings.TrimSuffix(k, "."+entry)))
 				continue
 			}
-			c.Put(name, append(c.Map(name), Entry{Name: entry, Value: strings.TrimSpace(raw)}), 0, true)
-		case isEntry:
-			errs = append(errs, Errorf(At(""), "%s: unknown option %q (did you mean %q?)", section, k, name))
+		}
+		name := o.path
+		if entry == "" {
+			if by, dup := givenBy[name]; dup {
+				errs = append(errs, Errorf(At(name), "%s: options %q and %q both give %s: keep one", section, by, k, name))
+				continue
+			}
+			givenBy[name] = k
+		}
+		if o.group != "" {
+			shorthand := o.shorthand && (!c.Has(o.group) || c.Bool(o.group))
+			c.Put(o.group, shorthand, 0, true)
+		}
+		f := o.field
+		switch {
+		case f.Kind.entries():
+			if entry == "" {
+				errs = append(errs, Errorf(At(name), "%s.%s is a map: write each entry as its own option, '%s.<name>' = '<value>'", section, k, k))
+				continue
+			}
+			if f.Kind != MapsValue {
+				c.Put(name, append(c.Map(name), Entry{Name: entry, Value: strings.TrimSpace(raw)}), 0, true)
+				continue
+			}
+			outer, inner, ok := cutLast(entry, ".")
+			if !ok {
+				errs = append(errs, Errorf(At(name), "%s: option %q: write each entry as '%s.<name>.<inner name>' = '<value>'", section, k, strings.TrimSuffix(k, "."+entry)))
+				continue
+			}
+			es := c.Map(name)
+			i := slices.IndexFunc(es, func(e Entry) bool { return e.Name == outer })
+			if i < 0 {
+				es, i = append(es, Entry{Name: outer}), len(es)
+			}
+			es[i].Entries = append(es[i].Entries, Entry{Name: inner, Value: strings.TrimSpace(raw)})
+			c.Put(name, es, 0, true)
 		case f.Kind == ListValue:
 			var l []string
-			for _, p := range strings.Split(raw, ",") {
+			for _, p := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == ';' }) {
 				l = append(l, strings.TrimSpace(p))
 			}
 			c.Put(name, l, 0, true)
@@ -384,7 +565,7 @@ func (side *Side) DecodeStrings(section string, opts map[string]string, env func
 				if v, ok := strings.CutPrefix(strings.TrimSpace(raw), "${"); ok && strings.HasSuffix(v, "}") {
 					val, set := env(strings.TrimSuffix(v, "}"))
 					if !set {
-						errs = append(errs, Errorf(At(name), "%s.%s refers to the environment variable %s, which is not set", section, name, strings.TrimSuffix(v, "}")))
+						errs = append(errs, Errorf(At(name), "%s.%s refers to the environment variable %s, which is not set", section, k, strings.TrimSuffix(v, "}")))
 						continue
 					}
 					raw = val
@@ -392,7 +573,7 @@ func (side *Side) DecodeStrings(section string, opts map[string]string, env func
 			}
 			v, err := f.Parse(raw)
 			if err != nil {
-				errs = append(errs, Errorf(At(name), "%s.%s: %v", section, name, err))
+				errs = append(errs, Errorf(At(name), "%s.%s: %v", section, k, err))
 				continue
 			}
 			c.Put(name, v, 0, true)
@@ -401,6 +582,14 @@ func (side *Side) DecodeStrings(section string, opts map[string]string, env func
 	errs = append(errs, side.Missing(c)...)
 	side.ApplyDefaults(c)
 	return c, errors.Join(errs...)
+}
+
+// cutLast cuts s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // Missing reports the required fields c has no value of.
@@ -430,6 +619,13 @@ func (f Field) checkKind() error {
 		return fmt.Errorf("field %q is a secret but a %s", f.Name, f.Kind)
 	case f.Default != "" && !f.Kind.scalar():
 		return fmt.Errorf("field %q: a %s has no default", f.Name, f.Kind)
+	case len(f.Aliases) > 0 && f.Kind != EnumValue:
+		return fmt.Errorf("field %q has aliases but is a %s", f.Name, f.Kind)
+	}
+	for a, c := range f.Aliases {
+		if a != strings.ToLower(a) || !slices.Contains(f.Enum, c) {
+			return fmt.Errorf("field %q: alias %q is not lower case or stands for no value (%q)", f.Name, a, c)
+		}
 	}
 	if f.Default != "" && f.Kind != TextValue {
 		if _, err := f.Parse(f.Default); err != nil {

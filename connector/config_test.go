@@ -40,8 +40,9 @@ func TestDecodeStrings(t *testing.T) {
 			t.Errorf("got %v, want %v", tc.got, tc.want)
 		}
 	}
-	_, err = optionsSide.DecodeStrings("sink.t", map[string]string{"n": "x", "waitt": "1s", "mode": "slow", "columns": "a", "max": "64MB"}, env)
+	_, err = optionsSide.DecodeStrings("sink.t", map[string]string{"n": "x", "waitt": "1s", "mode": "slow", "columns": "a", "max": "64MB", "columnz.id": "key"}, env)
 	for _, want := range []string{
+		`sink.t: unknown option "columnz.id" (did you mean "columns"?)`,
 		`sink.t.n: must be a whole number, not "x"`,
 		`sink.t: unknown option "waitt" (did you mean "wait"?)`,
 		`sink.t.mode: "slow" is not one of fast, read_committed`,
@@ -72,6 +73,103 @@ func TestSelfCheckFieldKinds(t *testing.T) {
 		side := &Side{Section: "sink.x", Fields: []Field{f}}
 		if err := side.selfCheck(); err == nil {
 			t.Errorf("%+v: accepted", f)
+		}
+	}
+}
+
+var flinkSide = &Side{Section: "source", Fields: []Field{
+	{Name: "topics", Kind: ListValue, SQL: []string{"topic"}, Doc: "d"},
+	{Name: "startup", Kind: GroupValue, Doc: "d", Fields: []Field{
+		{Name: "mode", Kind: EnumValue, Enum: []string{"earliest", "latest"}, Aliases: map[string]string{"earliest-offset": "earliest"},
+			Default: "earliest", SQL: []string{"scan.startup.mode"}, Doc: "d"},
+		{Name: "offsets", Kind: MapsValue, Doc: "d"},
+	}},
+	{Name: "servers", Kind: ListValue, SQLOnly: true, SQL: []string{"properties.bootstrap.servers"}, Doc: "d"},
+	{Name: "group", DefaultText: "onceflow-<job>", SQL: []string{"properties.group.id"}, Doc: "d"},
+}}
+
+// A field is named in SQL options by its name or its SQL names (Flink's),
+// a group's field by <group>.<field> or its SQL names, the group itself
+// by its first field; lists take ';' too, and enum aliases their value.
+func TestDecodeStringsSQLNames(t *testing.T) {
+	if err := flinkSide.selfCheck(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := flinkSide.DecodeStrings("source", map[string]string{
+		"topic": "a; b", "scan.startup.mode": "EARLIEST_OFFSET", "properties.bootstrap.servers": "k:9092",
+		"startup.offsets.orders.v1.0": "42", "startup.offsets.orders.v1.1": "7",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := c.Map("startup.offsets")
+	for _, tc := range []struct{ got, want any }{
+		{strings.Join(c.List("topics"), "|"), "a|b"}, {c.String("startup.mode"), "earliest"}, {c.Has("startup.mode"), true},
+		{c.Has("startup"), true}, {c.Bool("startup"), false}, {strings.Join(c.List("servers"), "|"), "k:9092"},
+		{len(offs), 1}, {offs[0].Name, "orders.v1"}, {len(offs[0].Entries), 2}, {offs[0].Entries[1].Value, "7"},
+		{c.Has("group"), false}, {c.String("group"), ""},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %v, want %v", tc.got, tc.want)
+		}
+	}
+	c, err = flinkSide.DecodeStrings("source", map[string]string{"startup": "latest"}, nil)
+	if err != nil || c.String("startup.mode") != "latest" || !c.Bool("startup") {
+		t.Errorf("the group's own name: mode %q, shorthand %v, error %v; want latest, true", c.String("startup.mode"), c.Bool("startup"), err)
+	}
+	c, _ = flinkSide.DecodeStrings("source", nil, nil)
+	if c.String("startup.mode") != "earliest" || c.Has("startup.mode") {
+		t.Errorf("a group's field's default: %q (written %v), want earliest, unwritten", c.String("startup.mode"), c.Has("startup.mode"))
+	}
+	_, err = flinkSide.DecodeStrings("source", map[string]string{
+		"topic": "a", "topics": "b", "scan.startup.mod": "x", "startup.offsets.a": "1", "topic.x": "y",
+	}, nil)
+	for _, want := range []string{
+		`source: options "topic" and "topics" both give topics: keep one`,
+		`source: unknown option "scan.startup.mod" (did you mean "scan.startup.mode"?)`,
+		`source: option "startup.offsets.a": write each entry as 'startup.offsets.<name>.<inner name>' = '<value>'`,
+		`source: unknown option "topic.x" (did you mean "topic"?)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\ndoes not say %s", err, want)
+		}
+	}
+}
+
+// LineAt finds fields, group fields and the entries of map and maps
+// fields.
+func TestConfigLineAt(t *testing.T) {
+	c := NewConfig("source", 3)
+	c.Put("startup.mode", "latest", 5, true)
+	c.Put("startup.offsets", []Entry{{Name: "orders.v1", Line: 6, Entries: []Entry{{Name: "0", Value: "1", Line: 7}}}}, 6, true)
+	c.Put("columns", []Entry{{Name: "n", Line: 9}}, 8, true)
+	for at, want := range map[string]int{
+		"startup.mode": 5, "startup.offsets": 6, "startup.offsets.orders.v1": 6, "startup.offsets.orders.v1.0": 7,
+		"startup.offsets.orders.v1.1": 0, "columns.n": 9, "columns.m": 0, "nothing": 0,
+	} {
+		if got := c.LineAt(at); got != want {
+			t.Errorf("LineAt(%q) = %d, want %d", at, got, want)
+		}
+	}
+}
+
+// The fields SQL names, groups, aliases and default texts are checked at
+// registration.
+func TestSelfCheckSQLNamesAndGroups(t *testing.T) {
+	for name, fields := range map[string][]Field{
+		"SQL name taken twice": {{Name: "a", SQL: []string{"x"}, Doc: "d"}, {Name: "b", SQL: []string{"x"}, Doc: "d"}},
+		"SQL name is a field":  {{Name: "a", SQL: []string{"b"}, Doc: "d"}, {Name: "b", Doc: "d"}},
+		"group without fields": {{Name: "g", Kind: GroupValue, Doc: "d"}},
+		"group in a group":     {{Name: "g", Kind: GroupValue, Doc: "d", Fields: []Field{{Name: "h", Kind: GroupValue, Doc: "d", Fields: []Field{{Name: "i", Doc: "d"}}}}}},
+		"required in a group":  {{Name: "g", Kind: GroupValue, Doc: "d", Fields: []Field{{Name: "h", Required: true, Doc: "d"}}}},
+		"fields of a text":     {{Name: "a", Doc: "d", Fields: []Field{{Name: "h", Doc: "d"}}}},
+		"alias of no value":    {{Name: "a", Kind: EnumValue, Enum: []string{"x"}, Aliases: map[string]string{"y": "z"}, Doc: "d"}},
+		"alias of a text":      {{Name: "a", Aliases: map[string]string{"y": "z"}, Doc: "d"}},
+		"two defaults":         {{Name: "a", Default: "x", DefaultText: "y", Doc: "d"}},
+		"dotted name":          {{Name: "a.b", Doc: "d"}},
+	} {
+		if err := (&Side{Section: "s", Fields: fields}).selfCheck(); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }

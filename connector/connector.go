@@ -1,10 +1,11 @@
 // Package connector is what every connector declares about itself: the
 // delivery guarantees it gives, whether it can be a job's commit point or
-// take part in another one, and the fields a job file (and later a SQL
-// table's WITH options) configures it with. Connectors register a Spec in
-// their package's init; the job-file reader, the commit-point choice and
-// docs/connectors.md read the registry (docs/design.md, "Where an
-// extension goes").
+// take part in another one, and the fields a job file's section and a SQL
+// table's WITH options (under Flink's names where they differ) configure
+// it with. Connectors register a Spec in their package's init; the
+// job-file reader (Kafka's source: and sink: included), the commit-point
+// choice and docs/connectors.md read the registry (docs/design.md, "Where
+// an extension goes").
 //
 // The package imports only the standard library and internal/suggest
 // (itself standard-library only): it is the contract, not a connector.
@@ -100,6 +101,26 @@ type Field struct {
 	// IfMissing completes the message "<section>.<field> is missing: …"
 	// of a required field, saying what to write.
 	IfMissing string
+	// DefaultText says the default for people when it is not one value a
+	// job file could write: it depends on the job ("onceflow-<job>") or
+	// is a behaviour ("one subtask per partition"). The decoders store no
+	// value; whoever reads the section applies it. Only without Default.
+	DefaultText string
+	// SQL are the other names a SQL table's WITH (…) options may give the
+	// field, besides Name: Flink's option first ('scan.startup.mode'),
+	// which docs/connectors.md lists. Side.DecodeStrings accepts each.
+	SQL []string
+	// SQLOnly: only a SQL table's WITH options set the field; a job file's
+	// section has no such key (the job file says it elsewhere, such as
+	// kafka.brokers, or has no use for it).
+	SQLOnly bool
+	// Aliases are other spellings of an EnumValue's values, such as
+	// Flink's ("earliest-offset" for earliest), lower case: both decoders
+	// accept them and store the value they stand for.
+	Aliases map[string]string
+	// Fields are a GroupValue's own fields, written under it
+	// (startup.mode); a group's fields are not required.
+	Fields []Field
 }
 
 // TypeName is the field's Type, or its kind's name.
@@ -113,6 +134,15 @@ func (f Field) TypeName() string {
 	return f.Kind.String()
 }
 
+// SQLName is the option a SQL table's WITH (…) names the field with in
+// the docs: its first SQL name, else its Name.
+func (f Field) SQLName() string {
+	if len(f.SQL) > 0 {
+		return f.SQL[0]
+	}
+	return f.Name
+}
+
 // Side is what a connector reads (its source side) or writes (its sink
 // side): where a job file configures it and with which fields.
 type Side struct {
@@ -121,14 +151,16 @@ type Side struct {
 	// Fields are the section's fields, in the order the docs list them.
 	Fields []Field
 
-	// The hooks of a sink side that a job file configures in a section
-	// of its own (Section "sink.<name>"); each may be nil.
+	// The hooks of a side; each may be nil. Validate applies to every
+	// side (Kafka's source: included), the others to a sink side that a
+	// job file configures in a section of its own (Section
+	// "sink.<name>").
 
 	// Validate checks the rules that span fields, or the section and the
 	// job's delivery, once the section decoded (types, required fields
 	// and defaults are checked by then). It returns *FieldError values,
 	// joined (errors.Join), which the job-file reader reports at the
-	// lines they name.
+	// lines they name. Of a source side it is told no delivery.
 	Validate func(c *Config, chk Check) error
 	// Explain names the sink in a job's plan ("postgres table orders");
 	// nil: the connector's name.
@@ -183,11 +215,14 @@ func (s Spec) Kinds() Kind {
 // Supports tells whether the connector gives delivery d.
 func (s Spec) Supports(d Delivery) bool { return slices.Contains(s.Deliveries, d) }
 
-// FieldNames lists the side's fields' names, sorted.
+// FieldNames lists the names of the side's fields a job file writes
+// (not the SQLOnly ones), sorted.
 func (s *Side) FieldNames() []string {
 	var out []string
 	for _, f := range s.Fields {
-		out = append(out, f.Name)
+		if !f.SQLOnly {
+			out = append(out, f.Name)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -244,20 +279,40 @@ func (s Spec) selfCheck() error {
 }
 
 func (side *Side) selfCheck() error {
+	if err := checkFields(side.Fields, false); err != nil {
+		return err
+	}
+	_, err := side.options()
+	return err
+}
+
+// checkFields checks fields, the fields of a group when inGroup.
+func checkFields(fields []Field, inGroup bool) error {
 	seen := map[string]bool{}
-	for _, f := range side.Fields {
+	for _, f := range fields {
 		switch {
-		case f.Name == "":
-			return errors.New("a field has no name")
+		case f.Name == "" || strings.Contains(f.Name, "."):
+			return fmt.Errorf("field %q: a name is not empty and has no dot", f.Name)
 		case seen[f.Name]:
 			return fmt.Errorf("field %q is declared twice", f.Name)
 		case f.Doc == "":
 			return fmt.Errorf("field %q has no doc", f.Name)
 		case f.Required && f.Default != "":
 			return fmt.Errorf("field %q is required and has a default", f.Name)
+		case f.DefaultText != "" && f.Default != "":
+			return fmt.Errorf("field %q has a Default and a DefaultText", f.Name)
+		case inGroup && (f.Required || f.Kind == GroupValue || f.SQLOnly):
+			return fmt.Errorf("field %q of a group is required, a group or SQL only", f.Name)
+		case f.Kind == GroupValue && (len(f.Fields) == 0 || f.Default != "" || f.Required):
+			return fmt.Errorf("group %q has no fields, or a default, or is required", f.Name)
+		case f.Kind != GroupValue && len(f.Fields) > 0:
+			return fmt.Errorf("field %q has fields but is a %s", f.Name, f.Kind)
 		}
 		if err := f.checkKind(); err != nil {
 			return err
+		}
+		if err := checkFields(f.Fields, true); err != nil {
+			return fmt.Errorf("group %q: %w", f.Name, err)
 		}
 		seen[f.Name] = true
 	}
@@ -342,7 +397,8 @@ func WriteReference(w io.Writer) error {
 	p("# Connectors\n\n")
 	p("What each connector reads or writes, the job-file fields that configure it, and the guarantees it gives. ")
 	p("Under `delivery: exactly-once` one sink's commit is the job's commit point: of the sinks a job writes to, the one listed first below that can be one. ")
-	p("The others take part in its commit with prepared transactions (`two-phase`), or the job file is refused.\n\n")
+	p("The others take part in its commit with prepared transactions (`two-phase`), or the job file is refused. ")
+	p("A SQL table's `WITH (…)` options name the same fields: the SQL option column lists the names each accepts, Flink's first; a group's own name (`startup`) gives its first field, and a list is separated by `;` or `,`.\n\n")
 	p("| connector | reads | writes | deliveries | commit point |\n|---|---|---|---|---|\n")
 	for _, s := range Specs() {
 		var ds []string
@@ -363,12 +419,15 @@ func WriteReference(w io.Writer) error {
 			if side == nil {
 				continue
 			}
-			p("\n### `%s`\n\n| field | type | default | |\n|---|---|---|---|\n", side.Section)
-			for _, f := range side.Fields {
+			p("\n### `%s`\n\n| field | SQL option | type | default | |\n|---|---|---|---|---|\n", side.Section)
+			var row func(prefix string, f Field)
+			row = func(prefix string, f Field) {
 				def := f.Default
 				switch {
 				case f.Required:
 					def = "required"
+				case f.DefaultText != "":
+					def = f.DefaultText
 				case def == "":
 					def = "–"
 				}
@@ -376,7 +435,31 @@ func WriteReference(w io.Writer) error {
 				if f.Secret {
 					doc += " A secret: never printed."
 				}
-				p("| `%s` | %s | %s | %s |\n", f.Name, f.TypeName(), def, doc)
+				if len(f.Aliases) > 0 {
+					var as []string
+					for a, c := range f.Aliases {
+						as = append(as, fmt.Sprintf("`%s` for %s", a, c))
+					}
+					sort.Strings(as)
+					doc += " Also spelt " + strings.Join(as, ", ") + "."
+				}
+				name := "`" + prefix + f.Name + "`"
+				if f.SQLOnly {
+					name = "– (SQL only)"
+				}
+				// Every name SQL accepts, Flink's first.
+				var sqls []string
+				for _, n := range append(slices.Clone(f.SQL), prefix+f.Name) {
+					sqls = append(sqls, "`"+n+"`")
+				}
+				sql := strings.Join(sqls, ", ")
+				p("| %s | %s | %s | %s | %s |\n", name, sql, f.TypeName(), def, doc)
+				for _, g := range f.Fields {
+					row(prefix+f.Name+".", g)
+				}
+			}
+			for _, f := range side.Fields {
+				row("", f)
 			}
 		}
 	}

@@ -1,10 +1,12 @@
 package jobfile
 
-// A sink connector's section (sink.<name>) is read by its spec (package
-// connector): one decoder for every connector's fields, by their kinds,
-// with this file's line numbers and "did you mean", then the spec's
-// Validate hook for the rules that span fields, its *connector.FieldError
-// values reported at the lines they name.
+// A connector's section is read by its spec (package connector): one
+// decoder for every connector's fields, by their kinds, with this file's
+// line numbers and "did you mean", then the spec's Validate hook for the
+// rules that span fields, its *connector.FieldError values reported at
+// the lines they name. The sink connectors' sections (sink.<name>) are
+// read so, and Kafka's: source: (and each of sources:) and the Kafka
+// fields of sink: (source.go turns them into SourceConfig and SinkConfig).
 
 import (
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/connector/build"
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/internal/suggest"
 	// The connectors a job file can name, registered.
 	_ "github.com/onceflow/onceflow/connector/all"
 )
@@ -24,20 +27,53 @@ import (
 // (connector.Config.Has), so that it is not also reported missing.
 func (d *decoder) decodeConnector(path string, v *yaml.Node, side *connector.Side) *connector.Config {
 	c := connector.NewConfig(path, d.at(path))
-	fields := map[string]field{}
-	for _, f := range side.Fields {
-		fields[f.Name] = func(p string, v *yaml.Node) {
-			before := len(d.errs)
-			val := d.connectorValue(p, v, f)
-			if len(d.errs) > before {
-				val = nil
-			}
-			c.Put(f.Name, val, d.at(p), true)
-		}
-	}
-	d.mapping(path, v, fields)
+	d.mapping(path, v, d.connectorFields(c, "", side.Fields))
 	side.ApplyDefaults(c)
 	return c
+}
+
+// connectorFields are the handlers of fields, stored in c under prefix
+// (a group's "<group>."); a job file has no SQLOnly field.
+func (d *decoder) connectorFields(c *connector.Config, prefix string, fields []connector.Field) map[string]field {
+	out := map[string]field{}
+	for _, f := range fields {
+		if f.SQLOnly {
+			continue
+		}
+		name := prefix + f.Name
+		if f.Kind == connector.GroupValue {
+			out[f.Name] = func(p string, v *yaml.Node) { d.group(c, name, p, v, f) }
+			continue
+		}
+		out[f.Name] = func(p string, v *yaml.Node) {
+			before := len(d.errs)
+			val := d.connectorValue(p, v, f)
+			if len(d.errs) > before && f.Kind != connector.MapsValue {
+				val = nil // a maps field keeps what decoded, for the rules on it
+			}
+			c.Put(name, val, d.at(p), true)
+		}
+	}
+	return out
+}
+
+// group decodes group field f, stored in c as name: a mapping of its
+// fields, or one value, its first field's. Its own line is its value's.
+func (d *decoder) group(c *connector.Config, name, path string, v *yaml.Node, f connector.Field) {
+	v = resolve(v)
+	if v.Kind == yaml.ScalarNode {
+		c.Put(name, true, v.Line, true)
+		first := f.Fields[0]
+		before := len(d.errs)
+		val := d.connectorValue(path, v, first)
+		if len(d.errs) > before {
+			val = nil
+		}
+		c.Put(name+"."+first.Name, val, v.Line, true)
+		return
+	}
+	c.Put(name, false, v.Line, true)
+	d.mapping(path, v, d.connectorFields(c, name+".", f.Fields))
 }
 
 // connectorValue decodes one field's value by its kind.
@@ -60,15 +96,23 @@ func (d *decoder) connectorValue(path string, v *yaml.Node, f connector.Field) a
 		d.size(&n)(path, v)
 		return n
 	case connector.EnumValue:
-		var s string
-		d.oneOf(&s, f.Enum...)(path, v)
-		return s
+		s, ok := d.scalar(path, v)
+		if !ok {
+			return ""
+		}
+		if c, ok := f.Choose(s); ok {
+			return c
+		}
+		d.errorf(v.Line, "%s %q is not one of %s%s", path, s, strings.Join(f.Enum, ", "), suggest.Suggest(strings.ToLower(strings.TrimSpace(s)), f.Enum))
+		return ""
 	case connector.ListValue:
 		var l []string
 		d.strList(&l)(path, v)
 		return l
 	case connector.MapValue, connector.ColumnsValue:
 		return d.entries(path, v, f)
+	case connector.MapsValue:
+		return d.mapsEntries(path, v, f)
 	}
 	var s string
 	if f.Secret {
@@ -100,6 +144,33 @@ func (d *decoder) entries(path string, v *yaml.Node, f connector.Field) []connec
 	return out
 }
 
+// mapsEntries decodes a maps field: each name's own entries, in file
+// order; an entry that is not a mapping is reported and kept empty.
+func (d *decoder) mapsEntries(path string, v *yaml.Node, f connector.Field) []connector.Entry {
+	v = resolve(v)
+	if v.Kind != yaml.MappingNode {
+		d.errorf(v.Line, "%s must be a mapping %s, not %s", path, f.TypeName(), describe(v))
+		return nil
+	}
+	out := []connector.Entry{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := resolve(v.Content[i]), resolve(v.Content[i+1])
+		e := connector.Entry{Name: k.Value, Line: k.Line}
+		if val.Kind != yaml.MappingNode {
+			d.errorf(val.Line, "%s.%s must be a mapping, as in %s, not %s", path, k.Value, f.TypeName(), describe(val))
+		} else {
+			for j := 0; j+1 < len(val.Content); j += 2 {
+				ik, iv := resolve(val.Content[j]), resolve(val.Content[j+1])
+				if s, ok := d.scalar(path+"."+k.Value+"."+ik.Value, iv); ok {
+					e.Entries = append(e.Entries, connector.Entry{Name: ik.Value, Value: strings.TrimSpace(s), Line: ik.Line})
+				}
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // validateConnector checks sink section c of connector name: its required
 // fields, then its spec's Validate hook.
 func (d *decoder) validateConnector(sink SinkConfig, name string, c *connector.Config) {
@@ -112,6 +183,12 @@ func (d *decoder) validateConnector(sink SinkConfig, name string, c *connector.C
 	if side.Validate != nil {
 		errs = append(errs, splitJoined(side.Validate(c, sink.check(name)))...)
 	}
+	d.report(c, errs)
+}
+
+// report reports the problems a spec found in section c, each
+// *connector.FieldError at the first line it names that is written.
+func (d *decoder) report(c *connector.Config, errs []error) {
 	for _, err := range errs {
 		fe, ok := err.(*connector.FieldError)
 		if !ok {
@@ -137,14 +214,7 @@ func (d *decoder) lineIn(c *connector.Config, at string) int {
 	case connector.DeliveryField:
 		return d.at("sink.delivery")
 	}
-	if name, entry, ok := strings.Cut(at, "."); ok {
-		for _, e := range c.Map(name) {
-			if e.Name == entry {
-				return e.Line
-			}
-		}
-	}
-	return c.LineOf(at)
+	return c.LineAt(at)
 }
 
 // check is what the Validate hook of sink kind is told.

@@ -5,6 +5,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 )
 
@@ -74,12 +75,11 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 }
 
 func (d *decoder) decodeSink(path string, v *yaml.Node, s *SinkConfig) {
-	fields := map[string]field{
-		"topic":               d.str(&s.Topic),
-		"delivery":            d.oneOf(&s.Delivery, DeliveryNone, DeliveryAtLeastOnce, DeliveryExactlyOnce),
-		"max-held-bytes":      d.size(&s.MaxHeldBytes),
-		"transaction-timeout": d.duration(&s.TransactionTimeout),
-	}
+	// The Kafka sink's fields are decoded by its spec (source.go), the
+	// other sinks' sections by theirs.
+	side := kafka.Spec.Sink
+	kc := connector.NewConfig(path, d.at(path))
+	fields := d.connectorFields(kc, "", side.Fields)
 	// Every registered sink connector with a section of its own
 	// (sink.<name>) is decoded by its spec.
 	for _, spec := range connector.Specs() {
@@ -93,6 +93,9 @@ func (d *decoder) decodeSink(path string, v *yaml.Node, s *SinkConfig) {
 		}
 	}
 	d.mapping(path, v, fields)
+	side.ApplyDefaults(kc)
+	k := KafkaSinkFromConfig(kc)
+	s.Topic, s.Delivery, s.MaxHeldBytes, s.TransactionTimeout = k.Topic, k.Delivery, k.MaxHeldBytes, k.TransactionTimeout
 }
 
 func (d *decoder) decodeErrors(path string, v *yaml.Node, e *ErrorsConfig) {

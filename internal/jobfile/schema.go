@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/checkpoint"
 	"github.com/onceflow/onceflow/internal/restart"
@@ -247,19 +248,17 @@ const (
 )
 
 // StartupMode is where a source starts reading when the job has no
-// checkpoint to resume from.
+// checkpoint to resume from: the Kafka spec's modes (kafka.ModeEarliest …).
 type StartupMode string
 
 // The startup modes.
 const (
-	StartEarliest        StartupMode = "earliest"
-	StartLatest          StartupMode = "latest"
-	StartTimestamp       StartupMode = "timestamp"
-	StartSpecificOffsets StartupMode = "specific-offsets"
-	StartGroupOffsets    StartupMode = "group-offsets"
+	StartEarliest        StartupMode = kafka.ModeEarliest
+	StartLatest          StartupMode = kafka.ModeLatest
+	StartTimestamp       StartupMode = kafka.ModeTimestamp
+	StartSpecificOffsets StartupMode = kafka.ModeSpecificOffsets
+	StartGroupOffsets    StartupMode = kafka.ModeGroupOffsets
 )
-
-var startupModes = []string{string(StartEarliest), string(StartLatest), string(StartTimestamp), string(StartSpecificOffsets), string(StartGroupOffsets)}
 
 // Startup is source.startup. Default mode earliest (as Flink's
 // KafkaSource).

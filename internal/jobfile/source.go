@@ -1,130 +1,89 @@
 package jobfile
 
 import (
-	"strconv"
-	"strings"
-	"time"
+	"sort"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/kafka"
 )
 
-// The decoder of the source section.
+// The Kafka source (source:, each of sources:) and the Kafka fields of
+// sink: are connector sections like the others: decoded by the Kafka
+// connector's spec (kafka.Spec) with the generic decoder
+// (connectors.go), checked by its Validate hook, then turned into the
+// SourceConfig and SinkConfig the rest of onceflow reads, by
+// SourceFromConfig and KafkaSinkFromConfig, which a SQL table's decoded
+// WITH options (kafka.Spec's Side.DecodeStrings) go through too.
 
+// decodeSource decodes the source section at path into s.
 func (d *decoder) decodeSource(path string, v *yaml.Node, s *SourceConfig) {
-	d.mapping(path, v, map[string]field{
-		"topics":             d.strList(&s.Topics),
-		"topic-regex":        d.str(&s.TopicRegex),
-		"group":              d.str(&s.Group),
-		"startup":            func(p string, v *yaml.Node) { d.decodeStartup(p, v, &s.Startup) },
-		"discovery-interval": d.duration(&s.DiscoveryInterval),
-		"isolation":          d.oneOf(&s.Isolation, IsolationReadCommitted, IsolationReadUncommitted),
-		"bounded":            d.boolean(&s.Bounded),
-		"parallelism":        d.integer(&s.Parallelism),
-		"on-topic-recreated": d.oneOf(&s.OnTopicRecreated, RecreatedEarliest, RecreatedFail),
-	})
-	if s.DiscoveryInterval == 0 && d.at(path+".discovery-interval") != 0 {
-		// Written as 0: discovery off, as a non-positive interval is in
-		// Flink; the connector takes a negative interval for that.
-		s.DiscoveryInterval = -1
-	}
+	before := len(d.errs)
+	side := kafka.Spec.Source
+	c := d.decodeConnector(path, v, side)
+	d.report(c, splitJoined(side.Validate(c, connector.Check{})))
+	// The rules that span fields are checked once the section decoded:
+	// its problems are reported in line order, as a reader meets them.
+	errs := d.errs[before:]
+	sort.SliceStable(errs, func(i, j int) bool { return lineOf(errs[i]) < lineOf(errs[j]) })
+	*s, _ = SourceFromConfig(c)
 }
 
-func (d *decoder) decodeStartup(path string, v *yaml.Node, st *Startup) {
-	var mode string
-	modeField := d.oneOf(&mode, startupModes...)
-	if v.Kind == yaml.ScalarNode {
-		modeField(path, v)
-		st.Mode = StartupMode(mode)
-		switch st.Mode {
-		case StartTimestamp:
-			d.errorf(v.Line, "%s timestamp needs the time to start from: write startup: {mode: timestamp, timestamp: 2024-05-01T00:00:00Z}", path)
-		case StartSpecificOffsets:
-			d.errorf(v.Line, "%s specific-offsets needs the offsets: write startup: {mode: specific-offsets, offsets: {TOPIC: {PARTITION: OFFSET}}}", path)
-		}
-		return
+// SourceFromConfig is the source a decoded Kafka source section says
+// (kafka.Spec.Source: a job file's source:, or a SQL table's WITH
+// options), as a job file is read: fields left out stay empty, for
+// ParseJobFile's defaults (SourceConfig.ApplyDefaults). The error joins
+// the section's startup problems (kafka.StartupOf), *connector.FieldError
+// values; what parses is returned anyway.
+func SourceFromConfig(c *connector.Config) (SourceConfig, error) {
+	s := SourceConfig{
+		Topics:           c.List("topics"),
+		TopicRegex:       c.String("topic-regex"),
+		Group:            c.String("group"),
+		Parallelism:      c.Int("parallelism"),
+		Bounded:          c.Bool("bounded"),
+		OnTopicRecreated: written(c, "on-topic-recreated"),
+		Isolation:        written(c, "isolation"),
 	}
-	var ts string
-	d.mapping(path, v, map[string]field{
-		"mode":      modeField,
-		"timestamp": d.str(&ts),
-		"offsets":   func(p string, v *yaml.Node) { d.decodeOffsets(p, v, st) },
-		"reset":     d.oneOf(&st.Reset, "earliest", "latest", "none"),
-	})
-	st.Mode = StartupMode(mode)
-	if st.Mode == "" {
-		if d.at(path+".mode") == 0 {
-			d.errorf(v.Line, "%s.mode is missing: use one of %s", path, strings.Join(startupModes, ", "))
-		}
-		return
-	}
-	// Fields of other modes are almost always a mistake in the mode.
-	if ts != "" && st.Mode != StartTimestamp {
-		d.errorf(d.at(path+".timestamp"), "%s.timestamp only applies to mode timestamp, and the mode is %s", path, st.Mode)
-	}
-	if st.Offsets != nil && st.Mode != StartSpecificOffsets {
-		d.errorf(d.at(path+".offsets"), "%s.offsets only applies to mode specific-offsets, and the mode is %s", path, st.Mode)
-	}
-	if st.Reset != "" && st.Mode != StartGroupOffsets && st.Mode != StartSpecificOffsets {
-		d.errorf(d.at(path+".reset"), "%s.reset only applies to modes group-offsets and specific-offsets, and the mode is %s", path, st.Mode)
-	}
-	switch st.Mode {
-	case StartTimestamp:
-		if ts == "" {
-			if d.at(path+".timestamp") == 0 {
-				d.errorf(d.at(path+".mode"), "%s.timestamp is missing: mode timestamp needs the time to start from, such as 2024-05-01T00:00:00Z", path)
-			}
-			return
-		}
-		t, err := time.Parse(time.RFC3339Nano, ts)
-		if err != nil {
-			d.errorf(d.at(path+".timestamp"), "%s.timestamp %q is not an RFC 3339 time such as 2024-05-01T00:00:00Z or 2024-05-01T02:00:00+02:00", path, ts)
-			return
-		}
-		st.Timestamp = t
-	case StartSpecificOffsets:
-		if len(st.Offsets) == 0 && d.at(path+".offsets") == 0 {
-			d.errorf(d.at(path+".mode"), "%s.offsets is missing: mode specific-offsets needs {TOPIC: {PARTITION: OFFSET}}", path)
+	if c.Has("discovery-interval") {
+		s.DiscoveryInterval = c.Duration("discovery-interval")
+		if s.DiscoveryInterval == 0 {
+			// Written as 0: discovery off, as a non-positive interval is in
+			// Flink; the connector takes a negative interval for that.
+			s.DiscoveryInterval = -1
 		}
 	}
+	st, err := kafka.StartupOf(c)
+	s.Startup = Startup{Mode: StartupMode(st.Mode), Timestamp: st.Timestamp, Offsets: st.Offsets, Reset: st.Reset}
+	return s, err
 }
 
-func (d *decoder) decodeOffsets(path string, v *yaml.Node, st *Startup) {
-	v = resolve(v)
-	if v.Kind != yaml.MappingNode {
-		d.errorf(v.Line, "%s must map topics to {PARTITION: OFFSET}, not %s", path, describe(v))
-		return
+// KafkaSinkFromConfig is the Kafka part of the sink a decoded Kafka sink
+// section says (kafka.Spec.Sink: a job file's sink:, or a SQL table's
+// WITH options): Topic, Delivery, MaxHeldBytes and TransactionTimeout.
+// Fields left out stay empty, for ParseJobFile's defaults.
+func KafkaSinkFromConfig(c *connector.Config) SinkConfig {
+	s := SinkConfig{Topic: c.String("topic"), Delivery: written(c, "delivery")}
+	if c.Has("max-held-bytes") {
+		s.MaxHeldBytes = c.Size("max-held-bytes")
 	}
-	st.Offsets = map[string]map[int32]int64{}
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		tk, tv := resolve(v.Content[i]), resolve(v.Content[i+1])
-		topic := tk.Value
-		if _, dup := st.Offsets[topic]; dup {
-			d.errorf(tk.Line, "%s: topic %q is repeated", path, topic)
-			continue
-		}
-		parts := map[int32]int64{}
-		st.Offsets[topic] = parts
-		if tv.Kind != yaml.MappingNode {
-			d.errorf(tv.Line, "%s.%s must map partitions to offsets, such as {0: 42, 1: 17}, not %s", path, topic, describe(tv))
-			continue
-		}
-		for j := 0; j+1 < len(tv.Content); j += 2 {
-			pk, pv := resolve(tv.Content[j]), resolve(tv.Content[j+1])
-			p, err := strconv.ParseInt(pk.Value, 10, 32)
-			if err != nil || p < 0 {
-				d.errorf(pk.Line, "%s.%s: partition %q is not a partition number (0 or more)", path, topic, pk.Value)
-				continue
-			}
-			if _, dup := parts[int32(p)]; dup {
-				d.errorf(pk.Line, "%s.%s: partition %d is repeated", path, topic, p)
-				continue
-			}
-			o, err := strconv.ParseInt(pv.Value, 10, 64)
-			if pv.Kind != yaml.ScalarNode || err != nil || o < 0 {
-				d.errorf(pv.Line, "%s.%s.%d: offset %q is not an offset (0 or more)", path, topic, p, pv.Value)
-				continue
-			}
-			parts[int32(p)] = o
-		}
+	if c.Has("transaction-timeout") {
+		s.TransactionTimeout = c.Duration("transaction-timeout")
 	}
+	return s
 }
+
+// written is a text or enum field's value if the section writes it, else
+// "" (rather than its default).
+func written(c *connector.Config, name string) string {
+	if !c.Has(name) {
+		return ""
+	}
+	return c.String(name)
+}
+
+// ApplyDefaults fills in what a source section leaves out, as
+// ParseJobFile does; job is the job's name (the default group is
+// onceflow-<job>).
+func (s *SourceConfig) ApplyDefaults(job string) { applySourceDefaults(s, job) }
