@@ -72,6 +72,8 @@ type CreateTable struct {
 	PrimaryKey  *PrimaryKey
 	PartitionBy []Ident
 	Options     []*Option
+	// Comment is the table's COMMENT 'x'; "" when none.
+	Comment string
 }
 
 // ColumnDef is one column of a CREATE TABLE: physical (Type set, Expr
@@ -159,6 +161,8 @@ type CreateFunction struct {
 	Name     Name
 	Class    string
 	Language string
+	// Temporary, System and IfNotExists are the words written.
+	Temporary, System, IfNotExists bool
 }
 
 // Insert is INSERT INTO|OVERWRITE table [(cols)] query.
@@ -392,6 +396,9 @@ type Interval struct {
 	Value  string
 	Unit   string
 	ToUnit string
+	// Precision and ToPrecision are the units' precisions, as the 3 of
+	// SECOND(3); 0 when not written.
+	Precision, ToPrecision int
 }
 
 // Unary is NOT x, -x, +x.
@@ -417,6 +424,8 @@ type Between struct {
 	X      Expr
 	Lo, Hi Expr
 	Not    bool
+	// Symmetric: BETWEEN SYMMETRIC (the bounds in either order).
+	Symmetric bool
 }
 
 // In is x [NOT] IN (list) or x [NOT] IN (query).
