@@ -734,13 +734,6 @@ func comparator(t *types.Type) func(a, b Value) int {
 			}
 			return cmpInt(int64(a.N), int64(b.N))
 		}
-	case t.Kind == types.Row, t.Kind == types.Array:
-		var elems []func(a, b Value) int
-		if t.Kind == types.Array {
-			elems = nil
-		}
-		_ = elems
-		return nil
 	}
 	return nil
 }
@@ -842,6 +835,21 @@ func (c *compiler) between(n *ast.Between) (*Expr, error) {
 	le, err := compare("<=", x, hi, n.At)
 	if err != nil {
 		return nil, err
+	}
+	if n.Symmetric {
+		// Either order of the bounds: (lo <= x <= hi) OR (hi <= x <= lo).
+		ge2, err := compare(">=", x, hi, n.At)
+		if err != nil {
+			return nil, err
+		}
+		le2, err := compare("<=", x, lo, n.At)
+		if err != nil {
+			return nil, err
+		}
+		a, _ := logic("AND", ge, le, n.At)
+		b, _ := logic("AND", ge2, le2, n.At)
+		ge, _ = logic("OR", a, b, n.At)
+		le = constant(types.BooleanT, Bool(true), n.At)
 	}
 	both, err := logic("AND", ge, le, n.At)
 	if err != nil || !n.Not {

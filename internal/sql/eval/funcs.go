@@ -118,6 +118,9 @@ func init() {
 		"CURRENT_ROW_TIMESTAMP": nowFn(types.TimestampLTZT(3)),
 		"CURRENT_TIMESTAMP":     nowFn(types.TimestampLTZT(3)),
 		"LOCALTIMESTAMP":        nowFn(types.TimestampT(3)),
+		"CURRENT_DATE":          niladicFn("CURRENT_DATE"),
+		"CURRENT_TIME":          niladicFn("CURRENT_TIME"),
+		"LOCALTIME":             niladicFn("CURRENT_TIME"),
 		"JSON_VALUE":            jsonValue,
 		"COALESCE":              coalesce,
 		"IFNULL":                coalesce,
@@ -323,15 +326,34 @@ func initcap(s string) string {
 	return string(b)
 }
 
+// trimFn is TRIM(s), and TRIM([BOTH|LEADING|TRAILING] chars FROM s) as
+// the parser gives it: TRIM('BOTH', chars, s). LTRIM and RTRIM take (s)
+// or (s, chars).
 func trimFn(f func(s, cut string) string) builder {
 	return func(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
-		if err := argCount(n, args, 1, 2); err != nil {
+		if err := argCount(n, args, 1, 3); err != nil {
 			return nil, err
 		}
 		for i := range args {
 			if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
 				return nil, err
 			}
+		}
+		if len(args) == 3 {
+			if !args[0].Const {
+				return nil, errorf(args[0].Pos, "TRIM: expected BOTH, LEADING or TRAILING")
+			}
+			switch strings.ToUpper(args[0].Val.S) {
+			case "LEADING":
+				f = strings.TrimLeft
+			case "TRAILING":
+				f = strings.TrimRight
+			case "BOTH":
+				f = strings.Trim
+			default:
+				return nil, errorf(args[0].Pos, "TRIM: expected BOTH, LEADING or TRAILING")
+			}
+			args = []*Expr{args[2], args[1]}
 		}
 		return strict(n, types.StringT, args, func(_ *Ctx, v []Value) Value {
 			cut := " "
@@ -993,6 +1015,15 @@ func extract(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 		return nil, errorf(args[0].Pos, "EXTRACT: unknown unit %s (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, DOW, DOY, EPOCH)", unit)
 	}
 	return partFn(unit)(c, n, args[1:])
+}
+
+func niladicFn(name string) builder {
+	return func(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
+		if err := argCount(n, args, 0, 0); err != nil {
+			return nil, err
+		}
+		return niladic[name](n.At), nil
+	}
 }
 
 func nowFn(t *types.Type) builder {

@@ -20,7 +20,7 @@ import (
 // Meta is what a record carries besides its value, for the metadata
 // columns (Flink's METADATA FROM 'key').
 type Meta struct {
-	Key       []byte
+	Key       string
 	Topic     string
 	Partition int32
 	Offset    int64
@@ -123,9 +123,7 @@ func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta) error {
 		var v Value
 		switch mc.key {
 		case MetaKey:
-			if m.Key != nil {
-				v = Str(string(m.Key))
-			}
+			v = Str(m.Key)
 		case MetaTimestamp:
 			v = addMillis(TimeOf(0, 0), m.Timestamp)
 		case MetaPartition:
