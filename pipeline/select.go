@@ -56,10 +56,10 @@ var selectSpec = Spec{
 		"replaces the input's, so key expressions over the value see new fields.",
 	Fields: []Field{
 		{Name: "schema", Type: OrderedMap, Required: true,
-			Example:     `{ user_id: BIGINT, ts: "TIMESTAMP(3)", person: "ROW<id BIGINT, name STRING>" }`,
+			Example:     `{ user_id: BIGINT, action: STRING, ts: "TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'" }`,
 			Missing:     `give the input columns and their SQL types, such as schema: { user_id: BIGINT, action: STRING }`,
 			Description: "The input columns of the JSON value in order, each with its SQL type; `TYPE METADATA FROM 'key'` reads the record's key, timestamp, partition, offset, topic or headers."},
-		{Name: "columns", Type: OrderedMap, Example: `{ id: "md5(cast(user_id AS STRING))", action: "upper(action)" }`,
+		{Name: "columns", Type: OrderedMap, Example: `{ user_id: user_id, action: upper(action), day: "date_format(ts, 'yyyy-MM-dd')" }`,
 			Description: "The output columns in order, each a SQL expression over the schema's columns; unset: the schema's columns unchanged."},
 		{Name: "where", Type: String, Example: `action <> 'view'`,
 			Description: "A SQL condition: records for which it is not TRUE (FALSE or NULL) are dropped."},

@@ -262,7 +262,9 @@ type Error struct {
 	Msg string
 }
 
-func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+func (e *Error) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Pos.Line, e.Pos.Col, e.Msg)
+}
 
 // FromAST makes the type the parser read.
 func FromAST(a *ast.Type) (*Type, error) {
@@ -289,7 +291,7 @@ func FromAST(a *ast.Type) (*Type, error) {
 		t = &Type{Kind: BigInt}
 	case "FLOAT", "REAL":
 		t = &Type{Kind: Float}
-	case "DOUBLE":
+	case "DOUBLE", "DOUBLE PRECISION":
 		t = &Type{Kind: Double}
 	case "DECIMAL", "DEC", "NUMERIC":
 		t = &Type{Kind: Decimal, Precision: param(0, 10), Scale: param(1, 0)}
@@ -298,9 +300,9 @@ func FromAST(a *ast.Type) (*Type, error) {
 		}
 	case "STRING":
 		t = &Type{Kind: String}
-	case "VARCHAR", "CHAR":
-		t = &Type{Kind: String, Precision: param(0, 1), Fixed: a.Name == "CHAR"}
-		if a.Name == "VARCHAR" && len(a.Params) == 0 {
+	case "VARCHAR", "CHAR", "CHARACTER", "CHAR VARYING", "CHARACTER VARYING":
+		t = &Type{Kind: String, Precision: param(0, 1), Fixed: a.Name == "CHAR" || a.Name == "CHARACTER"}
+		if !t.Fixed && len(a.Params) == 0 {
 			t.Precision = 0
 		}
 	case "BYTES":
@@ -482,7 +484,7 @@ func (p *typeParser) typ() (*ast.Type, error) {
 	if a.Name == "" {
 		return nil, &Error{a.At, "expected a type, such as BIGINT or STRING"}
 	}
-	if p.peek('(') {
+	if p.peek('(') && a.Name != "ROW" {
 		p.i++
 		for {
 			p.space()
