@@ -260,8 +260,19 @@ func floatToInt(f float64) int64 {
 
 // parseIntText reads an integer of kind k, refusing what does not fit.
 func parseIntText(s string, k types.Kind) (int64, bool) {
-	bitSize := map[types.Kind]int{types.TinyInt: 8, types.SmallInt: 16, types.Int: 32, types.BigInt: 64}[k]
-	i, err := strconv.ParseInt(strings.TrimSpace(s), 10, bitSize)
+	bitSize := 64
+	switch k {
+	case types.TinyInt:
+		bitSize = 8
+	case types.SmallInt:
+		bitSize = 16
+	case types.Int:
+		bitSize = 32
+	}
+	if len(s) > 0 && (s[0] == ' ' || s[len(s)-1] == ' ') {
+		s = strings.TrimSpace(s)
+	}
+	i, err := strconv.ParseInt(s, 10, bitSize)
 	return i, err == nil
 }
 

@@ -27,6 +27,7 @@ type Ctx struct {
 	// from record to record.
 	arena []Value
 	nests []Nested
+	scan  scanner
 }
 
 // Reset prepares c for the next record: no error, a new processing time.
@@ -250,6 +251,18 @@ func (c *compiler) column(n *ast.ColumnRef) (*Expr, error) {
 	c.scope.used[idx] = true
 	col := c.scope.Columns[idx]
 	x := &Expr{Type: col.Type, Pos: parts[0].At, Fn: func(ctx *Ctx) Value { return ctx.Row[idx] }}
+	if len(parts) == 2 && col.Type.Kind == types.Row {
+		// person.id, the common case, in one closure.
+		if i := col.Type.FieldIndex(parts[1].Name); i >= 0 {
+			return &Expr{Type: col.Type.Fields[i].Type.Nullable(), Pos: parts[1].At, Fn: func(ctx *Ctx) Value {
+				v := ctx.Row[idx]
+				if v.K != VRow {
+					return Null
+				}
+				return v.P.Vals[i]
+			}}, nil
+		}
+	}
 	for _, p := range parts[1:] {
 		var err error
 		if x, err = fieldOf(x, p, p.At); err != nil {

@@ -153,7 +153,8 @@ func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta) error {
 	if len(value) == 0 {
 		return &DecodeError{Msg: "the value is empty, not a JSON object"}
 	}
-	p := &scanner{s: unsafe.String(&value[0], len(value))}
+	p := &ctx.scan
+	*p = scanner{s: unsafe.String(&value[0], len(value))}
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == 'n' && strings.HasPrefix(p.s[p.i:], "null") {
 		return &DecodeError{Msg: "the value is JSON null, not an object"}
@@ -675,7 +676,11 @@ func (p *scanner) scalar() (token, string, error) {
 			return tokFalse, "false", nil
 		}
 	case c == '-' || c >= '0' && c <= '9':
-		return tokNumber, p.number(), nil
+		n := p.number()
+		if n == "" {
+			return 0, "", p.errorf("bad number")
+		}
+		return tokNumber, n, nil
 	case c == '{' || c == '[':
 		// Not a scalar: skip it; the caller reports the type error with
 		// the text.
@@ -687,39 +692,67 @@ func (p *scanner) scalar() (token, string, error) {
 	return 0, "", p.errorf("invalid character %q", p.s[p.i])
 }
 
+// number reads a JSON number and returns its text, "" when the text at
+// p.i is not one.
 func (p *scanner) number() string {
-	start := p.i
-	for p.i < len(p.s) {
-		switch c := p.s[p.i]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			p.i++
-		default:
-			return p.s[start:p.i]
+	s, i := p.s, p.i
+	start := i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > d
+	}
+	if !digits() || s[start] == '0' && i-start > 1 && s[start+1] != '.' || s[start] == '-' && s[start+1] == '0' && i-start > 2 {
+		p.i = i
+		return ""
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			p.i = i
+			return ""
 		}
 	}
-	return p.s[start:p.i]
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			p.i = i
+			return ""
+		}
+	}
+	p.i = i
+	return s[start:i]
 }
 
 // str reads a string at p.i (a quote), unescaped; a substring of the
 // input when it has no escapes.
 func (p *scanner) str() (string, error) {
-	p.i++
-	start := p.i
-	for p.i < len(p.s) {
-		c := p.s[p.i]
+	s := p.s
+	start := p.i + 1
+	for i := start; i < len(s); i++ {
+		c := s[i]
 		if c == '"' {
-			s := p.s[start:p.i]
-			p.i++
-			return s, nil
+			p.i = i + 1
+			return s[start:i], nil
 		}
 		if c == '\\' {
+			p.i = i
 			return p.strEscaped(start)
 		}
 		if c < 0x20 {
+			p.i = i
 			return "", p.errorf("control character in a string")
 		}
-		p.i++
 	}
+	p.i = len(s)
 	return "", p.errorf("unterminated string")
 }
 
@@ -802,12 +835,7 @@ func (p *scanner) skip() error {
 		_, err := p.str()
 		return err
 	}
-	tok, s, err := p.scalar()
-	if err == nil && tok == tokNumber {
-		if _, perr := strconv.ParseFloat(s, 64); perr != nil {
-			return p.errorf("bad number %q", s)
-		}
-	}
+	_, _, err := p.scalar()
 	return err
 }
 

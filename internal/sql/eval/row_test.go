@@ -116,7 +116,9 @@ func TestDecodeErrors(t *testing.T) {
 		``:                              "the value is empty",
 		`{"x": tru}`:                    "the value is not a JSON object",
 		`{"x": "a\q"}`:                  "bad escape",
-		`{"x": 1.2.3}`:                  "bad number",
+		`{"x": 1.2.3}`:                  "expected , or }",
+		`{"x": 01}`:                     "bad number",
+		`{"x": -}`:                      "bad number",
 	} {
 		_, err := sel.Run(&Ctx{}, []byte(in), &Meta{}, nil)
 		var de *DecodeError
