@@ -275,7 +275,7 @@ func (c *compiler) column(n *ast.ColumnRef) (*Expr, error) {
 // fieldOf is the field name of ROW x.
 func fieldOf(x *Expr, name ast.Ident, pos ast.Pos) (*Expr, error) {
 	if x.Type.Kind != types.Row {
-		return nil, errorf(pos, "%s is a %s, not a ROW: it has no field %s", describe(x), x.Type, name.Name)
+		return nil, errorf(pos, "a value of type %s has no field %s: only a ROW has fields", x.Type, name.Name)
 	}
 	i := x.Type.FieldIndex(name.Name)
 	if i < 0 {
@@ -294,8 +294,6 @@ func fieldOf(x *Expr, name ast.Ident, pos ast.Pos) (*Expr, error) {
 		return v.P.Vals[i]
 	}}, nil
 }
-
-func describe(x *Expr) string { return "the expression at " + x.Pos.String() }
 
 func literal(n *ast.Literal) (*Expr, error) {
 	switch n.Kind {

@@ -234,12 +234,6 @@ func truncNanos(nsec int32, precision int) int32 {
 	return nsec / p * p
 }
 
-// goTime is a timestamp as a time.Time in UTC.
-func goTime(v Value) time.Time { return time.Unix(v.I, int64(v.N)).UTC() }
-
-// fromGoTime is a time.Time as a timestamp value (its UTC wall clock).
-func fromGoTime(t time.Time) Value { return TimeOf(t.Unix(), int32(t.Nanosecond())) }
-
 // A datePattern is a Java DateTimeFormatter / SimpleDateFormat pattern
 // (yyyy-MM-dd HH:mm:ss.SSS) compiled to parts.
 type datePattern struct {
@@ -360,7 +354,7 @@ func (dp *datePattern) format(b []byte, sec int64, nsec int32) []byte {
 				b = append(b, "PM"...)
 			}
 		case 'E':
-			wd := time.Weekday((floorDiv(days, 1)%7 + 7 + 4) % 7) // 1970-01-01 was a Thursday
+			wd := time.Weekday((days%7 + 7 + 4) % 7) // 1970-01-01 was a Thursday
 			if p.n >= 4 {
 				b = append(b, wd.String()...)
 			} else {
