@@ -172,6 +172,8 @@ type Insert struct {
 	Table     Name
 	Columns   []Ident
 	Query     *Query
+	// Hints are the table's /*+ OPTIONS(…) */ written after its name.
+	Hints []*Hint
 }
 
 // Set is SET 'key' = 'value' (or SET key = value); Key "" is a bare SET
@@ -299,6 +301,8 @@ type TableRef struct {
 	SystemTime Expr // FOR SYSTEM_TIME AS OF; nil: none
 	Alias      *Ident
 	Hints      []*Hint
+	// AliasColumns are the (cols) after the alias, renaming the columns.
+	AliasColumns []Ident
 }
 
 // SubqueryRef is (query) [AS] alias.
@@ -306,6 +310,8 @@ type SubqueryRef struct {
 	At    Pos
 	Query *Query
 	Alias *Ident
+	// AliasColumns are the (cols) after the alias, renaming the columns.
+	AliasColumns []Ident
 }
 
 // TableFunc is TABLE(fn(args)) or a bare fn(args) in FROM: the window

@@ -3,6 +3,7 @@ package ast
 import (
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Printing: every node's String is SQL that parses back to the same tree
@@ -19,14 +20,15 @@ func plainIdent(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		letter := r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || r > 127
-		if !letter && (i == 0 || !(r == '$' || ('0' <= r && r <= '9'))) {
+		letter := r == '_' || unicode.IsLetter(r)
+		if !letter && (i == 0 || !(r == '$' || unicode.IsDigit(r))) {
 			return false
 		}
 	}
 	return true
 }
 
+// String prints the Ident as SQL.
 func (n *Ident) String() string {
 	if n.Quoted || !plainIdent(n.Name) {
 		return "`" + strings.ReplaceAll(n.Name, "`", "``") + "`"
@@ -34,6 +36,7 @@ func (n *Ident) String() string {
 	return n.Name
 }
 
+// String prints the Name as SQL.
 func (n *Name) String() string {
 	parts := make([]string, len(n.Parts))
 	for i := range n.Parts {
@@ -70,6 +73,7 @@ func (s *Script) String() string {
 
 // Statements.
 
+// String prints the CreateTable as SQL.
 func (n *CreateTable) String() string {
 	var b strings.Builder
 	b.WriteString("CREATE ")
@@ -108,6 +112,7 @@ func (n *CreateTable) String() string {
 	return b.String()
 }
 
+// String prints the ColumnDef as SQL.
 func (n *ColumnDef) String() string {
 	s := n.Name.String()
 	if n.Expr != nil {
@@ -138,10 +143,12 @@ func (n *ColumnDef) String() string {
 	return s
 }
 
+// String prints the Watermark as SQL.
 func (n *Watermark) String() string {
 	return "WATERMARK FOR " + n.Column.String() + " AS " + n.Expr.String()
 }
 
+// String prints the PrimaryKey as SQL.
 func (n *PrimaryKey) String() string {
 	s := "PRIMARY KEY " + identList(n.Columns)
 	if n.NotEnforced {
@@ -150,8 +157,10 @@ func (n *PrimaryKey) String() string {
 	return s
 }
 
+// String prints the Option as SQL.
 func (n *Option) String() string { return QuoteString(n.Key) + " = " + QuoteString(n.Value) }
 
+// String prints the Type as SQL.
 func (n *Type) String() string {
 	var s string
 	switch n.Name {
@@ -184,8 +193,10 @@ func (n *Type) String() string {
 	return s
 }
 
+// String prints the RowField as SQL.
 func (n *RowField) String() string { return n.Name.String() + " " + n.Type.String() }
 
+// String prints the CreateView as SQL.
 func (n *CreateView) String() string {
 	s := "CREATE "
 	if n.Temporary {
@@ -202,6 +213,7 @@ func (n *CreateView) String() string {
 	return s + " AS\n" + n.Query.String()
 }
 
+// String prints the CreateFunction as SQL.
 func (n *CreateFunction) String() string {
 	s := "CREATE "
 	if n.Temporary {
@@ -221,18 +233,23 @@ func (n *CreateFunction) String() string {
 	return s
 }
 
+// String prints the Insert as SQL.
 func (n *Insert) String() string {
 	s := "INSERT INTO "
 	if n.Overwrite {
 		s = "INSERT OVERWRITE "
 	}
 	s += n.Table.String()
+	if len(n.Hints) > 0 {
+		s += " " + hintsString(n.Hints)
+	}
 	if len(n.Columns) > 0 {
 		s += " " + identList(n.Columns)
 	}
 	return s + "\n" + n.Query.String()
 }
 
+// String prints the Set as SQL.
 func (n *Set) String() string {
 	if n.Option.Key == "" {
 		return "SET"
@@ -240,6 +257,7 @@ func (n *Set) String() string {
 	return "SET " + n.Option.String()
 }
 
+// String prints the Reset as SQL.
 func (n *Reset) String() string {
 	if n.Key == "" {
 		return "RESET"
@@ -247,8 +265,10 @@ func (n *Reset) String() string {
 	return "RESET " + QuoteString(n.Key)
 }
 
+// String prints the Explain as SQL.
 func (n *Explain) String() string { return "EXPLAIN " + n.Stmt.String() }
 
+// String prints the StatementSet as SQL.
 func (n *StatementSet) String() string {
 	var b strings.Builder
 	b.WriteString("EXECUTE STATEMENT SET\nBEGIN\n")
@@ -260,6 +280,7 @@ func (n *StatementSet) String() string {
 	return b.String()
 }
 
+// String prints the QueryStmt as SQL.
 func (n *QueryStmt) String() string { return n.Query.String() }
 
 // Queries.
@@ -293,6 +314,7 @@ func setExprString(e SetExpr) string {
 	return e.String()
 }
 
+// String prints the CTE as SQL.
 func (n *CTE) String() string {
 	s := n.Name.String()
 	if len(n.Columns) > 0 {
@@ -301,6 +323,7 @@ func (n *CTE) String() string {
 	return s + " AS (" + n.Query.String() + ")"
 }
 
+// String prints the SetOp as SQL.
 func (n *SetOp) String() string {
 	op := n.Op
 	if n.All {
@@ -309,6 +332,7 @@ func (n *SetOp) String() string {
 	return setExprString(n.Left) + "\n" + op + "\n" + setExprString(n.Right)
 }
 
+// String prints the Select as SQL.
 func (n *Select) String() string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -335,6 +359,7 @@ func (n *Select) String() string {
 	return b.String()
 }
 
+// String prints the SelectItem as SQL.
 func (n *SelectItem) String() string {
 	if n.Star {
 		if n.Qualifier != nil {
@@ -349,6 +374,7 @@ func (n *SelectItem) String() string {
 	return s
 }
 
+// String prints the OrderItem as SQL.
 func (n *OrderItem) String() string {
 	s := n.Expr.String()
 	if n.Desc {
@@ -379,25 +405,32 @@ func aliasString(a *Ident) string {
 	return " AS " + a.String()
 }
 
+// String prints the TableRef as SQL.
 func (n *TableRef) String() string {
 	s := n.Name.String()
 	if len(n.Hints) > 0 {
-		hs := make([]string, len(n.Hints))
-		for i, h := range n.Hints {
-			hs[i] = h.String()
-		}
-		s += " /*+ " + strings.Join(hs, ", ") + " */"
+		s += " " + hintsString(n.Hints)
 	}
 	if n.SystemTime != nil {
 		s += " FOR SYSTEM_TIME AS OF " + n.SystemTime.String()
 	}
-	return s + aliasString(n.Alias)
+	return s + aliasString(n.Alias) + aliasColumns(n.AliasColumns)
 }
 
+// aliasColumns prints the (cols) after an alias.
+func aliasColumns(cols []Ident) string {
+	if len(cols) == 0 {
+		return ""
+	}
+	return " " + identList(cols)
+}
+
+// String prints the SubqueryRef as SQL.
 func (n *SubqueryRef) String() string {
-	return "(" + n.Query.String() + ")" + aliasString(n.Alias)
+	return "(" + n.Query.String() + ")" + aliasString(n.Alias) + aliasColumns(n.AliasColumns)
 }
 
+// String prints the TableFunc as SQL.
 func (n *TableFunc) String() string {
 	args := make([]string, len(n.Args))
 	for i, a := range n.Args {
@@ -434,6 +467,7 @@ func (n *FuncArg) String() string {
 	return s
 }
 
+// String prints the Join as SQL.
 func (n *Join) String() string {
 	if n.Comma {
 		return n.Left.String() + ", " + n.Right.String()
@@ -450,6 +484,15 @@ func (n *Join) String() string {
 		s += " USING " + identList(n.Using)
 	}
 	return s
+}
+
+// hintsString prints hints as the comment /*+ … */.
+func hintsString(hints []*Hint) string {
+	hs := make([]string, len(hints))
+	for i, h := range hints {
+		hs[i] = h.String()
+	}
+	return "/*+ " + strings.Join(hs, ", ") + " */"
 }
 
 // String prints the hint as it goes inside /*+ … */.
@@ -473,8 +516,10 @@ func (n *Hint) String() string {
 
 // Expressions.
 
+// String prints the ColumnRef as SQL.
 func (n *ColumnRef) String() string { return n.Name.String() }
 
+// String prints the Literal as SQL.
 func (n *Literal) String() string {
 	switch n.Kind {
 	case LitString:
@@ -494,6 +539,7 @@ func unitString(unit string, prec int) string {
 	return unit
 }
 
+// String prints the Interval as SQL.
 func (n *Interval) String() string {
 	s := "INTERVAL " + QuoteString(n.Value) + " " + unitString(n.Unit, n.Precision)
 	if n.ToUnit != "" {
@@ -502,6 +548,7 @@ func (n *Interval) String() string {
 	return s
 }
 
+// String prints the Unary as SQL.
 func (n *Unary) String() string {
 	x := n.X.String()
 	if n.Op == "NOT" {
@@ -513,12 +560,31 @@ func (n *Unary) String() string {
 	return n.Op + x
 }
 
+// String prints the Binary as SQL.
 func (n *Binary) String() string {
-	s := n.X.String() + " " + n.Op + " " + n.Y.String()
+	var b strings.Builder
+	n.write(&b)
+	return b.String()
+}
+
+// write prints the binary expression into b; a long chain a OR b OR c …
+// is printed in time linear in its length.
+func (n *Binary) write(b *strings.Builder) {
+	writeExpr(b, n.X)
+	b.WriteString(" " + n.Op + " ")
+	writeExpr(b, n.Y)
 	if n.Escape != nil {
-		s += " ESCAPE " + n.Escape.String()
+		b.WriteString(" ESCAPE ")
+		writeExpr(b, n.Escape)
 	}
-	return s
+}
+
+func writeExpr(b *strings.Builder, x Expr) {
+	if bin, ok := x.(*Binary); ok {
+		bin.write(b)
+		return
+	}
+	b.WriteString(x.String())
 }
 
 func not(b bool) string {
@@ -528,6 +594,7 @@ func not(b bool) string {
 	return ""
 }
 
+// String prints the Between as SQL.
 func (n *Between) String() string {
 	s := n.X.String() + " " + not(n.Not) + "BETWEEN "
 	if n.Symmetric {
@@ -536,6 +603,7 @@ func (n *Between) String() string {
 	return s + n.Lo.String() + " AND " + n.Hi.String()
 }
 
+// String prints the In as SQL.
 func (n *In) String() string {
 	s := n.X.String() + " " + not(n.Not) + "IN ("
 	if n.Query != nil {
@@ -544,10 +612,13 @@ func (n *In) String() string {
 	return s + exprList(n.List) + ")"
 }
 
+// String prints the IsNull as SQL.
 func (n *IsNull) String() string { return n.X.String() + " IS " + not(n.Not) + "NULL" }
 
+// String prints the IsBool as SQL.
 func (n *IsBool) String() string { return n.X.String() + " IS " + not(n.Not) + n.Value }
 
+// String prints the Case as SQL.
 func (n *Case) String() string {
 	var b strings.Builder
 	b.WriteString("CASE")
@@ -567,6 +638,7 @@ func (n *Case) String() string {
 // String prints WHEN cond THEN result.
 func (n *When) String() string { return "WHEN " + n.Cond.String() + " THEN " + n.Result.String() }
 
+// String prints the Cast as SQL.
 func (n *Cast) String() string {
 	fn := "CAST"
 	if n.Try {
@@ -584,6 +656,7 @@ var niladic = map[string]bool{
 // trimFlags are the first words of TRIM(BOTH x FROM s).
 var trimFlags = map[string]bool{"BOTH": true, "LEADING": true, "TRAILING": true}
 
+// String prints the Call as SQL.
 func (n *Call) String() string {
 	fn := ""
 	if len(n.Name.Parts) == 1 && !n.Name.Parts[0].Quoted {
@@ -605,6 +678,8 @@ func (n *Call) String() string {
 			}
 		case fn == "POSITION" && len(n.Args) == 2:
 			return name + "(" + n.Args[0].String() + " IN " + n.Args[1].String() + ")"
+		case (fn == "ARRAY" || fn == "MAP") && len(n.Args) > 0:
+			return name + "[" + exprList(n.Args) + "]"
 		}
 	}
 	s := name + "("
@@ -641,12 +716,16 @@ func (n *Window) String() string {
 	return "OVER (" + strings.Join(parts, " ") + ")"
 }
 
+// String prints the Subscript as SQL.
 func (n *Subscript) String() string { return n.X.String() + "[" + n.Index.String() + "]" }
 
+// String prints the Field as SQL.
 func (n *Field) String() string { return n.X.String() + "." + n.Name.String() }
 
+// String prints the Paren as SQL.
 func (n *Paren) String() string { return "(" + n.X.String() + ")" }
 
+// String prints the Subquery as SQL.
 func (n *Subquery) String() string {
 	s := "(" + n.Query.String() + ")"
 	if n.Exists {

@@ -26,6 +26,10 @@ import (
 const maxDepth = 200
 
 func (p *parser) expr() (ast.Expr, error) {
+	if err := p.enter(p.peek()); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	return p.orExpr()
 }
 
@@ -325,10 +329,6 @@ func (p *parser) primary() (ast.Expr, error) {
 			break
 		}
 		p.advance()
-		if err := p.enter(t); err != nil {
-			return nil, err
-		}
-		defer p.leave()
 		if p.startsQuery() {
 			q, err := p.subquery(t)
 			if err != nil {
@@ -378,6 +378,19 @@ func (p *parser) primary() (ast.Expr, error) {
 				return nil, err
 			}
 			return &ast.Subquery{At: t.pos, Query: q, Exists: true}, nil
+		case "ARRAY", "MAP":
+			if p.peekAt(1).isOp("[") {
+				p.advance()
+				p.advance()
+				args, err := p.exprList()
+				if err != nil {
+					return nil, err
+				}
+				if _, err := p.expectOp("]"); err != nil {
+					return nil, err
+				}
+				return &ast.Call{At: t.pos, Name: funcName(t), Args: args}, nil
+			}
 		case "TIMESTAMP", "DATE", "TIME":
 			if n := p.peekAt(1); n.kind == tString {
 				p.advance()
@@ -631,11 +644,11 @@ func (p *parser) caseExpr() (ast.Expr, error) {
 			return nil, err
 		}
 	}
-	if _, err := p.expect("END"); err != nil {
-		if len(c.Whens) > 0 {
-			return nil, p.expected("WHEN, ELSE or END in CASE")
+	if !p.accept("END") {
+		if c.Else != nil {
+			return nil, p.expected("END closing CASE")
 		}
-		return nil, err
+		return nil, p.expected("WHEN, ELSE or END in CASE")
 	}
 	return c, nil
 }

@@ -80,7 +80,7 @@ func lex(src string) ([]token, error) {
 // lexAt lexes src as if it started at position start (hint bodies are
 // lexed where they are in the script).
 func lexAt(src string, start ast.Pos) ([]token, error) {
-	lx := &lexer{src: src, line: start.Line, col: start.Col}
+	lx := &lexer{src: src, line: start.Line, col: start.Col, toks: make([]token, 0, len(src)/5+1)}
 	for {
 		if err := lx.skipSpace(); err != nil {
 			return nil, err

@@ -6,6 +6,21 @@
 // It is a hand-written lexer and a recursive-descent parser with
 // precedence climbing for expressions. Every error is an *Error naming the
 // line and column where the script goes wrong.
+//
+// The special syntaxes of some functions become plain calls:
+//
+//	TRIM([BOTH|LEADING|TRAILING] [chars] FROM s)  TRIM('BOTH', chars, s), chars ' ' when not written
+//	TRIM(s)                                       TRIM(s)
+//	SUBSTRING(s FROM a [FOR b])                   SUBSTRING(s, a[, b])
+//	EXTRACT(unit FROM x)                          EXTRACT('UNIT', x), the unit upper case and singular
+//	POSITION(a IN b)                              POSITION(a, b)
+//	CURRENT_TIMESTAMP, LOCALTIMESTAMP, …          a call without arguments
+//	ARRAY[a, b], MAP[k, v]                        ARRAY(a, b), MAP(k, v)
+//
+// -x is a Unary of a positive literal, not a negative literal; x != y is
+// the Binary "<>"; a column's inline PRIMARY KEY sets ColumnDef.PrimaryKey,
+// not CreateTable.PrimaryKey. A /*+ … */ comment right after a table name
+// in FROM is that table's hints; anywhere else it is a comment.
 package parser
 
 import (

@@ -337,6 +337,9 @@ func (p *parser) tableRef() (ast.TableExpr, error) {
 		if ref.Alias, err = p.alias(); err != nil {
 			return nil, err
 		}
+		if ref.AliasColumns, err = p.aliasColumns(ref.Alias); err != nil {
+			return nil, err
+		}
 		return ref, nil
 	case t.is("LATERAL"):
 		return nil, p.errAt(t, "LATERAL TABLE(…) (a table function per row) is not supported")
@@ -380,12 +383,8 @@ func (p *parser) tableRef() (ast.TableExpr, error) {
 		return f, nil
 	}
 	ref := &ast.TableRef{At: n.At, Name: n}
-	for _, h := range p.peek().hints {
-		hs, err := parseHints(h)
-		if err != nil {
-			return nil, err
-		}
-		ref.Hints = append(ref.Hints, hs...)
+	if ref.Hints, err = p.hints(); err != nil {
+		return nil, err
 	}
 	if p.acceptSeq("FOR", "SYSTEM_TIME") {
 		if !p.acceptSeq("AS", "OF") {
@@ -398,7 +397,31 @@ func (p *parser) tableRef() (ast.TableExpr, error) {
 	if ref.Alias, err = p.alias(); err != nil {
 		return nil, err
 	}
+	if ref.AliasColumns, err = p.aliasColumns(ref.Alias); err != nil {
+		return nil, err
+	}
 	return ref, nil
+}
+
+// hints parses the /*+ … */ comments written before the current token.
+func (p *parser) hints() ([]*ast.Hint, error) {
+	var all []*ast.Hint
+	for _, h := range p.peek().hints {
+		hs, err := parseHints(h)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, hs...)
+	}
+	return all, nil
+}
+
+// aliasColumns parses the (cols) after an alias.
+func (p *parser) aliasColumns(alias *ast.Ident) ([]ast.Ident, error) {
+	if alias == nil || !p.peek().isOp("(") {
+		return nil, nil
+	}
+	return p.identList("a column name")
 }
 
 // tableFunc parses the arguments of the table function name: (arg, …).

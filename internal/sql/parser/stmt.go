@@ -414,6 +414,9 @@ func (p *parser) insert() (*ast.Insert, error) {
 	if ins.Table, err = p.name("a table name"); err != nil {
 		return nil, err
 	}
+	if ins.Hints, err = p.hints(); err != nil {
+		return nil, err
+	}
 	if p.peek().isOp("(") && !p.peekAt(1).is("SELECT") && !p.peekAt(1).is("WITH") && !p.peekAt(1).isOp("(") {
 		if ins.Columns, err = p.identList("a column name"); err != nil {
 			return nil, err
@@ -446,8 +449,8 @@ func (p *parser) set() (ast.Stmt, error) {
 	}
 	k := p.peek()
 	key, ok := p.looseValue()
-	if !ok {
-		return nil, p.expected("a setting 'key' = 'value' after SET")
+	if !ok || key == "" {
+		return nil, p.errAt(k, fmt.Sprintf("expected a setting 'key' = 'value' after SET, found %s", k.describe()))
 	}
 	s.Option.At, s.Option.Key = k.pos, key
 	if _, err := p.expectOp("="); err != nil {
