@@ -137,6 +137,9 @@ func init() {
 		"FLOOR":                 floorCeil(true),
 		"CEIL":                  floorCeil(false),
 		"CEILING":               floorCeil(false),
+		"ARRAY":                 arrayCtor,
+		"MAP":                   mapCtor,
+		"CARDINALITY":           cardinality,
 		"GREATEST":              extreme(1),
 		"LEAST":                 extreme(-1),
 	}
@@ -1415,4 +1418,59 @@ func extreme(sign int) builder {
 			return best
 		}}, args...)
 	}
+}
+
+// arrayCtor is ARRAY[a, b, …] (the parser's ARRAY(a, b, …)).
+func arrayCtor(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
+	if err := argCount(n, args, 1, 1<<30); err != nil {
+		return nil, err
+	}
+	args, t, err := unifyArgs(n, args)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{Type: types.ArrayT(t), Pos: n.At, Fn: func(ctx *Ctx) Value {
+		vals := make([]Value, len(args))
+		for i, a := range args {
+			vals[i] = a.Fn(ctx)
+		}
+		return ArrayOf(vals...)
+	}}, nil
+}
+
+// mapCtor is MAP[k1, v1, k2, v2, …] (the parser's MAP(k1, v1, …)).
+func mapCtor(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
+	if len(args) == 0 || len(args)%2 != 0 {
+		return nil, errorf(n.At, "MAP[…] takes keys and values in pairs, not %d values", len(args))
+	}
+	var keys, vals []*Expr
+	for i := 0; i < len(args); i += 2 {
+		keys, vals = append(keys, args[i]), append(vals, args[i+1])
+	}
+	keys, kt, err := unifyArgs(n, keys)
+	if err != nil {
+		return nil, err
+	}
+	vals, vt, err := unifyArgs(n, vals)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{Type: types.MapT(kt, vt), Pos: n.At, Fn: func(ctx *Ctx) Value {
+		m := &Nested{Keys: make([]Value, len(keys)), Vals: make([]Value, len(vals))}
+		for i := range keys {
+			m.Keys[i], m.Vals[i] = keys[i].Fn(ctx), vals[i].Fn(ctx)
+		}
+		return Value{K: VMap, P: m}
+	}}, nil
+}
+
+// cardinality is the number of elements of an ARRAY or entries of a MAP.
+func cardinality(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
+	if err := argCount(n, args, 1, 1); err != nil {
+		return nil, err
+	}
+	if err := wantArg(n, args, 0, "an ARRAY or a MAP", func(t *types.Type) bool { return t.Kind == types.Array || t.Kind == types.Map }); err != nil {
+		return nil, err
+	}
+	return strict(n, types.IntT, args, func(_ *Ctx, v []Value) Value { return Int(int64(len(v[0].P.Vals))) })
 }
