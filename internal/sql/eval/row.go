@@ -426,8 +426,10 @@ func decoderFor(t *types.Type) valueDecoder {
 		}
 	case types.Row:
 		decs := make([]valueDecoder, len(t.Fields))
+		names := make([]string, len(t.Fields))
 		for i, f := range t.Fields {
 			decs[i] = decoderFor(f.Type)
+			names[i] = f.Name
 		}
 		return func(ctx *Ctx, p *scanner) (Value, error) {
 			p.ws()
@@ -442,11 +444,16 @@ func decoderFor(t *types.Type) valueDecoder {
 				return Null, typeError(t, p, start)
 			}
 			vals := ctx.alloc(len(decs))
+			next := 0 // fields usually come in the schema's order: try the next one first
 			err := p.object(func(key string) error {
-				i := t.FieldIndex(key)
+				i := next
+				if i >= len(names) || names[i] != key {
+					i = t.FieldIndex(key)
+				}
 				if i < 0 {
 					return p.skip()
 				}
+				next = i + 1
 				v, err := decs[i](ctx, p)
 				if err != nil {
 					return wrapColumn(err, key)
