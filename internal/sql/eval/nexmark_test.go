@@ -90,7 +90,7 @@ func TestNexmarkScript(t *testing.T) {
 			wm, err := Compile(s.Watermark.Expr, &Scope{Columns: func() []Column {
 				var cs []Column
 				for _, c := range source.Columns() {
-					cs = append(cs, Column{Name: c.Name, Type: c.Type})
+					cs = append(cs, Column(c))
 				}
 				return cs
 			}()})

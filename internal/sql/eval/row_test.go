@@ -224,18 +224,33 @@ func TestWhereAndKey(t *testing.T) {
 	}
 }
 
-// CompileSelect tells the planner the output columns' types.
+// ColumnTypes (and CompileSelect's Columns) tell the planner the output
+// columns' types.
 func TestOutputTypes(t *testing.T) {
 	s := mustSchema(t, [2]string{"bid", "ROW<auction BIGINT, price BIGINT, dateTime TIMESTAMP(3), extra STRING>"})
-	sel := mustSelect(t, s, "", nil, [2]string{"auction", "bid.auction"}, [2]string{"price", "0.908 * bid.price"},
-		[2]string{"dateTime", "bid.dateTime"}, [2]string{"n", "char_length(bid.extra)"}, [2]string{"ok", "bid.price > 10"})
+	var cols []NamedExpr
+	for _, c := range [][2]string{{"auction", "bid.auction"}, {"price", "0.908 * bid.price"}, {"dateTime", "bid.dateTime"},
+		{"n", "char_length(bid.extra)"}, {"ok", "bid.price > 10"}} {
+		e, err := parser.ParseExpr(c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, NamedExpr{Name: c[0], Expr: e})
+	}
+	out, err := ColumnTypes(s, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []string
-	for _, c := range sel.Columns() {
+	for _, c := range out {
 		got = append(got, c.Name+" "+c.Type.String())
 	}
 	want := "auction BIGINT, price DECIMAL(23, 3), dateTime TIMESTAMP(3), n INT, ok BOOLEAN"
 	if strings.Join(got, ", ") != want {
 		t.Errorf("columns %s, want %s", strings.Join(got, ", "), want)
+	}
+	if all, err := ColumnTypes(s, nil); err != nil || len(all) != 1 || all[0].Type.String() != s[0].Type.String() {
+		t.Errorf("the schema's columns: %v, %v", all, err)
 	}
 }
 

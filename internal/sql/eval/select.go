@@ -243,8 +243,15 @@ func (s *Select) Run(ctx *Ctx, value []byte, m *Meta, buf []byte) (Result, error
 			return Result{}, nil
 		}
 	}
-	var keyVals [4]Value
-	kv := keyVals[:0]
+	var small [4]Value
+	keyVals := small[:0]
+	if len(s.keyIdx) > 0 {
+		if len(s.keyIdx) <= len(small) {
+			keyVals = small[:len(s.keyIdx)]
+		} else {
+			keyVals = make([]Value, len(s.keyIdx))
+		}
+	}
 	for i, e := range s.exprs {
 		v := e.Fn(ctx)
 		if ctx.err != nil {
@@ -252,11 +259,9 @@ func (s *Select) Run(ctx *Ctx, value []byte, m *Meta, buf []byte) (Result, error
 		}
 		buf = append(buf, s.names[i]...)
 		buf = s.encs[i](buf, v)
-		if len(s.keyIdx) > 0 {
-			for _, k := range s.keyIdx {
-				if k == i {
-					kv = append(kv, v)
-				}
+		for j, k := range s.keyIdx {
+			if k == i {
+				keyVals[j] = v
 			}
 		}
 	}
@@ -266,37 +271,37 @@ func (s *Select) Run(ctx *Ctx, value []byte, m *Meta, buf []byte) (Result, error
 	buf = append(buf, '}')
 	r := Result{Keep: true, Value: buf}
 	if len(s.keyIdx) > 0 {
-		r.Key = s.key(kv)
+		r.Key = s.key(keyVals)
 	}
 	return r, nil
 }
 
-// key is the record key of the key columns' values (in output order):
-// one column's text, or a JSON array of several.
+// key is the record key of the key columns' values (in the order key
+// names them): one column's text, or a JSON array of several.
 func (s *Select) key(vals []Value) []byte {
-	byCol := make([]Value, len(s.keyIdx))
-	// vals came in output order; map them back to key order.
-	order := 0
-	for i := range s.exprs {
-		for j, k := range s.keyIdx {
-			if k == i {
-				byCol[j] = vals[order]
-				order++
-			}
-		}
-	}
-	if len(s.keyIdx) == 1 {
-		if byCol[0].K == VNull {
+	if len(vals) == 1 {
+		if vals[0].K == VNull {
 			return nil
 		}
-		return []byte(s.keyStr[0](byCol[0]))
+		return []byte(s.keyStr[0](vals[0]))
 	}
 	b := []byte{'['}
-	for j, v := range byCol {
+	for j, v := range vals {
 		if j > 0 {
 			b = append(b, ',')
 		}
 		b = s.encs[s.keyIdx[j]](b, v)
 	}
 	return append(b, ']')
+}
+
+// ColumnTypes returns the names and types of the output columns of
+// columns over schema (nil columns: the schema's), without a condition or
+// a key: what the SQL planner needs to type the next step's input.
+func ColumnTypes(schema Schema, columns []NamedExpr) ([]OutColumn, error) {
+	s, err := CompileSelect(schema, columns, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.Columns(), nil
 }
