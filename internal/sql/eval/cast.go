@@ -308,8 +308,11 @@ func toStringFn(t *types.Type) (func(Value) string, error) {
 		p := t.Precision
 		return func(v Value) string { return string(appendClock(nil, v.I, v.N, p)) }, nil
 	case t.Kind == types.Row, t.Kind == types.Array, t.Kind == types.Map:
-		enc := encoderFor(t)
-		return func(v Value) string { return string(enc(nil, v)) }, nil
+		app, err := appendStringFn(t)
+		if err != nil {
+			return nil, err
+		}
+		return func(v Value) string { return string(app(nil, v)) }, nil
 	}
 	return nil, fmt.Errorf("cannot CAST %s to STRING", t)
 }
@@ -376,4 +379,77 @@ func base64Of(b []byte, s string) []byte {
 	b = append(b, make([]byte, n)...)
 	base64.StdEncoding.Encode(b[len(b)-n:], []byte(s))
 	return b
+}
+
+// appendStringFn returns how a value of type t prints inside a ROW, ARRAY
+// or MAP cast to STRING, as Flink prints them: (1, a), [1, 2], {a=1},
+// NULL for a NULL.
+func appendStringFn(t *types.Type) (func(b []byte, v Value) []byte, error) {
+	var app func(b []byte, v Value) []byte
+	switch t.Kind {
+	case types.Row, types.Array:
+		elems := make([]func([]byte, Value) []byte, 0, len(t.Fields))
+		if t.Kind == types.Row {
+			for _, f := range t.Fields {
+				e, err := appendStringFn(f.Type)
+				if err != nil {
+					return nil, err
+				}
+				elems = append(elems, e)
+			}
+		} else {
+			e, err := appendStringFn(t.Elem)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, e)
+		}
+		open, close := byte('('), byte(')')
+		if t.Kind == types.Array {
+			open, close = '[', ']'
+		}
+		app = func(b []byte, v Value) []byte {
+			b = append(b, open)
+			for i, x := range v.P.Vals {
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = elems[min(i, len(elems)-1)](b, x)
+			}
+			return append(b, close)
+		}
+	case types.Map:
+		key, err := appendStringFn(t.Key)
+		if err != nil {
+			return nil, err
+		}
+		val, err := appendStringFn(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		app = func(b []byte, v Value) []byte {
+			b = append(b, '{')
+			for i := range v.P.Keys {
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = key(b, v.P.Keys[i])
+				b = append(b, '=')
+				b = val(b, v.P.Vals[i])
+			}
+			return append(b, '}')
+		}
+	default:
+		str, err := toStringFn(t)
+		if err != nil {
+			return nil, err
+		}
+		app = func(b []byte, v Value) []byte { return append(b, str(v)...) }
+	}
+	return func(b []byte, v Value) []byte {
+		if v.K == VNull {
+			return append(b, "NULL"...)
+		}
+		return app(b, v)
+	}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/onceflow/onceflow/internal/sql/types"
 )
 
 // DECIMAL arithmetic: an unscaled int64 with the scale in Value.N, and a
@@ -294,7 +296,19 @@ func parseDec(text string, s int) (Value, bool) {
 			return Null, false
 		}
 	}
+	if digits = strings.TrimLeft(digits, "0"); digits == "" {
+		digits = "0"
+	}
 	scale := len(frac) - exp
+	// Guard the work against absurd exponents (1e999999999): beyond 38
+	// integer digits nothing fits a DECIMAL, and digits far below the
+	// scale round to zero.
+	if len(digits)-scale > types.MaxPrecision+1 && digits != "0" {
+		return Null, false
+	}
+	if scale > s+len(digits)+1 {
+		return Dec(0, s), true
+	}
 	var v Value
 	if len(digits) <= 18 {
 		u, _ := strconv.ParseInt(digits, 10, 64)

@@ -220,7 +220,10 @@ func TestCasts(t *testing.T) {
 		{"CAST('ab' AS CHAR(4))", `"ab  "`},
 		{"CAST(i AS TIMESTAMP(3))", "ERR: TO_TIMESTAMP_LTZ"},
 		{"CAST(NULL AS INT)", "null"},
-		{"CAST(person AS STRING)", `"{\"id\":42,\"name\":\"Ann\"}"`},
+		{"CAST(person AS STRING)", `"(42, Ann)"`},
+		{"CAST(arr AS STRING)", `"[a, b]"`},
+		{"CAST(m AS STRING)", `"{x=1}"`},
+		{"CAST(ARRAY[1, ni] AS STRING)", `"[1, NULL]"`},
 	})
 }
 

@@ -24,6 +24,10 @@ import (
 
 // The scalar functions, by Flink's names in upper case.
 
+// maxResult bounds the strings LPAD, RPAD and REPEAT make, so that one
+// record cannot make the job allocate without limit.
+const maxResult = 1 << 26
+
 type builder func(c *compiler, n *ast.Call, args []*Expr) (*Expr, error)
 
 var funcs map[string]builder
@@ -686,9 +690,13 @@ func padFn(left bool) builder {
 		if err := wantArg(n, args, 2, "a STRING", isStr); err != nil {
 			return nil, err
 		}
-		return strict(n, types.StringT, args, func(_ *Ctx, v []Value) Value {
+		return strict(n, types.StringT, args, func(ctx *Ctx, v []Value) Value {
 			r, l, pad := []rune(v[0].S), v[1].I, []rune(v[2].S)
 			if l < 0 {
+				return Null
+			}
+			if l > maxResult {
+				ctx.Fail(fmt.Errorf("%s: a length of %d is over the limit of %d characters", strings.ToUpper(n.Name.Last()), l, maxResult))
 				return Null
 			}
 			if int64(len(r)) >= l {
@@ -750,8 +758,8 @@ func repeat(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 		if v[1].I <= 0 {
 			return Str("")
 		}
-		if int64(len(v[0].S))*v[1].I > 1<<26 {
-			ctx.Fail(fmt.Errorf("REPEAT: the result would be over 64 MiB"))
+		if v[1].I > maxResult || int64(len(v[0].S))*v[1].I > maxResult {
+			ctx.Fail(fmt.Errorf("REPEAT: the result would be over %d bytes", maxResult))
 			return Null
 		}
 		return Str(strings.Repeat(v[0].S, int(v[1].I)))
@@ -1296,7 +1304,10 @@ func round(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 			if d >= 0 {
 				return v[0]
 			}
-			p := int64(math.Pow10(int(-d)))
+			if d < -18 {
+				return Int(0)
+			}
+			p := pow10[-d]
 			q := v[0].I / p
 			if r := v[0].I % p; r*2 >= p {
 				q++

@@ -541,9 +541,13 @@ func decoderFor(t *types.Type) valueDecoder {
 
 // scanner reads JSON text.
 type scanner struct {
-	s string
-	i int
+	s     string
+	i     int
+	depth int
 }
+
+// maxDepth bounds the nesting of objects and arrays a value may have.
+const maxDepth = 1000
 
 type token uint8
 
@@ -587,6 +591,10 @@ func (p *scanner) object(field func(key string) error) error {
 	if p.i >= len(p.s) || p.s[p.i] != '{' {
 		return p.errorf("expected {")
 	}
+	if p.depth++; p.depth > maxDepth {
+		return p.errorf("nested more than %d levels deep", maxDepth)
+	}
+	defer func() { p.depth-- }()
 	p.i++
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == '}' {
@@ -629,6 +637,10 @@ func (p *scanner) object(field func(key string) error) error {
 
 // array reads [v, ...], calling elem positioned at each value.
 func (p *scanner) array(elem func() error) error {
+	if p.depth++; p.depth > maxDepth {
+		return p.errorf("nested more than %d levels deep", maxDepth)
+	}
+	defer func() { p.depth-- }()
 	p.i++ // [
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == ']' {

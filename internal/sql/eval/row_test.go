@@ -98,27 +98,28 @@ func TestDecodeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for in, want := range map[string]string{
-		`{"b": "abc"}`:                  `column b: expected BIGINT, got "abc"`,
-		`{"b": 1.5}`:                    `column b: expected BIGINT, got 1.5`,
-		`{"b": [1]}`:                    `column b: expected BIGINT, got [1]`,
-		`{"ts": "yesterday"}`:           `column ts: expected TIMESTAMP(3), got "yesterday"`,
-		`{"ts": "2026-02-30 10:00:00"}`: `column ts: expected TIMESTAMP(3), got "2026-02-30 10:00:00"`,
-		`{"p": {"id": "x"}}`:            `column p.id: expected BIGINT, got "x"`,
-		`{"p": 5}`:                      "column p: expected ROW<`id` BIGINT>, got 5",
-		`{"i": 3000000000}`:             `column i: expected INT, got 3000000000`,
-		`{"dec": 123.4}`:                `column dec: expected DECIMAL(4, 2), got 123.4`,
-		`{"flag": 1}`:                   `column flag: expected BOOLEAN, got 1`,
-		`{"b": 1`:                       "the value is not a JSON object",
-		`{"b": 1} x`:                    "the value is not a JSON object: at byte 9: unexpected text after the JSON object",
-		`not json`:                      "the value is not a JSON object",
-		`[1, 2]`:                        "the value is not a JSON object",
-		`null`:                          "the value is JSON null, not an object",
-		``:                              "the value is empty",
-		`{"x": tru}`:                    "the value is not a JSON object",
-		`{"x": "a\q"}`:                  "bad escape",
-		`{"x": 1.2.3}`:                  "expected , or }",
-		`{"x": 01}`:                     "bad number",
-		`{"x": -}`:                      "bad number",
+		`{"b": "abc"}`:                       `column b: expected BIGINT, got "abc"`,
+		`{"b": 1.5}`:                         `column b: expected BIGINT, got 1.5`,
+		`{"b": [1]}`:                         `column b: expected BIGINT, got [1]`,
+		`{"ts": "yesterday"}`:                `column ts: expected TIMESTAMP(3), got "yesterday"`,
+		`{"ts": "2026-02-30 10:00:00"}`:      `column ts: expected TIMESTAMP(3), got "2026-02-30 10:00:00"`,
+		`{"p": {"id": "x"}}`:                 `column p.id: expected BIGINT, got "x"`,
+		`{"p": 5}`:                           "column p: expected ROW<`id` BIGINT>, got 5",
+		`{"i": 3000000000}`:                  `column i: expected INT, got 3000000000`,
+		`{"dec": 123.4}`:                     `column dec: expected DECIMAL(4, 2), got 123.4`,
+		`{"flag": 1}`:                        `column flag: expected BOOLEAN, got 1`,
+		`{"b": 1`:                            "the value is not a JSON object",
+		`{"b": 1} x`:                         "the value is not a JSON object: at byte 9: unexpected text after the JSON object",
+		`not json`:                           "the value is not a JSON object",
+		`[1, 2]`:                             "the value is not a JSON object",
+		`null`:                               "the value is JSON null, not an object",
+		``:                                   "the value is empty",
+		`{"x": tru}`:                         "the value is not a JSON object",
+		`{"x": "a\q"}`:                       "bad escape",
+		`{"x": 1.2.3}`:                       "expected , or }",
+		`{"x": 01}`:                          "bad number",
+		`{"x": -}`:                           "bad number",
+		`{"x": ` + strings.Repeat("[", 2000): "nested more than 1000 levels deep",
 	} {
 		_, err := sel.Run(&Ctx{}, []byte(in), &Meta{}, nil)
 		var de *DecodeError
@@ -313,6 +314,7 @@ func TestDecimalEdges(t *testing.T) {
 	}{
 		{"1.005", 2, "1.01"}, {"-1.005", 2, "-1.01"}, {"1e3", 0, "1000"}, {"1.5e-1", 2, "0.15"}, {"0.0001", 2, "0.00"},
 		{"123456789012345678901234567890.5", 0, "123456789012345678901234567891"}, {"-0.5", 0, "-1"},
+		{"1e-999999999", 2, "0.00"}, {"000012.5", 1, "12.5"},
 	} {
 		v, ok := parseDec(tc.text, tc.scale)
 		if !ok {
@@ -322,6 +324,9 @@ func TestDecimalEdges(t *testing.T) {
 		if got := string(appendDec(nil, v)); got != tc.want {
 			t.Errorf("%s at scale %d: %s, want %s", tc.text, tc.scale, got, tc.want)
 		}
+	}
+	if _, ok := parseDec("1e999999999", 0); ok {
+		t.Error("1e999999999 read as a DECIMAL")
 	}
 	// Overflowing int64 moves to big.Int and back.
 	big := decMul(Dec(9_000_000_000_000_000_000/10, 0), Dec(100, 0), 0)
