@@ -177,6 +177,9 @@ func CompileSelect(schema Schema, columns []NamedExpr, where ast.Expr, key []str
 			return nil, &ColumnError{Key: true, Err: fmt.Errorf("%s is not an output column; output columns: %s", k, strings.Join(names, ", "))}
 		}
 		str, err := toStringFn(s.out[i].Type)
+		if s.out[i].Type.Kind == types.Bytes {
+			str = func(v Value) string { return v.S } // the bytes as they are
+		}
 		if err != nil {
 			return nil, &ColumnError{Key: true, Err: fmt.Errorf("%s is a %s, which cannot be a key", k, s.out[i].Type)}
 		}

@@ -32,6 +32,26 @@
 // division by zero, a bad CAST) is recorded in the Ctx and the
 // expression's value is NULL: the caller checks Ctx.Err after the
 // expressions it evaluated and makes the record a poison record.
+//
+// Processing time (proctime(), current_timestamp, now()) is read once
+// per record from Ctx.Clock: a replay after a crash evaluates it again
+// and gets the time of the replay, as Flink does; the functions that
+// would make a replay write other values than the first run for the same
+// record (uuid(), rand()) are refused at compile time, since exactly-once
+// output depends on deterministic replays. The session time zone is UTC:
+// a TIMESTAMP_LTZ prints as its UTC wall-clock time.
+//
+// # Rows
+//
+// A select (CompileSelect) reads a record's JSON value in one pass with
+// its own scanner (row.go) rather than gjson, which does not validate (a
+// malformed value would read as NULLs instead of a poison record) and
+// would take a pass per field: the fields no expression uses are skipped
+// and validated, not decoded; nested ROW fields decode into nested rows
+// whose Values come from an arena in the Ctx, reused record after record,
+// so a select of scalars and ROWs allocates nothing per record once warm
+// (ARRAY and MAP values do allocate). Output rows are appended to a
+// caller's buffer as Flink's json format writes them.
 package eval
 
 import (
