@@ -240,6 +240,8 @@ func TestComparisonsLikeCase(t *testing.T) {
 		{"'100%' LIKE '100!%' ESCAPE '!'", "true"}, {"'1000' LIKE '100!%' ESCAPE '!'", "false"},
 		{"'a.c' LIKE 'a.c'", "true"}, {"'abc' LIKE 'a.c'", "false"},
 		{"ns LIKE 'a'", "null"}, {"s NOT LIKE 'x%'", "true"},
+		{"s LIKE concat(substring(s, 1, 2), '%')", "true"}, {"s LIKE ns", "null"}, // a pattern per record
+		{"'a_c' LIKE 'a\\_c' ESCAPE '\\'", "true"}, {"'abc' LIKE 'a\\_c' ESCAPE '\\'", "false"},
 		{"CASE WHEN i > 5 THEN 'big' ELSE 'small' END", `"big"`},
 		{"CASE i WHEN 1 THEN 'one' WHEN 7 THEN 'seven' END", `"seven"`},
 		{"CASE i WHEN 1 THEN 'one' END", "null"},
@@ -271,6 +273,10 @@ func TestTimeAndIntervals(t *testing.T) {
 		{"date_format('2026-12-01 10:00:00', 'HH')", `"10"`},
 		{"date_format(ts, 'EEE, d MMM yyyy hh a')", `"Tue, 1 Dec 2026 10 AM"`},
 		{"date_format(ns, 'yyyy')", "null"},
+		{"date_format(ts, concat('yyyy', ''))", `"2026"`},
+		{"CAST(ts AS TIME(0))", `"10:00:00"`}, {"CAST('10:30:15.5' AS TIME(1))", `"10:30:15.5"`},
+		{"TIME '10:30:00'", `"10:30:00"`},
+		{"ts + INTERVAL '1:30' HOUR TO MINUTE", `"2026-12-01 11:30:00.123"`},
 		{"date_format(ts, 'yyyy-QQ')", "ERR: not supported"},
 		{"hour(ts)", "10"}, {"minute(ts)", "0"}, {"second(ts)", "0"}, {"year(ts)", "2026"}, {"month(ts)", "12"},
 		{"dayofmonth(ts)", "1"}, {"year(dt)", "2026"}, {"hour(dt)", "ERR: has no time of day"},
@@ -324,6 +330,8 @@ func TestFunctions(t *testing.T) {
 		{`regexp_extract('foo', '(\d+)', 5)`, "null"},
 		{"regexp_extract(s, '(')", "ERR: bad regular expression"},
 		{`regexp_replace('a1b2', '\d', '#')`, `"a#b#"`},
+		{`regexp_replace(s, concat('o', ''), '0')`, `"Hell0 W0rld"`}, // a pattern per record
+		{`regexp_extract(s, concat('(', ''), 1)`, "ERR: bad regular expression"},
 		{`regexp('abc', '^a.c$')`, "true"},
 		{"split_index('a,b,c', ',', 1)", `"b"`}, {"split_index('a,b,c', ',', 0)", `"a"`},
 		{"split_index('a,b,c', ',', 2)", `"c"`}, {"split_index('a,b,c', ',', 3)", "null"},

@@ -7,7 +7,6 @@ import (
 
 	"github.com/onceflow/onceflow/internal/sql/ast"
 	"github.com/onceflow/onceflow/internal/sql/parser"
-	"github.com/onceflow/onceflow/internal/sql/types"
 )
 
 // selectOf compiles a SELECT block without aggregates over schema, as the
@@ -77,11 +76,11 @@ func TestNexmarkScript(t *testing.T) {
 					cols = append(cols, NamedExpr{Name: c.Name.Name, Expr: c.Expr})
 					continue
 				}
-				typ, err := types.FromAST(c.Type)
+				col, err := SchemaColumnOf(c)
 				if err != nil {
 					t.Fatal(err)
 				}
-				physical = append(physical, SchemaColumn{Name: c.Name.Name, Type: typ})
+				physical = append(physical, col)
 				cols = append(cols, NamedExpr{Name: c.Name.Name, Expr: &ast.ColumnRef{Name: ast.Name{Parts: []ast.Ident{c.Name}}}})
 			}
 			if source, err = CompileSelect(physical, cols, nil, nil); err != nil {
@@ -155,5 +154,34 @@ func TestNexmarkScript(t *testing.T) {
 	res, err := tables["bid"].Run(&Ctx{}, []byte(`{"event_type":0,"person":{"id":1},"dateTime":"2026-12-01 10:00:00.000"}`), &Meta{}, nil)
 	if err != nil || res.Keep {
 		t.Errorf("a person through the bid view: keep %v, %v", res.Keep, err)
+	}
+}
+
+func TestSchemaColumnOf(t *testing.T) {
+	script, err := parser.Parse(`CREATE TABLE t (
+		id BIGINT,
+		ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+		` + "`partition`" + ` INT METADATA VIRTUAL,
+		bad STRING METADATA FROM 'nope',
+		c AS id + 1
+	) WITH ('connector' = 'kafka')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := script.Stmts[0].(*ast.CreateTable).Columns
+	var got []string
+	for _, c := range cols {
+		sc, err := SchemaColumnOf(c)
+		if err != nil {
+			got = append(got, err.Error())
+			continue
+		}
+		got = append(got, sc.Name+" "+sc.Type.String()+" "+sc.Metadata)
+	}
+	want := []string{"id BIGINT ", "ts TIMESTAMP_LTZ(3) timestamp", "partition INT partition",
+		`line 5, column 3: unknown metadata key "nope" (known: key, timestamp, partition, offset, topic, headers)`,
+		"line 6, column 3: column c is computed: it is an expression over the others, not an input column"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -59,6 +59,34 @@ func ParseSchemaColumn(name, text string) (SchemaColumn, error) {
 	return c, nil
 }
 
+// SchemaColumnOf is a CREATE TABLE's physical or metadata column as an
+// input column of a select (a computed column is an output column of the
+// select that reads the table: the planner compiles its expression).
+func SchemaColumnOf(c *ast.ColumnDef) (SchemaColumn, error) {
+	if c.Expr != nil || c.Type == nil {
+		return SchemaColumn{}, &Error{c.At, fmt.Sprintf("column %s is computed: it is an expression over the others, not an input column", c.Name.Name)}
+	}
+	t, err := types.FromAST(c.Type)
+	if err != nil {
+		return SchemaColumn{}, err
+	}
+	col := SchemaColumn{Name: c.Name.Name, Type: t}
+	if c.Metadata {
+		col.Metadata = c.MetadataKey
+		if col.Metadata == "" {
+			col.Metadata = c.Name.Name
+		}
+		mt, ok := metaTypes[col.Metadata]
+		if !ok {
+			return SchemaColumn{}, &Error{c.At, fmt.Sprintf("unknown metadata key %q (known: key, timestamp, partition, offset, topic, headers)", col.Metadata)}
+		}
+		if _, err := castFn(mt, t, false); err != nil {
+			return SchemaColumn{}, &Error{c.At, fmt.Sprintf("metadata %s is a %s and cannot be read as %s", col.Metadata, mt, t)}
+		}
+	}
+	return col, nil
+}
+
 // NamedExpr is an output column: its name and expression.
 type NamedExpr struct {
 	Name string
