@@ -594,7 +594,13 @@ func (p *scanner) object(field func(key string) error) error {
 	if p.depth++; p.depth > maxDepth {
 		return p.errorf("nested more than %d levels deep", maxDepth)
 	}
-	defer func() { p.depth-- }()
+	err := p.fields(field)
+	p.depth--
+	return err
+}
+
+// fields reads an object's fields after its {.
+func (p *scanner) fields(field func(key string) error) error {
 	p.i++
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == '}' {
@@ -640,7 +646,13 @@ func (p *scanner) array(elem func() error) error {
 	if p.depth++; p.depth > maxDepth {
 		return p.errorf("nested more than %d levels deep", maxDepth)
 	}
-	defer func() { p.depth-- }()
+	err := p.elems(elem)
+	p.depth--
+	return err
+}
+
+// elems reads an array's elements after its [.
+func (p *scanner) elems(elem func() error) error {
 	p.i++ // [
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == ']' {
