@@ -34,9 +34,9 @@ var funcs map[string]builder
 
 // refused are functions a job may not use, with the reason.
 var refused = map[string]string{
-	"UUID":         "UUID() is not deterministic: a replay after a crash would write different values, and exactly-once output depends on replays writing the same; derive an id from the record instead, such as md5(concat(...)) of its fields",
-	"RAND":         "RAND() is not deterministic: a replay after a crash would write different values, and exactly-once output depends on replays writing the same; derive a number from the record instead (a hash of its fields)",
-	"RAND_INTEGER": "RAND_INTEGER() is not deterministic: a replay after a crash would write different values, and exactly-once output depends on replays writing the same; derive a number from the record instead (a hash of its fields)",
+	"UUID":         "UUID() is not deterministic: a replay after a crash would write different values; exactly-once output depends on replays writing what the first run wrote, so derive an id from the record instead, such as md5(concat(...)) of its fields",
+	"RAND":         "RAND() is not deterministic: a replay after a crash would write different values; exactly-once output depends on replays writing what the first run wrote, so derive a number from the record instead (a hash of its fields)",
+	"RAND_INTEGER": "RAND_INTEGER() is not deterministic: a replay after a crash would write different values; exactly-once output depends on replays writing what the first run wrote, so derive a number from the record instead (a hash of its fields)",
 }
 
 // niladic are the functions written without parentheses.
