@@ -87,10 +87,38 @@ type Scope struct {
 	Columns    []Column
 	Qualifiers []string
 	used       []bool
+	// whole: column i is used as a whole, not only some of its ROW
+	// fields (fields).
+	whole  []bool
+	fields []map[string]bool
 }
 
 // Used tells whether an expression compiled in s reads column i.
 func (s *Scope) Used(i int) bool { return i < len(s.used) && s.used[i] }
+
+// FieldsUsed returns, for a ROW column read only through some of its
+// fields (person.id, person.name), the names of those fields; nil when
+// the column is unused or used whole.
+func (s *Scope) FieldsUsed(i int) map[string]bool {
+	if !s.Used(i) || s.whole[i] {
+		return nil
+	}
+	return s.fields[i]
+}
+
+// use marks column i read, through its field (a ROW's first-level
+// field) or whole (field "").
+func (s *Scope) use(i int, field string) {
+	s.used[i] = true
+	if field == "" {
+		s.whole[i] = true
+		return
+	}
+	if s.fields[i] == nil {
+		s.fields[i] = map[string]bool{}
+	}
+	s.fields[i][field] = true
+}
 
 // Index returns the index of the column called name, or -1.
 func (s *Scope) Index(name string) int {
@@ -134,8 +162,10 @@ type compiler struct {
 
 // Compile type-checks e over scope and returns its evaluator.
 func Compile(e ast.Expr, scope *Scope) (*Expr, error) {
-	if len(scope.used) < len(scope.Columns) {
-		scope.used = append(scope.used, make([]bool, len(scope.Columns)-len(scope.used))...)
+	if n := len(scope.Columns) - len(scope.used); n > 0 {
+		scope.used = append(scope.used, make([]bool, n)...)
+		scope.whole = append(scope.whole, make([]bool, n)...)
+		scope.fields = append(scope.fields, make([]map[string]bool, n)...)
 	}
 	return (&compiler{scope: scope}).expr(e)
 }
@@ -248,8 +278,12 @@ func (c *compiler) column(n *ast.ColumnRef) (*Expr, error) {
 		}
 		return nil, &Error{parts[0].At, msg}
 	}
-	c.scope.used[idx] = true
 	col := c.scope.Columns[idx]
+	if len(parts) > 1 && col.Type.Kind == types.Row && col.Type.FieldIndex(parts[1].Name) >= 0 {
+		c.scope.use(idx, parts[1].Name)
+	} else {
+		c.scope.use(idx, "")
+	}
 	x := &Expr{Type: col.Type, Pos: parts[0].At, Fn: func(ctx *Ctx) Value { return ctx.Row[idx] }}
 	if len(parts) == 2 && col.Type.Kind == types.Row {
 		// person.id, the common case, in one closure.

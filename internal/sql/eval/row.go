@@ -86,7 +86,7 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("column %s: expected %s, got %s", e.Column, e.Type, e.Value)
 }
 
-func newRowDecoder(s Schema, used func(int) bool) (*rowDecoder, error) {
+func newRowDecoder(s Schema, used func(int) bool, fields func(int) map[string]bool) (*rowDecoder, error) {
 	d := &rowDecoder{fields: map[string]int{}, decs: make([]valueDecoder, len(s)), names: make([]string, len(s)), ncols: len(s)}
 	for i, c := range s {
 		d.names[i] = c.Name
@@ -106,7 +106,11 @@ func newRowDecoder(s Schema, used func(int) bool) (*rowDecoder, error) {
 			continue
 		}
 		d.fields[c.Name] = i
-		d.decs[i] = decoderFor(c.Type)
+		if f := fields(i); f != nil {
+			d.decs[i] = rowDecoderFor(c.Type, f)
+		} else {
+			d.decs[i] = decoderFor(c.Type)
+		}
 		d.anyPhy = true
 	}
 	return d, nil
@@ -425,49 +429,7 @@ func decoderFor(t *types.Type) valueDecoder {
 			return Null, typeError(t, p, start)
 		}
 	case types.Row:
-		decs := make([]valueDecoder, len(t.Fields))
-		names := make([]string, len(t.Fields))
-		for i, f := range t.Fields {
-			decs[i] = decoderFor(f.Type)
-			names[i] = f.Name
-		}
-		return func(ctx *Ctx, p *scanner) (Value, error) {
-			p.ws()
-			start := p.i
-			if p.null() {
-				return Null, nil
-			}
-			if p.i >= len(p.s) || p.s[p.i] != '{' {
-				if err := p.skip(); err != nil {
-					return Null, err
-				}
-				return Null, typeError(t, p, start)
-			}
-			vals := ctx.alloc(len(decs))
-			next := 0 // fields usually come in the schema's order: try the next one first
-			err := p.object(func(key string) error {
-				i := next
-				if i >= len(names) || names[i] != key {
-					i = t.FieldIndex(key)
-				}
-				if i < 0 {
-					return p.skip()
-				}
-				next = i + 1
-				v, err := decs[i](ctx, p)
-				if err != nil {
-					return wrapColumn(err, key)
-				}
-				vals[i] = v
-				return nil
-			})
-			if err != nil {
-				return Null, err
-			}
-			n := ctx.nested()
-			n.Vals = vals
-			return Value{K: VRow, P: n}, nil
-		}
+		return rowDecoderFor(t, nil)
 	case types.Array:
 		elem := decoderFor(t.Elem)
 		return func(ctx *Ctx, p *scanner) (Value, error) {
@@ -536,6 +498,59 @@ func decoderFor(t *types.Type) valueDecoder {
 			return Null, err
 		}
 		return Null, typeError(t, p, start)
+	}
+}
+
+// rowDecoderFor returns the decoder of a ROW of type t that decodes the
+// fields in only (all when nil) and skips the others, which stay NULL.
+func rowDecoderFor(t *types.Type, only map[string]bool) valueDecoder {
+	decs := make([]valueDecoder, len(t.Fields))
+	names := make([]string, len(t.Fields))
+	for i, f := range t.Fields {
+		if only == nil || only[f.Name] {
+			decs[i] = decoderFor(f.Type)
+		}
+		names[i] = f.Name
+	}
+	return func(ctx *Ctx, p *scanner) (Value, error) {
+		p.ws()
+		start := p.i
+		if p.null() {
+			return Null, nil
+		}
+		if p.i >= len(p.s) || p.s[p.i] != '{' {
+			if err := p.skip(); err != nil {
+				return Null, err
+			}
+			return Null, typeError(t, p, start)
+		}
+		vals := ctx.alloc(len(decs))
+		next := 0 // fields usually come in the schema's order: try the next one first
+		err := p.object(func(key string) error {
+			i := next
+			if i >= len(names) || names[i] != key {
+				i = t.FieldIndex(key)
+			}
+			if i < 0 {
+				return p.skip()
+			}
+			next = i + 1
+			if decs[i] == nil { // a field no expression reads
+				return p.skip()
+			}
+			v, err := decs[i](ctx, p)
+			if err != nil {
+				return wrapColumn(err, key)
+			}
+			vals[i] = v
+			return nil
+		})
+		if err != nil {
+			return Null, err
+		}
+		n := ctx.nested()
+		n.Vals = vals
+		return Value{K: VRow, P: n}, nil
 	}
 }
 

@@ -141,6 +141,18 @@ func TestDecodeOnlyUsedColumns(t *testing.T) {
 	if v, _, _, _ := sel.Needs(); !v {
 		t.Error("Needs: the value is read")
 	}
+	// The same for the fields of a ROW read only through some of them,
+	// unless it is also read whole.
+	s = mustSchema(t, [2]string{"p", "ROW<a BIGINT, b BIGINT, c ROW<d INT>>"})
+	in := []byte(`{"p": {"a": 1, "b": "not a number", "c": {"d": 4}}}`)
+	sel = mustSelect(t, s, "", nil, [2]string{"x", "p.a + p.c.d"})
+	if res, err := sel.Run(&Ctx{}, in, &Meta{}, nil); err != nil || string(res.Value) != `{"x":5}` {
+		t.Errorf("p.a + p.c.d: got %s, %v", res.Value, err)
+	}
+	sel = mustSelect(t, s, "", nil, [2]string{"x", "p.a"}, [2]string{"y", "p"})
+	if _, err := sel.Run(&Ctx{}, in, &Meta{}, nil); err == nil || err.Error() != `column p.b: expected BIGINT, got "not a number"` {
+		t.Errorf("p read whole: %v", err)
+	}
 }
 
 func TestMetadataColumns(t *testing.T) {

@@ -214,7 +214,7 @@ func CompileSelect(schema Schema, columns []NamedExpr, where ast.Expr, key []str
 		s.keyIdx = append(s.keyIdx, i)
 		s.keyStr = append(s.keyStr, str)
 	}
-	dec, err := newRowDecoder(schema, scope.Used)
+	dec, err := newRowDecoder(schema, scope.Used, scope.FieldsUsed)
 	if err != nil {
 		return nil, err
 	}
