@@ -47,6 +47,7 @@ func TestPropsMatchTheOldRules(t *testing.T) {
 		"count":       {{}, {"key": "value.user"}},
 		"aggregate":   {{"fields": map[string]string{"n": "count()"}}, {"fields": map[string]string{"n": "count()"}, "key": "value.k"}},
 		"window":      {{"size": "1m"}, {"size": "1m", "late-topic": "late"}, {"size": "1m", "key": "value.u"}},
+		"select":      {{"schema": []Named{{"a", "INT"}}}, {"schema": []Named{{"a", "INT"}}, "key": []string{"a"}}},
 	}
 	for _, name := range Names() {
 		if name == "suffix" { // registered by TestRegisteredOperator

@@ -143,7 +143,16 @@ const (
 	StringMap
 	// Cases are route's conditions and topics, held as a []Case.
 	Cases
+	// OrderedMap maps names to strings keeping the order a job file
+	// writes them in (select's schema and columns), held as a []Named.
+	OrderedMap
 )
+
+// Named is one entry of an OrderedMap field: a name and its text.
+type Named struct {
+	Name string
+	Text string
+}
 
 // Case is one branch of route: records for which If holds go to Topic.
 type Case struct {
@@ -175,6 +184,8 @@ func (t Type) String() string {
 		return "map of strings"
 	case Cases:
 		return "list of cases"
+	case OrderedMap:
+		return "ordered map of strings"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -223,6 +234,20 @@ func (t Type) check(v any, vars []string) error {
 		if _, ok := v.(map[string]string); ok {
 			return nil
 		}
+	case OrderedMap:
+		if m, ok := v.([]Named); ok {
+			seen := map[string]bool{}
+			for _, n := range m {
+				if n.Name == "" {
+					return errors.New("an entry has an empty name")
+				}
+				if seen[n.Name] {
+					return fmt.Errorf("%s is given twice", n.Name)
+				}
+				seen[n.Name] = true
+			}
+			return nil
+		}
 	case Cases:
 		if cs, ok := v.([]Case); ok {
 			for i, c := range cs {
@@ -243,8 +268,8 @@ func (t Type) check(v any, vars []string) error {
 
 // Params are a step's field values by field name: a string for String,
 // KeyExpr, Expr and Condition fields, a time.Duration for Duration fields,
-// a map[string]string for ExprMap, a []string for StringList and a []Case
-// for Cases.
+// a map[string]string for ExprMap, a []string for StringList, a []Case
+// for Cases and a []Named for OrderedMap.
 type Params map[string]any
 
 // Map returns the map[string]string value of field name, or nil.
@@ -257,6 +282,12 @@ func (p Params) Map(name string) map[string]string {
 func (p Params) List(name string) []string {
 	l, _ := p[name].([]string)
 	return l
+}
+
+// Ordered returns the []Named value of field name, or nil.
+func (p Params) Ordered(name string) []Named {
+	n, _ := p[name].([]Named)
+	return n
 }
 
 // Cases returns the []Case value of field name, or nil.
@@ -448,7 +479,7 @@ func (s Spec) selfCheck() error {
 		case f.Description == "":
 			return fmt.Errorf("field %q has no description", f.Name)
 		}
-		if f.Type < String || f.Type > Cases {
+		if f.Type < String || f.Type > OrderedMap {
 			return fmt.Errorf("field %q has an unknown type %d", f.Name, int(f.Type))
 		}
 		if f.Default != nil {

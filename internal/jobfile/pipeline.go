@@ -138,6 +138,30 @@ func (d *decoder) value(path string, v *yaml.Node, f pipeline.Field) (any, bool)
 			return nil, false
 		}
 		val = m
+	case pipeline.OrderedMap:
+		// The entries in the order written: mapping calls the fields'
+		// handlers in the file's order.
+		var m []pipeline.Named
+		fields := map[string]field{}
+		if v.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				name := resolve(v.Content[i]).Value
+				fields[name] = func(p string, x *yaml.Node) {
+					var s string
+					d.str(&s)(p, x)
+					m = append(m, pipeline.Named{Name: name, Text: s})
+				}
+			}
+		}
+		before := len(d.errs)
+		d.mapping(path, v, fields)
+		if len(d.errs) > before {
+			return nil, false
+		}
+		if m == nil {
+			m = []pipeline.Named{}
+		}
+		val = m
 	case pipeline.Cases:
 		var cases []pipeline.Case
 		if v.Kind != yaml.SequenceNode {

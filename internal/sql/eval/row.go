@@ -1,0 +1,1054 @@
+package eval
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/onceflow/onceflow/internal/sql/types"
+)
+
+// Reading a row from a record's JSON value, in one pass with a scanner of
+// our own: it validates as it goes (malformed JSON is an error, not a
+// silent NULL), skips the fields no expression uses without decoding
+// them, and returns strings as substrings of the value when they have no
+// escapes.
+
+// Meta is what a record carries besides its value, for the metadata
+// columns (Flink's METADATA FROM 'key').
+type Meta struct {
+	Key       string
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Timestamp is in milliseconds since the epoch.
+	Timestamp int64
+	Headers   map[string]string
+}
+
+// The metadata keys a column can read.
+const (
+	MetaKey       = "key"
+	MetaTimestamp = "timestamp"
+	MetaPartition = "partition"
+	MetaOffset    = "offset"
+	MetaTopic     = "topic"
+	MetaHeaders   = "headers"
+)
+
+// metaTypes are the metadata keys and the types they are read as (a
+// column may declare another type its value can be CAST to).
+var metaTypes = map[string]*types.Type{
+	MetaKey:       types.StringT,
+	MetaTimestamp: types.TimestampLTZT(3),
+	MetaPartition: types.IntT,
+	MetaOffset:    types.BigIntT,
+	MetaTopic:     types.StringT,
+	MetaHeaders:   types.MapT(types.StringT, types.BytesT),
+}
+
+// rowDecoder reads a JSON object into the columns of a schema.
+type rowDecoder struct {
+	// fields are the physical columns an expression uses, by JSON name.
+	fields map[string]int
+	decs   []valueDecoder // by column index
+	names  []string
+	// meta are the metadata columns used: their index, key and type.
+	meta   []metaCol
+	ncols  int
+	anyPhy bool
+}
+
+type metaCol struct {
+	idx  int
+	key  string
+	conv func(*Ctx, Value) Value
+}
+
+type valueDecoder func(ctx *Ctx, p *scanner) (Value, error)
+
+// DecodeError is a record value that does not fit the schema: a column
+// of the wrong type, or a value that is not JSON.
+type DecodeError struct {
+	Column string // "" when the value as a whole is wrong
+	Type   *types.Type
+	Value  string // the offending JSON text, cut to 100 bytes
+	Msg    string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Column == "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("column %s: expected %s, got %s", e.Column, e.Type, e.Value)
+}
+
+func newRowDecoder(s Schema, used func(int) bool, fields func(int) map[string]bool) (*rowDecoder, error) {
+	d := &rowDecoder{fields: map[string]int{}, decs: make([]valueDecoder, len(s)), names: make([]string, len(s)), ncols: len(s)}
+	for i, c := range s {
+		d.names[i] = c.Name
+		if !used(i) {
+			continue
+		}
+		if c.Metadata != "" {
+			mt, ok := metaTypes[c.Metadata]
+			if !ok {
+				return nil, fmt.Errorf("column %s: unknown metadata key %q (known: key, timestamp, partition, offset, topic, headers)", c.Name, c.Metadata)
+			}
+			conv, err := castFn(mt, c.Type, false)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: metadata %s is a %s: %v", c.Name, c.Metadata, mt, err)
+			}
+			d.meta = append(d.meta, metaCol{idx: i, key: c.Metadata, conv: conv})
+			continue
+		}
+		d.fields[c.Name] = i
+		if f := fields(i); f != nil {
+			d.decs[i] = rowDecoderFor(c.Type, f)
+		} else {
+			d.decs[i] = decoderFor(c.Type)
+		}
+		d.anyPhy = true
+	}
+	return d, nil
+}
+
+// decode fills ctx.Row from value and meta.
+func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta) error {
+	if cap(ctx.Row) < d.ncols {
+		ctx.Row = make([]Value, d.ncols)
+	}
+	ctx.Row = ctx.Row[:d.ncols]
+	clear(ctx.Row)
+	for _, mc := range d.meta {
+		var v Value
+		switch mc.key {
+		case MetaKey:
+			v = Str(m.Key)
+		case MetaTimestamp:
+			v = addMillis(TimeOf(0, 0), m.Timestamp)
+		case MetaPartition:
+			v = Int(int64(m.Partition))
+		case MetaOffset:
+			v = Int(m.Offset)
+		case MetaTopic:
+			v = Str(m.Topic)
+		case MetaHeaders:
+			if m.Headers != nil {
+				n := &Nested{}
+				for _, k := range sortedHeaderKeys(m.Headers) {
+					n.Keys = append(n.Keys, Str(k))
+					n.Vals = append(n.Vals, Value{K: VBytes, S: m.Headers[k]})
+				}
+				v = Value{K: VMap, P: n}
+			}
+		}
+		if v.K != VNull {
+			v = mc.conv(ctx, v)
+		}
+		ctx.Row[mc.idx] = v
+	}
+	if !d.anyPhy {
+		return nil
+	}
+	if len(value) == 0 {
+		return &DecodeError{Msg: "the value is empty, not a JSON object"}
+	}
+	p := &ctx.scan
+	*p = scanner{s: unsafe.String(&value[0], len(value))}
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == 'n' && strings.HasPrefix(p.s[p.i:], "null") {
+		return &DecodeError{Msg: "the value is JSON null, not an object"}
+	}
+	err := p.object(func(key string) error {
+		i, ok := d.fields[key]
+		if !ok {
+			return p.skip()
+		}
+		v, err := d.decs[i](ctx, p)
+		if err != nil {
+			return wrapColumn(err, d.names[i])
+		}
+		ctx.Row[i] = v
+		return nil
+	})
+	if err == nil {
+		p.ws()
+		if p.i != len(p.s) {
+			err = p.errorf("unexpected text after the JSON object")
+		}
+	}
+	if err != nil {
+		if _, ok := err.(*DecodeError); ok {
+			return err
+		}
+		return &DecodeError{Msg: "the value is not a JSON object: " + err.Error()}
+	}
+	return nil
+}
+
+// wrapColumn puts a column's name in front of a nested one's.
+func wrapColumn(err error, name string) error {
+	if de, ok := err.(*DecodeError); ok && de.Column != "" {
+		c := *de
+		c.Column = name + "." + de.Column
+		return &c
+	}
+	if de, ok := err.(*DecodeError); ok && de.Type != nil {
+		c := *de
+		c.Column = name
+		return &c
+	}
+	return err
+}
+
+func sortedHeaderKeys(h map[string]string) []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// alloc returns n zeroed Values from the Ctx's arena.
+func (ctx *Ctx) alloc(n int) []Value {
+	start := len(ctx.arena)
+	if start+n > cap(ctx.arena) {
+		ctx.arena = make([]Value, 0, max(2*cap(ctx.arena), n, 16))
+		start = 0
+	}
+	ctx.arena = ctx.arena[:start+n]
+	s := ctx.arena[start : start+n : start+n]
+	clear(s)
+	return s
+}
+
+// nested returns a Nested from the Ctx's arena.
+func (ctx *Ctx) nested() *Nested {
+	if len(ctx.nests) == cap(ctx.nests) {
+		ctx.nests = make([]Nested, 0, max(2*cap(ctx.nests), 8))
+	}
+	ctx.nests = ctx.nests[:len(ctx.nests)+1]
+	n := &ctx.nests[len(ctx.nests)-1]
+	*n = Nested{}
+	return n
+}
+
+// typeError is the DecodeError of a JSON value of the wrong type at p's
+// value starting at start.
+func typeError(t *types.Type, p *scanner, start int) error {
+	raw := p.s[start:p.i]
+	if len(raw) > 100 {
+		raw = raw[:100] + "…"
+	}
+	return &DecodeError{Type: t, Value: raw}
+}
+
+// decoderFor returns the decoder of a JSON value of type t. Like Flink's
+// json format, a number may also come as a string of digits, and a
+// STRING column takes any JSON value (an object as its text).
+func decoderFor(t *types.Type) valueDecoder {
+	switch t.Kind {
+	case types.Boolean:
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch {
+			case tok == tokNull:
+				return Null, nil
+			case tok == tokTrue || tok == tokString && strings.EqualFold(s, "true"):
+				return Bool(true), nil
+			case tok == tokFalse || tok == tokString && strings.EqualFold(s, "false"):
+				return Bool(false), nil
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.TinyInt, types.SmallInt, types.Int, types.BigInt:
+		k := t.Kind
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch tok {
+			case tokNull:
+				return Null, nil
+			case tokNumber, tokString:
+				if i, ok := parseIntText(s, k); ok {
+					return Int(i), nil
+				}
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.Float, types.Double:
+		single := t.Kind == types.Float
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch tok {
+			case tokNull:
+				return Null, nil
+			case tokNumber, tokString:
+				if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+					if single {
+						f = float64(float32(f))
+					}
+					return Float(f), nil
+				}
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.Decimal:
+		prec, scale := t.Precision, t.Scale
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch tok {
+			case tokNull:
+				return Null, nil
+			case tokNumber, tokString:
+				if d, ok := parseDec(s, scale); ok && decFits(d, prec) {
+					return d, nil
+				}
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.String:
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			p.ws()
+			start := p.i
+			if p.i < len(p.s) && (p.s[p.i] == '{' || p.s[p.i] == '[') {
+				if err := p.skip(); err != nil {
+					return Null, err
+				}
+				return Str(p.s[start:p.i]), nil
+			}
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			if tok == tokNull {
+				return Null, nil
+			}
+			return Str(s), nil
+		}
+	case types.Bytes:
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch tok {
+			case tokNull:
+				return Null, nil
+			case tokString:
+				b, err := base64.StdEncoding.DecodeString(s)
+				if err == nil {
+					return Value{K: VBytes, S: string(b)}, nil
+				}
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.Timestamp, types.TimestampLTZ:
+		prec := t.Precision
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch tok {
+			case tokNull:
+				return Null, nil
+			case tokString:
+				if sec, ns, ok := parseTimestamp(s); ok {
+					return TimeOf(sec, truncNanos(ns, prec)), nil
+				}
+			case tokNumber:
+				if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+					v := addMillis(TimeOf(0, 0), ms)
+					v.N = truncNanos(v.N, prec)
+					return v, nil
+				}
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.Date:
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch tok {
+			case tokNull:
+				return Null, nil
+			case tokString:
+				if sec, _, ok := parseTimestamp(s); ok && len(strings.TrimSpace(s)) == 10 {
+					return Value{K: VTime, I: floorDiv(sec, secondsPerDay)}, nil
+				}
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.Time:
+		prec := t.Precision
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			start := p.i
+			tok, s, err := p.scalar()
+			if err != nil {
+				return Null, err
+			}
+			switch tok {
+			case tokNull:
+				return Null, nil
+			case tokString:
+				if v, _, ok := parseTimeOfDay(s); ok {
+					v.N = truncNanos(v.N, prec)
+					return v, nil
+				}
+			}
+			return Null, typeError(t, p, start)
+		}
+	case types.Row:
+		return rowDecoderFor(t, nil)
+	case types.Array:
+		elem := decoderFor(t.Elem)
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			p.ws()
+			start := p.i
+			if p.null() {
+				return Null, nil
+			}
+			if p.i >= len(p.s) || p.s[p.i] != '[' {
+				if err := p.skip(); err != nil {
+					return Null, err
+				}
+				return Null, typeError(t, p, start)
+			}
+			var vals []Value
+			err := p.array(func() error {
+				v, err := elem(ctx, p)
+				vals = append(vals, v)
+				return err
+			})
+			if err != nil {
+				return Null, err
+			}
+			n := ctx.nested()
+			n.Vals = vals
+			return Value{K: VArray, P: n}, nil
+		}
+	case types.Map:
+		elem := decoderFor(t.Elem)
+		var keyConv func(*Ctx, Value) Value
+		if t.Key.Kind != types.String {
+			keyConv, _ = castFn(types.StringT, t.Key, true)
+		}
+		return func(ctx *Ctx, p *scanner) (Value, error) {
+			p.ws()
+			start := p.i
+			if p.null() {
+				return Null, nil
+			}
+			if p.i >= len(p.s) || p.s[p.i] != '{' {
+				if err := p.skip(); err != nil {
+					return Null, err
+				}
+				return Null, typeError(t, p, start)
+			}
+			n := ctx.nested()
+			err := p.object(func(key string) error {
+				k := Str(key)
+				if keyConv != nil {
+					k = keyConv(ctx, k)
+				}
+				v, err := elem(ctx, p)
+				n.Keys = append(n.Keys, k)
+				n.Vals = append(n.Vals, v)
+				return err
+			})
+			if err != nil {
+				return Null, err
+			}
+			return Value{K: VMap, P: n}, nil
+		}
+	}
+	return func(ctx *Ctx, p *scanner) (Value, error) {
+		start := p.i
+		if err := p.skip(); err != nil {
+			return Null, err
+		}
+		return Null, typeError(t, p, start)
+	}
+}
+
+// rowDecoderFor returns the decoder of a ROW of type t that decodes the
+// fields in only (all when nil) and skips the others, which stay NULL.
+func rowDecoderFor(t *types.Type, only map[string]bool) valueDecoder {
+	decs := make([]valueDecoder, len(t.Fields))
+	names := make([]string, len(t.Fields))
+	for i, f := range t.Fields {
+		if only == nil || only[f.Name] {
+			decs[i] = decoderFor(f.Type)
+		}
+		names[i] = f.Name
+	}
+	return func(ctx *Ctx, p *scanner) (Value, error) {
+		p.ws()
+		start := p.i
+		if p.null() {
+			return Null, nil
+		}
+		if p.i >= len(p.s) || p.s[p.i] != '{' {
+			if err := p.skip(); err != nil {
+				return Null, err
+			}
+			return Null, typeError(t, p, start)
+		}
+		vals := ctx.alloc(len(decs))
+		next := 0 // fields usually come in the schema's order: try the next one first
+		err := p.object(func(key string) error {
+			i := next
+			if i >= len(names) || names[i] != key {
+				i = t.FieldIndex(key)
+			}
+			if i < 0 {
+				return p.skip()
+			}
+			next = i + 1
+			if decs[i] == nil { // a field no expression reads
+				return p.skip()
+			}
+			v, err := decs[i](ctx, p)
+			if err != nil {
+				return wrapColumn(err, key)
+			}
+			vals[i] = v
+			return nil
+		})
+		if err != nil {
+			return Null, err
+		}
+		n := ctx.nested()
+		n.Vals = vals
+		return Value{K: VRow, P: n}, nil
+	}
+}
+
+// scanner reads JSON text.
+type scanner struct {
+	s     string
+	i     int
+	depth int
+}
+
+// maxDepth bounds the nesting of objects and arrays a value may have.
+const maxDepth = 1000
+
+type token uint8
+
+const (
+	tokNull token = iota
+	tokTrue
+	tokFalse
+	tokNumber
+	tokString
+	tokOther
+)
+
+func (p *scanner) errorf(format string, args ...any) error {
+	return fmt.Errorf("at byte %d: "+format, append([]any{p.i}, args...)...)
+}
+
+func (p *scanner) ws() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// null consumes null if it comes next.
+func (p *scanner) null() bool {
+	if strings.HasPrefix(p.s[p.i:], "null") {
+		p.i += 4
+		return true
+	}
+	return false
+}
+
+// object reads {"k": v, ...}, calling field with each key, positioned at
+// the value, which field must consume.
+func (p *scanner) object(field func(key string) error) error {
+	p.ws()
+	if p.i >= len(p.s) || p.s[p.i] != '{' {
+		return p.errorf("expected {")
+	}
+	if p.depth++; p.depth > maxDepth {
+		return p.errorf("nested more than %d levels deep", maxDepth)
+	}
+	err := p.fields(field)
+	p.depth--
+	return err
+}
+
+// fields reads an object's fields after its {.
+func (p *scanner) fields(field func(key string) error) error {
+	p.i++
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return nil
+	}
+	for {
+		p.ws()
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return p.errorf("expected a field name")
+		}
+		key, err := p.str()
+		if err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return p.errorf("expected :")
+		}
+		p.i++
+		p.ws()
+		if err := field(key); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.s) {
+			return p.errorf("unexpected end of the value")
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return nil
+		default:
+			return p.errorf("expected , or }")
+		}
+	}
+}
+
+// array reads [v, ...], calling elem positioned at each value.
+func (p *scanner) array(elem func() error) error {
+	if p.depth++; p.depth > maxDepth {
+		return p.errorf("nested more than %d levels deep", maxDepth)
+	}
+	err := p.elems(elem)
+	p.depth--
+	return err
+}
+
+// elems reads an array's elements after its [.
+func (p *scanner) elems(elem func() error) error {
+	p.i++ // [
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.s) {
+			return p.errorf("unexpected end of the value")
+		}
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return nil
+		default:
+			return p.errorf("expected , or ]")
+		}
+	}
+}
+
+// scalar reads null, true, false, a number (its text) or a string (its
+// unescaped text). An object or array is skipped and returned as a token
+// no decoder accepts, so that the caller reports a type error with its
+// text.
+func (p *scanner) scalar() (token, string, error) {
+	p.ws()
+	if p.i >= len(p.s) {
+		return 0, "", p.errorf("unexpected end of the value")
+	}
+	switch c := p.s[p.i]; {
+	case c == '"':
+		s, err := p.str()
+		return tokString, s, err
+	case c == 'n':
+		if p.null() {
+			return tokNull, "", nil
+		}
+	case c == 't':
+		if strings.HasPrefix(p.s[p.i:], "true") {
+			p.i += 4
+			return tokTrue, "true", nil
+		}
+	case c == 'f':
+		if strings.HasPrefix(p.s[p.i:], "false") {
+			p.i += 5
+			return tokFalse, "false", nil
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		n := p.number()
+		if n == "" {
+			return 0, "", p.errorf("bad number")
+		}
+		return tokNumber, n, nil
+	case c == '{' || c == '[':
+		// Not a scalar: skip it; the caller reports the type error with
+		// the text.
+		if err := p.skip(); err != nil {
+			return 0, "", err
+		}
+		return tokOther, "", nil
+	}
+	return 0, "", p.errorf("invalid character %q", p.s[p.i])
+}
+
+// number reads a JSON number and returns its text, "" when the text at
+// p.i is not one.
+func (p *scanner) number() string {
+	s, i := p.s, p.i
+	start := i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > d
+	}
+	if !digits() || s[start] == '0' && i-start > 1 && s[start+1] != '.' || s[start] == '-' && s[start+1] == '0' && i-start > 2 {
+		p.i = i
+		return ""
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if !digits() {
+			p.i = i
+			return ""
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if !digits() {
+			p.i = i
+			return ""
+		}
+	}
+	p.i = i
+	return s[start:i]
+}
+
+// str reads a string at p.i (a quote), unescaped; a substring of the
+// input when it has no escapes.
+func (p *scanner) str() (string, error) {
+	s := p.s
+	start := p.i + 1
+	for i := start; i < len(s); i++ {
+		c := s[i]
+		if c == '"' {
+			p.i = i + 1
+			return s[start:i], nil
+		}
+		if c == '\\' {
+			p.i = i
+			return p.strEscaped(start)
+		}
+		if c < 0x20 {
+			p.i = i
+			return "", p.errorf("control character in a string")
+		}
+	}
+	p.i = len(s)
+	return "", p.errorf("unterminated string")
+}
+
+func (p *scanner) strEscaped(start int) (string, error) {
+	b := []byte(p.s[start:p.i])
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(b), nil
+		case c == '\\':
+			if p.i+1 >= len(p.s) {
+				return "", p.errorf("unterminated string")
+			}
+			e := p.s[p.i+1]
+			p.i += 2
+			switch e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := p.hex4()
+				if !ok {
+					return "", p.errorf("bad \\u escape")
+				}
+				if r >= 0xD800 && r < 0xDC00 && strings.HasPrefix(p.s[p.i:], `\u`) {
+					p.i += 2
+					r2, ok := p.hex4()
+					if ok && r2 >= 0xDC00 && r2 < 0xE000 {
+						r = (r-0xD800)<<10 + (r2 - 0xDC00) + 0x10000
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				b = utf8.AppendRune(b, r)
+			default:
+				return "", p.errorf("bad escape \\%c", e)
+			}
+		case c < 0x20:
+			return "", p.errorf("control character in a string")
+		default:
+			b = append(b, c)
+			p.i++
+		}
+	}
+	return "", p.errorf("unterminated string")
+}
+
+func (p *scanner) hex4() (rune, bool) {
+	if p.i+4 > len(p.s) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(p.s[p.i:p.i+4], 16, 32)
+	p.i += 4
+	return rune(v), err == nil
+}
+
+// skip reads over one value of any kind, checking it is JSON.
+func (p *scanner) skip() error {
+	p.ws()
+	if p.i >= len(p.s) {
+		return p.errorf("unexpected end of the value")
+	}
+	switch p.s[p.i] {
+	case '{':
+		return p.object(func(string) error { return p.skip() })
+	case '[':
+		return p.array(p.skip)
+	case '"':
+		_, err := p.str()
+		return err
+	}
+	_, _, err := p.scalar()
+	return err
+}
+
+// encoderFor returns the JSON encoder of values of type t, as Flink's
+// json format writes them.
+func encoderFor(t *types.Type) func(b []byte, v Value) []byte {
+	var enc func(b []byte, v Value) []byte
+	switch t.Kind {
+	case types.Boolean:
+		enc = func(b []byte, v Value) []byte { return strconv.AppendBool(b, v.I != 0) }
+	case types.TinyInt, types.SmallInt, types.Int, types.BigInt, types.Interval:
+		enc = func(b []byte, v Value) []byte { return strconv.AppendInt(b, v.I, 10) }
+	case types.Decimal:
+		enc = appendDec
+	case types.Float, types.Double:
+		bits := 64
+		if t.Kind == types.Float {
+			bits = 32
+		}
+		enc = func(b []byte, v Value) []byte {
+			start := len(b)
+			b = appendJavaDouble(b, v.F, bits)
+			if c := b[start]; c == 'N' || c == 'I' || c == '-' && b[start+1] == 'I' {
+				s := string(b[start:])
+				return appendJSONString(b[:start], s)
+			}
+			return b
+		}
+	case types.String:
+		enc = func(b []byte, v Value) []byte { return appendJSONString(b, v.S) }
+	case types.Bytes:
+		enc = func(b []byte, v Value) []byte {
+			b = append(b, '"')
+			b = base64Of(b, v.S)
+			return append(b, '"')
+		}
+	case types.Timestamp, types.TimestampLTZ:
+		p, ltz := t.Precision, t.Kind == types.TimestampLTZ
+		enc = func(b []byte, v Value) []byte {
+			b = append(b, '"')
+			b = appendTimestamp(b, v.I, v.N, p)
+			if ltz {
+				b = append(b, 'Z')
+			}
+			return append(b, '"')
+		}
+	case types.Date:
+		enc = func(b []byte, v Value) []byte {
+			b = append(b, '"')
+			b = appendDate(b, v.I)
+			return append(b, '"')
+		}
+	case types.Time:
+		p := t.Precision
+		enc = func(b []byte, v Value) []byte {
+			b = append(b, '"')
+			b = appendClock(b, v.I, v.N, p)
+			return append(b, '"')
+		}
+	case types.Row:
+		names := make([][]byte, len(t.Fields))
+		encs := make([]func([]byte, Value) []byte, len(t.Fields))
+		for i, f := range t.Fields {
+			names[i] = append(appendJSONString(nil, f.Name), ':')
+			encs[i] = encoderFor(f.Type)
+		}
+		enc = func(b []byte, v Value) []byte {
+			b = append(b, '{')
+			for i := range names {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, names[i]...)
+				var f Value
+				if i < len(v.P.Vals) {
+					f = v.P.Vals[i]
+				}
+				b = encs[i](b, f)
+			}
+			return append(b, '}')
+		}
+	case types.Array:
+		elem := encoderFor(t.Elem)
+		enc = func(b []byte, v Value) []byte {
+			b = append(b, '[')
+			for i, e := range v.P.Vals {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = elem(b, e)
+			}
+			return append(b, ']')
+		}
+	case types.Map:
+		elem := encoderFor(t.Elem)
+		keyStr, err := toStringFn(t.Key)
+		if err != nil {
+			keyStr = func(Value) string { return "" }
+		}
+		enc = func(b []byte, v Value) []byte {
+			b = append(b, '{')
+			for i, k := range v.P.Keys {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				ks := "null"
+				if k.K != VNull {
+					ks = keyStr(k)
+				}
+				b = appendJSONString(b, ks)
+				b = append(b, ':')
+				b = elem(b, v.P.Vals[i])
+			}
+			return append(b, '}')
+		}
+	default:
+		enc = func(b []byte, v Value) []byte { return append(b, "null"...) }
+	}
+	return func(b []byte, v Value) []byte {
+		if v.K == VNull {
+			return append(b, "null"...)
+		}
+		return enc(b, v)
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				start = i + 1
+			} else if r == '\u2028' || r == '\u2029' {
+				b = append(b, s[start:i]...)
+				b = append(b, `\u202`...)
+				b = append(b, hexDigits[r&0xF])
+				start = i + size
+			}
+			i += size - 1
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

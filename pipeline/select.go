@@ -1,0 +1,242 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/sql/ast"
+	"github.com/onceflow/onceflow/internal/sql/eval"
+	"github.com/onceflow/onceflow/internal/sql/parser"
+)
+
+// SelectConfig configures Select: SQL expressions over the typed columns
+// of a record's JSON value, the step a SQL job's projections and filters
+// compile to.
+type SelectConfig struct {
+	// Schema are the input columns in order: each name and its SQL type,
+	// such as BIGINT, TIMESTAMP(3), ROW<id BIGINT, name STRING>, or a
+	// metadata column, TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' (key,
+	// timestamp, partition, offset, topic, headers).
+	Schema []Named
+	// Columns are the output columns in order: each name and its SQL
+	// expression. Empty: the schema's columns, unchanged.
+	Columns []Named
+	// Where, when set, is the SQL condition a record must meet to go on
+	// (NULL and FALSE drop it).
+	Where string
+	// Key, when set, names the output columns that become the record key:
+	// one column's text, or a JSON array of several.
+	Key []string
+	// OnError is what happens to a record that does not fit the schema or
+	// that an expression fails on.
+	OnError flow.ErrorPolicy
+}
+
+var selectSpec = Spec{
+	Name:    "select",
+	Summary: "Projects and filters records with SQL expressions over typed columns of the JSON value (SQL jobs compile to it).",
+	Doc: "The record's JSON value is read once into a row of the `schema`'s columns (Flink SQL types; nested `ROW`s are " +
+		"read into nested rows; a missing field or JSON null is NULL; only the columns the expressions use are decoded), " +
+		"then `where` is evaluated, then each of the `columns`, and the output row is written as a JSON object in the " +
+		"columns' order, as Flink's json format writes it (`TIMESTAMP(3)` as `\"2026-12-01 10:00:00.123\"`, `DECIMAL` with " +
+		"its scale's digits, `BYTES` in base64). A schema column may read the record instead of the value: " +
+		"`TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'`, and likewise `key`, `partition`, `offset`, `topic` and `headers`.\n\n" +
+		"The expressions are Flink SQL: three-valued logic, `CASE`, `CAST` and `TRY_CAST`, `LIKE`, `IN`, `BETWEEN`, " +
+		"exact `DECIMAL` arithmetic (`0.908 * price` on a `BIGINT` price is a `DECIMAL(23, 3)`), intervals " +
+		"(`ts - INTERVAL '4' SECOND`) and Flink's scalar functions by their names (`md5`, `concat`, `date_format`, " +
+		"`regexp_extract`, `json_value`, …). They are type-checked when the job starts: an unknown column or function, " +
+		"or an argument of the wrong type, is reported with the column in the expression. Nondeterministic functions " +
+		"(`uuid()`, `rand()`) are refused, since a replay after a crash must write what the first run wrote; " +
+		"`proctime()` and `current_timestamp` are allowed and give the time of the run (a replay's own).\n\n" +
+		"A record whose value does not fit the schema (not JSON, a field of the wrong type: the error names the column, " +
+		"the type and the value) or on which an expression fails (a division by zero, a `CAST` of a non-number) is a " +
+		"poison record: the job's errors.policy decides. The record key stays unless `key` sets it; the output value " +
+		"replaces the input's, so key expressions over the value see new fields.",
+	Fields: []Field{
+		{Name: "schema", Type: OrderedMap, Required: true,
+			Example:     `{ user_id: BIGINT, action: STRING, ts: "TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'" }`,
+			Missing:     `give the input columns and their SQL types, such as schema: { user_id: BIGINT, action: STRING }`,
+			Description: "The input columns of the JSON value in order, each with its SQL type; `TYPE METADATA FROM 'key'` reads the record's key, timestamp, partition, offset, topic or headers."},
+		{Name: "columns", Type: OrderedMap, Example: `{ user_id: user_id, action: upper(action), day: "date_format(ts, 'yyyy-MM-dd')" }`,
+			Description: "The output columns in order, each a SQL expression over the schema's columns; unset: the schema's columns unchanged."},
+		{Name: "where", Type: String, Example: `action <> 'view'`,
+			Description: "A SQL condition: records for which it is not TRUE (FALSE or NULL) are dropped."},
+		{Name: "key", Type: StringList, Example: "[ user_id ]",
+			Description: "Output columns that become the record key: one column's text, or several as a JSON array."},
+	},
+	Validate: func(p Params) error {
+		_, err := selectConfig(p, Env{}).compile()
+		return err
+	},
+	Props:    func(Params) Props { return Props{Keys: KeysLost} },
+	Build:    func(p Params, env Env) (Operator, error) { return selectConfig(p, env).operator() },
+	Describe: func(p Params) string { return selectConfig(p, Env{}).describe() },
+	GoFunc:   "Select",
+	Example: `- select:
+      schema: { user_id: BIGINT, action: STRING, ts: "TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'" }
+      columns: { user_id: user_id, action: upper(action), day: "date_format(ts, 'yyyy-MM-dd')" }
+      where: action <> 'view'
+      key: [ user_id ]`,
+}
+
+func init() { Register(selectSpec) }
+
+func selectConfig(p Params, env Env) SelectConfig {
+	return SelectConfig{Schema: p.Ordered("schema"), Columns: p.Ordered("columns"), Where: p.Text("where"),
+		Key: p.List("key"), OnError: env.Policy}
+}
+
+func (c SelectConfig) describe() string {
+	var cols []string
+	for _, n := range c.Columns {
+		cols = append(cols, n.Name+" = "+n.Text)
+	}
+	if len(cols) == 0 {
+		cols = append(cols, "the schema's columns")
+	}
+	s := "select " + strings.Join(cols, ", ")
+	if c.Where != "" {
+		s += " where " + c.Where
+	}
+	if len(c.Key) > 0 {
+		s += ", key " + strings.Join(c.Key, ", ")
+	}
+	return s
+}
+
+// sqlError is an error about the SQL text src of a field.
+func sqlError(field, src string, err error) error {
+	return &FieldError{Field: field, Err: fmt.Errorf("%q: %w", src, err)}
+}
+
+// compile parses and type-checks the schema, columns, condition and key.
+func (c SelectConfig) compile() (*eval.Select, error) {
+	if len(c.Schema) == 0 {
+		return nil, &FieldError{Field: "schema", Msg: "is empty: give the input columns and their SQL types"}
+	}
+	schema := make(eval.Schema, len(c.Schema))
+	for i, n := range c.Schema {
+		col, err := eval.ParseSchemaColumn(n.Name, n.Text)
+		if err != nil {
+			return nil, sqlError("schema."+n.Name, n.Text, err)
+		}
+		schema[i] = col
+	}
+	var columns []eval.NamedExpr
+	for _, n := range c.Columns {
+		e, err := parser.ParseExpr(n.Text)
+		if err != nil {
+			return nil, sqlError("columns."+n.Name, n.Text, err)
+		}
+		columns = append(columns, eval.NamedExpr{Name: n.Name, Expr: e})
+	}
+	var where ast.Expr
+	if c.Where != "" {
+		var err error
+		if where, err = parser.ParseExpr(c.Where); err != nil {
+			return nil, sqlError("where", c.Where, err)
+		}
+	}
+	sel, err := eval.CompileSelect(schema, columns, where, c.Key)
+	if err != nil {
+		if ce, ok := err.(*eval.ColumnError); ok {
+			switch {
+			case ce.Where:
+				return nil, sqlError("where", c.Where, ce.Err)
+			case ce.Key:
+				return nil, &FieldError{Field: "key", Err: ce.Err}
+			}
+			for _, n := range c.Columns {
+				if n.Name == ce.Column {
+					return nil, sqlError("columns."+n.Name, n.Text, ce.Err)
+				}
+			}
+			return nil, &FieldError{Field: "schema", Err: ce}
+		}
+		return nil, &FieldError{Field: "schema", Err: err}
+	}
+	return sel, nil
+}
+
+// selectState is what one goroutine needs to run a select: the row and
+// the output buffer, reused record after record.
+type selectState struct {
+	ctx eval.Ctx
+	buf []byte
+}
+
+func (c SelectConfig) operator() (Operator, error) {
+	sel, err := c.compile()
+	if err != nil {
+		return Operator{}, err
+	}
+	needValue, needKey, needHeaders, needMeta := sel.Needs()
+	uses := UsesWithValue | UsesPosition
+	if needValue {
+		uses |= UsesValue
+	}
+	if needKey {
+		uses |= UsesKey
+	}
+	if needHeaders {
+		uses |= UsesHeaders
+	}
+	if needMeta {
+		uses |= UsesMeta
+	}
+	setsKey := sel.SetsKey()
+	if setsKey {
+		uses |= UsesWithKey
+	}
+	// Subtasks run the operator concurrently: each takes a state from the
+	// pool for a record.
+	pool := sync.Pool{New: func() any { return new(selectState) }}
+	return Operator{Uses: uses, Each: func(r Record, emit func()) error {
+		st := pool.Get().(*selectState)
+		var m eval.Meta
+		if needKey {
+			m.Key = r.Key()
+		}
+		if needMeta {
+			rm := r.Meta()
+			m.Topic, m.Partition, m.Offset, m.Timestamp = rm.Topic, rm.Partition, rm.Offset, rm.Timestamp
+		}
+		if needHeaders {
+			m.Headers = r.Headers()
+		}
+		var value []byte
+		if needValue {
+			value = r.Value()
+		}
+		res, err := sel.Run(&st.ctx, value, &m, st.buf[:0])
+		if err != nil {
+			pool.Put(st)
+			return recordError(r, "select", err)
+		}
+		if !res.Keep {
+			pool.Put(st)
+			return nil
+		}
+		st.buf = res.Value
+		out := make([]byte, len(res.Value))
+		copy(out, res.Value)
+		pool.Put(st)
+		r.SetValue(out)
+		if setsKey {
+			r.SetKey(res.Key)
+		}
+		emit()
+		return nil
+	}}, nil
+}
+
+// Select projects and filters the records of s with SQL expressions over
+// typed columns of their JSON values (see SelectConfig). The second
+// stream carries, under flow.DeadLetterOnError, the records that do not
+// fit the schema or that an expression fails on. The operator's id is
+// "select" unless opts give another with flow.UID.
+func Select[T any](s flow.Stream[T], acc RecordAccess[T], cfg SelectConfig, opts ...flow.OpOption) (flow.Stream[T], flow.Stream[flow.Failure[T]], error) {
+	return applyStateless(s, acc, selectSpec, nil, cfg.OnError, opts, cfg.operator)
+}
