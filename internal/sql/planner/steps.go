@@ -1,10 +1,13 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/onceflow/onceflow/internal/sql/ast"
+	"github.com/onceflow/onceflow/internal/sql/eval"
+	"github.com/onceflow/onceflow/internal/sql/parser"
 )
 
 // materialize writes r's open select as a select step keyed by key (the
@@ -15,22 +18,8 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 	if len(p.errs) > 0 {
 		return nil // the columns are not all known: typing them would repeat the errors
 	}
-	types := map[string]*ast.Type{}
-	out := make([]schemaCol, 0, len(r.cols))
-	for _, c := range r.cols {
-		if m, ok := c.expr.(*ast.ColumnRef); ok && strings.HasPrefix(m.Name.Parts[0].Name, "\x00") {
-			p.errorf(at, "%s can only be used with GROUP BY window_start, window_end", c.name)
-			return nil
-		}
-		t, err := typeOf(r.in, c.expr)
-		if err != nil {
-			p.errorf(c.expr.Position(), "%s: %v", c.name, err)
-			continue
-		}
-		types[c.name] = t
-		out = append(out, schemaCol{name: c.name, typ: t})
-	}
-	if len(out) != len(r.cols) {
+	types, out := p.typeColumns(r, key, at)
+	if out == nil {
 		return nil
 	}
 	if !r.identity() || key != nil {
@@ -87,4 +76,73 @@ func (p *planner) stateful(r *rel, at ast.Pos, kind string, write func(w *yamlWr
 		w.linef(at, d, "- %s:", kind)
 		write(w, d+2)
 	}})
+}
+
+// typeColumns type-checks r's open select as the select step will
+// compile it (the same code: package eval), so a mistake is reported
+// at the script's line and column when the script is validated, and
+// returns the output columns' types.
+func (p *planner) typeColumns(r *rel, key []string, at ast.Pos) (map[string]*ast.Type, []schemaCol) {
+	schema := make(eval.Schema, 0, len(r.in))
+	for _, c := range r.in {
+		text := c.typ.String()
+		if c.meta != "" {
+			text += fmt.Sprintf(" METADATA FROM '%s'", c.meta)
+		}
+		sc, err := eval.ParseSchemaColumn(c.name, text)
+		if err != nil {
+			p.errorf(at, "column %s: %v", c.name, err)
+			return nil, nil
+		}
+		schema = append(schema, sc)
+	}
+	cols := make([]eval.NamedExpr, len(r.cols))
+	for i, c := range r.cols {
+		if m, ok := c.expr.(*ast.ColumnRef); ok && strings.HasPrefix(m.Name.Parts[0].Name, "\x00") {
+			p.errorf(at, "%s can only be used with GROUP BY window_start, window_end", c.name)
+			return nil, nil
+		}
+		cols[i] = eval.NamedExpr{Name: c.name, Expr: c.expr}
+	}
+	sel, err := eval.CompileSelect(schema, cols, r.where, key)
+	if err != nil {
+		p.evalErrors(err, at)
+		return nil, nil
+	}
+	types := map[string]*ast.Type{}
+	var out []schemaCol
+	for _, oc := range sel.Columns() {
+		t, err := parser.ParseType(oc.Type.String())
+		if err != nil { // the type printer writes what the parser reads
+			p.errorf(at, "column %s: type %s: %v", oc.Name, oc.Type, err)
+			return nil, nil
+		}
+		types[oc.Name] = t
+		out = append(out, schemaCol{name: oc.Name, typ: t})
+	}
+	return types, out
+}
+
+// evalErrors reports the expression compiler's errors at their places
+// in the script.
+func (p *planner) evalErrors(err error, at ast.Pos) {
+	for _, e := range unjoin(err) {
+		var ee *eval.Error
+		var ce *eval.ColumnError
+		switch {
+		case errors.As(e, &ee) && ee.Pos.Line > 0:
+			p.errorf(ee.Pos, "%s", ee.Msg)
+		case errors.As(e, &ce):
+			p.errorf(at, "%v", ce)
+		default:
+			p.errorf(at, "%v", e)
+		}
+	}
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
