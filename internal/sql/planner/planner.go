@@ -144,53 +144,155 @@ func (p *planner) stmt(st ast.Stmt) {
 	}
 }
 
-// plan builds the job file once every statement is read.
+// An INSERT INTO planned: the query's relation and the table it writes.
+type output struct {
+	ins  *ast.Insert
+	sink *table
+	r    *rel
+	// stream names the stream of the named form that holds its steps.
+	stream string
+}
+
+// plan builds the job file once every statement is read: the one-source
+// form for one INSERT reading one table, the named form (sources:,
+// streams:, sinks:: docs/design.md, "Named streams") for several INSERTs
+// (a statement set) or a UNION ALL of tables.
 func (p *planner) plan() *Job {
 	p.uses = map[string]int{}
-	if len(p.inserts) > 1 {
-		p.errorf(p.inserts[1].At, "a script runs one INSERT INTO for now; this is the second: put it in a script of its own")
-		return nil
+	var outs []*output
+	for _, ins := range p.inserts {
+		sink := p.tableNamed(ins.Table)
+		if sink == nil {
+			continue
+		}
+		if !connectors[sink.connector].sink {
+			p.errorf(ins.Table.At, "table %s uses the %s connector, which cannot be written to", sink.name, sink.connector)
+			continue
+		}
+		r := p.query(ins.Query)
+		if r == nil {
+			continue
+		}
+		if p.sinkSteps(r, ins, sink) == nil && len(p.errs) > 0 {
+			continue
+		}
+		outs = append(outs, &output{ins: ins, sink: sink, r: r})
 	}
-	ins := p.inserts[0]
-	sink := p.tableNamed(ins.Table)
-	if sink == nil {
-		return nil
-	}
-	if !connectors[sink.connector].sink {
-		p.errorf(ins.Table.At, "table %s uses the %s connector, which cannot be written to", sink.name, sink.connector)
-		return nil
-	}
-	r := p.query(ins.Query)
-	if r == nil {
+	if len(p.errs) > 0 {
 		return nil
 	}
 	set := p.readSettings()
 	w := newYAMLWriter()
 	w.linef(ast.Pos{}, 0, "# Compiled from %s by onceflow's SQL planner (docs/design.md, \"SQL\").", filepath.Base(p.file))
 	w.linef(p.nameAt(), 0, "job: %s", q(set.job))
-	src := r.src
-	p.kafkaSection(w, src, sink)
-	p.sourceSection(w, src)
-	steps := p.sinkSteps(r, ins, sink)
-	if steps == nil && len(p.errs) > 0 {
-		return nil
-	}
-	if len(steps) > 0 {
-		w.linef(ast.Pos{}, 0, "pipeline:")
-		for _, s := range steps {
-			s.write(w, 1)
+	var sources []*table
+	seen := map[*table]bool{}
+	var tables []*table
+	for _, o := range outs {
+		for _, t := range o.r.sources() {
+			if !seen[t] {
+				seen[t] = true
+				sources = append(sources, t)
+			}
 		}
 	}
-	p.sinkSection(w, sink, set, r)
+	tables = append(tables, sources...)
+	for _, o := range outs {
+		tables = append(tables, o.sink)
+	}
+	p.kafkaSection(w, tables)
+	if p.timeTable != nil && len(sources) > 1 {
+		p.errorf(p.timeTable.watermark.At, "event time in a job reading several tables is not supported yet: the job's watermarks follow one time column; put the windowed query in a script of its own")
+		return nil
+	}
+	if len(outs) == 1 && outs[0].r.src != nil {
+		o := outs[0]
+		p.sourceSection(w, o.r.src, "source:", 0)
+		if len(o.r.steps) > 0 {
+			w.linef(ast.Pos{}, 0, "pipeline:")
+			for _, s := range o.r.steps {
+				s.write(w, 1)
+			}
+		}
+		p.sinkSection(w, o.sink, set, "sink:", "", 0)
+	} else {
+		p.named(w, set, sources, outs)
+	}
 	p.eventTimeSection(w, set)
 	set.write(w, p)
-	p.checkOptions(src, kafkaSourceOptions)
-	p.checkSinkOptions(sink)
+	for _, t := range sources {
+		p.checkOptions(t, kafkaSourceOptions)
+	}
+	for _, o := range outs {
+		p.checkSinkOptions(o.sink)
+	}
 	if len(p.errs) > 0 {
 		return nil
 	}
 	sort.Strings(p.notes)
 	return &Job{YAML: []byte(w.b.String()), Origin: w.origin, Notes: p.notes}
+}
+
+// named writes the sources:, streams: and sinks: of the named form.
+func (p *planner) named(w *yamlWriter, set *settings, sources []*table, outs []*output) {
+	w.linef(ast.Pos{}, 0, "sources:")
+	for _, t := range sources {
+		p.sourceSection(w, t, streamName(t.name)+":", 1)
+	}
+	w.linef(ast.Pos{}, 0, "streams:")
+	used := map[string]int{}
+	name := func(base string) string {
+		base = streamName(base)
+		used[base]++
+		if used[base] > 1 {
+			return fmt.Sprintf("%s_%d", base, used[base])
+		}
+		return base
+	}
+	for _, t := range sources {
+		used[streamName(t.name)]++ // a stream may not take a source's name
+	}
+	var stream func(r *rel, base string, at ast.Pos) string
+	stream = func(r *rel, base string, at ast.Pos) string {
+		var from []string
+		if r.src != nil {
+			from = []string{streamName(r.src.name)}
+		} else {
+			for i, b := range r.branches {
+				from = append(from, stream(b, fmt.Sprintf("%s_part%d", base, i+1), at))
+			}
+		}
+		n := name(base)
+		w.linef(at, 1, "%s:", n)
+		w.linef(at, 2, "from: %s", qlist(from))
+		if len(r.steps) > 0 {
+			w.linef(at, 2, "steps:")
+			for _, s := range r.steps {
+				s.write(w, 3)
+			}
+		}
+		return n
+	}
+	for _, o := range outs {
+		o.stream = stream(o.r, "into_"+o.sink.name, o.ins.At)
+	}
+	w.linef(ast.Pos{}, 0, "sinks:")
+	for _, o := range outs {
+		p.sinkSection(w, o.sink, set, streamName(o.stream+"_sink")+":", o.stream, 1)
+	}
+}
+
+// streamName makes a table's name a name of the named form.
+func streamName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
 }
 
 func (p *planner) nameAt() ast.Pos {

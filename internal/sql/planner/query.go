@@ -33,6 +33,24 @@ type rel struct {
 	rowtime string
 	// win is set on the relation a window table function returns.
 	win *windowSpec
+	// branches are the inputs of a UNION ALL (src is then nil): each a
+	// stream of its own, their records merged by the union step that
+	// starts steps.
+	branches []*rel
+	// unionOnly: r is a union and nothing after it yet.
+	unionOnly bool
+}
+
+// sources lists the tables r reads.
+func (r *rel) sources() []*table {
+	if r.src != nil {
+		return []*table{r.src}
+	}
+	var out []*table
+	for _, b := range r.branches {
+		out = append(out, b.sources()...)
+	}
+	return out
 }
 
 type schemaCol struct {
@@ -238,9 +256,76 @@ func (p *planner) body(b ast.SetExpr) *rel {
 	case *ast.Query:
 		return p.query(s)
 	case *ast.SetOp:
-		p.errorf(s.At, "%s is not supported yet in SQL (UNION ALL of streams comes with the named-streams plan of issue 24); a job file's union step does it", s.Op)
+		if !strings.EqualFold(s.Op, "UNION") || !s.All {
+			p.errorf(s.At, "%s: a stream keeps no set of the rows it saw; UNION ALL merges streams, and ROW_NUMBER() deduplicates", setOpText(s))
+			return nil
+		}
+		left, right := p.body(s.Left), p.body(s.Right)
+		if left == nil || right == nil {
+			return nil
+		}
+		return p.union(s, left, right)
 	}
 	return nil
+}
+
+func setOpText(s *ast.SetOp) string {
+	if s.All {
+		return s.Op + " ALL"
+	}
+	return s.Op
+}
+
+// union plans left UNION ALL right: each side's last select is written
+// with the left side's column names, and a union step merges them.
+func (p *planner) union(s *ast.SetOp, left, right *rel) *rel {
+	var branches []*rel
+	for _, r := range []*rel{left, right} {
+		if r.src == nil && len(r.steps) == 1 && r.unionOnly {
+			branches = append(branches, r.branches...) // a UNION ALL b UNION ALL c: one union of three
+		} else {
+			branches = append(branches, r)
+		}
+	}
+	first := branches[0]
+	names := first.colNames()
+	var schema []schemaCol
+	for i, b := range branches {
+		if b.updating {
+			p.errorf(s.At, "UNION ALL of an updating result (a GROUP BY without a window) needs the changelog rows of issue 24")
+			return nil
+		}
+		if len(b.cols) != len(names) {
+			p.errorf(s.At, "UNION ALL: part %d has %d columns and the first has %d (%s)", i+1, len(b.cols), len(names), strings.Join(names, ", "))
+			return nil
+		}
+		for j := range b.cols {
+			b.cols[j].name = names[j]
+		}
+		types := p.materializeForce(b, nil, s.At)
+		if types == nil {
+			return nil
+		}
+		if i == 0 {
+			schema = append([]schemaCol(nil), b.in...)
+			continue
+		}
+		for j, c := range b.in {
+			if c.typ.String() != schema[j].typ.String() {
+				p.errorf(s.At, "UNION ALL: column %s is %s in part %d and %s in the first: CAST it to one type", names[j], c.typ, i+1, schema[j].typ)
+				return nil
+			}
+		}
+	}
+	r := &rel{branches: branches, in: schema, unionOnly: true}
+	for _, c := range schema {
+		r.cols = append(r.cols, relCol{name: c.name, expr: ref(c.name)})
+	}
+	at := s.At
+	r.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
+		w.linef(at, d, "- union: {}")
+	}}}
+	return r
 }
 
 // from plans a FROM item.

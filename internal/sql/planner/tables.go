@@ -46,28 +46,33 @@ func brokersOf(t *table) []string {
 	return out
 }
 
-func (p *planner) kafkaSection(w *yamlWriter, src, sink *table) {
-	brokers := brokersOf(src)
-	if sink.connector == "kafka" || sink.connector == "upsert-kafka" {
-		if sb := brokersOf(sink); sb != nil {
-			if brokers != nil && strings.Join(sb, ",") != strings.Join(brokers, ",") {
-				p.errorf(sink.optAt("properties.bootstrap.servers"), "table %s is on brokers %s and %s on %s: a job reads and writes one Kafka cluster (its transactions commit both)", sink.name, strings.Join(sb, ","), src.name, strings.Join(brokers, ","))
-			}
-			if brokers == nil {
-				brokers = sb
-			}
+func (p *planner) kafkaSection(w *yamlWriter, tables []*table) {
+	var brokers []string
+	var from *table
+	for _, t := range tables {
+		if t.connector != "kafka" && t.connector != "upsert-kafka" {
+			continue
+		}
+		b := brokersOf(t)
+		switch {
+		case b == nil:
+		case brokers == nil:
+			brokers, from = b, t
+		case strings.Join(b, ",") != strings.Join(brokers, ","):
+			p.errorf(t.optAt("properties.bootstrap.servers"), "table %s is on brokers %s and %s on %s: a job reads and writes one Kafka cluster (its transactions commit both)", t.name, strings.Join(b, ","), from.name, strings.Join(brokers, ","))
 		}
 	}
 	if brokers == nil {
-		p.errorf(src.at, "table %s has no 'properties.bootstrap.servers': add 'properties.bootstrap.servers' = 'localhost:9092'", src.name)
+		t := tables[0]
+		p.errorf(t.at, "table %s has no 'properties.bootstrap.servers': add 'properties.bootstrap.servers' = 'localhost:9092'", t.name)
 		return
 	}
-	w.linef(src.optAt("properties.bootstrap.servers"), 0, "kafka:")
-	w.linef(src.optAt("properties.bootstrap.servers"), 1, "brokers: %s", qlist(brokers))
+	w.linef(from.optAt("properties.bootstrap.servers"), 0, "kafka:")
+	w.linef(from.optAt("properties.bootstrap.servers"), 1, "brokers: %s", qlist(brokers))
 }
 
-func (p *planner) sourceSection(w *yamlWriter, t *table) {
-	w.linef(t.at, 0, "source:")
+func (p *planner) sourceSection(w *yamlWriter, t *table, header string, d int) {
+	w.linef(t.at, d, "%s", header)
 	topic, hasTopic := t.opt("topic")
 	pattern, hasPattern := t.opt("topic-pattern")
 	var topics []string
@@ -80,30 +85,30 @@ func (p *planner) sourceSection(w *yamlWriter, t *table) {
 				topics = append(topics, s)
 			}
 		}
-		w.linef(t.optAt("topic"), 1, "topics: %s", qlist(topics))
+		w.linef(t.optAt("topic"), d+1, "topics: %s", qlist(topics))
 	case hasPattern:
-		w.linef(t.optAt("topic-pattern"), 1, "topic-regex: %s", q(pattern))
+		w.linef(t.optAt("topic-pattern"), d+1, "topic-regex: %s", q(pattern))
 	default:
 		p.errorf(t.at, "table %s has no 'topic': add 'topic' = 'TOPIC_NAME'", t.name)
 	}
 	if g, ok := t.opt("properties.group.id"); ok {
-		w.linef(t.optAt("properties.group.id"), 1, "group: %s", q(g))
+		w.linef(t.optAt("properties.group.id"), d+1, "group: %s", q(g))
 	}
-	p.startup(w, t, topics)
+	p.startup(w, t, topics, d+1)
 	if v, ok := t.opt("properties.isolation.level"); ok {
-		w.linef(t.optAt("properties.isolation.level"), 1, "isolation: %s", q(v))
+		w.linef(t.optAt("properties.isolation.level"), d+1, "isolation: %s", q(v))
 	}
 	if v, ok := t.opt("scan.topic-partition-discovery.interval"); ok {
-		if d, err := flinkDuration(v); err != nil {
+		if iv, err := flinkDuration(v); err != nil {
 			p.errorf(t.optAt("scan.topic-partition-discovery.interval"), "'scan.topic-partition-discovery.interval': %v", err)
 		} else {
-			w.linef(t.optAt("scan.topic-partition-discovery.interval"), 1, "discovery-interval: %s", goDuration(d))
+			w.linef(t.optAt("scan.topic-partition-discovery.interval"), d+1, "discovery-interval: %s", goDuration(iv))
 		}
 	}
 	if v, ok := t.opt("scan.bounded.mode"); ok {
 		switch v {
 		case "latest-offset":
-			w.linef(t.optAt("scan.bounded.mode"), 1, "bounded: true")
+			w.linef(t.optAt("scan.bounded.mode"), d+1, "bounded: true")
 		case "unbounded":
 		default:
 			p.errorf(t.optAt("scan.bounded.mode"), "'scan.bounded.mode' = '%s': onceflow takes 'unbounded' (the default) or 'latest-offset' (stop at the end offsets seen at the start)", v)
@@ -120,7 +125,7 @@ func (p *planner) sourceSection(w *yamlWriter, t *table) {
 }
 
 // startup writes source.startup from scan.startup.mode and its options.
-func (p *planner) startup(w *yamlWriter, t *table, topics []string) {
+func (p *planner) startup(w *yamlWriter, t *table, topics []string, d int) {
 	mode, ok := t.opt("scan.startup.mode")
 	at := t.optAt("scan.startup.mode")
 	reset, hasReset := t.opt("properties.auto.offset.reset")
@@ -132,9 +137,9 @@ func (p *planner) startup(w *yamlWriter, t *table, topics []string) {
 	}
 	switch mode {
 	case "earliest-offset":
-		w.linef(at, 1, "startup: earliest")
+		w.linef(at, d, "startup: earliest")
 	case "latest-offset":
-		w.linef(at, 1, "startup: latest")
+		w.linef(at, d, "startup: latest")
 	case "group-offsets":
 		if hasReset {
 			r := map[string]string{"earliest": "earliest", "latest": "latest", "none": "none"}[reset]
@@ -142,9 +147,9 @@ func (p *planner) startup(w *yamlWriter, t *table, topics []string) {
 				p.errorf(t.optAt("properties.auto.offset.reset"), "'properties.auto.offset.reset' is earliest, latest or none, not %q", reset)
 				return
 			}
-			w.linef(at, 1, "startup: { mode: group-offsets, reset: %s }", r)
+			w.linef(at, d, "startup: { mode: group-offsets, reset: %s }", r)
 		} else {
-			w.linef(at, 1, "startup: group-offsets")
+			w.linef(at, d, "startup: group-offsets")
 		}
 	case "timestamp":
 		ms, ok := t.opt("scan.startup.timestamp-millis")
@@ -157,7 +162,7 @@ func (p *planner) startup(w *yamlWriter, t *table, topics []string) {
 			p.errorf(t.optAt("scan.startup.timestamp-millis"), "'scan.startup.timestamp-millis' = '%s' is not a number of milliseconds", ms)
 			return
 		}
-		w.linef(at, 1, "startup: { mode: timestamp, timestamp: %s }", q(time.UnixMilli(n).UTC().Format(time.RFC3339Nano)))
+		w.linef(at, d, "startup: { mode: timestamp, timestamp: %s }", q(time.UnixMilli(n).UTC().Format(time.RFC3339Nano)))
 	case "specific-offsets":
 		spec, ok := t.opt("scan.startup.specific-offsets")
 		if !ok {
@@ -181,7 +186,7 @@ func (p *planner) startup(w *yamlWriter, t *table, topics []string) {
 		if hasReset {
 			rs = ", reset: " + reset
 		}
-		w.linef(at, 1, "startup: { mode: specific-offsets, offsets: { %s: { %s } }%s }", q(topics[0]), strings.Join(parts, ", "), rs)
+		w.linef(at, d, "startup: { mode: specific-offsets, offsets: { %s: { %s } }%s }", q(topics[0]), strings.Join(parts, ", "), rs)
 	default:
 		p.errorf(at, "'scan.startup.mode' = '%s': write earliest-offset, latest-offset, group-offsets, timestamp or specific-offsets%s", mode, didYouMean(mode, []string{"earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"}))
 	}
@@ -318,7 +323,7 @@ func (p *planner) materializeForce(r *rel, key []string, at ast.Pos) map[string]
 	return p.materialize(r, key, at)
 }
 
-func (p *planner) sinkSection(w *yamlWriter, t *table, set *settings, r *rel) {
+func (p *planner) sinkSection(w *yamlWriter, t *table, set *settings, header, from string, d int) {
 	delivery := "exactly-once"
 	if v, ok := t.opt("sink.delivery-guarantee"); ok {
 		switch v {
@@ -343,9 +348,12 @@ func (p *planner) sinkSection(w *yamlWriter, t *table, set *settings, r *rel) {
 		if f, ok := t.opt("format"); ok && f != "json" {
 			p.errorf(t.optAt("format"), "'format' = '%s' is not supported yet; SQL jobs write 'json'", f)
 		}
-		w.linef(t.at, 0, "sink:")
-		w.linef(t.optAt("topic"), 1, "topic: %s", q(topic))
-		w.linef(t.optAt("sink.delivery-guarantee"), 1, "delivery: %s", delivery)
+		w.linef(t.at, d, "%s", header)
+		if from != "" {
+			w.linef(t.at, d+1, "from: %s", q(from))
+		}
+		w.linef(t.optAt("topic"), d+1, "topic: %s", q(topic))
+		w.linef(t.optAt("sink.delivery-guarantee"), d+1, "delivery: %s", delivery)
 	case "jdbc", "postgres", "mysql":
 		kind, dsn := t.connector, ""
 		if t.connector == "jdbc" {
@@ -376,25 +384,31 @@ func (p *planner) sinkSection(w *yamlWriter, t *table, set *settings, r *rel) {
 		if !ok {
 			name = t.name
 		}
-		w.linef(t.at, 0, "sink:")
-		w.linef(t.optAt("sink.delivery-guarantee"), 1, "delivery: %s", delivery)
-		w.linef(t.at, 1, "%s:", kind)
-		w.linef(t.optAt("url"), 2, "dsn: %s", q(dsn))
-		w.linef(t.optAt("table-name"), 2, "table: %s", q(name))
-		w.linef(t.at, 2, "columns:")
+		w.linef(t.at, d, "%s", header)
+		if from != "" {
+			w.linef(t.at, d+1, "from: %s", q(from))
+		}
+		w.linef(t.optAt("sink.delivery-guarantee"), d+1, "delivery: %s", delivery)
+		w.linef(t.at, d+1, "%s:", kind)
+		w.linef(t.optAt("url"), d+2, "dsn: %s", q(dsn))
+		w.linef(t.optAt("table-name"), d+2, "table: %s", q(name))
+		w.linef(t.at, d+2, "columns:")
 		for _, c := range t.physical(true) {
-			w.linef(c.At, 3, "%s: %s", q(c.Name.Name), q(valuePath(c.Name.Name)))
+			w.linef(c.At, d+3, "%s: %s", q(c.Name.Name), q(valuePath(c.Name.Name)))
 		}
 		if len(t.pk) > 0 {
-			w.linef(t.at, 2, "key: %s", qlist(t.pk))
+			w.linef(t.at, d+2, "key: %s", qlist(t.pk))
 		}
 		if b, ok := t.opt("batch-rows"); ok {
-			w.linef(t.optAt("batch-rows"), 2, "batch-rows: %s", b)
+			w.linef(t.optAt("batch-rows"), d+2, "batch-rows: %s", b)
 		}
 	case "blackhole":
-		w.linef(t.at, 0, "sink:")
-		w.linef(t.at, 1, "topic: %s  # nothing is written: the rows are dropped before it", q(set.job+"-blackhole"))
-		w.linef(t.at, 1, "delivery: %s", delivery)
+		w.linef(t.at, d, "%s", header)
+		if from != "" {
+			w.linef(t.at, d+1, "from: %s", q(from))
+		}
+		w.linef(t.at, d+1, "topic: %s  # nothing is written: the rows are dropped before it", q(set.job+"-blackhole"))
+		w.linef(t.at, d+1, "delivery: %s", delivery)
 	}
 }
 
