@@ -270,3 +270,101 @@ GROUP BY `+"`user`"+`, window_start, window_end;
 	check("franz-go", readCommitted(t, addr, "out"))
 	check("kcat", kcatRead(t, addr, "out"))
 }
+
+// TestCrashSQLStatementSet runs a statement set in SQL — a UNION ALL of
+// two topics into a third, and a filter of one of them into PostgreSQL —
+// as one job (the named form: two sources, three streams, a Kafka and a
+// database sink), SIGKILLed at random moments. Every order must come out
+// once in the topic (franz-go and kcat) and every big one once in the
+// table (psql).
+func TestCrashSQLStatementSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	records, kills := e2eSize()
+	records /= 2
+	rng := seed(t)
+	dsn, srv := dbtest.Postgres(t, dbtest.PostgresOptions{MaxPreparedTransactions: 64}) // the table takes part in the Kafka commit: two-phase
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	if err := srv.Exec(context.Background(), db, "CREATE TABLE big_orders (id text PRIMARY KEY, amount bigint NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "web", 4)
+	createTopic(t, addr, "shop", 2)
+	createTopic(t, addr, "all", 4)
+	var web, shop [][]byte
+	big := 0
+	for i := 0; i < records; i++ {
+		amount := rng.IntN(2000)
+		if amount > 1000 {
+			big++
+		}
+		v, _ := json.Marshal(map[string]any{"id": "w" + strconv.Itoa(i), "amount": amount})
+		web = append(web, v)
+		v, _ = json.Marshal(map[string]any{"order_id": "s" + strconv.Itoa(i), "total": float64(amount) + 0.25, "store": "s" + strconv.Itoa(i%7)})
+		shop = append(shop, v)
+	}
+	produceJSON(t, addr, "web", web)
+	produceJSON(t, addr, "shop", shop)
+	u := strings.TrimPrefix(dsn, "postgres://")
+	script := fmt.Sprintf(`SET 'pipeline.name' = 'sql-set';
+SET 'execution.checkpointing.interval' = '100ms';
+SET 'restart-strategy.type' = 'none';
+SET 'state.checkpoints.dir' = '%[1]s';
+CREATE TABLE web (id STRING, amount BIGINT) WITH ('connector' = 'kafka', 'topic' = 'web', 'properties.bootstrap.servers' = '%[2]s', 'properties.group.id' = 'sql-set', 'format' = 'json');
+CREATE TABLE shop (order_id STRING, total DOUBLE, store STRING) WITH ('connector' = 'kafka', 'topic' = 'shop', 'properties.bootstrap.servers' = '%[2]s', 'properties.group.id' = 'sql-set', 'format' = 'json');
+CREATE TABLE all_orders (id STRING, amount BIGINT, channel STRING) WITH ('connector' = 'kafka', 'topic' = 'all', 'properties.bootstrap.servers' = '%[2]s', 'key.fields' = 'id', 'format' = 'json');
+CREATE TABLE big_orders (id STRING, amount BIGINT, PRIMARY KEY (id) NOT ENFORCED)
+WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://%[3]s', 'table-name' = 'big_orders', 'username' = '%[4]s');
+EXECUTE STATEMENT SET BEGIN
+INSERT INTO all_orders
+  SELECT id, amount, 'web' FROM web
+  UNION ALL
+  SELECT order_id, CAST(total AS BIGINT), store FROM shop WHERE store IS NOT NULL;
+INSERT INTO big_orders SELECT id, amount FROM web WHERE amount > 1000;
+END;
+`, filepath.Join(dir, "state"), addr, u[strings.Index(u, "@")+1:], u[:strings.Index(u, "@")])
+	file := filepath.Join(dir, "set.sql")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lw := &logWriter{t: t, name: "sql-set"}
+	r := &jobRunner{t: t, bin: binary(t), file: file, log: lw, inputs: []string{"web", "shop"}}
+	r.crashAndFinish(rng, kills, addr, "sql-set")
+	check := func(client string, out []kafkatest.Record) {
+		t.Helper()
+		seen := map[string]bool{}
+		for _, rec := range out {
+			var o struct {
+				ID      string `json:"id"`
+				Amount  int64  `json:"amount"`
+				Channel string `json:"channel"`
+			}
+			if err := json.Unmarshal([]byte(rec.Value), &o); err != nil || o.ID == "" || rec.Key != o.ID {
+				t.Fatalf("%s: output %q under key %q is not an order keyed by its id (%v)", client, rec.Value, rec.Key, err)
+			}
+			if seen[o.ID] {
+				t.Fatalf("%s: order %s written twice", client, o.ID)
+			}
+			seen[o.ID] = true
+			if o.ID[0] == 'w' && o.Channel != "web" || o.ID[0] == 's' && !strings.HasPrefix(o.Channel, "s") {
+				t.Fatalf("%s: order %s with channel %q", client, o.ID, o.Channel)
+			}
+		}
+		if len(seen) != 2*records {
+			t.Fatalf("%s: %d orders, want %d", client, len(seen), 2*records)
+		}
+		t.Logf("%s: %d orders, each once", client, len(seen))
+	}
+	check("franz-go", readCommitted(t, addr, "all"))
+	check("kcat", kcatRead(t, addr, "all"))
+	got, err := srv.Psql(db, "SELECT count(*), count(*) FILTER (WHERE amount > 1000) FROM big_orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%d|%d", big, big); got != want {
+		t.Fatalf("big_orders rows, big rows = %s, want %s\n%s", got, want, lw)
+	}
+}
