@@ -127,12 +127,21 @@ func copyJobFile(t *testing.T, name string) string {
 // golden file is the whole output with the temporary directory as TMP.
 func TestValidateGolden(t *testing.T) {
 	// clicks: the one-source form; enrich: the named form (sources:,
-	// streams: with union and join, sinks:).
-	for _, name := range []string{"clicks", "enrich"} {
+	// streams: with union and join, sinks:); orders.sql: a Flink SQL
+	// script (its plan, and the job file it compiles to).
+	for _, tc := range []struct{ name, file, flag string }{
+		{"clicks", "clicks.yaml", ""}, {"enrich", "enrich.yaml", ""},
+		{"orders-sql", "orders.sql", ""}, {"orders-sql-job", "orders.sql", "--show-job"},
+	} {
+		name := tc.name
 		t.Run(name, func(t *testing.T) {
-			dir := copyJobFile(t, name+".yaml")
+			dir := copyJobFile(t, tc.file)
 			t.Chdir(dir)
-			code, stdout, stderr := runMain("validate", filepath.Join("jobs", name+".yaml"))
+			args := []string{"validate"}
+			if tc.flag != "" {
+				args = append(args, tc.flag)
+			}
+			code, stdout, stderr := runMain(append(args, filepath.Join("jobs", tc.file))...)
 			if code != 0 {
 				t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
 			}

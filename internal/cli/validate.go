@@ -97,18 +97,20 @@ func describeJob(w io.Writer, jf *jobfile.JobFile) {
 		}
 		fmt.Fprintf(w, "  event time: %s, watermarks %s behind each partition's newest, %s\n", et.Timestamp, durfmt.Short(et.MaxOutOfOrderness), idle)
 	}
-	if jf.Graph != nil {
+	if jf.Graph != nil || jf.SQL != nil {
+		// The operator graph, with the keyed state each operator keeps
+		// and what bounds it: a SQL script's EXPLAIN.
 		if p, err := jf.Plan(); err == nil {
 			var b strings.Builder
 			_ = plan.Explain(&b, p, "            ")
 			fmt.Fprintf(w, "  %-11s the operators, each with [its uid] and ← what it reads when that is not the line above:\n%s", "graph:", b.String())
 		}
 	}
-	if len(jf.Pipeline) == 0 && jf.Graph == nil {
+	if len(jf.Pipeline) == 0 && jf.Graph == nil && jf.SQL == nil {
 		fmt.Fprintln(w, "  pipeline:   pass-through")
 	}
 	for i, st := range jf.Pipeline {
-		if jf.Graph != nil {
+		if jf.Graph != nil || jf.SQL != nil {
 			break // the graph above lists the steps
 		}
 		label := ""
