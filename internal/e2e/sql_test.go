@@ -45,23 +45,15 @@ func produceJSON(t *testing.T, addr, topic string, values [][]byte) {
 	}
 }
 
-// TestCrashSQLSeedIntoPostgres runs the user's own Flink SQL (the
-// seed's section 3.1: actions upserted into a JDBC table by an md5
-// message id) as `onceflow run job.sql`, SIGKILLed at random moments.
-// The input holds every action once plus a tenth of them sent again (a
-// producer's retry): psql must find each distinct action exactly once,
-// with its md5 id computed as Flink computes it.
-func TestCrashSQLSeedIntoPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test skipped in -short mode")
-	}
+// The seed's job (its section 3.1): actions upserted into a JDBC table by
+// an md5 message id, as the user wrote it; only the connection values
+// differ. seedRun runs it as `onceflow run job.sql`, SIGKILLed at random
+// moments, over an input holding every action once plus a tenth of them
+// sent again (a producer's retry); check then reads the table with the
+// database's own client.
+func seedRun(t *testing.T, jdbcURL, user string, query func(string) (string, error), mdCheck string) {
 	records, kills := e2eSize()
 	rng := seed(t)
-	dsn, srv := dbtest.Postgres(t)
-	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
-	if err := srv.Exec(context.Background(), db, "CREATE TABLE user_actions (message_id text PRIMARY KEY, user_id bigint NOT NULL, action_time timestamp(3) NOT NULL, action_type text NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "in", 4)
@@ -79,9 +71,6 @@ func TestCrashSQLSeedIntoPostgres(t *testing.T) {
 		values = append(values, values[i]) // sent twice
 	}
 	produceJSON(t, addr, "in", values)
-	u := strings.TrimPrefix(dsn, "postgres://")
-	user := u[:strings.Index(u, "@")]
-	hostDB := u[strings.Index(u, "@")+1:]
 	script := fmt.Sprintf(`-- The seed's job, as a Flink user writes it.
 SET 'execution.checkpointing.interval' = '100 ms';
 SET 'restart-strategy.type' = 'none';
@@ -90,11 +79,11 @@ CREATE TABLE kafka_events (user_id BIGINT, event_time TIMESTAMP(3), action_type 
 WITH ('connector' = 'kafka', 'topic' = 'in', 'properties.bootstrap.servers' = '%s', 'properties.group.id' = 'sql-seed', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
 -- 使用UPSERT代替INSERT的幂等设计
 CREATE TABLE user_actions ( message_id STRING PRIMARY KEY, user_id BIGINT, action_time TIMESTAMP(3), action_type STRING )
-WITH ( 'connector' = 'jdbc', 'url' = 'jdbc:postgresql://%s', 'table-name' = 'user_actions', 'username' = '%s', 'password' = '' );
+WITH ( 'connector' = 'jdbc', 'url' = '%s', 'table-name' = 'user_actions', 'username' = '%s', 'password' = '' );
 INSERT INTO user_actions
 SELECT md5(concat(cast(user_id AS STRING), cast(event_time AS STRING))) as message_id, user_id, event_time, action_type
 FROM kafka_events;
-`, filepath.Join(dir, "state"), addr, hostDB, user)
+`, filepath.Join(dir, "state"), addr, jdbcURL, user)
 	path := filepath.Join(dir, "seed.sql")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
@@ -104,7 +93,7 @@ FROM kafka_events;
 	start := time.Now()
 	r.crashAndFinish(rng, kills, addr, "sql-seed")
 	t.Logf("%d kills and the final run took %v", kills, time.Since(start).Round(time.Millisecond))
-	got, err := srv.Psql(db, "SELECT count(*), count(DISTINCT message_id), count(DISTINCT (user_id, action_time)) FROM user_actions")
+	got, err := query("SELECT COUNT(*), COUNT(DISTINCT message_id), COUNT(DISTINCT user_id, action_time) FROM user_actions")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +101,50 @@ FROM kafka_events;
 		t.Fatalf("rows, ids, distinct actions = %s, want %s\n%s", got, want, lw)
 	}
 	// The id is Flink's: md5 of the user id and the time as CAST(… AS
-	// STRING) writes a TIMESTAMP(3).
-	got, err = srv.Psql(db, "SELECT count(*) FROM user_actions WHERE message_id = md5(user_id::text || to_char(action_time, 'YYYY-MM-DD HH24:MI:SS.MS')) AND action_type = (ARRAY['view','click','buy'])[1 + ((extract(epoch FROM action_time - timestamp '2026-12-01 10:00:00') * 1000)::bigint % 3)]")
+	// STRING) writes a TIMESTAMP(3); and each row has its own action.
+	got, err = query(mdCheck)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != strconv.Itoa(records) {
 		t.Fatalf("%s of %d rows have Flink's md5 id and their own action type", got, records)
 	}
+}
+
+// TestCrashSQLSeedIntoPostgres runs the seed's job into PostgreSQL
+// (jdbc:postgresql://), checked with psql.
+func TestCrashSQLSeedIntoPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	dsn, srv := dbtest.Postgres(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	if err := srv.Exec(context.Background(), db, "CREATE TABLE user_actions (message_id text PRIMARY KEY, user_id bigint NOT NULL, action_time timestamp(3) NOT NULL, action_type text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	u := strings.TrimPrefix(dsn, "postgres://")
+	seedRun(t, "jdbc:postgresql://"+u[strings.Index(u, "@")+1:], u[:strings.Index(u, "@")],
+		func(q string) (string, error) {
+			return srv.Psql(db, strings.Replace(q, "COUNT(DISTINCT user_id, action_time)", "COUNT(DISTINCT (user_id, action_time))", 1))
+		},
+		"SELECT count(*) FROM user_actions WHERE message_id = md5(user_id::text || to_char(action_time, 'YYYY-MM-DD HH24:MI:SS.MS')) AND action_type = (ARRAY['view','click','buy'])[1 + ((extract(epoch FROM action_time - timestamp '2026-12-01 10:00:00') * 1000)::bigint % 3)]")
+}
+
+// TestCrashSQLSeedIntoMariaDB runs the seed's job into MariaDB
+// (jdbc:mysql://), checked with the mariadb client.
+func TestCrashSQLSeedIntoMariaDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	if err := srv.Exec(context.Background(), db, "CREATE TABLE user_actions (message_id VARCHAR(32) PRIMARY KEY, user_id BIGINT NOT NULL, action_time DATETIME(3) NOT NULL, action_type VARCHAR(16) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"); err != nil {
+		t.Fatal(err)
+	}
+	host := dsn[strings.Index(dsn, "tcp(")+4 : strings.Index(dsn, ")/")]
+	seedRun(t, "jdbc:mysql://"+host+"/"+db, dsn[:strings.Index(dsn, "@")],
+		func(q string) (string, error) { return srv.Client(db, q) },
+		"SELECT COUNT(*) FROM user_actions WHERE message_id = MD5(CONCAT(user_id, LEFT(DATE_FORMAT(action_time, '%Y-%m-%d %H:%i:%s.%f'), 23))) AND action_type = ELT(1 + MOD(TIMESTAMPDIFF(MICROSECOND, '2026-12-01 10:00:00', action_time) DIV 1000, 3), 'view', 'click', 'buy')")
 }
 
 // TestCrashSQLWindows runs a Flink SQL window aggregate — a TUMBLE table
