@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/dbtest"
+	"github.com/onceflow/onceflow/internal/failpoint"
+)
+
+// A query of the differential corpus: the streaming job writes into
+// table out_<name> (created by ddl); the same query as PostgreSQL runs
+// it over table src (pg) must give the same rows. Both sides are read
+// with cols (a select list over the table, formatted alike), sorted.
+type diffQuery struct {
+	name string
+	// ddl is the PostgreSQL table the job writes; sinkSQL its CREATE
+	// TABLE columns for the script; query the streaming SELECT.
+	ddl, sinkSQL, query string
+	// pg is the batch query over src, giving the table's columns.
+	pg   string
+	cols string
+}
+
+// TestSQLDifferentialPostgres: for a corpus of queries (filters and
+// projections with functions and NULLs, a tumbling window aggregate,
+// the legacy GROUP BY TUMBLE(…) with HAVING and AVG, a non-windowed
+// aggregate (an updating result, upserted), COUNT
+// DISTINCT with FILTER, a keep-first deduplication), the streaming job's
+// final table over a bounded input — crashed by failpoints just before
+// and just after its first commit, SIGKILLed at random moments, then run
+// to the end of its input — equals PostgreSQL's batch result of the same query over
+// the same rows (windows with date_bin).
+func TestSQLDifferentialPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	rows, kills := 3000, 3
+	if os.Getenv("ONCEFLOW_LONG") != "" {
+		rows, kills = 30000, 10
+	}
+	rng := seed(t)
+	dsn, srv := dbtest.Postgres(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	exec := func(q string) {
+		t.Helper()
+		if err := srv.Exec(context.Background(), db, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "src", 4)
+
+	// The input: ids sent more than once, NULL users and amounts, event
+	// times up to 1 s out of order (the watermark allows 2 s).
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var recs []*kgo.Record
+	var values []string
+	nullable := func(v int, pct int) any {
+		if rng.IntN(100) < pct {
+			return nil
+		}
+		return v
+	}
+	sqlOf := func(v any) string {
+		switch x := v.(type) {
+		case nil:
+			return "NULL"
+		case string:
+			return "'" + x + "'"
+		}
+		return fmt.Sprint(v)
+	}
+	for i := 0; i < rows; i++ {
+		id := "o" + strconv.Itoa(rng.IntN(rows*4/5))
+		user, amount := nullable(rng.IntN(20), 10), nullable(rng.IntN(100), 10)
+		item := "i" + strconv.Itoa(rng.IntN(30))
+		ts := base.Add(time.Duration(i*7-rng.IntN(1000)) * time.Millisecond).Format("2006-01-02 15:04:05.000")
+		v, _ := json.Marshal(map[string]any{"seq": i, "id": id, "user_id": user, "amount": amount, "item": item, "ts": ts})
+		recs = append(recs, &kgo.Record{Key: []byte(id), Value: v})
+		values = append(values, fmt.Sprintf("(%d, '%s', %s, %s, '%s', '%s')", i, id, sqlOf(user), sqlOf(amount), item, ts))
+	}
+	cl := client(t, addr, kgo.DefaultProduceTopic("src"))
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil { // in order: the first of an id is the first produced
+		t.Fatal(err)
+	}
+	exec("CREATE TABLE src (seq int, id text, user_id bigint, amount bigint, item text, ts timestamp(3))")
+	exec("INSERT INTO src VALUES " + strings.Join(values, ", "))
+
+	corpus := []diffQuery{
+		{
+			name:    "project",
+			ddl:     "(id text, item text, twice bigint, u bigint, size text, label text, h text)",
+			sinkSQL: "(id STRING, item STRING, twice BIGINT, u BIGINT, size STRING, label STRING, h STRING)",
+			query: "SELECT id, upper(item), amount * 2 + 1, COALESCE(user_id, -1), CASE WHEN amount > 50 THEN 'big' WHEN amount IS NULL THEN 'none' ELSE 'small' END, " +
+				"concat(item, '-', CAST(user_id AS STRING)), substring(md5(id), 1, 8) FROM src WHERE item LIKE 'i1%' OR amount BETWEEN 10 AND 20",
+			pg: "SELECT id, upper(item), amount * 2 + 1, COALESCE(user_id, -1), CASE WHEN amount > 50 THEN 'big' WHEN amount IS NULL THEN 'none' ELSE 'small' END, " +
+				"item || '-' || user_id::text, substring(md5(id), 1, 8) FROM src WHERE item LIKE 'i1%' OR amount BETWEEN 10 AND 20",
+			cols: "id, item, twice, u, size, label, h",
+		},
+		{
+			name:    "tumble",
+			ddl:     "(user_id bigint, ws timestamp(3), n bigint, total bigint, top bigint, items bigint, amounts bigint)",
+			sinkSQL: "(user_id BIGINT, ws TIMESTAMP(3), n BIGINT, total BIGINT, top BIGINT, items BIGINT, amounts BIGINT)",
+			query: "SELECT user_id, window_start, COUNT(*), SUM(amount), MAX(amount), COUNT(DISTINCT item), COUNT(amount) " +
+				"FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '10' SECOND)) WHERE item <> 'i7' GROUP BY user_id, window_start, window_end",
+			pg: "SELECT user_id, date_bin('10 seconds', ts, timestamp '1970-01-01'), COUNT(*), SUM(amount), MAX(amount), COUNT(DISTINCT item), COUNT(amount) " +
+				"FROM src WHERE item <> 'i7' GROUP BY user_id, date_bin('10 seconds', ts, timestamp '1970-01-01')",
+			cols: "user_id, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), n, total, top, items, amounts",
+		},
+		{
+			name:    "legacy",
+			ddl:     "(item text, ws timestamp(3), we timestamp(3), n bigint, mean bigint)",
+			sinkSQL: "(item STRING, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT, mean BIGINT)",
+			query: "SELECT item, TUMBLE_START(ts, INTERVAL '5' SECOND), TUMBLE_END(ts, INTERVAL '5' SECOND), COUNT(*), AVG(amount) " +
+				"FROM src GROUP BY TUMBLE(ts, INTERVAL '5' SECOND), item HAVING COUNT(*) > 3",
+			pg: "SELECT item, date_bin('5 seconds', ts, timestamp '1970-01-01'), date_bin('5 seconds', ts, timestamp '1970-01-01') + interval '5 seconds', COUNT(*), trunc(AVG(amount)) " +
+				"FROM src GROUP BY date_bin('5 seconds', ts, timestamp '1970-01-01'), item HAVING COUNT(*) > 3",
+			cols: "item, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), to_char(we, 'HH24:MI:SS.MS'), n, mean",
+		},
+		{
+			name:    "groupby",
+			ddl:     "(item text PRIMARY KEY, n bigint, total bigint, counted bigint, low bigint)",
+			sinkSQL: "(item STRING, n BIGINT, total BIGINT, counted BIGINT, low BIGINT, PRIMARY KEY (item) NOT ENFORCED)",
+			query:   "SELECT item, COUNT(*), SUM(amount), COUNT(amount), MIN(amount) FROM src GROUP BY item",
+			pg:      "SELECT item, COUNT(*), SUM(amount), COUNT(amount), MIN(amount) FROM src GROUP BY item",
+			cols:    "item, n, total, counted, low",
+		},
+		{
+			name:    "distinct",
+			ddl:     "(user_id bigint PRIMARY KEY, big_items bigint, all_items bigint)",
+			sinkSQL: "(user_id BIGINT, big_items BIGINT, all_items BIGINT, PRIMARY KEY (user_id) NOT ENFORCED)",
+			query:   "SELECT user_id, COUNT(DISTINCT item) FILTER (WHERE amount > 50), COUNT(DISTINCT item) FROM src WHERE user_id IS NOT NULL GROUP BY user_id",
+			pg:      "SELECT user_id, COUNT(DISTINCT item) FILTER (WHERE amount > 50), COUNT(DISTINCT item) FROM src WHERE user_id IS NOT NULL GROUP BY user_id",
+			cols:    "user_id, big_items, all_items",
+		},
+		{
+			name:    "dedup",
+			ddl:     "(id text, seq int, amount bigint)",
+			sinkSQL: "(id STRING, seq INT, amount BIGINT)",
+			query:   "SELECT id, seq, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY proc ASC) AS rn FROM src) WHERE rn = 1",
+			pg:      "SELECT DISTINCT ON (id) id, seq, amount FROM src ORDER BY id, seq",
+			cols:    "id, seq, amount",
+		},
+	}
+	u := strings.TrimPrefix(dsn, "postgres://")
+	for _, qy := range corpus {
+		t.Run(qy.name, func(t *testing.T) {
+			exec("CREATE TABLE out_" + qy.name + " " + qy.ddl)
+			script := fmt.Sprintf(`SET 'pipeline.name' = 'diff-%[1]s';
+SET 'execution.checkpointing.interval' = '100 ms';
+SET 'restart-strategy.type' = 'none';
+SET 'state.checkpoints.dir' = '%[2]s';
+CREATE TABLE src (seq INT, id STRING, user_id BIGINT, amount BIGINT, item STRING, ts TIMESTAMP(3), proc AS PROCTIME(),
+  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+WITH ('connector' = 'kafka', 'topic' = 'src', 'properties.bootstrap.servers' = '%[3]s', 'properties.group.id' = 'diff-%[1]s',
+      'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+CREATE TABLE out_%[1]s %[4]s
+WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://%[5]s', 'table-name' = 'out_%[1]s', 'username' = '%[6]s');
+INSERT INTO out_%[1]s %[7]s;
+`, qy.name, filepath.Join(dir, "state-"+qy.name), addr, qy.sinkSQL, u[strings.Index(u, "@")+1:], u[:strings.Index(u, "@")], qy.query)
+			file := filepath.Join(dir, qy.name+".sql")
+			if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lw := &logWriter{t: t, name: qy.name}
+			r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
+			// Crashes at the two edges of the commit: with the rows in the
+			// open transaction, and right after it committed.
+			for _, fp := range []string{failpoint.BeforeDBCommit + "=crash@1", failpoint.AfterCommitPoint + "=crash@1"} {
+				cmd := osexec.Command(r.bin, "run", file)
+				cmd.Env = append(os.Environ(), failpoint.EnvVar+"="+fp)
+				cmd.Stderr = lw
+				err := cmd.Run()
+				if ee, ok := err.(*osexec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("the job with failpoint %s ended with %v, want killed by its failpoint\n%s", fp, err, lw)
+				}
+			}
+			for i := 0; i < kills; i++ {
+				cmd, done := r.start()
+				select {
+				case err := <-done:
+					t.Fatalf("job exited on its own before kill %d: %v\n%s", i+1, err, lw)
+				case <-time.After(time.Duration(200+rng.IntN(600)) * time.Millisecond):
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+					<-done
+				}
+			}
+			// The last run reads to the end and ends, closing the windows.
+			editJob(t, file, "'format' = 'json');\nCREATE TABLE out_", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');\nCREATE TABLE out_")
+			_, done := r.start()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("bounded final run: %v\n%s", err, lw)
+				}
+			case <-time.After(3 * time.Minute):
+				t.Fatalf("the bounded final run did not end within 3 minutes\n%s", lw)
+			}
+			order, depth := []string{"1"}, 0
+			for _, c := range qy.cols { // a column per comma outside parentheses
+				switch c {
+				case '(':
+					depth++
+				case ')':
+					depth--
+				case ',':
+					if depth == 0 {
+						order = append(order, strconv.Itoa(len(order)+1))
+					}
+				}
+			}
+			orderBy := strings.Join(order, ", ")
+			got, err := srv.Psql(db, fmt.Sprintf("SELECT %s FROM out_%s ORDER BY %s", qy.cols, qy.name, orderBy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := srv.Psql(db, fmt.Sprintf("CREATE TEMP TABLE want %s; INSERT INTO want %s; SELECT %s FROM want ORDER BY %s", strings.Replace(qy.ddl, "PRIMARY KEY", "", 1), qy.pg, qy.cols, orderBy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+				var diff []string
+				for i := 0; i < len(g) || i < len(w); i++ {
+					var gi, wi string
+					if i < len(g) {
+						gi = g[i]
+					}
+					if i < len(w) {
+						wi = w[i]
+					}
+					if gi != wi && len(diff) < 5 {
+						diff = append(diff, fmt.Sprintf("row %d: stream %q, batch %q", i+1, gi, wi))
+					}
+				}
+				t.Fatalf("the streaming result (%d rows) differs from PostgreSQL's (%d rows):\n%s\n%s", len(g), len(w), strings.Join(diff, "\n"), lw)
+			}
+			t.Logf("%s: %d rows, equal to PostgreSQL's", qy.name, strings.Count(got, "\n")+1)
+		})
+	}
+}
