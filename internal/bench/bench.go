@@ -38,6 +38,7 @@ import (
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/compile"
+	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/metrics"
 	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
@@ -67,6 +68,10 @@ const (
 	// NameFilterMap is a job file's filter and map steps over JSON values
 	// (Config.Pipelines): an expression condition and a reshaped value.
 	NameFilterMap = "onceflow filter+map (JSON)"
+	// NameFilterMapSQL is the filter+map written in Flink SQL
+	// (FilterMapSQL), compiled by the SQL planner into its select step
+	// (Config.Pipelines).
+	NameFilterMapSQL = "onceflow filter+map (SQL)"
 	// NameSumPerKey is a job file's aggregate step summing a JSON field
 	// per key given by another JSON field (Config.Pipelines).
 	NameSumPerKey = "onceflow sum per key (JSON)"
@@ -91,6 +96,13 @@ var (
 		{Op: "filter", Params: pipeline.Params{"if": `value.amount >= 0 && value.country != "XX"`}},
 		{Op: "map", Params: pipeline.Params{"set": map[string]string{"gross": "value.amount * 1.19"}, "remove": []string{"pad"}}},
 	}
+	// FilterMapSQL is FilterMapSteps in Flink SQL: the same filter, the
+	// same columns out (pad dropped, gross added).
+	FilterMapSQL = `CREATE TABLE orders (` + "`user`" + ` STRING, amount DECIMAL(10, 2), country STRING, ` + "`order`" + ` BIGINT, pad STRING)
+WITH ('connector' = 'kafka', 'topic' = 'in', 'properties.bootstrap.servers' = '127.0.0.1:9092', 'format' = 'json');
+CREATE TABLE gross (` + "`user`" + ` STRING, amount DECIMAL(10, 2), country STRING, ` + "`order`" + ` BIGINT, gross DECIMAL(20, 4))
+WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = '127.0.0.1:9092', 'format' = 'json');
+INSERT INTO gross SELECT ` + "`user`" + `, amount, country, ` + "`order`" + `, amount * 1.19 FROM orders WHERE amount >= 0 AND country <> 'XX';`
 	SumPerKeySteps = []pipeline.Step{
 		{Op: "aggregate", Params: pipeline.Params{"key": "value.user", "fields": map[string]string{"revenue": "sum(value.amount)"}}},
 	}
@@ -315,7 +327,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		suffixes = append(suffixes, "count-"+be)
 	}
 	if b.cfg.Pipelines {
-		suffixes = append(suffixes, "filter-map", "sum")
+		suffixes = append(suffixes, "filter-map", "filter-map-sql", "sum")
 		for _, be := range b.cfg.Backends {
 			suffixes = append(suffixes, "window-"+be)
 		}
@@ -353,6 +365,13 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		runs = append(runs,
 			measured{NameFilterMap, "filter-map", b.topic("filter-map"), func(ctx context.Context, out string) error {
 				return b.runSteps(ctx, "filter-map", out, FilterMapSteps)
+			}, false, false},
+			measured{NameFilterMapSQL, "filter-map-sql", b.topic("filter-map-sql"), func(ctx context.Context, out string) error {
+				steps, err := SQLSteps(FilterMapSQL)
+				if err != nil {
+					return err
+				}
+				return b.runSteps(ctx, "filter-map-sql", out, steps)
 			}, false, false},
 			measured{NameSumPerKey, "sum", b.topic("sum"), func(ctx context.Context, out string) error {
 				return b.runSteps(ctx, "sum", out, SumPerKeySteps)
@@ -754,4 +773,18 @@ func Format(rs []Result) string {
 		fmt.Fprintf(&sb, "%-*s  %9d  %9s  %11.0f  %5.2fx\n", w, r.Name, r.Records, r.Elapsed.Round(time.Millisecond), r.RecordsPerSec, r.Ratio)
 	}
 	return sb.String()
+}
+
+// SQLSteps compiles a SQL script of one INSERT INTO (its tables' topics
+// and brokers are not used) and returns its job's pipeline steps.
+func SQLSteps(script string) ([]pipeline.Step, error) {
+	jf, err := jobfile.ParseJobFile("bench.sql", []byte(script), nil)
+	if err != nil {
+		return nil, err
+	}
+	steps := make([]pipeline.Step, len(jf.Pipeline))
+	for i, st := range jf.Pipeline {
+		steps[i] = pipeline.Step{Op: st.Op, Params: st.Params, UID: st.UID}
+	}
+	return steps, nil
 }

@@ -99,10 +99,13 @@ func (r *rel) find(name string) (relCol, bool) {
 	return relCol{}, false
 }
 
+// ref is a reference to a column; a name that is a reserved word (a
+// column `order` declared in a CREATE TABLE, where it needs no quotes)
+// is quoted, so the printed expression parses again.
 func ref(parts ...string) *ast.ColumnRef {
 	n := ast.Name{}
 	for _, s := range parts {
-		n.Parts = append(n.Parts, ast.Ident{Name: s})
+		n.Parts = append(n.Parts, ast.Ident{Name: s, Quoted: ast.Reserved[strings.ToUpper(s)]})
 	}
 	return &ast.ColumnRef{Name: n}
 }
