@@ -48,6 +48,7 @@ func commands() []command {
 	return []command{
 		{name: "run", args: "FILE.yaml | FILE.sql", summary: "run the job described in a job file or a Flink SQL script", flags: runFlags},
 		{name: "validate", args: "FILE.yaml | FILE.sql", summary: "check a job file or SQL script and print the job it describes", flags: validateFlags},
+		{name: "sql", summary: "try Flink SQL against topics: CREATE TABLE and views, then SELECT prints its rows as they change", flags: sqlFlags},
 		{name: "broker", summary: "run an embedded Kafka-compatible broker for development", flags: brokerFlags},
 		{name: "demo", summary: "show exactly-once deduplication end to end with an embedded broker", flags: demoFlags},
 		{name: "status", args: "[JOB.yaml]", summary: "show a running job's state, records, lag and per-task load (its --http API); with a scale-out job file, which instance holds which partitions", flags: statusFlags},

@@ -25,6 +25,9 @@ type table struct {
 	// used records which options the planner read, so the others are
 	// reported as unknown.
 	used map[string]bool
+	// shell marks CompileQuery's output table: its columns are the
+	// query's, and it takes updating results, keyed by the group.
+	shell bool
 }
 
 // A view of the script's catalog.

@@ -98,6 +98,67 @@ type planner struct {
 	ignoreParseErrors ast.Pos
 	// timeTable is the table whose WATERMARK a window runs on.
 	timeTable *table
+	// shell is set by CompileQuery: the script's last statement is a
+	// query whose rows go to shell.Topic.
+	shell         *QueryOptions
+	shellQuery    *ast.QueryStmt
+	shellCols     []string
+	shellUpdating bool
+}
+
+// QueryOptions say where CompileQuery's query writes and reads.
+type QueryOptions struct {
+	// Topic receives the query's rows as JSON objects of its columns,
+	// keyed by the group for an updating query.
+	Topic string
+	// Group replaces the source tables' properties.group.id, so that
+	// trying a query commits no offsets to a real job's group.
+	Group string
+}
+
+// Query is a query compiled by CompileQuery.
+type Query struct {
+	*Job
+	// Columns are the query's columns, in order.
+	Columns []string
+	// Updating: the rows are upserts keyed by the group (a GROUP BY
+	// without a window, a keep-last deduplication); else appended.
+	Updating bool
+}
+
+// CompileQuery compiles a script whose last statement is a query (the
+// other statements create its tables and views and SET its settings)
+// into a job writing the query's rows to o.Topic: what `onceflow sql`
+// runs to show a query's results as they change.
+func CompileQuery(path, src string, o QueryOptions) (*Query, error) {
+	script, err := parser.Parse(src)
+	if err != nil {
+		var pe *parser.Error
+		if errors.As(err, &pe) {
+			return nil, &Error{File: path, Pos: pe.Pos, Msg: pe.Msg}
+		}
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	p := &planner{file: path, tables: map[string]*table{}, views: map[string]*view{}, settings: map[string]*ast.Option{}, shell: &o}
+	p.job = "sql-shell"
+	for i, st := range script.Stmts {
+		if q, ok := st.(*ast.QueryStmt); ok && i == len(script.Stmts)-1 {
+			p.shellQuery = q
+			continue
+		}
+		p.stmt(st)
+	}
+	if p.shellQuery == nil {
+		p.errorf(ast.Pos{}, "no query to run: end with SELECT …")
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	j := p.plan()
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return &Query{Job: j, Columns: p.shellCols, Updating: p.shellUpdating}, nil
 }
 
 func (p *planner) errorf(at ast.Pos, format string, args ...any) {
@@ -160,6 +221,11 @@ type output struct {
 func (p *planner) plan() *Job {
 	p.uses = map[string]int{}
 	var outs []*output
+	if q := p.shellQuery; q != nil {
+		if o := p.shellOutput(q); o != nil {
+			outs = append(outs, o)
+		}
+	}
 	for _, ins := range p.inserts {
 		sink := p.tableNamed(ins.Table)
 		if sink == nil {
@@ -224,7 +290,9 @@ func (p *planner) plan() *Job {
 		p.checkOptions(t, kafkaSourceOptions)
 	}
 	for _, o := range outs {
-		p.checkSinkOptions(o.sink)
+		if !o.sink.shell {
+			p.checkSinkOptions(o.sink)
+		}
 	}
 	if len(p.errs) > 0 {
 		return nil
@@ -316,4 +384,25 @@ func (p *planner) tableNamed(n ast.Name) *table {
 	}
 	p.errorf(n.At, "table %s is not created in this script%s: add CREATE TABLE %s (…) WITH ('connector' = …) before it is used", n.Last(), didYouMean(n.Last(), names), n.Last())
 	return nil
+}
+
+// shellOutput plans CompileQuery's query into a table of its own
+// columns on the shell's topic.
+func (p *planner) shellOutput(q *ast.QueryStmt) *output {
+	r := p.query(q.Query)
+	if r == nil {
+		return nil
+	}
+	t := &table{name: "query_rows", at: q.At, connector: "kafka", opts: map[string]*ast.Option{}, used: map[string]bool{}, shell: true}
+	t.opts["topic"] = &ast.Option{Key: "topic", Value: p.shell.Topic}
+	for _, c := range r.cols {
+		t.cols = append(t.cols, &ast.ColumnDef{Name: ast.Ident{Name: c.name}})
+		p.shellCols = append(p.shellCols, c.name)
+	}
+	p.shellUpdating = r.updating
+	ins := &ast.Insert{At: q.At, Table: ast.Name{At: q.At, Parts: []ast.Ident{{Name: t.name}}}, Query: q.Query}
+	if p.sinkSteps(r, ins, t) == nil && len(p.errs) > 0 {
+		return nil
+	}
+	return &output{ins: ins, sink: t, r: r}
 }

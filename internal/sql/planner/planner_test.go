@@ -85,3 +85,41 @@ func TestCompileErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCompileQuery: the shell's query becomes a job writing its rows,
+// keyed by the group when updating, to the topic asked for, reading
+// with the group asked for instead of the table's.
+func TestCompileQuery(t *testing.T) {
+	ddl := `CREATE TABLE clicks (user_id STRING, url STRING) WITH ('connector' = 'kafka', 'topic' = 'clicks',
+  'properties.bootstrap.servers' = 'localhost:9092', 'properties.group.id' = 'production-job', 'format' = 'json');
+`
+	for _, tc := range []struct {
+		query    string
+		cols     string
+		updating bool
+		has      []string
+	}{
+		{"SELECT user_id, upper(url) AS u FROM clicks WHERE url IS NOT NULL", "user_id,u", false, []string{`topic: "shell-out"`, `group: "shell-group"`, `"u": "upper(url)"`}},
+		{"SELECT user_id, COUNT(*) AS n FROM clicks GROUP BY user_id", "user_id,n", true, []string{"- aggregate:", `key: ["user_id"]`}},
+	} {
+		q, err := CompileQuery("shell.sql", ddl+tc.query+";", QueryOptions{Topic: "shell-out", Group: "shell-group"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.query, err)
+		}
+		if got := strings.Join(q.Columns, ","); got != tc.cols || q.Updating != tc.updating {
+			t.Errorf("%s: columns %s updating %v, want %s %v", tc.query, got, q.Updating, tc.cols, tc.updating)
+		}
+		y := string(q.YAML)
+		if strings.Contains(y, "production-job") {
+			t.Errorf("%s: the job commits to the table's group:\n%s", tc.query, y)
+		}
+		for _, h := range tc.has {
+			if !strings.Contains(y, h) {
+				t.Errorf("%s: the job file has no %q:\n%s", tc.query, h, y)
+			}
+		}
+	}
+	if _, err := CompileQuery("shell.sql", ddl, QueryOptions{Topic: "t"}); err == nil || !strings.Contains(err.Error(), "no query to run") {
+		t.Errorf("a script without a query: %v", err)
+	}
+}

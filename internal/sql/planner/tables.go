@@ -91,8 +91,10 @@ func (p *planner) sourceSection(w *yamlWriter, t *table, header string, d int) {
 	default:
 		p.errorf(t.at, "table %s has no 'topic': add 'topic' = 'TOPIC_NAME'", t.name)
 	}
-	if g, ok := t.opt("properties.group.id"); ok {
+	if g, ok := t.opt("properties.group.id"); ok && p.shell == nil {
 		w.linef(t.optAt("properties.group.id"), d+1, "group: %s", q(g))
+	} else if p.shell != nil && p.shell.Group != "" {
+		w.linef(t.at, d+1, "group: %s", q(p.shell.Group))
 	}
 	p.startup(w, t, topics, d+1)
 	if v, ok := t.opt("properties.isolation.level"); ok {
@@ -254,10 +256,13 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 		r.cols = append(r.cols, rc)
 	}
 	upsert := len(sink.pk) > 0
-	switch sink.connector {
-	case "kafka":
+	switch {
+	case sink.shell:
+		upsert = r.updating
+		sink.pk = r.key
+	case sink.connector == "kafka":
 		upsert = false
-	case "upsert-kafka":
+	case sink.connector == "upsert-kafka":
 		if len(sink.pk) == 0 {
 			p.errorf(sink.at, "an upsert-kafka table needs a PRIMARY KEY (…) NOT ENFORCED: it is the records' key")
 			return nil
