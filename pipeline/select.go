@@ -42,7 +42,7 @@ var selectSpec = Spec{
 		"then `where` is evaluated, then each of the `columns`, and the output row is written as a JSON object in the " +
 		"columns' order, as Flink's json format writes it (`TIMESTAMP(3)` as `\"2026-12-01 10:00:00.123\"`, `DECIMAL` with " +
 		"its scale's digits, `BYTES` in base64). A schema column may read the record instead of the value: " +
-		"`TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'`, and likewise `key`, `partition`, `offset`, `topic` and `headers`.\n\n" +
+		"`TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'`, and likewise `key`, `partition`, `offset`, `topic`, `headers` and `value` (the whole value as text, for a value that is not JSON).\n\n" +
 		"The expressions are Flink SQL: three-valued logic, `CASE`, `CAST` and `TRY_CAST`, `LIKE`, `IN`, `BETWEEN`, " +
 		"exact `DECIMAL` arithmetic (`0.908 * price` on a `BIGINT` price is a `DECIMAL(23, 3)`), intervals " +
 		"(`ts - INTERVAL '4' SECOND`) and Flink's scalar functions by their names (`md5`, `concat`, `date_format`, " +

@@ -37,6 +37,9 @@ const (
 	MetaOffset    = "offset"
 	MetaTopic     = "topic"
 	MetaHeaders   = "headers"
+	// MetaValue is the whole value as text: the one column of a table in
+	// 'format' = 'raw'.
+	MetaValue = "value"
 )
 
 // metaTypes are the metadata keys and the types they are read as (a
@@ -48,6 +51,7 @@ var metaTypes = map[string]*types.Type{
 	MetaOffset:    types.BigIntT,
 	MetaTopic:     types.StringT,
 	MetaHeaders:   types.MapT(types.StringT, types.BytesT),
+	MetaValue:     types.StringT,
 }
 
 // rowDecoder reads a JSON object into the columns of a schema.
@@ -96,7 +100,7 @@ func newRowDecoder(s Schema, used func(int) bool, fields func(int) map[string]bo
 		if c.Metadata != "" {
 			mt, ok := metaTypes[c.Metadata]
 			if !ok {
-				return nil, fmt.Errorf("column %s: unknown metadata key %q (known: key, timestamp, partition, offset, topic, headers)", c.Name, c.Metadata)
+				return nil, fmt.Errorf("column %s: unknown metadata key %q (known: key, timestamp, partition, offset, topic, headers, value)", c.Name, c.Metadata)
 			}
 			conv, err := castFn(mt, c.Type, false)
 			if err != nil {
@@ -136,6 +140,8 @@ func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta) error {
 			v = Int(m.Offset)
 		case MetaTopic:
 			v = Str(m.Topic)
+		case MetaValue:
+			v = Str(string(value))
 		case MetaHeaders:
 			if m.Headers != nil {
 				n := &Nested{}

@@ -226,6 +226,8 @@ func CompileSelect(schema Schema, columns []NamedExpr, where ast.Expr, key []str
 			s.usesKey = true
 		case MetaHeaders:
 			s.usesHdr = true
+		case MetaValue:
+			s.usesVal = true
 		default:
 			s.usesMet = true
 		}

@@ -59,6 +59,17 @@ func (t *table) physical(forSink bool) []*ast.ColumnDef {
 	return out
 }
 
+// format is the table's value format, as 'format' or 'value.format'
+// says ("json" when neither does).
+func (t *table) format() string {
+	for _, k := range []string{"value.format", "format"} {
+		if o, ok := t.opts[k]; ok {
+			return strings.ToLower(o.Value)
+		}
+	}
+	return "json"
+}
+
 // opt reads an option; ok reports whether the table sets it.
 func (t *table) opt(key string) (string, bool) {
 	t.used[key] = true

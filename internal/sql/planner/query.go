@@ -126,6 +126,17 @@ func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
 	if alias != "" {
 		r.quals = append(r.quals, alias)
 	}
+	raw := t.format() == "raw"
+	fields := 0
+	for _, c := range t.cols {
+		if c.Expr == nil && !c.Metadata {
+			fields++
+		}
+	}
+	if raw && fields != 1 {
+		p.errorf(t.at, "table %s is 'format' = 'raw': it has one column (STRING or BYTES), the whole value; metadata and computed columns may come beside it", t.name)
+		return nil
+	}
 	for _, c := range t.cols {
 		if c.Expr != nil {
 			continue
@@ -136,6 +147,8 @@ func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
 			if sc.meta == "" {
 				sc.meta = c.Name.Name
 			}
+		} else if raw {
+			sc.meta = "value"
 		}
 		r.in = append(r.in, sc)
 	}

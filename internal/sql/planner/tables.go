@@ -117,8 +117,8 @@ func (p *planner) sourceSection(w *yamlWriter, t *table, header string, d int) {
 		}
 	}
 	for _, k := range []string{"format", "value.format"} {
-		if f, ok := t.opt(k); ok && f != "json" {
-			p.errorf(t.optAt(k), "table %s: '%s' = '%s' is not supported yet; SQL jobs read 'json'", t.name, k, f)
+		if f, ok := t.opt(k); ok && f != "json" && f != "raw" {
+			p.errorf(t.optAt(k), "table %s: '%s' = '%s' is not supported yet; SQL jobs read 'json' and 'raw'", t.name, k, f)
 		}
 	}
 	if v, ok := t.opt("json.ignore-parse-errors"); ok && v == "true" {
