@@ -269,16 +269,7 @@ func (r *jobRunner) start() (*exec.Cmd, chan error) {
 // runs it until the output has want records and stops it with SIGTERM.
 func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string) {
 	t := r.t
-	for i := 0; i < kills; i++ {
-		cmd, done := r.start()
-		select {
-		case err := <-done:
-			t.Fatalf("job exited on its own before kill %d: %v\n%s", i+1, err, r.log)
-		case <-time.After(time.Duration(150+rng.IntN(500)) * time.Millisecond):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-		}
-	}
+	r.killAtRandom(rng, kills, 150, 500)
 	cmd, done := r.start()
 	deadline := time.Now().Add(3 * time.Minute)
 	adm := kadm.NewClient(client(t, addr))
@@ -312,6 +303,35 @@ func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("the job did not stop within a minute of SIGTERM\n%s", r.log)
+	}
+}
+
+// killAtRandom starts the job kills times and SIGKILLs each run after
+// from to from+spread ms (seeded), failing if a run ends on its own.
+func (r *jobRunner) killAtRandom(rng *rand.Rand, kills, from, spread int) {
+	for i := 0; i < kills; i++ {
+		cmd, done := r.start()
+		select {
+		case err := <-done:
+			r.t.Fatalf("job exited on its own before kill %d: %v\n%s", i+1, err, r.log)
+		case <-time.After(time.Duration(from+rng.IntN(spread)) * time.Millisecond):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+	}
+}
+
+// runToEnd runs the job until it ends on its own, as a job with a
+// bounded source does once it read to the end offsets it started with.
+func (r *jobRunner) runToEnd() {
+	_, done := r.start()
+	select {
+	case err := <-done:
+		if err != nil {
+			r.t.Fatalf("bounded final run: %v\n%s", err, r.log)
+		}
+	case <-time.After(3 * time.Minute):
+		r.t.Fatalf("the bounded final run did not end within 3 minutes\n%s", r.log)
 	}
 }
 

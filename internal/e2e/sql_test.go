@@ -237,28 +237,11 @@ GROUP BY `+"`user`"+`, window_start, window_end;
 	case <-time.After(time.Minute):
 		t.Fatalf("failpoint %s never fired\n%s", failpoint.BeforeEndTxn, lw)
 	}
-	for i := 0; i < kills; i++ {
-		cmd, done := r.start()
-		select {
-		case err := <-done:
-			t.Fatalf("job exited on its own before kill %d: %v\n%s", i+1, err, lw)
-		case <-time.After(time.Duration(150+rng.IntN(500)) * time.Millisecond):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-		}
-	}
+	r.killAtRandom(rng, kills, 150, 500)
 	// The last run reads to the end offsets and ends, firing every
 	// window left open.
 	editJob(t, file, "'format' = 'json');\nCREATE TABLE per_window", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');\nCREATE TABLE per_window")
-	_, done := r.start()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("bounded final run: %v\n%s", err, lw)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("the bounded final run did not end within 3 minutes\n%s", lw)
-	}
+	r.runToEnd()
 	check := func(client string, out []kafkatest.Record) {
 		t.Helper()
 		got := map[string]bool{}

@@ -188,27 +188,10 @@ INSERT INTO out_%[1]s %[7]s;
 					t.Fatalf("the job with failpoint %s ended with %v, want killed by its failpoint\n%s", fp, err, lw)
 				}
 			}
-			for i := 0; i < kills; i++ {
-				cmd, done := r.start()
-				select {
-				case err := <-done:
-					t.Fatalf("job exited on its own before kill %d: %v\n%s", i+1, err, lw)
-				case <-time.After(time.Duration(200+rng.IntN(600)) * time.Millisecond):
-					_ = cmd.Process.Signal(syscall.SIGKILL)
-					<-done
-				}
-			}
+			r.killAtRandom(rng, kills, 200, 600)
 			// The last run reads to the end and ends, closing the windows.
 			editJob(t, file, "'format' = 'json');\nCREATE TABLE out_", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');\nCREATE TABLE out_")
-			_, done := r.start()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("bounded final run: %v\n%s", err, lw)
-				}
-			case <-time.After(3 * time.Minute):
-				t.Fatalf("the bounded final run did not end within 3 minutes\n%s", lw)
-			}
+			r.runToEnd()
 			order, depth := []string{"1"}, 0
 			for _, c := range qy.cols { // a column per comma outside parentheses
 				switch c {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/onceflow/onceflow/internal/sql/ast"
+	"github.com/onceflow/onceflow/internal/suggest"
 )
 
 // script parses stmt {; stmt} [;].
@@ -81,7 +82,7 @@ func (p *parser) stmt() (ast.Stmt, error) {
 	}
 	msg := fmt.Sprintf("expected a statement (CREATE, INSERT, SELECT, SET, …), found %s", t.describe())
 	if t.kind == tWord {
-		if s := didYouMean(t.up, statementWords); s != "" {
+		if s := suggest.Closest(t.up, statementWords); s != "" {
 			msg = fmt.Sprintf("unknown statement %s; did you mean %s?", t.describe(), s)
 		}
 	}
@@ -480,34 +481,3 @@ func (p *parser) reset() (ast.Stmt, error) {
 	return r, nil
 }
 
-// didYouMean is the candidate closest to word, "" when none is close.
-func didYouMean(word string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(word, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
