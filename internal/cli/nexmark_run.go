@@ -463,15 +463,32 @@ func (n *nexmarkRun) run(ctx context.Context, gen *nexmarkGen) error {
 		}
 		report(r)
 	}
-	for _, q := range n.queries {
+	// The languages of one query run one after the other for each
+	// backend and sink (q0.sql, q0.yaml, q0.sql, ...), so that the
+	// machine's load drifts as little as can be between the runs they
+	// are compared by.
+	var groups [][]string
+	for i, q := range n.queries {
+		base, _, _ := strings.Cut(q, ".")
+		if i > 0 {
+			if prev, _, _ := strings.Cut(n.queries[i-1], "."); prev == base {
+				groups[len(groups)-1] = append(groups[len(groups)-1], q)
+				continue
+			}
+		}
+		groups = append(groups, []string{q})
+	}
+	for _, group := range groups {
 		for _, backend := range n.backends {
 			for _, sink := range n.sinks {
-				n.logf("running %s, %s backend, %s sink", q, backend, sink)
-				r, err := n.runJob(ctx, q, backend, sink)
-				if err != nil {
-					return err
+				for _, q := range group {
+					n.logf("running %s, %s backend, %s sink", q, backend, sink)
+					r, err := n.runJob(ctx, q, backend, sink)
+					if err != nil {
+						return err
+					}
+					report(r)
 				}
-				report(r)
 			}
 		}
 	}
