@@ -25,9 +25,14 @@ import (
 // query (q15 to q17) the last row of each group. The events are dated 100
 // a second from 50 s before midnight, so they span 100 s of event time
 // and two days: q11's sessions close and reopen, q15 to q17 have a group
-// per day. docs/benchmarks.md, "Nexmark queries".
+// per day. With ONCEFLOW_LONG=1, 200,000 events (2,000 s of event time).
+// docs/benchmarks.md, "Nexmark queries".
 func TestNexmarkQueriesMatchReference(t *testing.T) {
-	const events, seed, rate = 10_000, 11, 100
+	const seed, rate = 11, 100
+	events := 10_000
+	if os.Getenv("ONCEFLOW_LONG") != "" {
+		events = 200_000
+	}
 	base := time.Date(2026, 1, 1, 23, 59, 10, 0, time.UTC)
 	cfg := nexmark.Config{Seed: seed, EventsPerSecond: rate, BaseTime: nexmark.TimestampOf(base)}
 	c := kafkatest.Start(t, broker.Config{})
@@ -43,7 +48,7 @@ func TestNexmarkQueriesMatchReference(t *testing.T) {
 		}
 	}
 	for _, q := range names {
-		ref, err := queries.Reference(q, cfg, events)
+		ref, err := queries.Reference(q, cfg, int64(events))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +85,7 @@ func TestNexmarkQueriesMatchReference(t *testing.T) {
 				for _, r := range c.ReadCommittedRecords(t, out) {
 					values = append(values, r.Value)
 				}
-				if err := queries.Verify(q, cfg, events, values); err != nil {
+				if err := queries.Verify(q, cfg, int64(events), values); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("%s.%s: %d records out (%d rows in the reference) of %d events, equal to the reference", q, lang, len(values), rows, events)
