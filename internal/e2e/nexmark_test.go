@@ -12,7 +12,8 @@ import (
 	"github.com/onceflow/onceflow/internal/nexmark/queries"
 )
 
-// TestNexmarkCrash: the Nexmark query q1 (internal/nexmark/queries), as
+// TestNexmarkCrash: the Nexmark query q1 (internal/nexmark/queries, in
+// SQL, its default language: compiled by the planner), as
 // `onceflow run` SIGKILLed at random moments against `onceflow broker`,
 // over events `onceflow nexmark generate` wrote: its read_committed output
 // equals the reference computation over the same events, record for record
@@ -39,11 +40,7 @@ func TestNexmarkCrash(t *testing.T) {
 	}
 	out := "out-nexmark-" + q
 	createTopic(t, addr, out, 4)
-	src, err := queries.File(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, err := queries.Instantiate(src, queries.Overrides{
+	job, err := queries.Job(q, queries.Overrides{
 		Brokers: []string{addr}, Input: "in", Group: "nexmark-" + q, Output: out,
 		StateDir: filepath.Join(dir, "state"), Backend: os.Getenv("ONCEFLOW_TEST_STATE_BACKEND"),
 		Interval: 100 * time.Millisecond,

@@ -1,37 +1,69 @@
-// Package queries holds the Nexmark queries onceflow runs as job files
-// (q0.yaml, q1.yaml, ...: each says in a comment what it computes and the
-// Flink SQL it corresponds to) and instantiates them for a run: another
-// broker, topics, state directory or backend, a bounded source, or the
-// output discarded. `onceflow nexmark run` and the tests use it;
-// docs/benchmarks.md ("Nexmark queries") describes the queries and the
-// figures.
+// Package queries holds the Nexmark queries onceflow runs and
+// instantiates them for a run: another broker, topics, state directory or
+// backend, a bounded source, or the output discarded. `onceflow nexmark
+// run` and the tests use it; docs/benchmarks.md ("Nexmark queries")
+// describes the queries and the figures.
+//
+// A query comes in one or two languages. qN.sql is Flink SQL as a Flink
+// user writes it: the INSERT of Nexmark's query into a blackhole table,
+// after the shared prelude ddl.sql (the Kafka event table with its
+// computed dateTime and WATERMARK, and the views person, auction and
+// bid), which File puts in front of it. qN.yaml is a job file written by
+// hand in the pipeline's expression language (filter and map steps),
+// kept beside the SQL of q0 to q2 to compare the two. Where a query has
+// both, SQL is its default.
+//
+// Job turns either into the job file the engine runs. A script is
+// compiled by the SQL planner (internal/sql/planner) into a job file and
+// that file goes through Instantiate, as a hand-written one does, so the
+// overrides apply the same way whatever the language; the blackhole
+// table's drop-everything step is taken out first, so that a run writes
+// the rows to Kafka unless Overrides.Discard drops them again.
 package queries
 
 import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/onceflow/onceflow/internal/sql/planner"
 )
 
-//go:embed *.yaml
+//go:embed *.yaml *.sql
 var files embed.FS
 
-// Names lists the queries there are job files for, in order: q0, q1, ...
+// The languages a query is written in: the file name's extension.
+const (
+	SQL  = "sql"  // Flink SQL, compiled by the planner
+	YAML = "yaml" // a job file in the pipeline's expression language
+)
+
+// prelude is the file every SQL query is read after.
+const prelude = "ddl.sql"
+
+// Names lists the queries there are files for, in order: q0, q1, ...,
+// each once whatever its languages.
 func Names() []string {
 	ents, err := fs.ReadDir(files, ".")
 	if err != nil { // unreachable: the directory is embedded
 		panic(err)
 	}
+	seen := map[string]bool{}
 	var names []string
 	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
-			names = append(names, n)
+		ext := path.Ext(e.Name())
+		n := strings.TrimSuffix(e.Name(), ext)
+		if e.Name() == prelude || (ext != ".sql" && ext != ".yaml") || seen[n] {
+			continue
 		}
+		seen[n] = true
+		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool {
 		if len(names[i]) != len(names[j]) {
@@ -42,14 +74,125 @@ func Names() []string {
 	return names
 }
 
-// File returns the job file of the query name ("q1") as it is in the
-// repository.
-func File(name string) ([]byte, error) {
-	b, err := files.ReadFile(name + ".yaml")
-	if err != nil {
-		return nil, fmt.Errorf("nexmark: no query %q: use one of %s", name, strings.Join(Names(), ", "))
+// Langs lists the languages the query name is written in, its default
+// first: SQL, then YAML.
+func Langs(name string) []string {
+	var langs []string
+	for _, l := range []string{SQL, YAML} {
+		if _, err := fs.Stat(files, name+"."+l); err == nil && name+"."+l != prelude {
+			langs = append(langs, l)
+		}
 	}
-	return b, nil
+	return langs
+}
+
+// split parses a query reference: "q1" (its default language) or "q1.sql",
+// "q1.yaml" (that one).
+func split(ref string) (name, lang string, err error) {
+	name, lang = ref, ""
+	for _, l := range []string{SQL, YAML} {
+		if n, ok := strings.CutSuffix(ref, "."+l); ok {
+			name, lang = n, l
+		}
+	}
+	langs := Langs(name)
+	if len(langs) == 0 {
+		return "", "", fmt.Errorf("nexmark: no query %q: use one of %s", name, strings.Join(Names(), ", "))
+	}
+	if lang == "" {
+		return name, langs[0], nil
+	}
+	for _, l := range langs {
+		if l == lang {
+			return name, lang, nil
+		}
+	}
+	return "", "", fmt.Errorf("nexmark: query %s has no %s file: it is written in %s", name, lang, strings.Join(langs, ", "))
+}
+
+// Lang returns the language the query reference ref ("q1", "q1.yaml")
+// stands for.
+func Lang(ref string) (string, error) {
+	_, lang, err := split(ref)
+	return lang, err
+}
+
+// File returns the source of the query reference ref as it is in the
+// repository: "q1" is the query's default language, "q1.sql" or
+// "q1.yaml" picks one. A SQL query is returned as a whole script, the
+// prelude ddl.sql followed by qN.sql, as `onceflow run` takes it.
+func File(ref string) ([]byte, error) {
+	name, lang, err := split(ref)
+	if err != nil {
+		return nil, err
+	}
+	b, err := files.ReadFile(name + "." + lang)
+	if err != nil {
+		return nil, err
+	}
+	if lang != SQL {
+		return b, nil
+	}
+	pre, err := files.ReadFile(prelude)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(pre, '\n'), b...), nil
+}
+
+// Job returns the job file of the query reference ref ("q1", "q1.sql",
+// "q1.yaml") with o's settings in place of its own: a YAML query through
+// Instantiate, a SQL one compiled by the planner first (the script named
+// nexmark-qN.sql, so its job is nexmark-qN as the YAML ones'), with its
+// blackhole step taken out and its sink pointed at the topic nexmark-qN,
+// then through Instantiate too.
+func Job(ref string, o Overrides) ([]byte, error) {
+	name, lang, err := split(ref)
+	if err != nil {
+		return nil, err
+	}
+	src, err := File(ref)
+	if err != nil {
+		return nil, err
+	}
+	if lang == SQL {
+		job, err := planner.Compile("nexmark-"+name+".sql", string(src))
+		if err != nil {
+			return nil, fmt.Errorf("nexmark: %s: %w", name, err)
+		}
+		if src, err = unBlackhole(job.YAML, "nexmark-"+name); err != nil {
+			return nil, fmt.Errorf("nexmark: %s: %w", name, err)
+		}
+	}
+	return Instantiate(src, o)
+}
+
+// unBlackhole undoes a blackhole table in the compiled job file src: the
+// planner writes it as a last step dropping every row (filter "false",
+// commented as the blackhole's) before a sink named after the job. That
+// step goes, so the rows reach the sink, and the sink writes to topic.
+// A job file without the step is an error: every Nexmark query writes to
+// a blackhole table.
+func unBlackhole(src []byte, topic string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, fmt.Errorf("the compiled job file is not one YAML document")
+	}
+	root := doc.Content[0]
+	steps := get(root, "pipeline")
+	if steps == nil || steps.Kind != yaml.SequenceNode || len(steps.Content) == 0 {
+		return nil, fmt.Errorf("the compiled job file has no pipeline")
+	}
+	last := steps.Content[len(steps.Content)-1]
+	if f := get(last, "filter", "if"); f == nil || f.Value != "false" || !strings.Contains(last.Content[0].LineComment+get(last, "filter").LineComment, "blackhole") {
+		return nil, fmt.Errorf("the query does not write to a blackhole table (its last step is not the blackhole's)")
+	}
+	steps.Content = steps.Content[:len(steps.Content)-1]
+	set(root, &yaml.Node{Kind: yaml.ScalarNode, Value: topic}, "sink", "topic")
+	return yaml.Marshal(&doc)
 }
 
 // Overrides are the settings of a job file Instantiate replaces; a zero

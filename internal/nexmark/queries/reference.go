@@ -6,21 +6,21 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/onceflow/onceflow/internal/nexmark"
 )
 
-// Expected is the reference computation of the query name, written
-// plainly in Go: the output record the query makes of the event e, in
-// Canonical form, and whether it makes one. The tests compare a job's
-// committed output with it record for record; `onceflow nexmark run`
-// counts with it.
+// Expected is the reference computation of a query that maps each event
+// to at most one output record (q0, q1, q2, q21, q22), written plainly in
+// Go: the output record the query makes of the event e, in Canonical
+// form, and whether it makes one. Reference runs it over a generator's
+// events; `onceflow nexmark run` counts with it.
 func Expected(name string, e *nexmark.Event) (string, bool, error) {
 	if ok, err := Selects(name, e); !ok || err != nil {
 		return "", false, err
 	}
 	b := &e.Bid
-	num := func(v int64) json.Number { return json.Number(strconv.FormatInt(v, 10)) }
 	var row map[string]any
 	switch name {
 	case "q0":
@@ -31,10 +31,19 @@ func Expected(name string, e *nexmark.Event) (string, bool, error) {
 			"dateTime": b.DateTime.String(), "extra": b.Extra}
 	case "q2":
 		row = map[string]any{"auction": num(b.Auction), "price": num(b.Price)}
+	case "q21":
+		id, _ := channelID(b)
+		row = map[string]any{"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price),
+			"channel": b.Channel, "channel_id": id}
+	case "q22":
+		row = map[string]any{"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price),
+			"channel": b.Channel, "dir1": urlPart(b.URL, 3), "dir2": urlPart(b.URL, 4), "dir3": urlPart(b.URL, 5)}
 	}
 	out, err := json.Marshal(row)
 	return string(out), true, err
 }
+
+func num(v int64) json.Number { return json.Number(strconv.FormatInt(v, 10)) }
 
 // euros is 0.908 × price as the exact decimal Flink's DECIMAL(23,3) holds,
 // without trailing zeros (13015233 → 11817831.564, 1000 → 908).
@@ -48,21 +57,251 @@ func euros(price int64) json.Number {
 	return json.Number(s)
 }
 
-// Selects reports whether the query name makes an output record of e,
-// as Expected does without writing it.
+// channelID is q21's channel id of the bid b: "0" to "3" for the four
+// named channels whatever their case, else the value of the URL's first
+// channel_id parameter (the text after "channel_id=" at the start of the
+// URL or after an &, up to the next &), and whether there is one.
+func channelID(b *nexmark.Bid) (string, bool) {
+	switch strings.ToLower(b.Channel) {
+	case "apple":
+		return "0", true
+	case "google":
+		return "1", true
+	case "facebook":
+		return "2", true
+	case "baidu":
+		return "3", true
+	}
+	const param = "channel_id="
+	var rest string
+	if r, ok := strings.CutPrefix(b.URL, param); ok {
+		rest = r
+	} else if i := strings.Index(b.URL, "&"+param); i >= 0 {
+		rest = b.URL[i+1+len(param):]
+	} else {
+		return "", false
+	}
+	v, _, _ := strings.Cut(rest, "&")
+	return v, true
+}
+
+// urlPart is q22's SPLIT_INDEX(url, '/', i): the i-th piece (from 0) of
+// url cut at each '/', or nil (SQL's NULL) when there are not that many.
+func urlPart(url string, i int) any {
+	parts := strings.Split(url, "/")
+	if i >= len(parts) {
+		return nil
+	}
+	return parts[i]
+}
+
+// Selects reports whether the query name, one of those Expected knows,
+// makes an output record of e, as Expected does without writing it.
 func Selects(name string, e *nexmark.Event) (bool, error) {
 	switch name {
-	case "q0", "q1":
+	case "q0", "q1", "q22":
 		return e.Type == nexmark.BidEvent, nil
 	case "q2":
 		return e.Type == nexmark.BidEvent && e.Bid.Auction%123 == 0, nil
+	case "q21":
+		if e.Type != nexmark.BidEvent {
+			return false, nil
+		}
+		_, ok := channelID(&e.Bid)
+		return ok, nil
 	}
-	return false, fmt.Errorf("nexmark: no reference computation for %q", name)
+	return false, fmt.Errorf("nexmark: no per-event reference computation for %q", name)
+}
+
+// GroupKey names the columns that key the rows of the query name's
+// result when it is an updating one (GROUP BY without a window: q15,
+// q16, q17), and is nil for a query whose result is appended to.
+func GroupKey(name string) []string {
+	switch name {
+	case "q15":
+		return []string{"day"}
+	case "q16":
+		return []string{"channel", "day"}
+	case "q17":
+		return []string{"auction", "day"}
+	}
+	return nil
+}
+
+// Reference computes the result of the query name over the first events
+// events of the generator of cfg, plainly in Go: each output row in
+// Canonical form with how often the query writes it. For an updating
+// query (GroupKey) it is the final row of each group, once: what the
+// table the upserts build holds at the end. A windowed query's windows
+// all fire, as a bounded job's do at the end of its input.
+func Reference(name string, cfg nexmark.Config, events int64) (map[string]int, error) {
+	g, err := nexmark.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	each := func(f func(e *nexmark.Event)) {
+		var e nexmark.Event
+		for range events {
+			g.NextInto(&e)
+			f(&e)
+		}
+	}
+	rows := map[string]int{}
+	switch name {
+	case "q0", "q1", "q2", "q21", "q22":
+		each(func(e *nexmark.Event) {
+			if err != nil {
+				return
+			}
+			var (
+				out string
+				ok  bool
+			)
+			if out, ok, err = Expected(name, e); ok {
+				rows[out]++
+			}
+		})
+		return rows, err
+	case "q11":
+		return rows, sessions(each, rows)
+	case "q15", "q16", "q17":
+		return rows, dailyStats(name, each, rows)
+	}
+	return nil, fmt.Errorf("nexmark: no reference computation for %q", name)
+}
+
+// sessions is q11: per bidder, the bids in sessions that close 10 s of
+// event time after the bidder's last bid. A bid less than 10 s after the
+// session's last joins it; one exactly 10 s after starts the next, as
+// onceflow's session windows do (pipeline.WindowConfig). The session's
+// end is its last bid's time + 10 s. The events are in time order, so a
+// bidder's sessions are met one after the other.
+func sessions(each func(func(*nexmark.Event)), rows map[string]int) error {
+	const gap = nexmark.Timestamp(10_000)
+	type session struct {
+		start, last nexmark.Timestamp
+		count       int64
+	}
+	open := map[int64]*session{}
+	emit := func(bidder int64, s *session) error {
+		out, err := json.Marshal(map[string]any{"bidder": num(bidder), "bid_count": num(s.count),
+			"starttime": s.start.String(), "endtime": (s.last + gap).String()})
+		rows[string(out)]++
+		return err
+	}
+	var err error
+	each(func(e *nexmark.Event) {
+		if e.Type != nexmark.BidEvent || err != nil {
+			return
+		}
+		b := &e.Bid
+		s := open[b.Bidder]
+		if s != nil && b.DateTime < s.last {
+			err = fmt.Errorf("nexmark: q11's reference needs bids in time order: %v after %v", b.DateTime, s.last)
+			return
+		}
+		if s != nil && b.DateTime-s.last < gap {
+			s.last = b.DateTime
+			s.count++
+			return
+		}
+		if s != nil {
+			err = emit(b.Bidder, s)
+		}
+		open[b.Bidder] = &session{start: b.DateTime, last: b.DateTime, count: 1}
+	})
+	for bidder, s := range open {
+		if err == nil {
+			err = emit(bidder, s)
+		}
+	}
+	return err
+}
+
+// dailyStats is q15, q16 and q17: per day (q15), channel and day (q16) or
+// auction and day (q17), counts of bids, distinct bidders and distinct
+// auctions in all and in three price ranges, or (q17) the price's
+// lowest, highest, average and total.
+func dailyStats(name string, each func(func(*nexmark.Event)), rows map[string]int) error {
+	type stats struct {
+		group             map[string]any
+		bids              [4]int64 // all, then rank 1, 2, 3
+		bidders, auctions [4]map[int64]bool
+		minute            string
+		minP, maxP, sumP  int64
+	}
+	groups := map[string]*stats{}
+	each(func(e *nexmark.Event) {
+		if e.Type != nexmark.BidEvent {
+			return
+		}
+		b := &e.Bid
+		day := b.DateTime.Time().Format("2006-01-02")
+		group := map[string]any{"day": day}
+		switch name {
+		case "q16":
+			group["channel"] = b.Channel
+		case "q17":
+			group["auction"] = num(b.Auction)
+		}
+		k := fmt.Sprint(group["channel"], "/", group["auction"], "/", day)
+		st := groups[k]
+		if st == nil {
+			st = &stats{group: group, minP: b.Price, maxP: b.Price}
+			for i := range 4 {
+				st.bidders[i], st.auctions[i] = map[int64]bool{}, map[int64]bool{}
+			}
+			groups[k] = st
+		}
+		rank := 3
+		switch {
+		case b.Price < 10_000:
+			rank = 1
+		case b.Price < 1_000_000:
+			rank = 2
+		}
+		for _, i := range []int{0, rank} {
+			st.bids[i]++
+			st.bidders[i][b.Bidder] = true
+			st.auctions[i][b.Auction] = true
+		}
+		st.minute = max(st.minute, b.DateTime.Time().Format("15:04"))
+		st.minP, st.maxP, st.sumP = min(st.minP, b.Price), max(st.maxP, b.Price), st.sumP+b.Price
+	})
+	for _, st := range groups {
+		row := map[string]any{}
+		for c, v := range st.group {
+			row[c] = v
+		}
+		for i, r := range []string{"total", "rank1", "rank2", "rank3"} {
+			row[r+"_bids"] = num(st.bids[i])
+			if name != "q17" {
+				row[r+"_bidders"] = num(int64(len(st.bidders[i])))
+				row[r+"_auctions"] = num(int64(len(st.auctions[i])))
+			}
+		}
+		switch name {
+		case "q16":
+			row["minute"] = st.minute
+		case "q17":
+			row["min_price"], row["max_price"] = num(st.minP), num(st.maxP)
+			row["avg_price"], row["sum_price"] = num(st.sumP/st.bids[0]), num(st.sumP)
+		}
+		out, err := json.Marshal(row)
+		if err != nil {
+			return err
+		}
+		rows[string(out)]++
+	}
+	return nil
 }
 
 // Canonical rewrites a JSON object as Expected writes it: keys sorted,
-// numbers as they were written, strings escaped as encoding/json does. A
-// value that is not one JSON object is an error.
+// numbers as they were written but for the trailing zeros of a decimal
+// fraction (a SQL DECIMAL(23, 3) is written with its scale, 10269.480, as
+// Flink's JSON format writes it; the job file's division writes
+// 10269.48), strings escaped as encoding/json does. A value that is not
+// one JSON object is an error.
 func Canonical(value []byte) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(value))
 	dec.UseNumber()
@@ -73,39 +312,58 @@ func Canonical(value []byte) (string, error) {
 	if dec.More() {
 		return "", fmt.Errorf("more than one JSON value: %q", value)
 	}
+	for k, v := range row {
+		if n, ok := v.(json.Number); ok && strings.Contains(string(n), ".") && !strings.ContainsAny(string(n), "eE") {
+			row[k] = json.Number(strings.TrimSuffix(strings.TrimRight(string(n), "0"), "."))
+		}
+	}
 	out, err := json.Marshal(row)
 	return string(out), err
 }
 
 // Verify compares values, the committed output of the query name over
-// the first events events of the generator of cfg, with Expected over
+// the first events events of the generator of cfg, with Reference over
 // the same events, as multisets: it returns nil when each expected record
 // is there as often as the reference makes it and nothing else is, and
-// otherwise an error saying how many differ, with examples.
+// otherwise an error saying how many differ, with examples. The output
+// of an updating query (GroupKey) is a sequence of upserts: each group's
+// last row in values is compared, so values must be in the order the
+// query wrote each group's rows (one partition's order: a group's rows
+// share a key).
 func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) error {
-	g, err := nexmark.New(cfg)
+	n, err := Reference(name, cfg, events)
 	if err != nil {
 		return err
 	}
-	n := map[string]int{}
-	var e nexmark.Event
 	want := 0
-	for range events {
-		g.NextInto(&e)
-		out, ok, err := Expected(name, &e)
-		if err != nil {
-			return err
-		}
-		if ok {
-			n[out]++
-			want++
-		}
+	for _, k := range n {
+		want += k
 	}
+	got := len(values)
+	var rows []string
+	last := map[string]int{} // group → index in rows
 	for i, v := range values {
 		s, err := Canonical(v)
 		if err != nil {
 			return fmt.Errorf("output record %d: %w", i, err)
 		}
+		key := GroupKey(name)
+		if key == nil {
+			rows = append(rows, s)
+			continue
+		}
+		g, err := groupOf(v, key)
+		if err != nil {
+			return fmt.Errorf("output record %d: %w", i, err)
+		}
+		if j, ok := last[g]; ok {
+			rows[j] = s
+		} else {
+			last[g] = len(rows)
+			rows = append(rows, s)
+		}
+	}
+	for _, s := range rows {
 		n[s]--
 	}
 	var extra, missing []string
@@ -122,6 +380,24 @@ func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) erro
 	}
 	sort.Strings(extra)
 	sort.Strings(missing)
-	return fmt.Errorf("%s: %d output records, the reference %d: %d not in the reference (or more often than there), e.g. %q; %d missing, e.g. %q",
-		name, len(values), want, len(extra), extra[:min(3, len(extra))], len(missing), missing[:min(3, len(missing))])
+	return fmt.Errorf("%s: %d output records (%d rows), the reference %d: %d not in the reference (or more often than there), e.g. %q; %d missing, e.g. %q",
+		name, got, len(rows), want, len(extra), extra[:min(3, len(extra))], len(missing), missing[:min(3, len(missing))])
+}
+
+// groupOf is the values of the columns key of the JSON object value, as
+// one string.
+func groupOf(value []byte, key []string) (string, error) {
+	var row map[string]json.RawMessage
+	if err := json.Unmarshal(value, &row); err != nil {
+		return "", err
+	}
+	var g []string
+	for _, k := range key {
+		v, ok := row[k]
+		if !ok {
+			return "", fmt.Errorf("no column %s in %s", k, value)
+		}
+		g = append(g, string(v))
+	}
+	return strings.Join(g, "\x00"), nil
 }

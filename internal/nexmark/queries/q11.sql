@@ -1,0 +1,18 @@
+-- Nexmark q11, user sessions: how many bids each bidder makes in each of
+-- their sessions, a session ending after ten seconds without a bid of
+-- theirs (event time).
+CREATE TABLE nexmark_q11 (
+  bidder BIGINT,
+  bid_count BIGINT,
+  starttime TIMESTAMP(3),
+  endtime TIMESTAMP(3)
+) WITH ('connector' = 'blackhole');
+
+INSERT INTO nexmark_q11
+SELECT
+  B.bidder,
+  COUNT(*) AS bid_count,
+  SESSION_START(B.dateTime, INTERVAL '10' SECOND) AS starttime,
+  SESSION_END(B.dateTime, INTERVAL '10' SECOND) AS endtime
+FROM bid B
+GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);

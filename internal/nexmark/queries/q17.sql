@@ -1,0 +1,31 @@
+-- Nexmark q17, auction statistics per day: for each auction and day, its
+-- bids in all and in q15's three price ranges, and the lowest, highest,
+-- average (an integer, as Flink's AVG of a BIGINT) and total price bid.
+-- An updating result.
+CREATE TABLE nexmark_q17 (
+  auction BIGINT,
+  `day` VARCHAR,
+  total_bids BIGINT,
+  rank1_bids BIGINT,
+  rank2_bids BIGINT,
+  rank3_bids BIGINT,
+  min_price BIGINT,
+  max_price BIGINT,
+  avg_price BIGINT,
+  sum_price BIGINT
+) WITH ('connector' = 'blackhole');
+
+INSERT INTO nexmark_q17
+SELECT
+  auction,
+  DATE_FORMAT(dateTime, 'yyyy-MM-dd') AS `day`,
+  COUNT(*) AS total_bids,
+  COUNT(*) FILTER (WHERE price < 10000) AS rank1_bids,
+  COUNT(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
+  COUNT(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
+  MIN(price) AS min_price,
+  MAX(price) AS max_price,
+  AVG(price) AS avg_price,
+  SUM(price) AS sum_price
+FROM bid
+GROUP BY auction, DATE_FORMAT(dateTime, 'yyyy-MM-dd');

@@ -1,0 +1,13 @@
+-- Nexmark q9, winning bids: each auction with its highest bid in its
+-- lifetime, the earliest of equal ones (a join and a Top-1).
+CREATE TABLE nexmark_q9 (id BIGINT, seller BIGINT, category BIGINT, auction BIGINT, bidder BIGINT, price BIGINT) WITH ('connector' = 'blackhole');
+
+INSERT INTO nexmark_q9
+SELECT id, seller, category, auction, bidder, price
+FROM (
+  SELECT A.id, A.seller, A.category, B.auction, B.bidder, B.price,
+    ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.dateTime ASC) AS rownum
+  FROM auction A, bid B
+  WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires
+)
+WHERE rownum <= 1;
