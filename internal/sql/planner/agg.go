@@ -143,6 +143,10 @@ type aggCall struct {
 	fn   string // the window/aggregate step's function
 	arg  ast.Expr
 	col  string
+	// seen is set for SUM and AVG: the column counting the inputs that
+	// are not NULL, so a group of NULLs gives NULL (the step's sum of
+	// nothing is 0).
+	seen string
 }
 
 func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
@@ -224,6 +228,10 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 		if a.arg != nil {
 			pre = append(pre, relCol{name: a.col, expr: a.arg})
 		}
+		if a.seen != "" {
+			one, zero := &ast.Literal{Kind: ast.LitNumber, Value: "1"}, &ast.Literal{Kind: ast.LitNumber, Value: "0"}
+			pre = append(pre, relCol{name: a.seen, expr: &ast.Case{Whens: []*ast.When{{Cond: &ast.IsNull{X: &ast.Paren{X: a.arg}, Not: true}, Result: one}}, Else: zero}})
+		}
 	}
 	if r.win != nil {
 		// The window reads each record's event time from the select's
@@ -257,6 +265,10 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			fields = append(fields, [2]string{a.col, a.fn + "(value." + a.col + ")"})
 		}
 		outSchema = append(outSchema, schemaCol{name: a.col, typ: aggType(a, types[a.col])})
+		if a.seen != "" {
+			fields = append(fields, [2]string{a.seen, "sum(value." + a.seen + ")"})
+			outSchema = append(outSchema, schemaCol{name: a.seen, typ: &ast.Type{Name: "BIGINT"}})
+		}
 	}
 	keyExpr := ""
 	if len(key) == 0 {
@@ -487,6 +499,9 @@ func (p *planner) aggInput(r *rel, c *ast.Call, i int) *aggCall {
 		}
 	default:
 		a.fn = map[string]string{"SUM": "sum", "MIN": "min", "MAX": "max", "AVG": "avg", "FIRST_VALUE": "first", "LAST_VALUE": "last"}[name]
+		if a.fn == "sum" || a.fn == "avg" {
+			a.seen = a.col + "n"
+		}
 		a.arg = arg
 		if filter != nil {
 			a.arg = &ast.Case{Whens: []*ast.When{{Cond: &ast.IsBool{X: &ast.Paren{X: filter}, Value: "TRUE"}, Result: arg}}}
@@ -521,12 +536,17 @@ func aggType(a *aggCall, in *ast.Type) *ast.Type {
 }
 
 // aggResult is the expression of an aggregate's value in the result:
+// NULL for a SUM or AVG that saw no value but NULLs, as SQL says; and
 // Flink's AVG of integers is an integer (truncated), and so is it here.
 func aggResult(a *aggCall, in *ast.Type) ast.Expr {
+	var e ast.Expr = ref(a.col)
 	if a.fn == "avg" && in != nil && isInteger(in) {
-		return &ast.Cast{X: ref(a.col), To: &ast.Type{Name: "BIGINT"}}
+		e = &ast.Cast{X: e, To: &ast.Type{Name: "BIGINT"}}
 	}
-	return ref(a.col)
+	if a.seen != "" {
+		e = &ast.Case{Whens: []*ast.When{{Cond: &ast.Binary{Op: ">", X: ref(a.seen), Y: &ast.Literal{Kind: ast.LitNumber, Value: "0"}}, Result: e}}}
+	}
+	return e
 }
 
 func isInteger(t *ast.Type) bool {
