@@ -60,6 +60,7 @@ func awaitValues(t *testing.T, cl *kgo.Client, seen map[string]int, want []strin
 // runs and reads it from its start; a topic that does not match stays
 // unread. The output holds each record of the matching topics once.
 func TestRegexDiscoversNewTopic(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	c := startBroker(t, map[string]int32{"in-a": 2, "out": 3})
 	first := slices.Concat(values(20, "a"), values(20, "b"))
 	c.produceValues(t, "in-a", 0, time.Time{}, values(20, "a")...)

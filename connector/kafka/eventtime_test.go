@@ -24,6 +24,7 @@ import (
 // are the records' (a listed name no record has would hold event time
 // back for good).
 func TestEmptyPartitionHoldsEventTimeUntilIdle(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	for _, tc := range []struct {
 		idle       time.Duration
 		delivering int32

@@ -45,6 +45,7 @@ func faultOnce(key kmsg.Key, topic string, err *kerr.Error, count int) func(faul
 // that read_committed sees every input record in the output exactly once,
 // with the group offsets of the last checkpoint.
 func TestBrokerFaults(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	seed := *faultSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

@@ -49,8 +49,12 @@ func waitOwned(t *testing.T, what string, ms []*Membership, want []int) {
 // Two members share the partitions; when one leaves, the other is given
 // its partitions after they were revoked from it; no record is fetched.
 func TestMembershipSharesPartitions(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	for _, next := range []bool{false, true} {
-		t.Run(map[bool]string{false: "classic", true: "kip-848"}[next], func(t *testing.T) { testMembership(t, next) })
+		t.Run(map[bool]string{false: "classic", true: "kip-848"}[next], func(t *testing.T) {
+			t.Parallel()
+			testMembership(t, next)
+		})
 	}
 }
 
@@ -101,8 +105,10 @@ func testMembership(t *testing.T, nextGen bool) {
 // default settings (not after the client's 5-minute metadata refresh),
 // under both protocols.
 func TestMembershipGetsAddedPartitions(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	for _, next := range []bool{false, true} {
 		t.Run(map[bool]string{false: "classic", true: "kip-848"}[next], func(t *testing.T) {
+			t.Parallel()
 			c := startBroker(t, map[string]int32{"in": 2})
 			var r recorder
 			cfg := r.config(c, "a")

@@ -22,6 +22,7 @@ import (
 // watermark complete their windows, none dropped as late; the ones older
 // than the watermark are counted and warned about, naming the partition.
 func TestPartitionsAddedWhileRunning(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	c := startBroker(t, map[string]int32{"ev": 1, "win": 1})
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"ev"}, DiscoveryInterval: time.Second})
 	sink, err := NewSink(SinkConfig{Client: c.client(), Topic: "win", OffsetsOf: []*Source{src}})

@@ -163,6 +163,7 @@ func (c cluster) stableAndHigh(tb testing.TB, topic string, p int32) (int64, int
 // Scenario 6: a broker that stops answering in the middle of a commit
 // fails the commit within its deadline instead of blocking forever.
 func TestCommitHasADeadline(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	c := startBroker(t, map[string]int32{"out": 1})
 	ctx := kafkatest.Context(t)
 	s := newSink(t, SinkConfig{Client: c.client(), Job: "a", Topic: "out"})

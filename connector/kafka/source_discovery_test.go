@@ -27,6 +27,7 @@ func TestDiscoveryIntervalDefault(t *testing.T) {
 // With default settings, records written to a partition added while the
 // source runs are read within 30 seconds.
 func TestDiscoveryDefaultReadsAddedPartition(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	c := startBroker(t, map[string]int32{"in": 1})
 	c.produceValues(t, "in", 0, time.Time{}, "p0")
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}})

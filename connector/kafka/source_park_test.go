@@ -79,6 +79,7 @@ func TestParkedSplitResumesAtItsPosition(t *testing.T) {
 // another one (created anew after the checkpoint), OnTopicRecreated
 // decides, as for a topic the reader read.
 func TestParkedSplitOfRecreatedTopic(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	for _, policy := range []TopicRecreated{RecreatedReadEarliest, RecreatedFail} {
 		t.Run(policy.String(), func(t *testing.T) {
 			c := startBroker(t, map[string]int32{"in": 1})

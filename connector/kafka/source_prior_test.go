@@ -16,6 +16,7 @@ import (
 // source's group, and nothing for a group that does not exist or holds
 // only other tools' or jobs' offsets.
 func TestPriorProgress(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	c := startBroker(t, map[string]int32{"in": 3, "other": 1})
 	commit := func(group string, offs ...kadm.Offset) {
 		t.Helper()

@@ -231,6 +231,7 @@ func TestParallelismHintAndIdleSubtasks(t *testing.T) {
 // A partition added while the job runs is found by discovery and read from
 // its earliest offset by the subtask that owns it.
 func TestDiscoveryOfNewPartition(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	c := startBroker(t, map[string]int32{"in": 1})
 	c.produceValues(t, "in", 0, time.Time{}, "p0")
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, DiscoveryInterval: 50 * time.Millisecond})

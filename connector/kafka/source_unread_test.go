@@ -12,6 +12,7 @@ import (
 // lag, its metrics and its pending records: lag is never 0 while records
 // sit unread.
 func TestLagCountsUndiscoveredPartitions(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint: it mostly waits (discovery, sessions, timeouts)
 	c := startBroker(t, map[string]int32{"in": 1})
 	c.produceValues(t, "in", 0, time.Time{}, "a", "b")
 	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, DiscoveryInterval: -1})

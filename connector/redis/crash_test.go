@@ -150,6 +150,7 @@ func (r *crashRun) check() {
 // with every key holding its count exactly (checked with redis-cli); with
 // INCRBY a single duplicate or loss would show.
 func TestCrashes(t *testing.T) {
+	t.Parallel() // next to TestFailpointCrashes: databases of their own, children that mostly sleep; TestServerRestart, which restarts the shared server, is serial and ends before
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel() // a database of its own; the children mostly sleep
@@ -166,6 +167,7 @@ func TestCrashes(t *testing.T) {
 // whole process: before it runs (at the first checkpoint and later) and
 // after it (the manifest still pending), then the restore itself.
 func TestFailpointCrashes(t *testing.T) {
+	t.Parallel() // next to TestCrashes (see there)
 	if !failpoint.Available() {
 		t.Skip("needs failpoints: run with -tags " + failpoint.BuildTag + " (./scripts/test does)")
 	}
