@@ -59,7 +59,7 @@ func TestRunSmallPipelines(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", Format(rs))
-	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameFilterMap, NameSumPerKey, WindowName(flow.MemoryBackend)}
+	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameFilterMap, NameFilterMapSQL, NameSumPerKey, WindowName(flow.MemoryBackend)}
 	if len(rs) != len(names) {
 		t.Fatalf("got %d results, want %d", len(rs), len(names))
 	}
