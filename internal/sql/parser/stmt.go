@@ -480,4 +480,3 @@ func (p *parser) reset() (ast.Stmt, error) {
 	r.Key = key
 	return r, nil
 }
-
