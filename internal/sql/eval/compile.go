@@ -860,19 +860,25 @@ func compare(op string, x, y *Expr, pos ast.Pos) (*Expr, error) {
 	}}, x, y)
 }
 
+// exprs compiles the expressions in order, stopping at the first error.
+func (c *compiler) exprs(es ...ast.Expr) ([]*Expr, error) {
+	out := make([]*Expr, len(es))
+	for i, e := range es {
+		x, err := c.expr(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
 func (c *compiler) between(n *ast.Between) (*Expr, error) {
-	x, err := c.expr(n.X)
+	xs, err := c.exprs(n.X, n.Lo, n.Hi)
 	if err != nil {
 		return nil, err
 	}
-	lo, err := c.expr(n.Lo)
-	if err != nil {
-		return nil, err
-	}
-	hi, err := c.expr(n.Hi)
-	if err != nil {
-		return nil, err
-	}
+	x, lo, hi := xs[0], xs[1], xs[2]
 	ge, err := compare(">=", x, lo, n.At)
 	if err != nil {
 		return nil, err
@@ -1050,14 +1056,11 @@ func (c *compiler) caseExpr(n *ast.Case) (*Expr, error) {
 }
 
 func (c *compiler) subscript(n *ast.Subscript) (*Expr, error) {
-	x, err := c.expr(n.X)
+	xs, err := c.exprs(n.X, n.Index)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := c.expr(n.Index)
-	if err != nil {
-		return nil, err
-	}
+	x, idx := xs[0], xs[1]
 	switch x.Type.Kind {
 	case types.Array:
 		if !idx.Type.IsInteger() {

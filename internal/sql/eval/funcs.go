@@ -231,6 +231,19 @@ func wantArg(n *ast.Call, args []*Expr, i int, what string, ok func(*types.Type)
 	return nil
 }
 
+// stringArgs checks that the call has lo to hi arguments, all STRING.
+func stringArgs(n *ast.Call, args []*Expr, lo, hi int) error {
+	if err := argCount(n, args, lo, hi); err != nil {
+		return err
+	}
+	for i := range args {
+		if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func isStr(t *types.Type) bool    { return t.Kind == types.String }
 func isInt(t *types.Type) bool    { return t.IsInteger() }
 func isNum(t *types.Type) bool    { return t.IsNumeric() }
@@ -489,13 +502,8 @@ func substring(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 }
 
 func replace(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
-	if err := argCount(n, args, 3, 3); err != nil {
+	if err := stringArgs(n, args, 3, 3); err != nil {
 		return nil, err
-	}
-	for i := range args {
-		if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
-			return nil, err
-		}
 	}
 	return strict(n, types.StringT, args, func(_ *Ctx, v []Value) Value { return Str(strings.ReplaceAll(v[0].S, v[1].S, v[2].S)) })
 }
@@ -555,13 +563,8 @@ func regexpExtract(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 }
 
 func regexpReplace(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
-	if err := argCount(n, args, 3, 3); err != nil {
+	if err := stringArgs(n, args, 3, 3); err != nil {
 		return nil, err
-	}
-	for i := range args {
-		if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
-			return nil, err
-		}
 	}
 	re, err := regexOf(n, args[1])
 	if err != nil {
@@ -577,13 +580,8 @@ func regexpReplace(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 }
 
 func regexpMatch(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
-	if err := argCount(n, args, 2, 2); err != nil {
+	if err := stringArgs(n, args, 2, 2); err != nil {
 		return nil, err
-	}
-	for i := range args {
-		if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
-			return nil, err
-		}
 	}
 	re, err := regexOf(n, args[1])
 	if err != nil {
@@ -634,13 +632,8 @@ func splitIndex(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 
 // position is POSITION(needle IN s): from 1, 0 when absent.
 func position(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
-	if err := argCount(n, args, 2, 2); err != nil {
+	if err := stringArgs(n, args, 2, 2); err != nil {
 		return nil, err
-	}
-	for i := range args {
-		if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
-			return nil, err
-		}
 	}
 	return strict(n, types.IntT, args, func(_ *Ctx, v []Value) Value {
 		i := strings.Index(v[1].S, v[0].S)
@@ -829,13 +822,8 @@ func dateFormat(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
 }
 
 func toTimestamp(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
-	if err := argCount(n, args, 1, 2); err != nil {
+	if err := stringArgs(n, args, 1, 2); err != nil {
 		return nil, err
-	}
-	for i := range args {
-		if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
-			return nil, err
-		}
 	}
 	if len(args) == 1 {
 		return strict(n, types.TimestampT(3), args, func(_ *Ctx, v []Value) Value {
@@ -1050,13 +1038,8 @@ func nowFn(t *types.Type) builder {
 // STRING (a string unquoted, anything else as its JSON text), NULL when
 // absent or null.
 func jsonValue(c *compiler, n *ast.Call, args []*Expr) (*Expr, error) {
-	if err := argCount(n, args, 2, 2); err != nil {
+	if err := stringArgs(n, args, 2, 2); err != nil {
 		return nil, err
-	}
-	for i := range args {
-		if err := wantArg(n, args, i, "a STRING", isStr); err != nil {
-			return nil, err
-		}
 	}
 	if !args[1].Const || args[1].Val.K == VNull {
 		return nil, errorf(args[1].Pos, "JSON_VALUE: the path must be a constant, such as '$.a.b'")

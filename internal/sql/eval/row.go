@@ -646,20 +646,28 @@ func (p *scanner) fields(field func(key string) error) error {
 		if err := field(key); err != nil {
 			return err
 		}
-		p.ws()
-		if p.i >= len(p.s) {
-			return p.errorf("unexpected end of the value")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return nil
-		default:
-			return p.errorf("expected , or }")
+		if done, err := p.next('}'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// next reads what follows a member of an object or an array: a comma
+// (another member comes; done false) or the closing bracket (done).
+func (p *scanner) next(closing byte) (done bool, err error) {
+	p.ws()
+	if p.i >= len(p.s) {
+		return false, p.errorf("unexpected end of the value")
+	}
+	switch p.s[p.i] {
+	case ',':
+		p.i++
+		return false, nil
+	case closing:
+		p.i++
+		return true, nil
+	}
+	return false, p.errorf("expected , or %c", closing)
 }
 
 // array reads [v, ...], calling elem positioned at each value.
@@ -684,18 +692,8 @@ func (p *scanner) elems(elem func() error) error {
 		if err := elem(); err != nil {
 			return err
 		}
-		p.ws()
-		if p.i >= len(p.s) {
-			return p.errorf("unexpected end of the value")
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return nil
-		default:
-			return p.errorf("expected , or ]")
+		if done, err := p.next(']'); done || err != nil {
+			return err
 		}
 	}
 }
