@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/onceflow/onceflow/internal/civil"
+	"github.com/onceflow/onceflow/internal/jsontext"
 )
 
 // AppendJSON appends e as the JSON row of Nexmark's Kafka table
@@ -134,75 +136,8 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// noEscape marks the ASCII bytes a JSON string holds as they are.
-var noEscape = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
-// as encoding/json writes it.
-func appendQuoted(b []byte, s string) []byte {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		// Eight bytes at a time while none needs a look: none is below
-		// 0x20 or above 0x7f, a '"' or a '\\' (the tricks of "Bit
-		// Twiddling Hacks" for a byte less than n and a zero byte; the
-		// loop is written out so that it stays in this function).
-		for ; i+8 <= len(s); i += 8 {
-			w := s[i : i+8]
-			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-			q, bs := x^('"'*ones), x^('\\'*ones)
-			if (x|(x-0x20*ones)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
-				break
-			}
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if noEscape[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hex = "0123456789abcdef"
+// appendQuoted appends s as a JSON string (jsontext.AppendString).
+func appendQuoted(b []byte, s string) []byte { return jsontext.AppendString(b, s) }
 
 // AppendText appends t in Flink's SQL timestamp format with milliseconds,
 // "2026-01-01 00:00:00.000" (UTC). It implements encoding.TextAppender.
@@ -213,7 +148,7 @@ func (t Timestamp) AppendText(b []byte) []byte {
 		days--
 	}
 	inDay := ms - days*msPerDay
-	y, m, d := civil(days)
+	y, m, d := civil.Date(days)
 	if y < 0 || y > 9999 {
 		b = strconv.AppendInt(b, y, 10)
 	} else {
@@ -265,7 +200,7 @@ func (t *Timestamp) UnmarshalText(text []byte) error {
 	h, ok4 := num(s[11:13])
 	mi, ok5 := num(s[14:16])
 	sec, ok6 := num(s[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || sec > 59 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > civil.DaysIn(y, mo) || h > 23 || mi > 59 || sec > 59 {
 		return bad()
 	}
 	var ms int64
@@ -283,62 +218,9 @@ func (t *Timestamp) UnmarshalText(text []byte) error {
 		}
 		ms = v
 	}
-	*t = Timestamp(daysFrom(y, mo, d)*msPerDay + ((h*60+mi)*60+sec)*1000 + ms)
+	*t = Timestamp(civil.Days(y, mo, d)*msPerDay + ((h*60+mi)*60+sec)*1000 + ms)
 	return nil
 }
 
 const msPerDay = 86_400_000
 
-// civil returns the proleptic Gregorian date of days since 1970-01-01
-// (Howard Hinnant's civil_from_days).
-func civil(days int64) (y, m, d int64) {
-	z := days + 719468
-	era := z / 146097
-	if z < 0 && z%146097 != 0 {
-		era--
-	}
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = doy - (153*mp+2)/5 + 1
-	if mp < 10 {
-		m = mp + 3
-	} else {
-		m = mp - 9
-	}
-	y = yoe + era*400
-	if m <= 2 {
-		y++
-	}
-	return y, m, d
-}
-
-// daysFrom is the inverse of civil (Hinnant's days_from_civil).
-func daysFrom(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
-func daysIn(y, m int64) int64 {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}

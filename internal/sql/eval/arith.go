@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/onceflow/onceflow/internal/civil"
 	"github.com/onceflow/onceflow/internal/sql/ast"
 	"github.com/onceflow/onceflow/internal/sql/types"
 )
@@ -325,11 +326,11 @@ func addMonths(v Value, months int64, isDate bool) Value {
 	if !isDate {
 		days, sod = splitSec(v.I)
 	}
-	y, m, d := civilFromDays(days)
+	y, m, d := civil.Date(days)
 	total := y*12 + (m - 1) + months
 	y, m = floorDiv(total, 12), total-floorDiv(total, 12)*12+1
-	d = min(d, daysIn(y, m))
-	nd := daysFromCivil(y, m, d)
+	d = min(d, civil.DaysIn(y, m))
+	nd := civil.Days(y, m, d)
 	if isDate {
 		return Value{K: VTime, I: nd}
 	}

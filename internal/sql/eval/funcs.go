@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/onceflow/onceflow/internal/civil"
 	"github.com/onceflow/onceflow/internal/sql/ast"
 	"github.com/onceflow/onceflow/internal/sql/types"
 	"github.com/onceflow/onceflow/internal/suggest"
@@ -949,7 +950,7 @@ func timePart(unit string, v Value, isDate bool) (int64, bool) {
 	if !isDate {
 		days, sod = splitSec(v.I)
 	}
-	y, m, d := civilFromDays(days)
+	y, m, d := civil.Date(days)
 	switch unit {
 	case "YEAR":
 		return y, true
@@ -960,7 +961,7 @@ func timePart(unit string, v Value, isDate bool) (int64, bool) {
 	case "DAY":
 		return d, true
 	case "DOY":
-		return days - daysFromCivil(y, 1, 1) + 1, true
+		return days - civil.Days(y, 1, 1) + 1, true
 	case "DOW": // Sunday 1 … Saturday 7
 		return (days%7+11)%7 + 1, true
 	case "WEEK": // ISO week
@@ -1364,11 +1365,11 @@ func floorTime(n *ast.Call, args []*Expr, floor bool) (*Expr, error) {
 		case "DAY":
 			r = TimeOf(days*secondsPerDay, 0)
 		case "MONTH", "YEAR":
-			y, m, _ := civilFromDays(days)
+			y, m, _ := civil.Date(days)
 			if unit == "YEAR" {
 				m = 1
 			}
-			r = TimeOf(daysFromCivil(y, m, 1)*secondsPerDay, 0)
+			r = TimeOf(civil.Days(y, m, 1)*secondsPerDay, 0)
 			if !floor && (r.I != v[0].I || v[0].N != 0) {
 				return addMonths(r, map[bool]int64{true: 12, false: 1}[unit == "YEAR"], false)
 			}

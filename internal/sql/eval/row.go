@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/onceflow/onceflow/internal/jsontext"
 	"github.com/onceflow/onceflow/internal/sql/types"
 )
 
@@ -910,12 +911,12 @@ func encoderFor(t *types.Type) func(b []byte, v Value) []byte {
 			b = appendJavaDouble(b, v.F, bits)
 			if c := b[start]; c == 'N' || c == 'I' || c == '-' && b[start+1] == 'I' {
 				s := string(b[start:])
-				return appendJSONString(b[:start], s)
+				return jsontext.AppendString(b[:start], s)
 			}
 			return b
 		}
 	case types.String:
-		enc = func(b []byte, v Value) []byte { return appendJSONString(b, v.S) }
+		enc = func(b []byte, v Value) []byte { return jsontext.AppendString(b, v.S) }
 	case types.Bytes:
 		enc = func(b []byte, v Value) []byte {
 			b = append(b, '"')
@@ -949,7 +950,7 @@ func encoderFor(t *types.Type) func(b []byte, v Value) []byte {
 		names := make([][]byte, len(t.Fields))
 		encs := make([]func([]byte, Value) []byte, len(t.Fields))
 		for i, f := range t.Fields {
-			names[i] = append(appendJSONString(nil, f.Name), ':')
+			names[i] = append(jsontext.AppendString(nil, f.Name), ':')
 			encs[i] = encoderFor(f.Type)
 		}
 		enc = func(b []byte, v Value) []byte {
@@ -995,7 +996,7 @@ func encoderFor(t *types.Type) func(b []byte, v Value) []byte {
 				if k.K != VNull {
 					ks = keyStr(k)
 				}
-				b = appendJSONString(b, ks)
+				b = jsontext.AppendString(b, ks)
 				b = append(b, ':')
 				b = elem(b, v.P.Vals[i])
 			}
@@ -1010,49 +1011,4 @@ func encoderFor(t *types.Type) func(b []byte, v Value) []byte {
 		}
 		return enc(b, v)
 	}
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				start = i + 1
-			} else if r == '\u2028' || r == '\u2029' {
-				b = append(b, s[start:i]...)
-				b = append(b, `\u202`...)
-				b = append(b, hexDigits[r&0xF])
-				start = i + size
-			}
-			i += size - 1
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

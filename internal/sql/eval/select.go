@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/onceflow/onceflow/internal/jsontext"
 	"github.com/onceflow/onceflow/internal/sql/ast"
 	"github.com/onceflow/onceflow/internal/sql/types"
 )
@@ -177,7 +178,7 @@ func CompileSelect(schema Schema, columns []NamedExpr, where ast.Expr, key []str
 		if len(s.names) == 0 {
 			sep = '{'
 		}
-		s.names = append(s.names, append(appendJSONString([]byte{sep}, c.Name), ':'))
+		s.names = append(s.names, append(jsontext.AppendString([]byte{sep}, c.Name), ':'))
 		s.encs = append(s.encs, encoderFor(e.Type))
 	}
 	if where != nil {

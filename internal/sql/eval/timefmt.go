@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/onceflow/onceflow/internal/civil"
 )
 
 // Dates and times. A TIMESTAMP is a wall-clock time without a zone, held
@@ -13,46 +15,6 @@ import (
 // nanoseconds.
 
 const secondsPerDay = 86400
-
-// daysFromCivil is the days since 1970-01-01 of a proleptic Gregorian
-// date.
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
-// civilFromDays is daysFromCivil's inverse.
-func civilFromDays(z int64) (y, m, d int64) {
-	z += 719468
-	era := z / 146097
-	if z < 0 && z%146097 != 0 {
-		era = (z - 146096) / 146097
-	}
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	y = yoe + era*400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = doy - (153*mp+2)/5 + 1
-	m = mp + 3
-	if m > 12 {
-		m -= 12
-	}
-	if m <= 2 {
-		y++
-	}
-	return
-}
 
 // floorDiv is a/b rounded down.
 func floorDiv(a, b int64) int64 {
@@ -96,10 +58,10 @@ func parseTimestamp(s string) (sec int64, nsec int32, ok bool) {
 	}
 	mo, ok2 := digitsAt(s, 5, 2)
 	d, ok3 := digitsAt(s, 8, 2)
-	if !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
+	if !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > civil.DaysIn(y, mo) {
 		return 0, 0, false
 	}
-	days := daysFromCivil(y, mo, d)
+	days := civil.Days(y, mo, d)
 	i := 10
 	var h, mi, se int64
 	var ns int64
@@ -171,23 +133,10 @@ func parseTimestamp(s string) (sec int64, nsec int32, ok bool) {
 	return sec, int32(ns), true
 }
 
-func daysIn(y, m int64) int64 {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
 func append2(b []byte, v int64) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
 
 func appendDate(b []byte, days int64) []byte {
-	y, m, d := civilFromDays(days)
+	y, m, d := civil.Date(days)
 	if y < 0 {
 		b = append(b, '-')
 		y = -y
@@ -300,7 +249,7 @@ func appendPadded(b []byte, v int64, n int) []byte {
 // format writes the timestamp (sec, nsec) by the pattern.
 func (dp *datePattern) format(b []byte, sec int64, nsec int32) []byte {
 	days, sod := splitSec(sec)
-	y, mo, d := civilFromDays(days)
+	y, mo, d := civil.Date(days)
 	for _, p := range dp.parts {
 		switch p.letter {
 		case 0:
@@ -323,7 +272,7 @@ func (dp *datePattern) format(b []byte, sec int64, nsec int32) []byte {
 		case 'd':
 			b = appendPadded(b, d, p.n)
 		case 'D':
-			b = appendPadded(b, days-daysFromCivil(y, 1, 1)+1, p.n)
+			b = appendPadded(b, days-civil.Days(y, 1, 1)+1, p.n)
 		case 'H':
 			b = appendPadded(b, sod/3600, p.n)
 		case 'h':
@@ -447,8 +396,8 @@ func (dp *datePattern) parse(s string) (sec int64, nsec int32, ok bool) {
 			h += 12
 		}
 	}
-	if mo < 1 || mo > 12 || d < 1 || (d > daysIn(y, mo) && d > 0 && mo != 1) || h > 23 || mi > 59 || se > 59 {
+	if mo < 1 || mo > 12 || d < 1 || (d > civil.DaysIn(y, mo) && d > 0 && mo != 1) || h > 23 || mi > 59 || se > 59 {
 		return 0, 0, false
 	}
-	return daysFromCivil(y, mo, 1)*secondsPerDay + (d-1)*secondsPerDay + h*3600 + mi*60 + se, int32(ns), true
+	return civil.Days(y, mo, 1)*secondsPerDay + (d-1)*secondsPerDay + h*3600 + mi*60 + se, int32(ns), true
 }
