@@ -223,4 +223,3 @@ func (t *Timestamp) UnmarshalText(text []byte) error {
 }
 
 const msPerDay = 86_400_000
-
