@@ -128,14 +128,25 @@ func produceInput(t *testing.T, addr, topic string, n, keys int) {
 // produceRange writes records from..from+n-1: key k<i%keys>, value "seq-<i>".
 func produceRange(t *testing.T, addr, topic string, from, n, keys int) {
 	t.Helper()
+	produce(t, addr, topic, n, func(i int) (key, value []byte) {
+		i += from
+		return []byte("k" + strconv.Itoa(i%keys)), []byte("seq-" + strconv.Itoa(i))
+	})
+}
+
+// produce writes n records to topic, record i made by rec, and waits
+// until every one is acknowledged.
+func produce(t *testing.T, addr, topic string, n int, rec func(i int) (key, value []byte)) {
+	t.Helper()
 	cl := client(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for i := from; i < from+n; i++ {
+	for i := 0; i < n; i++ {
+		k, v := rec(i)
 		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Key: []byte("k" + strconv.Itoa(i%keys)), Value: []byte("seq-" + strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Key: k, Value: v}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				firstErr = err

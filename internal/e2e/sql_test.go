@@ -9,40 +9,21 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/dbtest"
 	"github.com/onceflow/onceflow/internal/failpoint"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
-// produceJSON writes the values to topic, keyed by their index mod keys.
+// produceJSON writes the values to topic, keyed by their index mod 97.
 func produceJSON(t *testing.T, addr, topic string, values [][]byte) {
 	t.Helper()
-	cl := client(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i, v := range values {
-		wg.Add(1)
-		cl.Produce(context.Background(), &kgo.Record{Key: []byte("k" + strconv.Itoa(i%97)), Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		t.Fatal(firstErr)
-	}
+	produce(t, addr, topic, len(values), func(i int) (key, value []byte) {
+		return []byte("k" + strconv.Itoa(i%97)), values[i]
+	})
 }
 
 // The seed's job (its section 3.1): actions upserted into a JDBC table by
