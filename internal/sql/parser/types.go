@@ -24,13 +24,15 @@ func (p *parser) dataType() (*ast.Type, error) {
 	case "ROW":
 		closer := ">"
 		switch {
+		case p.acceptOp("<>"): // ROW<> lexes as the operator <>: a row of no fields
+			closer = ""
 		case p.acceptOp("<"):
 		case p.acceptOp("("):
 			closer = ")"
 		default:
 			return nil, p.expected(`"<" after ROW (ROW<name type, …>)`)
 		}
-		if !p.peek().isOp(closer) {
+		if closer != "" && !p.peek().isOp(closer) {
 			for {
 				f := &ast.RowField{}
 				if f.Name, err = p.anyIdent("a field name"); err != nil {
@@ -50,8 +52,10 @@ func (p *parser) dataType() (*ast.Type, error) {
 				}
 			}
 		}
-		if _, err := p.expectOp(closer); err != nil {
-			return nil, err
+		if closer != "" {
+			if _, err := p.expectOp(closer); err != nil {
+				return nil, err
+			}
 		}
 	case "ARRAY", "MULTISET":
 		if _, err := p.expectOp("<"); err != nil {
