@@ -354,5 +354,5 @@ func TestPreparedSettledByTheRecord(t *testing.T) {
 		bind(t, s, "settle")
 		return s
 	}, func() string { return query("SELECT key, n FROM events ORDER BY key") },
-		func() string { return query("SELECT count(*) FROM pg_prepared_xacts") })
+		func() string { return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()") })
 }
