@@ -427,3 +427,38 @@ func TestPreparedSettledByTheRecord(t *testing.T) {
 			return strconv.Itoa(n)
 		})
 }
+
+// An aborted checkpoint's prepared upserts are rolled back and sent with
+// the next checkpoint (dbtest.AbortedCheckpointSentAgain).
+func TestAbortedCheckpointSentAgain(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	createTables(t, srv, db)
+	query := func(q string) string {
+		got, err := srv.Client(db, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	dbtest.AbortedCheckpointSentAgain(t, func() flow.Sink[dbtest.Count] {
+		cfg := sinkConfig(dsn, "upsert")
+		cfg.Delivery = mysql.DeliveryTwoPhase
+		s, err := mysql.NewSink(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "settle")
+		return s
+	}, func() string { return query("SELECT k, n FROM upsert ORDER BY k") },
+		func() string {
+			n := 0
+			for _, l := range strings.Split(query("XA RECOVER"), "\n") {
+				if strings.Contains(l, "onceflow:") {
+					n++
+				}
+			}
+			return strconv.Itoa(n)
+		})
+}

@@ -356,3 +356,30 @@ func TestPreparedSettledByTheRecord(t *testing.T) {
 	}, func() string { return query("SELECT key, n FROM events ORDER BY key") },
 		func() string { return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()") })
 }
+
+// An aborted checkpoint's prepared upserts are rolled back and sent with
+// the next checkpoint (dbtest.AbortedCheckpointSentAgain).
+func TestAbortedCheckpointSentAgain(t *testing.T) {
+	dsn, srv := dbtest.Postgres(t, dbtest.PostgresOptions{MaxPreparedTransactions: 64})
+	createTables(t, dsn, srv)
+	db := dbName(dsn)
+	query := func(q string) string {
+		got, err := srv.Psql(db, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	dbtest.AbortedCheckpointSentAgain(t, func() flow.Sink[count] {
+		cfg := sinkConfig(dsn, modeUpsert)
+		cfg.Delivery = postgres.DeliveryTwoPhase
+		s, err := postgres.NewSink(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "settle")
+		return s
+	}, func() string { return query("SELECT key, n FROM counts ORDER BY key") },
+		func() string { return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()") })
+}

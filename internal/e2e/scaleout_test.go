@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +42,9 @@ type fleet struct {
 type instanceProc struct {
 	cmd  *exec.Cmd
 	done chan error
+	// logFrom is where this process's lines start in its instance's
+	// log file (a restarted instance appends to the same file).
+	logFrom int64
 }
 
 func (f *fleet) start(name string, extra ...string) {
@@ -60,10 +64,14 @@ func (f *fleet) start(name string, extra ...string) {
 	}
 	f.t.Cleanup(func() { lf.Close() })
 	cmd.Stderr = io.MultiWriter(f.log, lf)
+	var from int64
+	if st, err := lf.Stat(); err == nil {
+		from = st.Size()
+	}
 	if err := cmd.Start(); err != nil {
 		f.t.Fatal(err)
 	}
-	p := &instanceProc{cmd: cmd, done: make(chan error, 1)}
+	p := &instanceProc{cmd: cmd, done: make(chan error, 1), logFrom: from}
 	go func() { p.done <- cmd.Wait() }()
 	f.mu.Lock()
 	f.run[name] = p
@@ -79,7 +87,9 @@ func (f *fleet) logDir() string {
 }
 
 // instancePartitions returns the partitions the group gives instance
-// name.
+// name. A killed instance's old member keeps its client id (and its
+// partitions) until its session times out, so while it lingers this
+// lists its partitions too; ownPartitions is the live process's view.
 func instancePartitions(t *testing.T, adm *kadm.Client, group, name string) []int32 {
 	t.Helper()
 	gs, err := adm.DescribeConsumerGroups(t.Context(), group)
@@ -94,6 +104,52 @@ func instancePartitions(t *testing.T, adm *kadm.Client, group, name string) []in
 	}
 	slices.Sort(ps)
 	return ps
+}
+
+// ownPartitions returns the partitions instance name's running process
+// holds by its own log: those assigned, less those revoked or lost since.
+func (f *fleet) ownPartitions(name string) []int32 {
+	f.mu.Lock()
+	p := f.run[name]
+	f.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	data, _ := os.ReadFile(filepath.Join(f.logDir(), name+".log"))
+	held := map[int32]bool{}
+	for _, line := range strings.Split(string(data[min(p.logFrom, int64(len(data))):]), "\n") {
+		var add bool
+		switch {
+		case strings.Contains(line, `msg="partitions assigned"`):
+			add = true
+		case strings.Contains(line, `msg="partitions revoked"`), strings.Contains(line, `msg="partitions lost"`):
+		default:
+			continue
+		}
+		// partitions=[in/1] or partitions="[in/3 in/4]"
+		_, list, _ := strings.Cut(line, "partitions=")
+		if rest, ok := strings.CutPrefix(list, `"`); ok {
+			list, _, _ = strings.Cut(rest, `"`)
+		} else {
+			list, _, _ = strings.Cut(list, " ")
+		}
+		list = strings.Trim(list, "[]")
+		for _, tp := range strings.Split(list, " ") {
+			_, part, _ := strings.Cut(tp, "/")
+			n, err := strconv.Atoi(part)
+			if err != nil {
+				continue
+			}
+			if add {
+				held[int32(n)] = true
+			} else {
+				delete(held, int32(n))
+			}
+		}
+	}
+	out := slices.Collect(maps.Keys(held))
+	slices.Sort(out)
+	return out
 }
 
 func (f *fleet) signal(name string, sig syscall.Signal) *instanceProc {
@@ -288,7 +344,10 @@ func TestScaleOutExactlyOnce(t *testing.T) {
 			f.stop(victim)
 			events = append(events, "remove "+victim)
 		case ev == "pause":
-			held := instancePartitions(t, adm, "so", victim)
+			// What the process holds by its own view: the group may
+			// still list a killed predecessor's partitions under the
+			// same client id.
+			held := f.ownPartitions(victim)
 			logFile := filepath.Join(f.logDir(), victim+".log")
 			before, _ := os.ReadFile(logFile)
 			p := f.signal(victim, syscall.SIGSTOP)

@@ -299,6 +299,7 @@ var (
 	_ flow.PreparedResolver    = (*Sink[int])(nil)
 	_ flow.CommitPoint         = (*CommitPoint[int])(nil)
 	_ flow.AbortNotifier       = (*CommitPoint[int])(nil)
+	_ flow.AbortNotifier       = (*writer[int])(nil)
 )
 
 // New returns a sink; cfg is validated by the connector.
@@ -511,7 +512,7 @@ func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWrite
 			}
 		}
 		if len(w.keyIdx) > 0 {
-			w.sent, w.locked = map[string]struct{}{}, map[string]int64{}
+			w.sent, w.locked = map[string][]any{}, map[string]int64{}
 		}
 		if rc, ok := c.(RowChecker); ok {
 			w.check = rc.NewCheck()
@@ -591,14 +592,22 @@ type writer[T any] struct {
 	// rows it upserted until COMMIT PREPARED, which only this writer's
 	// goroutine sends. A later epoch's row with such a key waits in rows
 	// until then: sent, its upsert would wait for that commit forever.
-	// keyIdx are the key columns' indexes; sent the keys the open
-	// transaction wrote; locked the keys of the prepared, uncommitted
-	// epochs, with their epoch.
-	keyIdx []int
-	sent   map[string]struct{}
-	locked map[string]int64
-	rows   [][]any
-	dead   []DeadLetter
+	// keyIdx are the key columns' indexes; sent the rows the open
+	// transaction wrote, the last per key, and sentDead its dead
+	// letters; locked the keys of the prepared, uncommitted epochs, with
+	// their epoch; held what each of those epochs wrote, until its
+	// commit. An aborted checkpoint's commit comes only with a later
+	// one's, and that one's rows would wait for its locks: the writer
+	// rolls the aborted epoch back and sends its rows again
+	// (CheckpointAborted, docs/design.md "Two-phase database sinks").
+	keyIdx   []int
+	sent     map[string][]any
+	sentDead []DeadLetter
+	locked   map[string]int64
+	held     []preparedEpoch
+	aborted  map[int64]bool // checkpoints aborted before the writer prepared them
+	rows     [][]any
+	dead     []DeadLetter
 	// err is the first failure to send rows: sticky, so that a batch
 	// lost with a declined checkpoint (a savepoint's, or one the job
 	// tolerates) fails the job at the next record instead of going
@@ -681,8 +690,9 @@ func (w *writer[T]) flush(ctx context.Context) (err error) {
 	}
 	if w.sent != nil {
 		for _, r := range rows {
-			w.sent[w.keyOf(r)] = struct{}{}
+			w.sent[w.keyOf(r)] = r
 		}
+		w.sentDead = append(w.sentDead, w.dead...)
 	}
 	b := Batch{Epoch: w.epoch, Rows: rows, Dead: w.dead}
 	w.dead = nil
@@ -709,6 +719,14 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 		return nil, err
 	}
 	if w.prepared != nil {
+		if w.aborted[checkpointID] {
+			delete(w.aborted, checkpointID)
+			// Already aborted (its barrier came late): preparing would
+			// only lock keys until a later commit. The open transaction
+			// goes on into the next checkpoint.
+			w.epoch = checkpointID + 1
+			return nil, nil
+		}
 		if len(w.rows) > 0 {
 			// Rows of keys an earlier prepared checkpoint wrote, and its
 			// commit has not come (checkpoints overlap): they cannot join
@@ -725,10 +743,12 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 			for k := range w.sent {
 				w.locked[k] = checkpointID
 			}
-		}
-		if w.sent != nil {
+			w.held = append(w.held, preparedEpoch{id: checkpointID, gid: string(h), rows: w.sent, dead: w.sentDead})
+			w.sent = map[string][]any{}
+		} else if w.sent != nil {
 			clear(w.sent)
 		}
+		w.sentDead = nil
 		return h, err
 	}
 	if w.conn == nil {
@@ -750,7 +770,70 @@ func (w *writer[T]) Commit(ctx context.Context, id int64, handle []byte) error {
 		return err
 	}
 	maps.DeleteFunc(w.locked, func(_ string, e int64) bool { return e <= id })
+	w.held = slices.DeleteFunc(w.held, func(p preparedEpoch) bool { return p.id <= id })
+	maps.DeleteFunc(w.aborted, func(e int64, _ bool) bool { return e <= id })
 	return nil
+}
+
+// preparedEpoch is what a keyed two-phase writer's prepared transaction
+// wrote: the last row per key and the dead letters.
+type preparedEpoch struct {
+	id      int64
+	gid     string
+	rows    map[string][]any
+	dead    []DeadLetter
+	aborted bool
+}
+
+// CheckpointAborted rolls back the transactions this writer prepared for
+// aborted checkpoints after which it prepared none that may still commit,
+// and sends their rows again, ahead of the rows still to send. An aborted
+// checkpoint's output commits with the next committed checkpoint, but a
+// prepared transaction keeps its keys locked until its own commit: later
+// rows of those keys would wait for it, and every later checkpoint would
+// be declined (docs/design.md, "Two-phase database sinks"). A transaction
+// followed by one still pending stays: that one's commit commits it too.
+// A rollback that fails fails the job at its next record; recovery
+// settles the transaction by the commit record.
+func (w *writer[T]) CheckpointAborted(ctx context.Context, id int64) {
+	if w.prepared == nil || w.err != nil {
+		return
+	}
+	i := slices.IndexFunc(w.held, func(p preparedEpoch) bool { return p.id == id })
+	if i < 0 {
+		if id >= w.epoch {
+			// Not prepared yet (its barrier has not come): it will
+			// not be.
+			if w.aborted == nil {
+				w.aborted = map[int64]bool{}
+			}
+			w.aborted[id] = true
+		}
+		return
+	}
+	w.held[i].aborted = true
+	from := len(w.held)
+	for from > 0 && w.held[from-1].aborted {
+		from--
+	}
+	var rows [][]any
+	var dead []DeadLetter
+	for _, p := range w.held[from:] {
+		if err := w.s.cfg.Driver.(TwoPhaseDriver).RollbackPrepared(ctx, p.gid); err != nil {
+			w.err = fmt.Errorf("%s: roll back the transaction of aborted checkpoint %d to send its rows again: %w", w.s.name, p.id, err)
+			return
+		}
+		for k, r := range p.rows {
+			if w.locked[k] == p.id {
+				delete(w.locked, k)
+			}
+			rows = append(rows, r)
+		}
+		dead = append(dead, p.dead...)
+	}
+	w.held = w.held[:from]
+	w.rows = append(rows, w.rows...)
+	w.dead = append(dead, w.dead...)
 }
 
 // keyOf is row's key as one string (its key columns' values, each
