@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onceflow/onceflow/connector"
+	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/internal/sql/eval"
 )
 
@@ -75,6 +77,32 @@ func TestSQLDocsComplete(t *testing.T) {
 			t.Errorf("SET '%s': section %q is not described by settingBecomes", k, s.section)
 		}
 	}
+}
+
+// The SQL option names the Kafka connector's spec declares (Field.SQL,
+// which docs/connectors.md lists) are the ones the planner accepts on a
+// Kafka table, so the two pages agree.
+func TestSQLDocsKafkaSpec(t *testing.T) {
+	check := func(side *connector.Side, accepted []string, what string) {
+		ok := map[string]bool{}
+		for _, o := range accepted {
+			ok[o] = true
+		}
+		var walk func(fs []connector.Field)
+		walk = func(fs []connector.Field) {
+			for _, f := range fs {
+				for _, n := range f.SQL {
+					if !ok[n] {
+						t.Errorf("kafka.Spec declares the SQL option %q on the %s side (field %s) and the planner does not accept it on a %s table", n, side.Section, f.Name, what)
+					}
+				}
+				walk(f.Fields)
+			}
+		}
+		walk(side.Fields)
+	}
+	check(kafka.Spec.Source, kafkaSourceOptions, "kafka source")
+	check(kafka.Spec.Sink, sinkOptions["kafka"], "kafka sink")
 }
 
 var generatedRE = regexp.MustCompile(`(?s)(<!-- generated: ([a-z-]+) -->\n).*?(<!-- end generated: ([a-z-]+) -->)`)
