@@ -18,7 +18,7 @@ import (
 
 // WindowConfig configures Window: aggregates per key and event-time
 // window. Exactly one shape: Size alone (tumbling), Size and Slide
-// (sliding, hopping), or Gap (session).
+// (sliding, hopping), Size and Step (cumulate), or Gap (session).
 type WindowConfig struct {
 	// Key is the expression records are grouped by (KeyRecordKey by
 	// default).
@@ -28,10 +28,15 @@ type WindowConfig struct {
 	// the time the job's watermarks follow (the job file's event-time
 	// section).
 	Time string
-	// Size is the length of tumbling and sliding windows.
+	// Size is the length of tumbling and sliding windows, and the
+	// largest of cumulate windows.
 	Size time.Duration
 	// Slide is how far apart sliding windows start; 0 for tumbling.
 	Slide time.Duration
+	// Step makes cumulate windows: each Size-aligned window [s, s+Size)
+	// is emitted as [s, s+Step), [s, s+2·Step), … [s, s+Size), each when
+	// the watermark passes its end. Size must be a multiple of Step.
+	Step time.Duration
 	// Gap closes a session window this long after its last record.
 	Gap time.Duration
 	// AllowedLateness keeps a window this long after it fired: a record
@@ -60,8 +65,9 @@ const LateRecords = "late-records"
 
 var windowSpec = Spec{
 	Name:    "window",
-	Summary: "Aggregates per key over event-time windows (tumbling, sliding or session) and emits each window's figures when the watermark passes its end.",
-	Doc: "Give `size` for tumbling windows, `size` and `slide` for sliding (hopping) windows, or `gap` for session " +
+	Summary: "Aggregates per key over event-time windows (tumbling, sliding, cumulate or session) and emits each window's figures when the watermark passes its end.",
+	Doc: "Give `size` for tumbling windows, `size` and `slide` for sliding (hopping) windows, `size` and `step` for " +
+		"cumulate windows (each `size` window's figures so far, every `step`), or `gap` for session " +
 		"windows, which close `gap` after their last record. A window fires once, when the watermark passes its end " +
 		"(event time: the job's `event-time` section says where a record's time comes from and how late records may be). " +
 		"The output record has the group's key as its key, the window's last millisecond as its timestamp and, as its " +
@@ -76,7 +82,14 @@ var windowSpec = Spec{
 		"Precisely (times in ms since the Unix epoch, UTC): tumbling windows are `[n·size, (n+1)·size)`, so they start at " +
 		"multiples of `size` from 1970-01-01 00:00 UTC (1m windows at whole minutes, 1h at whole hours; 90s windows at multiples of " +
 		"90 s from the epoch, not at the first record). Sliding windows start at multiples of `slide`, and a record is in " +
-		"`size / slide` of them. A session starts at its first record; a record less than `gap` after the session's last one " +
+		"`size / slide` of them. Cumulate windows share their start, a multiple of `size`, and end at each `step` after it: " +
+		"with `size: 10m` and `step: 1m` a record of 10:03:20 is in `[10:00, 10:04)`, `[10:00, 10:05)`, … `[10:00, 10:10)`, " +
+		"and the window `[10:00, 10:04)` fires when the watermark reaches 10:03:59.999 with the records of 10:00 to 10:03:59.999 " +
+		"(not one of 10:04:30 that came before it). A key's windows of a `size` window are emitted from the first `step` that " +
+		"has a record of the key, once per `step`, up to `size`; with `allowed-lateness` a consumer keeps the newest result per " +
+		"key, window_start and window_end. first(e) and last(e) are by arrival, as in the other windows. The state is one set " +
+		"of figures per key and `size` window, plus one per `step` with records that the watermark has not passed (or whose " +
+		"allowed lateness has not run out). `early-firing` does not go with `step`. A session starts at its first record; a record less than `gap` after the session's last one " +
 		"joins it (and a record that bridges two sessions merges them), one exactly `gap` after starts a new session; a " +
 		"session's `window_end` is its last record's time + `gap`. A window fires when the watermark reaches `window_end - 1`, " +
 		"its last millisecond; the watermark is the newest time read from each partition, less `max-out-of-orderness`, less " +
@@ -90,9 +103,11 @@ var windowSpec = Spec{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
 			Description: "What the records are grouped by. Part of the step's default id."},
 		{Name: "size", Type: Duration, Example: "1m",
-			Description: "The length of tumbling and sliding windows."},
+			Description: "The length of tumbling and sliding windows; the largest of cumulate windows."},
 		{Name: "slide", Type: Duration, Example: "10s",
 			Description: "How far apart sliding windows start (less than size); not set: tumbling windows."},
+		{Name: "step", Type: Duration, Example: "1m",
+			Description: "Cumulate windows: how much each window of a size window grows by; size must be a multiple of it."},
 		{Name: "gap", Type: Duration, Example: "30m",
 			Description: "Session windows: a key's session closes this long after its last record (instead of size)."},
 		{Name: "allowed-lateness", Type: Duration, Example: "1m",
@@ -136,7 +151,7 @@ func windowConfig(p Params, env Env) WindowConfig {
 	if tm == "" {
 		tm = "timestamp"
 	}
-	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Gap: p.Duration("gap"),
+	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Step: p.Duration("step"), Gap: p.Duration("gap"),
 		AllowedLateness: p.Duration("allowed-lateness"), EarlyFiring: p.Duration("early-firing"), Fields: p.Map("fields"), LateTopic: p.Text("late-topic"), OnError: env.Policy}
 }
 
@@ -145,6 +160,8 @@ func (c WindowConfig) describe() string {
 	switch {
 	case c.Gap > 0:
 		shape = "session windows, gap " + durfmt.Short(c.Gap)
+	case c.Step > 0:
+		shape = "cumulate windows up to " + durfmt.Short(c.Size) + " every " + durfmt.Short(c.Step)
 	case c.Slide > 0:
 		shape = "sliding windows of " + durfmt.Short(c.Size) + " every " + durfmt.Short(c.Slide)
 	default:
@@ -167,19 +184,28 @@ func (c WindowConfig) describe() string {
 	return s
 }
 
-// shape is a window assigner in milliseconds.
+// shape is a window assigner in milliseconds: step is set for cumulate
+// windows (size their largest).
 type shape struct {
-	size, slide, gap int64
+	size, slide, step, gap int64
 }
 
 // span is one window [Start, End).
 type span struct{ Start, End int64 }
 
-// assign returns the tumbling or sliding windows holding ts, oldest
-// first; a session's is [ts, ts+gap).
+// assign returns the tumbling, sliding or cumulate windows holding ts,
+// oldest first (cumulate: shortest first); a session's is [ts, ts+gap).
 func (s shape) assign(ts int64) []span {
 	if s.gap > 0 {
 		return []span{{ts, ts + s.gap}}
+	}
+	if s.step > 0 {
+		start := floorDiv(ts, s.size) * s.size
+		var out []span
+		for end := s.stepEnd(ts); end <= start+s.size; end += s.step {
+			out = append(out, span{start, end})
+		}
+		return out
 	}
 	slide := s.slide
 	if slide == 0 {
@@ -219,16 +245,18 @@ type WinState struct {
 
 func (c WindowConfig) shape() (shape, error) {
 	switch {
-	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.AllowedLateness < 0 || c.EarlyFiring < 0:
-		return shape{}, &FieldError{Field: "size", Msg: "and slide, gap, allowed-lateness and early-firing must not be negative"}
+	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.Step < 0 || c.AllowedLateness < 0 || c.EarlyFiring < 0:
+		return shape{}, &FieldError{Field: "size", Msg: "and slide, step, gap, allowed-lateness and early-firing must not be negative"}
 	case c.EarlyFiring > 0 && c.EarlyFiring < time.Millisecond:
 		return shape{}, &FieldError{Field: "early-firing", Msg: "must be at least 1ms"}
-	case c.Gap > 0 && (c.Size > 0 || c.Slide > 0):
-		return shape{}, &FieldError{Field: "gap", Msg: "makes session windows and cannot go with size or slide: give gap alone, or size (and slide)"}
+	case c.Gap > 0 && (c.Size > 0 || c.Slide > 0 || c.Step > 0):
+		return shape{}, &FieldError{Field: "gap", Msg: "makes session windows and cannot go with size, slide or step: give gap alone, or size (and slide or step)"}
 	case c.Gap > 0:
 		return shape{gap: c.Gap.Milliseconds()}, nil
 	case c.Size <= 0:
-		return shape{}, &FieldError{Field: "size", Msg: "is missing: give size (tumbling), size and slide (sliding) or gap (session), such as size: 1m"}
+		return shape{}, &FieldError{Field: "size", Msg: "is missing: give size (tumbling), size and slide (sliding), size and step (cumulate) or gap (session), such as size: 1m"}
+	case c.Step > 0:
+		return c.cumulateShape()
 	case c.Slide > c.Size:
 		return shape{}, &FieldError{Field: "slide", Msg: fmt.Sprintf("%s is longer than size %s: records between windows would be lost; use a slide up to the size", durfmt.Short(c.Slide), durfmt.Short(c.Size))}
 	case c.Slide > 0 && c.Size%c.Slide != 0:
@@ -321,12 +349,19 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	lateness := c.AllowedLateness.Milliseconds()
 	lateTopic := c.LateTopic
 	return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Timed: func(st *state.Store) Timed {
-		wins := state.NewMapWithCodecs(st, "windows", state.DefaultCodec[int64](), state.Codec[WinState](winCodec{}))
-		w := &windower{sh: sh, lateness: lateness, early: c.EarlyFiring.Milliseconds(), fields: fields, wins: wins}
+		w := &windower{sh: sh, lateness: lateness, early: c.EarlyFiring.Milliseconds(), fields: fields}
+		add := w.add
+		fire := func(key string, at int64, _ Clock, out Out) error { return w.fire(key, at, out) }
+		if sh.step > 0 {
+			cw := &cumulator{windower: w, state: state.NewMapWithCodecs(st, "cumulate", state.DefaultCodec[int64](), state.Codec[CumState](cumCodec{}))}
+			add, fire = cw.add, cw.fire
+		} else {
+			w.wins = state.NewMapWithCodecs(st, "windows", state.DefaultCodec[int64](), state.Codec[WinState](winCodec{}))
+		}
 		return Timed{
 			OnRecord: func(r Record, clk Clock, out Out) error {
 				p := r.Prepared().(winPrep)
-				on, err := w.add(r.GroupKey(), p, clk, out)
+				on, err := add(r.GroupKey(), p, clk, out)
 				if err != nil {
 					return flow.Unrecoverable(fmt.Errorf("record %s: window: %w", r.Position(), err))
 				}
@@ -342,7 +377,7 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 				return nil
 			},
 			OnTimer: func(key string, at int64, clk Clock, out Out) error {
-				return w.fire(key, at, out)
+				return fire(key, at, clk, out)
 			},
 			OnProcessingTimer: func(key string, _ int64, _ Clock, out Out) error {
 				return w.fireEarly(key, out)
@@ -610,6 +645,12 @@ func (w *windower) take(ws *WinState, inputs []any) error {
 
 // merge folds session m (later or earlier) into ws.
 func (w *windower) merge(ws *WinState, m WinState) {
+	w.mergeAccs(ws, m, m.Start < ws.Start, m.Start > ws.Start)
+}
+
+// mergeAccs folds m's figures into ws's; mFirst says m's first() values
+// come before ws's, mLast that its last() values come after.
+func (w *windower) mergeAccs(ws *WinState, m WinState, mFirst, mLast bool) {
 	for i, f := range w.fields {
 		a, b := &ws.Accs[i], m.Accs[i]
 		switch f.fn {
@@ -651,11 +692,11 @@ func (w *windower) merge(ws *WinState, m WinState) {
 				a.V = b.V
 			}
 		case AggFirst:
-			if m.Start < ws.Start && b.N > 0 {
+			if mFirst && b.N > 0 {
 				a.V = b.V
 			}
 		case AggLast:
-			if m.Start > ws.Start && b.N > 0 {
+			if mLast && b.N > 0 {
 				a.V = b.V
 			}
 		}
