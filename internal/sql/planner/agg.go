@@ -40,10 +40,9 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 	case "SESSION":
 		params = []string{"DATA", "TIMECOL", "GAP"}
 	case "CUMULATE":
-		p.errorf(f.At, "CUMULATE windows are not supported yet: use TUMBLE with early firing in a job file (window: early-firing), or HOP")
-		return nil
+		params = []string{"DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"}
 	default:
-		p.errorf(f.At, "unknown table function %s: onceflow has the window functions TUMBLE, HOP and SESSION%s", f.Name.Name, didYouMean(f.Name.Name, []string{"TUMBLE", "HOP", "SESSION", "CUMULATE"}))
+		p.errorf(f.At, "unknown table function %s: onceflow has the window functions TUMBLE, HOP, CUMULATE and SESSION%s", f.Name.Name, didYouMean(f.Name.Name, []string{"TUMBLE", "HOP", "SESSION", "CUMULATE"}))
 		return nil
 	}
 	args := map[string]*ast.FuncArg{}
@@ -53,6 +52,10 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 			name = strings.ToUpper(a.Named.Name)
 		} else if i < len(params) {
 			name = params[i]
+		}
+		if a.Named != nil && !contains(params, name) {
+			p.errorf(a.At, "%s has no argument %s: it takes %s%s", kind, a.Named.Name, strings.Join(params, ", "), didYouMean(name, params))
+			return nil
 		}
 		if name == "" || !contains(params, name) {
 			p.errorf(a.At, "%s takes %s", kind, strings.Join(params, ", "))
@@ -89,6 +92,22 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 		ok = ok && ok2
 		if ok && (ws.slide >= ws.size || ws.size%ws.slide != 0) {
 			p.errorf(f.At, "HOP's size (%s) must be a multiple of its slide (%s), larger than it", ws.size, ws.slide)
+			ok = false
+		}
+	case "CUMULATE":
+		// docs/design.md, "### SQL": the window step's cumulate windows,
+		// size and step.
+		var ok2 bool
+		ws.step, ok = p.windowArg(args, "STEP", kind, f.At)
+		ws.size, ok2 = p.windowArg(args, "SIZE", kind, f.At)
+		ok = ok && ok2
+		switch {
+		case !ok:
+		case ws.step > ws.size:
+			p.errorf(args["STEP"].At, "CUMULATE's step (%s) is longer than its size (%s): the windows grow by step up to size; write the step first, then the size, as CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '10' MINUTE)", goDuration(ws.step), goDuration(ws.size))
+			ok = false
+		case ws.size%ws.step != 0 || ws.step%time.Millisecond != 0:
+			p.errorf(args["SIZE"].At, "CUMULATE's size (%s) must be a multiple of its step (%s), in whole milliseconds: the windows grow by step up to size; choose a step that divides it, such as %s", goDuration(ws.size), goDuration(ws.step), goDuration(gcdDuration(ws.size, ws.step)))
 			ok = false
 		}
 	case "SESSION":
@@ -287,6 +306,9 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			case "HOP":
 				w.linef(ws.at, d, "size: %s", goDuration(ws.size))
 				w.linef(ws.at, d, "slide: %s", goDuration(ws.slide))
+			case "CUMULATE":
+				w.linef(ws.at, d, "size: %s", goDuration(ws.size))
+				w.linef(ws.at, d, "step: %s", goDuration(ws.step))
 			case "SESSION":
 				w.linef(ws.at, d, "gap: %s", goDuration(ws.gap))
 			}
@@ -562,6 +584,16 @@ func writeFields(w *yamlWriter, d int, at ast.Pos, fields [][2]string) {
 	for _, f := range fields {
 		w.linef(at, d+1, "%s: %s", f[0], q(f[1]))
 	}
+}
+
+// gcdDuration is the longest whole number of milliseconds dividing a and
+// b (at least 1ms).
+func gcdDuration(a, b time.Duration) time.Duration {
+	x, y := a.Milliseconds(), b.Milliseconds()
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return time.Duration(max(x, 1)) * time.Millisecond
 }
 
 func contains(ss []string, s string) bool {

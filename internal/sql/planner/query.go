@@ -72,8 +72,8 @@ type step struct {
 
 type windowSpec struct {
 	at               ast.Pos
-	kind             string // TUMBLE, HOP, SESSION
-	size, slide, gap time.Duration
+	kind                   string // TUMBLE, HOP, CUMULATE, SESSION
+	size, slide, step, gap time.Duration
 	timeCol          string
 }
 
