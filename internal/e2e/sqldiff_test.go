@@ -37,7 +37,8 @@ type diffQuery struct {
 // projections with functions and NULLs, a tumbling window aggregate,
 // the legacy GROUP BY TUMBLE(…) with HAVING and AVG, a non-windowed
 // aggregate (an updating result, upserted), COUNT
-// DISTINCT with FILTER, a keep-first deduplication), the streaming job's
+// DISTINCT with FILTER, a keep-first deduplication, a CUMULATE window
+// aggregate), the streaming job's
 // final table over a bounded input — crashed by failpoints just before
 // and just after its first commit, SIGKILLed at random moments, then run
 // to the end of its input — equals PostgreSQL's batch result of the same query over
@@ -153,6 +154,19 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			query:   "SELECT id, seq, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY proc ASC) AS rn FROM src) WHERE rn = 1",
 			pg:      "SELECT DISTINCT ON (id) id, seq, amount FROM src ORDER BY id, seq",
 			cols:    "id, seq, amount",
+		},
+		{
+			// Each row is in the cumulate windows [10 s bin, bin + k·2 s)
+			// that end after it: PostgreSQL expands it into them.
+			name:    "cumulate",
+			ddl:     "(user_id bigint, ws timestamp(3), we timestamp(3), wt timestamp(3), n bigint, total bigint, top bigint, items bigint)",
+			sinkSQL: "(user_id BIGINT, ws TIMESTAMP(3), we TIMESTAMP(3), wt TIMESTAMP(3), n BIGINT, total BIGINT, top BIGINT, items BIGINT)",
+			query: "SELECT user_id, window_start, window_end, window_time, COUNT(*), SUM(amount), MAX(amount), COUNT(DISTINCT item) " +
+				"FROM TABLE(CUMULATE(TABLE src, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) WHERE item <> 'i3' GROUP BY user_id, window_start, window_end",
+			pg: "SELECT user_id, ws, we, we - interval '1 millisecond', COUNT(*), SUM(amount), MAX(amount), COUNT(DISTINCT item) " +
+				"FROM (SELECT src.*, date_bin('10 seconds', ts, timestamp '1970-01-01') AS ws, date_bin('10 seconds', ts, timestamp '1970-01-01') + k * interval '2 seconds' AS we " +
+				"FROM src, generate_series(1, 5) AS k) x WHERE we > ts AND item <> 'i3' GROUP BY user_id, ws, we",
+			cols: "user_id, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), to_char(we, 'HH24:MI:SS.MS'), to_char(wt, 'HH24:MI:SS.MS'), n, total, top, items",
 		},
 	}
 	u := strings.TrimPrefix(dsn, "postgres://")
