@@ -71,10 +71,10 @@ type step struct {
 }
 
 type windowSpec struct {
-	at               ast.Pos
+	at                     ast.Pos
 	kind                   string // TUMBLE, HOP, CUMULATE, SESSION
 	size, slide, step, gap time.Duration
-	timeCol          string
+	timeCol                string
 }
 
 func (r *rel) colNames() []string {
