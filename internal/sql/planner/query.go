@@ -39,6 +39,9 @@ type rel struct {
 	branches []*rel
 	// unionOnly: r is a union and nothing after it yet.
 	unionOnly bool
+	// rank is set on a Top-N result: its key must reach the sink as it
+	// is (rank.go).
+	rank *rankInfo
 }
 
 // sources lists the tables r reads.
@@ -452,7 +455,11 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		p.errorf(s.At, "a window table function without GROUP BY window_start, window_end: onceflow computes windowed aggregates; add the GROUP BY")
 		return nil
 	}
-	return p.project(r, s.Items)
+	r = p.project(r, s.Items)
+	if r.rank != nil && !p.rankKey(r, s) {
+		return nil
+	}
+	return r
 }
 
 // project replaces r's columns by the select list.
