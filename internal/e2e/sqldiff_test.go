@@ -37,7 +37,8 @@ type diffQuery struct {
 // projections with functions and NULLs, a tumbling window aggregate,
 // the legacy GROUP BY TUMBLE(…) with HAVING and AVG, a non-windowed
 // aggregate (an updating result, upserted), COUNT
-// DISTINCT with FILTER, a keep-first deduplication), the streaming job's
+// DISTINCT with FILTER, a keep-first deduplication, a Top-N upserted by
+// partition and rank), the streaming job's
 // final table over a bounded input — crashed by failpoints just before
 // and just after its first commit, SIGKILLed at random moments, then run
 // to the end of its input — equals PostgreSQL's batch result of the same query over
@@ -153,6 +154,19 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			query:   "SELECT id, seq, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY proc ASC) AS rn FROM src) WHERE rn = 1",
 			pg:      "SELECT DISTINCT ON (id) id, seq, amount FROM src ORDER BY id, seq",
 			cols:    "id, seq, amount",
+		},
+		{
+			// Top-N, upserted by (item, rn): seq breaks the ties of amount,
+			// so the order is PostgreSQL's too; NULL amounts rank last
+			// descending, as NULLS LAST says on PostgreSQL's side.
+			name:    "topn",
+			ddl:     "(item text, rn bigint, seq int, amount bigint, UNIQUE (item, rn))",
+			sinkSQL: "(item STRING, rn BIGINT, seq INT, amount BIGINT, PRIMARY KEY (item, rn) NOT ENFORCED)",
+			query: "SELECT item, rn, seq, amount FROM (SELECT item, seq, amount, ROW_NUMBER() OVER (PARTITION BY item ORDER BY amount DESC, seq) AS rn " +
+				"FROM src WHERE user_id IS NOT NULL) WHERE rn <= 3",
+			pg: "SELECT item, rn, seq, amount FROM (SELECT item, seq, amount, ROW_NUMBER() OVER (PARTITION BY item ORDER BY amount DESC NULLS LAST, seq) AS rn " +
+				"FROM src WHERE user_id IS NOT NULL) t WHERE rn <= 3",
+			cols: "item, rn, seq, amount",
 		},
 	}
 	u := strings.TrimPrefix(dsn, "postgres://")

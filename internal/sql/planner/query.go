@@ -241,7 +241,7 @@ func (p *planner) resolve(r *rel, e ast.Expr) ast.Expr {
 			return x, true
 		case *ast.Call:
 			if n.Over != nil {
-				p.errorf(n.At, "%s(…) OVER (…) is supported only as ROW_NUMBER() for deduplication and Top-N, which come with the changelog work (issue 24)", n.Name.Last())
+				p.errorf(n.At, "%s(…) OVER (…) is supported only as ROW_NUMBER() in a subquery for deduplication and Top-N (… WHERE rn = 1, or rn <= N); other OVER aggregates come with the changelog work (issue 24)", n.Name.Last())
 				return x, true
 			}
 		}

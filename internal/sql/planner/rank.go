@@ -462,7 +462,7 @@ func (p *planner) rankSink(r *rel, sink *table, upsert bool, keyInSink []string,
 	info := r.rank
 	want := strings.Join(keyInSink, ", ")
 	if !upsert {
-		p.errorf(ins.At, "table %s is append-only, and the Top-N at %d:%d (%s) replaces a partition's rows as records arrive: writing that to an append-only table needs update-before rows (retractions), not supported yet; write to an upsert table (a jdbc or 'upsert-kafka' table) with PRIMARY KEY (%s) NOT ENFORCED", sink.name, info.at.Line, info.at.Col, info.bound, want)
+		p.errorf(ins.At, "table %s is append-only, and the Top-N at %d:%d (%s) replaces a partition's rows as records arrive: writing that to an append-only table needs update-before rows (retractions), not supported yet; write to a table with PRIMARY KEY (%s) NOT ENFORCED (a jdbc, postgres, mysql, 'upsert-kafka' or blackhole table)", sink.name, info.at.Line, info.at.Col, info.bound, want)
 		return false
 	}
 	if strings.Join(lower(sink.pk), ",") != strings.Join(lower(keyInSink), ",") {

@@ -280,7 +280,7 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			p.errorf(sink.optAt("key.format"), "'key.format' = '%s': the key is written as text (one column, 'raw') or a JSON array ('json')", f)
 		}
 	}
-	if r.rank != nil && !sink.shell && sink.connector != "blackhole" && !p.rankSink(r, sink, upsert, keyInSink, ins) {
+	if r.rank != nil && !sink.shell && !p.rankSink(r, sink, upsert, keyInSink, ins) {
 		return nil
 	}
 	if r.updating && !upsert && sink.connector != "blackhole" {
