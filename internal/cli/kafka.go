@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -19,49 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/internal/compile"
 	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
-// clientConfig translates the kafka section.
-func clientConfig(k jobfile.KafkaConfig) (kafka.ClientConfig, error) {
-	cc := kafka.ClientConfig{
-		Brokers:  k.Brokers,
-		ClientID: k.ClientID,
-		SASL:     kafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password},
-	}
-	if k.TLS.Enabled {
-		tc, err := tlsConfig(k.TLS)
-		if err != nil {
-			return cc, err
-		}
-		cc.TLS = tc
-	}
-	return cc, nil
-}
-
-func tlsConfig(t jobfile.TLSConfig) (*tls.Config, error) {
-	// InsecureSkipVerify only when the file asks for it (test clusters).
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca-file %s holds no PEM certificate", t.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert-file/key-file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
-}
+// clientConfig translates the kafka section (compile.ClientConfig).
+func clientConfig(k jobfile.KafkaConfig) (kafka.ClientConfig, error) { return compile.ClientConfig(k) }
 
 // errBrokersUnreachable is wrapped when no broker in kafka.brokers answers.
 var errBrokersUnreachable = errors.New("cannot reach the Kafka brokers")

@@ -176,7 +176,10 @@ func TestAbortedAndHangingTransactions(t *testing.T) {
 			if err := aborted.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
 				t.Fatal(err)
 			}
-			r := f.check(Config{Input: in, Output: out, Sentinels: tt.sentinels})
+			// Sentinels that become visible end the wait at once; the
+			// fixture's short 3 s bound is for the hanging case below,
+			// and a loaded machine can take longer than that to write one.
+			r := f.check(Config{Input: in, Output: out, Sentinels: tt.sentinels, SentinelTimeout: 30 * time.Second})
 			if !r.OK() || r.AbortedInLog != 1 || len(r.Hanging) != 0 {
 				t.Fatalf("an aborted transaction is not an anomaly, and must be counted: %+v\n%s", r, r)
 			}
@@ -227,7 +230,7 @@ func TestVerifyWritesNothingByDefault(t *testing.T) {
 			if err != nil || len(before) != 3 {
 				t.Fatalf("read %d records before the check (%v), want 3", len(before), err)
 			}
-			r := f.check(Config{Input: in, Output: out, Sentinels: tt.sentinels})
+			r := f.check(Config{Input: in, Output: out, Sentinels: tt.sentinels, SentinelTimeout: 30 * time.Second})
 			if !r.OK() || r.Outputs != 3 {
 				t.Fatalf("correct output flagged: %+v\n%s", r, r)
 			}

@@ -31,8 +31,6 @@ const maxResult = 1 << 26
 
 type builder func(c *compiler, n *ast.Call, args []*Expr) (*Expr, error)
 
-var funcs map[string]builder
-
 // refused are functions a job may not use, with the reason.
 var refused = map[string]string{
 	"UUID":         "UUID() is not deterministic: a replay after a crash would write different values; exactly-once output depends on replays writing what the first run wrote, so derive an id from the record instead, such as md5(concat(...)) of its fields",
@@ -66,88 +64,131 @@ func nowExpr(t *types.Type, p ast.Pos) *Expr {
 	}}
 }
 
+// function is a scalar function of the registry: how a call is
+// compiled, and what docs/sql.md says of it (generated from here).
+type function struct {
+	build builder
+	// sig is the call as written, with its argument and result types.
+	sig string
+	// doc says what it does, in one sentence.
+	doc string
+}
+
+var funcs map[string]function
+
 func init() {
-	funcs = map[string]builder{
-		"MD5":       hashFn(func(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }),
-		"SHA1":      hashFn(func(s string) string { h := sha1.Sum([]byte(s)); return hex.EncodeToString(h[:]) }),
-		"SHA256":    hashFn(func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }),
-		"CONCAT":    concat,
-		"CONCAT_WS": concatWS,
-		"UPPER":     strFn(strings.ToUpper),
-		"LOWER":     strFn(strings.ToLower),
-		"INITCAP":   strFn(initcap),
-		"REVERSE": strFn(func(s string) string {
+	funcs = map[string]function{
+		"MD5":       {hashFn(func(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }), "MD5(s STRING|BYTES) → STRING", "The MD5 digest of s as 32 lower-case hex digits."},
+		"SHA1":      {hashFn(func(s string) string { h := sha1.Sum([]byte(s)); return hex.EncodeToString(h[:]) }), "SHA1(s STRING|BYTES) → STRING", "The SHA-1 digest of s as 40 lower-case hex digits."},
+		"SHA256":    {hashFn(func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }), "SHA256(s STRING|BYTES) → STRING", "The SHA-256 digest of s as 64 lower-case hex digits."},
+		"CONCAT":    {concat, "CONCAT(s1 STRING, s2 STRING, …) → STRING", "The strings joined; NULL if any is NULL (CAST(x AS STRING) converts other types)."},
+		"CONCAT_WS": {concatWS, "CONCAT_WS(sep STRING, s1 STRING, …) → STRING", "The strings joined by sep, skipping NULL ones; NULL only if sep is."},
+		"UPPER":     {strFn(strings.ToUpper), "UPPER(s STRING) → STRING", "s in upper case."},
+		"LOWER":     {strFn(strings.ToLower), "LOWER(s STRING) → STRING", "s in lower case."},
+		"INITCAP":   {strFn(initcap), "INITCAP(s STRING) → STRING", "s in lower case with the first letter of each word in upper case."},
+		"REVERSE": {strFn(func(s string) string {
 			r := []rune(s)
 			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
 				r[i], r[j] = r[j], r[i]
 			}
 			return string(r)
-		}),
-		"TRIM":                  trimFn(func(s, cut string) string { return strings.Trim(s, cut) }),
-		"LTRIM":                 trimFn(func(s, cut string) string { return strings.TrimLeft(s, cut) }),
-		"RTRIM":                 trimFn(func(s, cut string) string { return strings.TrimRight(s, cut) }),
-		"CHAR_LENGTH":           charLength,
-		"CHARACTER_LENGTH":      charLength,
-		"SUBSTRING":             substring,
-		"SUBSTR":                substring,
-		"REPLACE":               replace,
-		"REGEXP_EXTRACT":        regexpExtract,
-		"REGEXP_REPLACE":        regexpReplace,
-		"REGEXP":                regexpMatch,
-		"SPLIT_INDEX":           splitIndex,
-		"POSITION":              position,
-		"LOCATE":                locate,
-		"LPAD":                  padFn(true),
-		"RPAD":                  padFn(false),
-		"LEFT":                  leftRight(true),
-		"RIGHT":                 leftRight(false),
-		"REPEAT":                repeat,
-		"DATE_FORMAT":           dateFormat,
-		"TO_TIMESTAMP":          toTimestamp,
-		"TO_TIMESTAMP_LTZ":      toTimestampLTZ,
-		"UNIX_TIMESTAMP":        unixTimestamp,
-		"FROM_UNIXTIME":         fromUnixtime,
-		"YEAR":                  partFn("YEAR"),
-		"QUARTER":               partFn("QUARTER"),
-		"MONTH":                 partFn("MONTH"),
-		"WEEK":                  partFn("WEEK"),
-		"DAYOFYEAR":             partFn("DOY"),
-		"DAYOFMONTH":            partFn("DAY"),
-		"DAYOFWEEK":             partFn("DOW"),
-		"HOUR":                  partFn("HOUR"),
-		"MINUTE":                partFn("MINUTE"),
-		"SECOND":                partFn("SECOND"),
-		"EXTRACT":               extract,
-		"PROCTIME":              nowFn(types.TimestampLTZT(3)),
-		"NOW":                   nowFn(types.TimestampLTZT(3)),
-		"CURRENT_ROW_TIMESTAMP": nowFn(types.TimestampLTZT(3)),
-		"CURRENT_TIMESTAMP":     nowFn(types.TimestampLTZT(3)),
-		"LOCALTIMESTAMP":        nowFn(types.TimestampT(3)),
-		"CURRENT_DATE":          niladicFn("CURRENT_DATE"),
-		"CURRENT_TIME":          niladicFn("CURRENT_TIME"),
-		"LOCALTIME":             niladicFn("CURRENT_TIME"),
-		"JSON_VALUE":            jsonValue,
-		"COALESCE":              coalesce,
-		"IFNULL":                coalesce,
-		"IF":                    ifFn,
-		"NULLIF":                nullif,
-		"MOD":                   func(c *compiler, n *ast.Call, a []*Expr) (*Expr, error) { return binFn(n, a, "%") },
-		"ABS":                   abs,
-		"POWER":                 mathFn2(math.Pow),
-		"SQRT":                  mathFn1(math.Sqrt),
-		"LN":                    mathFn1(math.Log),
-		"LOG10":                 mathFn1(math.Log10),
-		"EXP":                   mathFn1(math.Exp),
-		"ROUND":                 round,
-		"FLOOR":                 floorCeil(true),
-		"CEIL":                  floorCeil(false),
-		"CEILING":               floorCeil(false),
-		"ARRAY":                 arrayCtor,
-		"MAP":                   mapCtor,
-		"CARDINALITY":           cardinality,
-		"GREATEST":              extreme(1),
-		"LEAST":                 extreme(-1),
+		}), "REVERSE(s STRING) → STRING", "The characters of s in reverse order."},
+		"TRIM":                  {trimFn(func(s, cut string) string { return strings.Trim(s, cut) }), "TRIM([BOTH|LEADING|TRAILING] [chars] FROM s) → STRING, TRIM(s)", "s without the given characters (spaces by default) at both ends, the start or the end."},
+		"LTRIM":                 {trimFn(func(s, cut string) string { return strings.TrimLeft(s, cut) }), "LTRIM(s STRING[, chars STRING]) → STRING", "s without the given characters (spaces by default) at its start."},
+		"RTRIM":                 {trimFn(func(s, cut string) string { return strings.TrimRight(s, cut) }), "RTRIM(s STRING[, chars STRING]) → STRING", "s without the given characters (spaces by default) at its end."},
+		"CHAR_LENGTH":           {charLength, "CHAR_LENGTH(s STRING) → INT", "The number of characters (not bytes) of s."},
+		"CHARACTER_LENGTH":      {charLength, "CHARACTER_LENGTH(s STRING) → INT", "The same as CHAR_LENGTH."},
+		"SUBSTRING":             {substring, "SUBSTRING(s STRING, start INT[, length INT]) → STRING, SUBSTRING(s FROM start [FOR length])", "The characters of s from start (the first is 1; a negative start counts from the end), length of them or all the rest."},
+		"SUBSTR":                {substring, "SUBSTR(s STRING, start INT[, length INT]) → STRING", "The same as SUBSTRING."},
+		"REPLACE":               {replace, "REPLACE(s STRING, from STRING, to STRING) → STRING", "s with every occurrence of from replaced by to."},
+		"REGEXP_EXTRACT":        {regexpExtract, "REGEXP_EXTRACT(s STRING, regex STRING[, group INT]) → STRING", "The text of the group (1 by default; 0 the whole match) of regex's first match in s; NULL without a match."},
+		"REGEXP_REPLACE":        {regexpReplace, "REGEXP_REPLACE(s STRING, regex STRING, replacement STRING) → STRING", "s with every match of regex replaced ($1 names a group in the replacement)."},
+		"REGEXP":                {regexpMatch, "REGEXP(s STRING, regex STRING) → BOOLEAN", "Whether regex matches a part of s."},
+		"SPLIT_INDEX":           {splitIndex, "SPLIT_INDEX(s STRING, sep STRING, index INT) → STRING", "The index-th (from 0) part of s split at sep; NULL when there is no such part."},
+		"POSITION":              {position, "POSITION(needle IN s) → INT", "Where needle first occurs in s, from 1; 0 when it does not."},
+		"LOCATE":                {locate, "LOCATE(needle STRING, s STRING[, from INT]) → INT", "Where needle first occurs in s at or after character from (1 by default), from 1; 0 when it does not."},
+		"LPAD":                  {padFn(true), "LPAD(s STRING, length INT, pad STRING) → STRING", "s padded on the left with pad, or cut, to length characters."},
+		"RPAD":                  {padFn(false), "RPAD(s STRING, length INT, pad STRING) → STRING", "s padded on the right with pad, or cut, to length characters."},
+		"LEFT":                  {leftRight(true), "LEFT(s STRING, n INT) → STRING", "The first n characters of s."},
+		"RIGHT":                 {leftRight(false), "RIGHT(s STRING, n INT) → STRING", "The last n characters of s."},
+		"REPEAT":                {repeat, "REPEAT(s STRING, n INT) → STRING", "s repeated n times."},
+		"DATE_FORMAT":           {dateFormat, "DATE_FORMAT(ts TIMESTAMP|DATE|STRING, format STRING) → STRING", "ts written with a Java-style date pattern such as 'yyyy-MM-dd HH:mm:ss'."},
+		"TO_TIMESTAMP":          {toTimestamp, "TO_TIMESTAMP(s STRING[, format STRING]) → TIMESTAMP(3)", "s read as a timestamp (without format: 'yyyy-MM-dd[ HH:mm[:ss[.SSS]]]', an offset such as Z or +02:00 applied); NULL when it cannot be read."},
+		"TO_TIMESTAMP_LTZ":      {toTimestampLTZ, "TO_TIMESTAMP_LTZ(n NUMERIC[, precision 0|3]) → TIMESTAMP_LTZ(3)", "The instant n seconds (precision 0) or milliseconds (3, the default) after the epoch."},
+		"UNIX_TIMESTAMP":        {unixTimestamp, "UNIX_TIMESTAMP([s STRING[, format STRING]]) → BIGINT", "s read with format ('yyyy-MM-dd HH:mm:ss' by default) as seconds since the epoch; without arguments, the current time."},
+		"FROM_UNIXTIME":         {fromUnixtime, "FROM_UNIXTIME(seconds BIGINT[, format STRING]) → STRING", "seconds since the epoch written with format ('yyyy-MM-dd HH:mm:ss' by default), in UTC."},
+		"YEAR":                  {partFn("YEAR"), "YEAR(ts TIMESTAMP|DATE) → BIGINT", "The year of ts."},
+		"QUARTER":               {partFn("QUARTER"), "QUARTER(ts TIMESTAMP|DATE) → BIGINT", "The quarter of ts, 1 to 4."},
+		"MONTH":                 {partFn("MONTH"), "MONTH(ts TIMESTAMP|DATE) → BIGINT", "The month of ts, 1 to 12."},
+		"WEEK":                  {partFn("WEEK"), "WEEK(ts TIMESTAMP|DATE) → BIGINT", "The ISO week of the year of ts, 1 to 53."},
+		"DAYOFYEAR":             {partFn("DOY"), "DAYOFYEAR(ts TIMESTAMP|DATE) → BIGINT", "The day of the year of ts, 1 to 366."},
+		"DAYOFMONTH":            {partFn("DAY"), "DAYOFMONTH(ts TIMESTAMP|DATE) → BIGINT", "The day of the month of ts, 1 to 31."},
+		"DAYOFWEEK":             {partFn("DOW"), "DAYOFWEEK(ts TIMESTAMP|DATE) → BIGINT", "The day of the week of ts, 1 (Sunday) to 7."},
+		"HOUR":                  {partFn("HOUR"), "HOUR(ts TIMESTAMP) → BIGINT", "The hour of ts, 0 to 23."},
+		"MINUTE":                {partFn("MINUTE"), "MINUTE(ts TIMESTAMP) → BIGINT", "The minute of ts, 0 to 59."},
+		"SECOND":                {partFn("SECOND"), "SECOND(ts TIMESTAMP) → BIGINT", "The second of ts, 0 to 59."},
+		"EXTRACT":               {extract, "EXTRACT(unit FROM ts) → BIGINT", "A part of ts: YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, DOW, DOY or EPOCH."},
+		"PROCTIME":              {nowFn(types.TimestampLTZT(3)), "PROCTIME() → TIMESTAMP_LTZ(3)", "The time the record is processed (a replay after a crash sees a later one)."},
+		"NOW":                   {nowFn(types.TimestampLTZT(3)), "NOW() → TIMESTAMP_LTZ(3)", "The time the record is processed, as PROCTIME()."},
+		"CURRENT_ROW_TIMESTAMP": {nowFn(types.TimestampLTZT(3)), "CURRENT_ROW_TIMESTAMP() → TIMESTAMP_LTZ(3)", "The time the record is processed, as PROCTIME()."},
+		"CURRENT_TIMESTAMP":     {nowFn(types.TimestampLTZT(3)), "CURRENT_TIMESTAMP → TIMESTAMP_LTZ(3)", "The time the record is processed, as PROCTIME()."},
+		"LOCALTIMESTAMP":        {nowFn(types.TimestampT(3)), "LOCALTIMESTAMP → TIMESTAMP(3)", "The time the record is processed, as a TIMESTAMP in UTC."},
+		"CURRENT_DATE":          {niladicFn("CURRENT_DATE"), "CURRENT_DATE → DATE", "The date (UTC) the record is processed."},
+		"CURRENT_TIME":          {niladicFn("CURRENT_TIME"), "CURRENT_TIME → TIME", "The time of day (UTC) the record is processed."},
+		"LOCALTIME":             {niladicFn("CURRENT_TIME"), "LOCALTIME → TIME", "The same as CURRENT_TIME."},
+		"JSON_VALUE":            {jsonValue, "JSON_VALUE(json STRING, path STRING) → STRING", "The value at a constant path such as '$.a.b[0]' of the JSON text, a string unquoted and anything else as its JSON text; NULL when absent or null."},
+		"COALESCE":              {coalesce, "COALESCE(x1, x2, …) → common type", "The first argument that is not NULL."},
+		"IFNULL":                {coalesce, "IFNULL(x, y) → common type", "x, or y when x is NULL."},
+		"IF":                    {ifFn, "IF(cond BOOLEAN, a, b) → common type", "a when cond is TRUE, else b (also when cond is NULL)."},
+		"NULLIF":                {nullif, "NULLIF(a, b) → type of a", "NULL when a = b, else a."},
+		"MOD":                   {func(c *compiler, n *ast.Call, a []*Expr) (*Expr, error) { return binFn(n, a, "%") }, "MOD(a NUMERIC, b NUMERIC) → NUMERIC", "The remainder of a divided by b (the % operator)."},
+		"ABS":                   {abs, "ABS(x NUMERIC) → type of x", "The absolute value of x."},
+		"POWER":                 {mathFn2(math.Pow), "POWER(x NUMERIC, y NUMERIC) → DOUBLE", "x to the power y."},
+		"SQRT":                  {mathFn1(math.Sqrt), "SQRT(x NUMERIC) → DOUBLE", "The square root of x."},
+		"LN":                    {mathFn1(math.Log), "LN(x NUMERIC) → DOUBLE", "The natural logarithm of x."},
+		"LOG10":                 {mathFn1(math.Log10), "LOG10(x NUMERIC) → DOUBLE", "The base-10 logarithm of x."},
+		"EXP":                   {mathFn1(math.Exp), "EXP(x NUMERIC) → DOUBLE", "e to the power x."},
+		"ROUND":                 {round, "ROUND(x NUMERIC[, d INT]) → type of x", "x rounded half away from zero to d decimal places (0 by default); a DECIMAL's scale becomes d."},
+		"FLOOR":                 {floorCeil(true), "FLOOR(x NUMERIC) → type of x, FLOOR(ts TO unit) → TIMESTAMP", "The largest whole number not above x; a timestamp rounded down to a unit (SECOND to YEAR)."},
+		"CEIL":                  {floorCeil(false), "CEIL(x NUMERIC) → type of x, CEIL(ts TO unit) → TIMESTAMP", "The smallest whole number not below x; a timestamp rounded up to a unit (SECOND to YEAR)."},
+		"CEILING":               {floorCeil(false), "CEILING(x NUMERIC) → type of x", "The same as CEIL."},
+		"ARRAY":                 {arrayCtor, "ARRAY[x1, x2, …] → ARRAY<common type>", "An array of the values."},
+		"MAP":                   {mapCtor, "MAP[k1, v1, k2, v2, …] → MAP<K, V>", "A map of the keys to the values."},
+		"CARDINALITY":           {cardinality, "CARDINALITY(a ARRAY|MAP) → INT", "The number of elements of an array or entries of a map."},
+		"GREATEST":              {extreme(1), "GREATEST(x1, x2, …) → common type", "The greatest argument; NULL if any is NULL."},
+		"LEAST":                 {extreme(-1), "LEAST(x1, x2, …) → common type", "The least argument; NULL if any is NULL."},
 	}
+}
+
+// FuncDoc is a built-in scalar function as docs/sql.md lists it.
+type FuncDoc struct {
+	// Name is the function's name in upper case.
+	Name string
+	// Signature is the call as written, with its types.
+	Signature string
+	// Doc says what it does, in one sentence.
+	Doc string
+}
+
+// Functions lists the built-in scalar functions by name.
+func Functions() []FuncDoc {
+	out := make([]FuncDoc, 0, len(funcs))
+	for name, f := range funcs {
+		out = append(out, FuncDoc{Name: name, Signature: f.sig, Doc: f.doc})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Refused lists the functions of Flink a script may not call, with the
+// reason, by name.
+func Refused() []FuncDoc {
+	out := make([]FuncDoc, 0, len(refused))
+	for name, why := range refused {
+		out = append(out, FuncDoc{Name: name, Doc: why})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func funcNames() []string {
@@ -170,7 +211,7 @@ func (c *compiler) call(n *ast.Call) (*Expr, error) {
 	if why, ok := refused[name]; ok {
 		return nil, errorf(n.At, "%s", why)
 	}
-	b, ok := funcs[name]
+	f, ok := funcs[name]
 	if !ok {
 		switch name {
 		case "COUNT", "SUM", "MIN", "MAX", "AVG", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT":
@@ -195,7 +236,7 @@ func (c *compiler) call(n *ast.Call) (*Expr, error) {
 		}
 		args[i] = x
 	}
-	return b(c, n, args)
+	return f.build(c, n, args)
 }
 
 // unitArg reads a time unit written as a bare word (EXTRACT(YEAR FROM x)).
