@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -131,7 +132,7 @@ func (c *cumulator) add(key string, p winPrep, clk Clock, out Out) (bool, error)
 	cs.Seq++
 	part := &cs.Base
 	if pe := c.sh.stepEnd(p.ts); pe > cs.Base.End {
-		i, found := slices.BinarySearchFunc(cs.Steps, pe, func(s CumPart, e int64) int { return cmpInt(s.End, e) })
+		i, found := slices.BinarySearchFunc(cs.Steps, pe, func(s CumPart, e int64) int { return cmp.Compare(s.End, e) })
 		if !found {
 			cs.Steps = slices.Insert(cs.Steps, i, c.empty(pe-step, pe))
 		}
@@ -156,16 +157,6 @@ func (c *cumulator) add(key string, p winPrep, clk Clock, out Out) (bool, error)
 		clk.RegisterEventTimeTimer(fireAt(span{start, e}))
 	}
 	return true, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fire handles the key's timer at at: the window ending at at+1 fires

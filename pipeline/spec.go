@@ -146,6 +146,8 @@ const (
 	// OrderedMap maps names to strings keeping the order a job file
 	// writes them in (select's schema and columns), held as a []Named.
 	OrderedMap
+	// Int is a whole number, held as an int (top-n's n).
+	Int
 )
 
 // Named is one entry of an OrderedMap field: a name and its text.
@@ -186,6 +188,8 @@ func (t Type) String() string {
 		return "list of cases"
 	case OrderedMap:
 		return "ordered map of strings"
+	case Int:
+		return "whole number"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -230,6 +234,10 @@ func (t Type) check(v any, vars []string) error {
 		if _, ok := v.([]string); ok {
 			return nil
 		}
+	case Int:
+		if _, ok := v.(int); ok {
+			return nil
+		}
 	case StringMap:
 		if _, ok := v.(map[string]string); ok {
 			return nil
@@ -269,7 +277,7 @@ func (t Type) check(v any, vars []string) error {
 // Params are a step's field values by field name: a string for String,
 // KeyExpr, Expr and Condition fields, a time.Duration for Duration fields,
 // a map[string]string for ExprMap, a []string for StringList, a []Case
-// for Cases and a []Named for OrderedMap.
+// for Cases, a []Named for OrderedMap and an int for Int.
 type Params map[string]any
 
 // Map returns the map[string]string value of field name, or nil.
@@ -294,6 +302,12 @@ func (p Params) Ordered(name string) []Named {
 func (p Params) Cases(name string) []Case {
 	c, _ := p[name].([]Case)
 	return c
+}
+
+// Int returns the int value of field name, or 0.
+func (p Params) Int(name string) int {
+	n, _ := p[name].(int)
+	return n
 }
 
 // Text returns the string value of field name, or "".
@@ -479,7 +493,7 @@ func (s Spec) selfCheck() error {
 		case f.Description == "":
 			return fmt.Errorf("field %q has no description", f.Name)
 		}
-		if f.Type < String || f.Type > OrderedMap {
+		if f.Type < String || f.Type > Int {
 			return fmt.Errorf("field %q has an unknown type %d", f.Name, int(f.Type))
 		}
 		if f.Default != nil {

@@ -38,7 +38,7 @@ type diffQuery struct {
 // the legacy GROUP BY TUMBLE(…) with HAVING and AVG, a non-windowed
 // aggregate (an updating result, upserted), COUNT
 // DISTINCT with FILTER, a keep-first deduplication, a CUMULATE window
-// aggregate), the streaming job's
+// aggregate, a Top-N upserted by partition and rank), the streaming job's
 // final table over a bounded input — crashed by failpoints just before
 // and just after its first commit, SIGKILLed at random moments, then run
 // to the end of its input — equals PostgreSQL's batch result of the same query over
@@ -167,6 +167,19 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 				"FROM (SELECT src.*, date_bin('10 seconds', ts, timestamp '1970-01-01') AS ws, date_bin('10 seconds', ts, timestamp '1970-01-01') + k * interval '2 seconds' AS we " +
 				"FROM src, generate_series(1, 5) AS k) x WHERE we > ts AND item <> 'i3' GROUP BY user_id, ws, we",
 			cols: "user_id, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), to_char(we, 'HH24:MI:SS.MS'), to_char(wt, 'HH24:MI:SS.MS'), n, total, top, items",
+		},
+		{
+			// Top-N, upserted by (item, rn): seq breaks the ties of amount,
+			// so the order is PostgreSQL's too; NULL amounts rank last
+			// descending, as NULLS LAST says on PostgreSQL's side.
+			name:    "topn",
+			ddl:     "(item text, rn bigint, seq int, amount bigint, UNIQUE (item, rn))",
+			sinkSQL: "(item STRING, rn BIGINT, seq INT, amount BIGINT, PRIMARY KEY (item, rn) NOT ENFORCED)",
+			query: "SELECT item, rn, seq, amount FROM (SELECT item, seq, amount, ROW_NUMBER() OVER (PARTITION BY item ORDER BY amount DESC, seq) AS rn " +
+				"FROM src WHERE user_id IS NOT NULL) WHERE rn <= 3",
+			pg: "SELECT item, rn, seq, amount FROM (SELECT item, seq, amount, ROW_NUMBER() OVER (PARTITION BY item ORDER BY amount DESC NULLS LAST, seq) AS rn " +
+				"FROM src WHERE user_id IS NOT NULL) t WHERE rn <= 3",
+			cols: "item, rn, seq, amount",
 		},
 	}
 	u := strings.TrimPrefix(dsn, "postgres://")

@@ -3,6 +3,7 @@ package jobfile
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,6 +111,17 @@ func (d *decoder) value(path string, v *yaml.Node, f pipeline.Field) (any, bool)
 		var dur time.Duration
 		d.duration(&dur)(path, v)
 		val = dur
+	case pipeline.Int:
+		s, ok := d.scalar(path, v)
+		if !ok {
+			return nil, false
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			d.errorf(v.Line, "%s: %q is not a whole number: write one such as %s", path, s, f.Example)
+			return nil, false
+		}
+		val = n
 	case pipeline.StringList:
 		var l []string
 		d.strList(&l)(path, v)

@@ -101,6 +101,9 @@ func TestCompileQuery(t *testing.T) {
 	}{
 		{"SELECT user_id, upper(url) AS u FROM clicks WHERE url IS NOT NULL", "user_id,u", false, []string{`topic: "shell-out"`, `group: "shell-group"`, `"u": "upper(url)"`}},
 		{"SELECT user_id, COUNT(*) AS n FROM clicks GROUP BY user_id", "user_id,n", true, []string{"- aggregate:", `key: ["user_id"]`}},
+		// A Top-N prints as upserts of its partition and rank.
+		{"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY url) AS rn FROM clicks) WHERE rn <= 2", "user_id,url,rn", true,
+			[]string{"- top-n:", "n: 2", `order: ["value.url"]`, `key: ["user_id", "rn"]`}},
 	} {
 		q, err := CompileQuery("shell.sql", ddl+tc.query+";", QueryOptions{Topic: "shell-out", Group: "shell-group"})
 		if err != nil {

@@ -39,6 +39,9 @@ type rel struct {
 	branches []*rel
 	// unionOnly: r is a union and nothing after it yet.
 	unionOnly bool
+	// rank is set on a Top-N result: its key must reach the sink as it
+	// is (rank.go).
+	rank *rankInfo
 }
 
 // sources lists the tables r reads.
@@ -238,7 +241,7 @@ func (p *planner) resolve(r *rel, e ast.Expr) ast.Expr {
 			return x, true
 		case *ast.Call:
 			if n.Over != nil {
-				p.errorf(n.At, "%s(…) OVER (…) is supported only as ROW_NUMBER() for deduplication and Top-N, which come with the changelog work (issue 24)", n.Name.Last())
+				p.errorf(n.At, "%s(…) OVER (…) is supported only as ROW_NUMBER() in a subquery for deduplication and Top-N (… WHERE rn = 1, or rn <= N); other OVER aggregates come with the changelog work (issue 24)", n.Name.Last())
 				return x, true
 			}
 		}
@@ -452,7 +455,11 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		p.errorf(s.At, "a window table function without GROUP BY window_start, window_end: onceflow computes windowed aggregates; add the GROUP BY")
 		return nil
 	}
-	return p.project(r, s.Items)
+	r = p.project(r, s.Items)
+	if r.rank != nil && !p.rankKey(r, s) {
+		return nil
+	}
+	return r
 }
 
 // project replaces r's columns by the select list.

@@ -244,6 +244,15 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 		p.errorf(ins.At, "the query writes %d columns (%s) and table %s has %d (%s): they must match one for one, in order", len(r.cols), strings.Join(qc, ", "), sink.name, len(cols), strings.Join(colNames(cols), ", "))
 		return nil
 	}
+	// The query's upsert key in the table's names.
+	var keyInSink []string
+	for _, k := range r.key {
+		for i, c := range r.cols {
+			if c.name == k {
+				keyInSink = append(keyInSink, names[i])
+			}
+		}
+	}
 	// Renamed, in the table's order.
 	byName := map[string]relCol{}
 	for i, c := range r.cols {
@@ -271,6 +280,9 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			p.errorf(sink.optAt("key.format"), "'key.format' = '%s': the key is written as text (one column, 'raw') or a JSON array ('json')", f)
 		}
 	}
+	if r.rank != nil && !sink.shell && !p.rankSink(r, sink, upsert, keyInSink, ins) {
+		return nil
+	}
 	if r.updating && !upsert && sink.connector != "blackhole" {
 		hint := "declare a PRIMARY KEY on it so rows are upserted"
 		if sink.connector == "kafka" {
@@ -297,7 +309,7 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			}
 		}
 	}
-	if upsert && r.updating && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
+	if upsert && r.updating && r.rank == nil && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
 		p.notes = append(p.notes, fmt.Sprintf("table %s's primary key (%s) is not the query's group key (%s): rows are upserted by the primary key", sink.name, strings.Join(key, ", "), strings.Join(r.key, ", ")))
 	}
 	if p.materializeForce(r, key, ins.At) == nil {
