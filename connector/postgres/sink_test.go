@@ -354,7 +354,9 @@ func TestPreparedSettledByTheRecord(t *testing.T) {
 		bind(t, s, "settle")
 		return s
 	}, func() string { return query("SELECT key, n FROM events ORDER BY key") },
-		func() string { return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()") })
+		func() string {
+			return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()")
+		})
 }
 
 // An aborted checkpoint's prepared upserts are rolled back and sent with
@@ -381,5 +383,7 @@ func TestAbortedCheckpointSentAgain(t *testing.T) {
 		bind(t, s, "settle")
 		return s
 	}, func() string { return query("SELECT key, n FROM counts ORDER BY key") },
-		func() string { return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()") })
+		func() string {
+			return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()")
+		})
 }
