@@ -206,7 +206,7 @@ func tableText(te ast.TableExpr) string {
 	case *ast.TableFunc:
 		return t.Name.Name + "(…)"
 	case *ast.Join:
-		return "the join of " + tableText(t.Left) + " and " + tableText(t.Right)
+		return "(" + tableText(t.Left) + " JOIN " + tableText(t.Right) + ")"
 	}
 	return "?"
 }
@@ -334,7 +334,7 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 	}
 	at := j.Right.Position()
 	if len(lkeys) == 0 {
-		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
+		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
 		return nil, 0
 	}
 	ttl, ttlAt, ok := jp.joinTTL(j, lset, rset)
@@ -404,6 +404,7 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (time.Duration, ast.
 func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl time.Duration, ttlAt ast.Pos) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
+	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
 	for i := range lkeys {
 		lkeys[i] = p.resolve(l, lkeys[i])
 		rkeys[i] = p.resolve(r, rkeys[i])
@@ -418,7 +419,7 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl t
 	for i := range lkeys {
 		to, ok := joinKeyType(lt[i], rt[i])
 		if !ok {
-			p.errorf(lkeys[i].Position(), "the join compares %s (%s) with %s (%s): the key of both sides must be of one type, so that equal values are equal keys; CAST one side to the other's type", lkeys[i], lt[i], rkeys[i], rt[i])
+			p.errorf(lsrc[i].Position(), "the join compares %s (%s) with %s (%s): the keys of both sides must be of one type, so that equal values are equal keys; CAST one side to the other's type", lsrc[i], lt[i], rsrc[i], rt[i])
 			return nil
 		}
 		if to != nil {
