@@ -26,8 +26,10 @@ var joinSpec = Spec{
 		"embedded as a string), with the later of the two timestamps. The pairs are emitted once: a restore " +
 		"resumes from the checkpoint with the state it had, so no pair is emitted twice by an exactly-once job.\n\n" +
 		"Both key expressions must give equal text for equal keys: a JSON number 1000 and a string \"1000\" are " +
-		"the same key, 1000.0 is another. ttl bounds the state: a record older than ttl (processing time since it " +
-		"was kept) is forgotten and pairs with nothing later.",
+		"the same key, 1000.0 is another. A key expression that gives null, or names a missing field, gives no key: " +
+		"the record pairs with nothing and is not kept, as SQL's NULL equals nothing (the record key is text: an " +
+		"empty or absent record key is the key \"\", which pairs with \"\"). ttl bounds the state: a record older " +
+		"than ttl (processing time since it was kept) is forgotten and pairs with nothing later.",
 	Fields: []Field{
 		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.customer_id",
 			Description: "The key of the first input's records. Part of the step's default id."},
@@ -94,7 +96,7 @@ func (c joinConfig) operator() (Operator, error) {
 		return Operator{}, fmt.Errorf("right-key: %w", err)
 	}
 	ttl := c.TTL
-	return Operator{KeyBy: lk, KeyByRight: rk, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
+	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
 		left := state.NewList[[]byte](st, "left", state.WithTTL(ttl))
 		right := state.NewList[[]byte](st, "right", state.WithTTL(ttl))
 		side := func(mine, other *state.List[[]byte], isLeft bool) func(Record, Out) error {
