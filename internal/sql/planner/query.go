@@ -420,6 +420,11 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 	} else if !deduped {
 		r = p.from(s.From)
 	}
+	if _, isJoin := s.From.(*ast.Join); !isJoin {
+		for _, h := range s.Hints {
+			p.notes = append(p.notes, fmt.Sprintf("the hint %s at line %d is read on a join's SELECT only, and ignored here (SET 'table.exec.state.ttl' bounds the state of every step)", h.Name, h.At.Line))
+		}
+	}
 	if r == nil {
 		return nil
 	}
