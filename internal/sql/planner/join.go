@@ -100,10 +100,8 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 				return
 			}
 		case *ast.Paren:
-			if b, ok := x.X.(*ast.Binary); ok && strings.EqualFold(b.Op, "AND") {
-				split(b)
-				return
-			}
+			split(x.X)
+			return
 		}
 		set, ok := jp.leafSet(e)
 		if !ok {

@@ -579,7 +579,12 @@ func (r *rel) lookup(parts []ast.Ident) (c relCol, rest []ast.Ident, msg string)
 	case len(match) > 1:
 		var cands []string
 		for _, c := range match {
-			cands = append(cands, r.qualifiedName(c))
+			if n := r.qualifiedName(c); !contains(cands, n) {
+				cands = append(cands, n)
+			}
+		}
+		if len(cands) == 1 { // one table twice in FROM
+			return relCol{}, nil, fmt.Sprintf("column %s is ambiguous: %s names two tables of this FROM; give each an alias (FROM t AS t1 JOIN t AS t2 …) and qualify the column with one", cands[0], cands[0][:strings.LastIndex(cands[0], ".")])
 		}
 		return relCol{}, nil, fmt.Sprintf("column %s is ambiguous: it is %s; qualify it with its table's name or alias", parts[0].Name, strings.Join(cands, " and "))
 	}
