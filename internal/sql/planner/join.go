@@ -335,11 +335,11 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
 		return nil, 0
 	}
-	ttl, ttlAt, ok := jp.joinTTL(j, lset, rset)
+	ttl, ok := jp.joinTTL(j, lset, rset)
 	if !ok {
 		return nil, 0
 	}
-	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, ttlAt)
+	out := p.joinRels(at, l, r, lkeys, rkeys, ttl)
 	if out == nil {
 		return nil, 0
 	}
@@ -349,10 +349,17 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 	return out, both
 }
 
+// joinTTLs is how long a join keeps each side's rows, and where the
+// script says so.
+type joinTTLs struct {
+	left, right     time.Duration
+	leftAt, rightAt ast.Pos
+}
+
 // joinTTL is how long the join of the leaves lset and rset keeps each
 // side's rows: a side's tables' STATE_TTL hints, else
 // table.exec.state.ttl; the longest of a side made of several tables.
-func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (time.Duration, ast.Pos, bool) {
+func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
 	p := jp.p
 	set, setAt := p.stateTTL(), ast.Pos{}
 	if o := p.settings["table.exec.state.ttl"]; o != nil {
@@ -378,8 +385,10 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (time.Duration, ast.
 		}
 		return d, at, true
 	}
-	ld, lat, lok := side(lset)
-	rd, _, rok := side(rset)
+	var ttl joinTTLs
+	var lok, rok bool
+	ttl.left, ttl.leftAt, lok = side(lset)
+	ttl.right, ttl.rightAt, rok = side(rset)
 	if !lok || !rok {
 		var names []string
 		for i, l := range jp.leaves {
@@ -388,18 +397,14 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (time.Duration, ast.
 			}
 		}
 		p.errorf(j.Right.Position(), "the join of %s and %s keeps every row of both sides to meet the other side's later rows: its state grows without bound (Flink keeps the rows for ever; onceflow refuses, to be safe). Bound it with SET 'table.exec.state.ttl' = '1 h'; or with SELECT /*+ STATE_TTL(%s) */ …: a row older than the ttl meets no later row", tableText(j.Left), tableText(j.Right), strings.Join(names, ", "))
-		return 0, ast.Pos{}, false
+		return ttl, false
 	}
-	if ld != rd {
-		p.errorf(j.Right.Position(), "the join of %s and %s keeps %s's rows for %s and %s's for %s: the join step keeps both sides for one ttl; give them the same STATE_TTL", tableText(j.Left), tableText(j.Right), tableText(j.Left), goDuration(ld), tableText(j.Right), goDuration(rd))
-		return 0, ast.Pos{}, false
-	}
-	return ld, lat, true
+	return ttl, true
 }
 
 // joinRels ends each side with a select keyed by its key expressions
 // and returns the relation of the join step over the two.
-func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl time.Duration, ttlAt ast.Pos) *rel {
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
 	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
@@ -457,7 +462,10 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl t
 	}
 	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 		w.linef(at, d, "- join:")
-		w.linef(ttlAt, d+2, "ttl: %s", goDuration(ttl))
+		w.linef(ttl.leftAt, d+2, "ttl: %s", goDuration(ttl.left))
+		if ttl.right != ttl.left {
+			w.linef(ttl.rightAt, d+2, "right-ttl: %s", goDuration(ttl.right))
+		}
 	}}}
 	return j
 }
