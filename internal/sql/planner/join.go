@@ -482,7 +482,7 @@ func joinKeyType(l, r *ast.Type) (*ast.Type, bool) {
 		return &ast.Type{Name: "BIGINT"}, true
 	case isChar(ln) && isChar(rn):
 		return &ast.Type{Name: "STRING"}, true
-	case ln == rn && len(l.Params) == len(r.Params) && ln != "ROW" && ln != "ARRAY" && ln != "MAP" && ln != "DECIMAL":
+	case ln == rn && len(l.Params) == len(r.Params) && l.WithLocalTimeZone == r.WithLocalTimeZone && ln != "ROW" && ln != "ARRAY" && ln != "MAP" && ln != "MULTISET" && ln != "DECIMAL":
 		// the same type but for its nullability or precision
 		t := *l
 		t.NotNull = false

@@ -3,6 +3,8 @@ package planner
 import (
 	"strings"
 	"testing"
+
+	"github.com/onceflow/onceflow/internal/sql/parser"
 )
 
 // TestCompileQueryJoin: the shell's query may join: its columns are the
@@ -30,5 +32,41 @@ SELECT * FROM clicks c JOIN users u ON c.user_id = u.user_id WHERE u.country <> 
 	}
 	if strings.Contains(y, "production-job") {
 		t.Errorf("the job commits to the tables' group:\n%s", y)
+	}
+}
+
+// TestJoinKeyType: the type both sides of a key equality are cast to.
+func TestJoinKeyType(t *testing.T) {
+	for _, tc := range []struct{ l, r, want string }{
+		{"BIGINT", "BIGINT", "="},
+		{"INT", "BIGINT", "BIGINT"},
+		{"SMALLINT NOT NULL", "INT", "BIGINT"},
+		{"VARCHAR(10)", "STRING", "STRING"},
+		{"DOUBLE NOT NULL", "DOUBLE", "DOUBLE"},
+		{"TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(6)"},
+		{"TIMESTAMP(3)", "TIMESTAMP_LTZ(3)", "refused"},
+		{"DECIMAL(10, 2)", "DECIMAL(12, 2)", "refused"},
+		{"DOUBLE", "STRING", "refused"},
+		{"INT", "DOUBLE", "refused"},
+	} {
+		lt, err := parser.ParseType(tc.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := parser.ParseType(tc.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to, ok := joinKeyType(lt, rt)
+		got := "refused"
+		switch {
+		case ok && to == nil:
+			got = "="
+		case ok:
+			got = to.String()
+		}
+		if got != tc.want {
+			t.Errorf("%s = %s: %s, want %s", tc.l, tc.r, got, tc.want)
+		}
 	}
 }
