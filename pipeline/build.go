@@ -65,6 +65,11 @@ type Operator struct {
 	// after every restore, like Process.
 	Two        func(st *state.Store) TwoInputs
 	KeyByRight *Expr
+	// NullKeyNone: a record whose KeyBy (KeyByRight) expression is null
+	// or missing has no key, as SQL's NULL equals nothing: Two's
+	// functions do not see it (a join pairs it with nothing). Without
+	// it, such a record is a poison record.
+	NullKeyNone bool
 }
 
 // TwoInputs are the functions of a keyed operator of two inputs: one per
@@ -320,6 +325,9 @@ type keyed[T any] struct {
 	key  string
 	prep any
 	rec  T
+	// null: the key expression is null and the operator takes that as
+	// no key (Operator.NullKeyNone): the record meets nothing.
+	null bool
 }
 
 // applyKeyed adds op, partitioned by its key expression: a stateless step
@@ -401,8 +409,12 @@ func keyStep[T any](acc RecordAccess[T], name string, op Operator) func(T) (keye
 			k = acc.Key(rec)
 		} else {
 			var err error
-			if k, err = op.KeyBy.EvalKey(h); err != nil {
+			var null bool
+			if k, null, err = op.KeyBy.evalKeyOrNull(h, op.NullKeyNone); err != nil {
 				return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s key: %w", h.Position(), name, err))
+			}
+			if null {
+				return keyed[T]{null: true, rec: rec}, nil
 			}
 		}
 		var prep any

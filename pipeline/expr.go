@@ -310,10 +310,25 @@ func (e *Expr) EvalBool(r Record) (bool, error) {
 // in its shortest decimal form, true or false; null, a list or an object
 // is an error (ErrNoKey).
 func (e *Expr) EvalKey(r Record) (string, error) {
+	k, _, err := e.evalKeyOrNull(r, false)
+	return k, err
+}
+
+// evalKeyOrNull is EvalKey, but with nullOK a null (or missing) value is
+// no error: null is true. The record key is never null.
+func (e *Expr) evalKeyOrNull(r Record, nullOK bool) (string, bool, error) {
 	if e.IsRecordKey() {
-		return r.Key(), nil
+		return r.Key(), false, nil
 	}
 	v, err := e.Eval(r)
+	if nullOK && err == nil && v == nil {
+		return "", true, nil
+	}
+	k, err := e.keyOf(v, err)
+	return k, false, err
+}
+
+func (e *Expr) keyOf(v any, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}

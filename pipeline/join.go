@@ -26,8 +26,10 @@ var joinSpec = Spec{
 		"embedded as a string), with the later of the two timestamps. The pairs are emitted once: a restore " +
 		"resumes from the checkpoint with the state it had, so no pair is emitted twice by an exactly-once job.\n\n" +
 		"Both key expressions must give equal text for equal keys: a JSON number 1000 and a string \"1000\" are " +
-		"the same key, 1000.0 is another. ttl bounds the state: a record older than ttl (processing time since it " +
-		"was kept) is forgotten and pairs with nothing later.",
+		"the same key, 1000.0 is another. A key expression that gives null, or names a missing field, gives no key: " +
+		"the record pairs with nothing and is not kept, as SQL's NULL equals nothing (the record key is text: an " +
+		"empty or absent record key is the key \"\", which pairs with \"\"). ttl bounds the state: a record older " +
+		"than ttl (processing time since it was kept) is forgotten and pairs with nothing later.",
 	Fields: []Field{
 		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.customer_id",
 			Description: "The key of the first input's records. Part of the step's default id."},
@@ -36,6 +38,10 @@ var joinSpec = Spec{
 		{Name: "ttl", Type: Duration, Required: true, Example: "1h",
 			Missing:     "set how long each side's records are kept to meet the other side's, such as ttl: 1h (the join's state holds every record of that span)",
 			Description: "How long a record is kept to meet records of the other side; positive."},
+		{Name: "left-ttl", Type: Duration, Example: "2h",
+			Description: "How long a record of the first input is kept, when not ttl (Flink's STATE_TTL hint per table)."},
+		{Name: "right-ttl", Type: Duration, Example: "30m",
+			Description: "How long a record of the second input is kept, when not ttl."},
 		{Name: "kind", Type: String, Default: JoinInner, Example: JoinInner,
 			Description: "The kind of join: inner (the only one so far)."},
 	},
@@ -45,12 +51,12 @@ var joinSpec = Spec{
 	Validate: func(p Params) error { return joinConfigOf(p).validate() },
 	Props: func(p Params) Props {
 		c := joinConfigOf(p)
-		return Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, StateBound: "ttl " + durfmt.Short(c.TTL)}
+		return Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, StateBound: c.ttlText()}
 	},
 	Build: func(p Params, _ Env) (Operator, error) { return joinConfigOf(p).operator() },
 	Describe: func(p Params) string {
 		c := joinConfigOf(p)
-		return fmt.Sprintf("%s join on %s = %s, ttl %s", c.Kind, c.LeftKey, c.RightKey, durfmt.Short(c.TTL))
+		return fmt.Sprintf("%s join on %s = %s, %s", c.Kind, c.LeftKey, c.RightKey, c.ttlText())
 	},
 	GoFunc:  "flow.CoProcess",
 	Example: "- join: { left-key: value.customer_id, right-key: value.id, ttl: 1h }",
@@ -61,10 +67,34 @@ func init() { Register(joinSpec) }
 type joinConfig struct {
 	LeftKey, RightKey, Kind string
 	TTL                     time.Duration
+	// LeftTTL and RightTTL override TTL for one side (0: TTL).
+	LeftTTL, RightTTL time.Duration
 }
 
 func joinConfigOf(p Params) joinConfig {
-	return joinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), Kind: p.Text("kind"), TTL: p.Duration("ttl")}
+	return joinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), Kind: p.Text("kind"), TTL: p.Duration("ttl"),
+		LeftTTL: p.Duration("left-ttl"), RightTTL: p.Duration("right-ttl")}
+}
+
+// sideTTLs is how long each side's records are kept.
+func (c joinConfig) sideTTLs() (left, right time.Duration) {
+	left, right = c.TTL, c.TTL
+	if c.LeftTTL != 0 {
+		left = c.LeftTTL
+	}
+	if c.RightTTL != 0 {
+		right = c.RightTTL
+	}
+	return left, right
+}
+
+// ttlText is the state bound as validate shows it.
+func (c joinConfig) ttlText() string {
+	l, r := c.sideTTLs()
+	if l == r {
+		return "ttl " + durfmt.Short(l)
+	}
+	return fmt.Sprintf("ttl %s left, %s right", durfmt.Short(l), durfmt.Short(r))
 }
 
 func (c joinConfig) validate() error {
@@ -77,6 +107,14 @@ func (c joinConfig) validate() error {
 	}
 	if c.TTL <= 0 {
 		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: records kept for %s meet nothing", durfmt.Short(c.TTL))}
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"left-ttl", c.LeftTTL}, {"right-ttl", c.RightTTL}} {
+		if f.d < 0 {
+			return &FieldError{Field: f.name, Msg: fmt.Sprintf("must be positive: records kept for %s meet nothing", durfmt.Short(f.d))}
+		}
 	}
 	return nil
 }
@@ -93,10 +131,10 @@ func (c joinConfig) operator() (Operator, error) {
 	if err != nil {
 		return Operator{}, fmt.Errorf("right-key: %w", err)
 	}
-	ttl := c.TTL
-	return Operator{KeyBy: lk, KeyByRight: rk, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
-		left := state.NewList[[]byte](st, "left", state.WithTTL(ttl))
-		right := state.NewList[[]byte](st, "right", state.WithTTL(ttl))
+	lttl, rttl := c.sideTTLs()
+	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
+		left := state.NewList[[]byte](st, "left", state.WithTTL(lttl))
+		right := state.NewList[[]byte](st, "right", state.WithTTL(rttl))
 		side := func(mine, other *state.List[[]byte], isLeft bool) func(Record, Out) error {
 			return func(r Record, out Out) error {
 				ts, v := r.Meta().Timestamp, r.Value()

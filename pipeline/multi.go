@@ -92,6 +92,9 @@ func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string,
 		o := &twoOut[T]{h: h}
 		side := func(f func(Record, Out) error) flow.ProcessFunc[keyed[T], T] {
 			return func(_ flow.Context, k keyed[T], out flow.Collector[T]) error {
+				if k.null {
+					return nil // no key: it meets nothing (Operator.NullKeyNone)
+				}
 				h.rec, h.group, o.out = k.rec, k.key, out
 				err := f(h, o)
 				var zero T

@@ -92,6 +92,25 @@ func TestJoinByValueKeys(t *testing.T) {
 	}
 }
 
+// TestJoinNullKeyMeetsNothing: a key expression that is null or names a
+// missing field gives no key (SQL's NULL equals nothing): the record
+// pairs with nothing, not even another null, and is not a poison record
+// (the job, whose policy is fail, ends).
+func TestJoinNullKeyMeetsNothing(t *testing.T) {
+	orders := recs("o1", `{"customer":null,"n":1}`, "o2", `{"n":2}`, "o3", `{"customer":7,"n":3}`)
+	customers := recs("k0", `{"id":null}`, "k1", `{}`, "k7", `{"id":7}`)
+	for _, p := range []int{1, 2} {
+		out := runFrom(t, p, []Step{{Op: "join", Params: Params{"left-key": "value.customer", "right-key": "value.id", "ttl": time.Hour}}}, orders, customers)
+		var got []string
+		for _, r := range out {
+			got = append(got, r.Key+" "+r.Value)
+		}
+		if want := `7 {"left":{"customer":7,"n":3},"right":{"id":7}}`; strings.Join(got, "\n") != want {
+			t.Errorf("parallelism %d: joined\n%s\nwant\n%s", p, strings.Join(got, "\n"), want)
+		}
+	}
+}
+
 func TestUnionThenSteps(t *testing.T) {
 	out := runFrom(t, 2, []Step{{Op: "union"}, {Op: "count"}}, recs("a", "1", "b", "1"), recs("a", "2"), recs("a", "3", "c", "1"))
 	last := map[string]string{}

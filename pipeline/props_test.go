@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,6 +104,14 @@ func TestMultiInputProps(t *testing.T) {
 	pr := join.PropsOf(join.WithDefaults(Params{"left-key": "value.customer", "ttl": time.Hour}))
 	if !pr.Keyed || pr.Key != "value.customer" || pr.RightKey != KeyRecordKey || pr.Keys != KeysLost || pr.StateBound != "ttl 1h" {
 		t.Errorf("join props = %+v", pr)
+	}
+	// A ttl of one side only: the bound names both.
+	pr = join.PropsOf(join.WithDefaults(Params{"ttl": time.Hour, "right-ttl": 30 * time.Minute}))
+	if pr.StateBound != "ttl 1h left, 30m right" {
+		t.Errorf("join props with right-ttl: state bound %q, want \"ttl 1h left, 30m right\"", pr.StateBound)
+	}
+	if err := join.Validate(join.WithDefaults(Params{"ttl": time.Hour, "left-ttl": -time.Second})); err == nil || !strings.Contains(err.Error(), "left-ttl must be positive") {
+		t.Errorf("a negative left-ttl: %v, want it refused", err)
 	}
 	union, _ := Lookup("union")
 	if pr := union.PropsOf(union.WithDefaults(Params{})); pr.Keyed || pr.Key != "" || pr.Keys != KeysKept {

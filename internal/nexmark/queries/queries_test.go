@@ -92,20 +92,20 @@ func TestJobSQL(t *testing.T) {
 // belongs in this directory, with a reference computation.
 func TestUnsupported(t *testing.T) {
 	want := map[string]string{
-		"q3":  "joins in SQL come with the joins issue",
-		"q4":  "joins in SQL come with the joins issue",
-		"q5":  "joins in SQL come with the joins issue",
-		"q7":  "joins in SQL come with the joins issue",
-		"q8":  "joins in SQL come with the joins issue",
-		"q9":  "joins in SQL come with the joins issue",
+		"q3":  "keeps every row of both sides to meet the other side's later rows",
+		"q4":  "keeps every row of both sides to meet the other side's later rows",
+		"q5":  "joining an updating result",
+		"q7":  "keeps every row of both sides to meet the other side's later rows",
+		"q8":  "keeps every row of both sides to meet the other side's later rows",
+		"q9":  "keeps every row of both sides to meet the other side's later rows",
 		"q10": `table nexmark_q10: unknown connector "filesystem"`,
 		"q12": "windows over processing time (PROCTIME()) are not supported yet",
 		"q13": `table side_input: unknown connector "filesystem"`,
 		"q14": "unknown function count_char",
 		"q18": "table nexmark_q18 is append-only, and the Top-N at 66:13 (rank_number <= 1) replaces a partition's rows",
 		"q19": "table nexmark_q19 is append-only, and the Top-N at 65:13 (rank_number <= 10) replaces a partition's rows",
-		"q20": "joins in SQL come with the joins issue",
-		"q23": "joins in SQL come with the joins issue",
+		"q20": "keeps every row of both sides to meet the other side's later rows",
+		"q23": "keeps every row of both sides to meet the other side's later rows",
 	}
 	pre, err := files.ReadFile(prelude)
 	if err != nil {

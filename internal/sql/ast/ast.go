@@ -255,7 +255,10 @@ type SetOp struct {
 
 // Select is one SELECT block.
 type Select struct {
-	At       Pos
+	At Pos
+	// Hints are the /*+ … */ written right after SELECT (a query hint,
+	// as STATE_TTL('t' = '1h')).
+	Hints    []*Hint
 	Distinct bool
 	Items    []*SelectItem
 	From     TableExpr // nil: no FROM

@@ -336,6 +336,9 @@ func (n *SetOp) String() string {
 func (n *Select) String() string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
+	if len(n.Hints) > 0 {
+		b.WriteString(hintsString(n.Hints) + " ")
+	}
 	if n.Distinct {
 		b.WriteString("DISTINCT ")
 	}

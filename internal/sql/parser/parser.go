@@ -20,7 +20,8 @@
 // -x is a Unary of a positive literal, not a negative literal; x != y is
 // the Binary "<>"; a column's inline PRIMARY KEY sets ColumnDef.PrimaryKey,
 // not CreateTable.PrimaryKey. A /*+ … */ comment right after a table name
-// in FROM is that table's hints; anywhere else it is a comment.
+// in FROM is that table's hints, right after SELECT the query's hints;
+// anywhere else it is a comment.
 package parser
 
 import (

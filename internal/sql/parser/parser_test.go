@@ -66,6 +66,7 @@ var statements = []string{
 	`SELECT * FROM orders AS o JOIN rates FOR SYSTEM_TIME AS OF o.proc_time AS r ON o.currency = r.currency`,
 	`SELECT * FROM orders /*+ STATE_TTL('o' = '1d', 'r' = '12h') */ o JOIN rates /*+ BROADCAST, SHUFFLE_HASH(rates), OPTIONS('a' = 'b') */ r ON o.c = r.c`,
 	`SELECT * FROM /* not a hint: a comment */ t -- trailing comment`,
+	`SELECT /*+ STATE_TTL('o' = '1d', 'r' = '12h') */ DISTINCT o.a FROM orders AS o JOIN rates AS r ON o.c = r.c`,
 	`SELECT * FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) AS w`,
 	`SELECT * FROM TABLE(HOP(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' MINUTE, INTERVAL '10' MINUTE))`,
 	`SELECT * FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '2' MINUTE, INTERVAL '10' MINUTE))`,
@@ -403,8 +404,17 @@ func TestHintsAndPositions(t *testing.T) {
 	if ref := ins.Query.Body.(*ast.Select).From.(*ast.TableRef); ref.Alias.Name != "x" || len(ref.AliasColumns) != 2 {
 		t.Errorf("alias columns: %s", ref)
 	}
+	// Right after SELECT: the query's hints.
+	s, err = Parse("SELECT /*+ STATE_TTL('o' = '1h', 'c' = '2h') */ o.a FROM o JOIN c ON o.k = c.k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := s.Stmts[0].(*ast.QueryStmt).Query.Body.(*ast.Select)
+	if len(sel.Hints) != 1 || sel.Hints[0].Name != "STATE_TTL" || len(sel.Hints[0].Options) != 2 || sel.Hints[0].Options[1].Key != "c" || sel.Hints[0].Options[1].Value != "2h" {
+		t.Errorf("select hints: %v", sel.Hints)
+	}
 	// A hint anywhere else is a comment.
-	if _, err := Parse("SELECT /*+ NOT A HINT ( */ a FROM t"); err != nil {
+	if _, err := Parse("SELECT a /*+ NOT A HINT ( */ FROM t"); err != nil {
 		t.Error(err)
 	}
 }

@@ -148,6 +148,10 @@ func (p *parser) setOperand() (ast.SetExpr, error) {
 func (p *parser) selectBlock() (*ast.Select, error) {
 	t := p.advance()
 	s := &ast.Select{At: t.pos}
+	var err error
+	if s.Hints, err = p.hints(); err != nil {
+		return nil, err
+	}
 	if p.accept("DISTINCT") {
 		s.Distinct = true
 	} else {
@@ -163,7 +167,6 @@ func (p *parser) selectBlock() (*ast.Select, error) {
 			break
 		}
 	}
-	var err error
 	if p.accept("FROM") {
 		if s.From, err = p.from(); err != nil {
 			return nil, err

@@ -144,6 +144,10 @@ func (p *planner) checkTimeCol(r *rel, col string, at ast.Pos) bool {
 		p.errorf(at, "windows over processing time (PROCTIME()) are not supported yet: a replay after a crash would put records in other windows; use an event-time column with a WATERMARK")
 		return false
 	}
+	if r.src == nil && len(r.branches) > 0 {
+		p.errorf(at, "windows over the result of a join or UNION ALL are not supported yet: its rows carry no event time (a regular join's output is not ordered by time); window each table before, or in a job of its own")
+		return false
+	}
 	if r.rowtime == "" || !strings.EqualFold(c.name, r.rowtime) || r.src == nil || r.src.watermark == nil {
 		t := "the source table"
 		if r.src != nil {

@@ -327,7 +327,11 @@ func (p *planner) named(w *yamlWriter, set *settings, sources []*table, outs []*
 			from = []string{streamName(r.src.name)}
 		} else {
 			for i, b := range r.branches {
-				from = append(from, stream(b, fmt.Sprintf("%s_part%d", base, i+1), at))
+				part := fmt.Sprintf("%s_part%d", base, i+1)
+				if r.join {
+					part = base + []string{"_left", "_right"}[i]
+				}
+				from = append(from, stream(b, part, at))
 			}
 		}
 		n := name(base)

@@ -42,6 +42,8 @@ type rel struct {
 	// rank is set on a Top-N result: its key must reach the sink as it
 	// is (rank.go).
 	rank *rankInfo
+	// join: r is a join of its two branches (the left and right sides).
+	join bool
 }
 
 // sources lists the tables r reads.
@@ -65,6 +67,12 @@ type schemaCol struct {
 type relCol struct {
 	name string
 	expr ast.Expr // over rel.in
+	// qual are the names that qualify this column when they differ from
+	// the relation's (nil): a join's columns keep their tables' names.
+	qual []string
+	// leaf is the table of a join's FROM the column comes from (see
+	// joinFrom); 0 elsewhere.
+	leaf int
 }
 
 // A step of the job file, written by write.
@@ -215,27 +223,16 @@ func (p *planner) resolve(r *rel, e ast.Expr) ast.Expr {
 	return rewrite(e, func(x ast.Expr) (ast.Expr, bool) {
 		switch n := x.(type) {
 		case *ast.ColumnRef:
-			parts := n.Name.Parts
-			if len(parts) > 1 {
-				for _, qn := range r.quals {
-					if strings.EqualFold(parts[0].Name, qn) {
-						if _, isCol := r.find(parts[0].Name); !isCol || len(parts) > 1 {
-							parts = parts[1:]
-						}
-						break
-					}
-				}
-			}
-			c, ok := r.find(parts[0].Name)
-			if !ok {
-				p.errorf(n.Name.At, "column %s is not a column of %s%s; it has %s", parts[0].Name, strings.Join(r.quals, " / "), didYouMean(parts[0].Name, r.colNames()), strings.Join(r.colNames(), ", "))
+			c, rest, msg := r.lookup(n.Name.Parts)
+			if msg != "" {
+				p.errorf(n.Name.At, "%s", msg)
 				return x, true
 			}
 			switch c.expr.(type) {
 			case *ast.ColumnRef, *ast.Paren, *ast.Literal, *ast.Call, *ast.Cast:
-				return nest(c.expr, parts[1:]), true
+				return nest(c.expr, rest), true
 			}
-			return nest(&ast.Paren{X: c.expr}, parts[1:]), true
+			return nest(&ast.Paren{X: c.expr}, rest), true
 		case *ast.Subquery:
 			p.errorf(n.At, "subqueries in expressions are not supported yet: join the table instead")
 			return x, true
@@ -384,7 +381,7 @@ func (p *planner) from(te ast.TableExpr) *rel {
 	case *ast.TableFunc:
 		return p.windowTVF(f)
 	case *ast.Join:
-		p.errorf(f.At, "joins in SQL come with the joins issue; a job file's join step joins two streams today (docs/operators.md, \"join\")")
+		return p.joinFrom(f, nil, nil)
 	}
 	return nil
 }
@@ -420,8 +417,16 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		return nil
 	}
 	r, deduped := p.dedup(s)
-	if !deduped {
+	whereDone := deduped
+	if j, ok := s.From.(*ast.Join); ok && !deduped {
+		r, whereDone = p.joinFrom(j, s.Where, s.Hints), true // the join places the WHERE's conjuncts
+	} else if !deduped {
 		r = p.from(s.From)
+	}
+	if _, isJoin := s.From.(*ast.Join); !isJoin {
+		for _, h := range s.Hints {
+			p.notes = append(p.notes, fmt.Sprintf("the hint %s at line %d is read on a join's SELECT only, and ignored here (SET 'table.exec.state.ttl' bounds the state of every step)", h.Name, h.At.Line))
+		}
 	}
 	if r == nil {
 		return nil
@@ -430,7 +435,7 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		p.errorf(s.At, "filtering or aggregating an updating result (the rows of a GROUP BY) needs update-before rows, which come with the changelog work of issue 24")
 		return nil
 	}
-	if s.Where != nil && !deduped {
+	if s.Where != nil && !whereDone {
 		if hasAggregate(s.Where) {
 			p.errorf(s.Where.Position(), "an aggregate function in WHERE: move the condition to HAVING")
 			return nil
@@ -474,6 +479,10 @@ func (p *planner) project(r *rel, items []*ast.SelectItem) *rel {
 				continue
 			}
 			for _, c := range r.cols {
+				if it.Qualifier != nil && !r.colQualifiedBy(c, it.Qualifier.Last()) {
+					continue
+				}
+				c.qual, c.leaf = nil, 0 // the select list's columns are the result's
 				cols = append(cols, c)
 				if c.name == r.rowtime {
 					rowtime = c.name
@@ -488,23 +497,135 @@ func (p *planner) project(r *rel, items []*ast.SelectItem) *rel {
 		}
 		cols = append(cols, relCol{name: name, expr: e})
 	}
+	// Two columns of one name (a.id, b.id of a join) are renamed as
+	// Flink does: id, id0, id1, …
 	for _, c := range cols {
-		if seen[c.name] {
-			p.errorf(items[0].At, "the select list has two columns named %s: give one an alias (AS other_name)", c.name)
+		seen[strings.ToLower(c.name)] = true
+	}
+	named := map[string]bool{}
+	for i, c := range cols {
+		if named[strings.ToLower(c.name)] {
+			for n := 0; ; n++ {
+				if alt := fmt.Sprintf("%s%d", c.name, n); !seen[strings.ToLower(alt)] {
+					seen[strings.ToLower(alt)] = true
+					if c.name == rowtime {
+						rowtime = "" // the first of the name stays the time attribute
+					}
+					cols[i].name = alt
+					break
+				}
+			}
 		}
-		seen[c.name] = true
+		named[strings.ToLower(cols[i].name)] = true
 	}
 	r.cols, r.rowtime = cols, rowtime
 	return r
 }
 
 func (r *rel) qualifiedBy(q string) bool {
-	for _, x := range r.quals {
-		if strings.EqualFold(x, q) {
+	for _, c := range r.cols {
+		if r.colQualifiedBy(c, q) {
+			return true
+		}
+	}
+	return hasFold(r.quals, q)
+}
+
+// colQualifiedBy tells whether q qualifies the column c of r.
+func (r *rel) colQualifiedBy(c relCol, q string) bool {
+	if c.qual != nil {
+		return hasFold(c.qual, q)
+	}
+	return hasFold(r.quals, q)
+}
+
+func hasFold(ss []string, s string) bool {
+	for _, x := range ss {
+		if strings.EqualFold(x, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// lookup finds the column a reference names: parts[0] qualifies it when
+// it names a table of r (then parts[1] is the column), else parts[0] is
+// the column; the parts after the column are field accesses (rest). msg
+// says why nothing is found, or that an unqualified name is a column of
+// several tables of a join (naming them).
+func (r *rel) lookup(parts []ast.Ident) (c relCol, rest []ast.Ident, msg string) {
+	cols := r.cols
+	if len(parts) > 1 {
+		var of []relCol
+		for _, c := range r.cols {
+			if r.colQualifiedBy(c, parts[0].Name) {
+				of = append(of, c)
+			}
+		}
+		if len(of) > 0 || hasFold(r.quals, parts[0].Name) {
+			cols, parts = of, parts[1:]
+		}
+	}
+	var match []relCol
+	for _, c := range cols {
+		if c.name == parts[0].Name {
+			match = append(match, c)
+		}
+	}
+	if len(match) == 0 {
+		for _, c := range cols {
+			if strings.EqualFold(c.name, parts[0].Name) {
+				match = append(match, c)
+			}
+		}
+	}
+	switch {
+	case len(match) == 0:
+		names := r.colNames()
+		return relCol{}, nil, fmt.Sprintf("column %s is not a column of %s%s; it has %s", parts[0].Name, strings.Join(r.qualNames(), " / "), didYouMean(parts[0].Name, names), strings.Join(r.qualifiedColNames(), ", "))
+	case len(match) > 1:
+		var cands []string
+		for _, c := range match {
+			if n := r.qualifiedName(c); !contains(cands, n) {
+				cands = append(cands, n)
+			}
+		}
+		if len(cands) == 1 { // one table twice in FROM
+			return relCol{}, nil, fmt.Sprintf("column %s is ambiguous: %s names two tables of this FROM; give each an alias (FROM t AS t1 JOIN t AS t2 …) and qualify the column with one", cands[0], cands[0][:strings.LastIndex(cands[0], ".")])
+		}
+		return relCol{}, nil, fmt.Sprintf("column %s is ambiguous: it is %s; qualify it with its table's name or alias", parts[0].Name, strings.Join(cands, " and "))
+	}
+	return match[0], parts[1:], ""
+}
+
+// qualNames are the names qualifying r's columns, each once.
+func (r *rel) qualNames() []string {
+	out := append([]string(nil), r.quals...)
+	for _, c := range r.cols {
+		for _, q := range c.qual {
+			if !hasFold(out, q) {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}
+
+// qualifiedName is c's name, qualified by its table's when r is a join
+// (its columns have qualifiers of their own).
+func (r *rel) qualifiedName(c relCol) string {
+	if len(c.qual) == 0 {
+		return c.name
+	}
+	return c.qual[len(c.qual)-1] + "." + c.name
+}
+
+func (r *rel) qualifiedColNames() []string {
+	var out []string
+	for _, c := range r.cols {
+		out = append(out, r.qualifiedName(c))
+	}
+	return out
 }
 
 // itemName is a select item's column name: its alias, the name of the

@@ -103,7 +103,16 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 		p.errorf(inner.At, "deduplication and Top-N read rows as they come: the subquery with ROW_NUMBER() may select and filter, not aggregate")
 		return nil, true
 	}
-	r = p.from(inner.From)
+	if j, ok := inner.From.(*ast.Join); ok {
+		// A join places the WHERE's conjuncts itself (its keys are
+		// there in a comma join): they are not applied again.
+		r = p.joinFrom(j, inner.Where, inner.Hints)
+		noWhere := *inner
+		noWhere.Where = nil
+		inner = &noWhere
+	} else {
+		r = p.from(inner.From)
+	}
 	if r == nil {
 		return nil, true
 	}

@@ -198,7 +198,7 @@ func settingBecomes(s setting) string {
 	case "job":
 		return "the job's name (`job:`; default the script's file name)"
 	case "ttl":
-		return "how long the state of a key of a `GROUP BY` aggregate, a deduplication or a Top-N is kept after its last update (default: for ever)"
+		return "how long the state of a key of a `GROUP BY` aggregate, a deduplication or a Top-N is kept after its last update (default: for ever), and how long a join keeps each row (a join needs it or a `STATE_TTL` hint)"
 	case "ignored":
 		return "accepted and ignored (`onceflow validate` notes it)"
 	case "checkpointing", "restart", "state", "event-time":

@@ -1,0 +1,570 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onceflow/onceflow/internal/sql/ast"
+)
+
+// Regular inner joins (docs/design.md, "SQL"): `FROM a JOIN b ON a.k =
+// b.k [AND …]` and `FROM a, b WHERE a.k = b.k` compile to the named form:
+// each side a stream whose select computes the side's columns, keyed by
+// the join key (rows with a NULL key dropped: NULL equals nothing), and a
+// stream starting with the `join` step over the two, whose records are
+// {"left": {…}, "right": {…}}; the relation after it reads
+// `left`.col and `right`.col as typed ROW fields.
+//
+// Every condition of an inner join's ON and of the WHERE is a conjunct
+// of one filter, so they are pooled and each placed where it is cheapest:
+// a conjunct of one table filters that table before the join (fewer rows
+// kept), an equality of a column expression of each side is a key, and
+// any other conjunct of both sides filters the joined rows.
+
+// joinLeaf is a table (or view, subquery) of a join's FROM.
+type joinLeaf struct {
+	te ast.TableExpr
+	r  *rel
+}
+
+// joinCond is a conjunct of the ON conditions and the WHERE, and the
+// leaves (as a bit set) its columns come from.
+type joinCond struct {
+	e      ast.Expr
+	leaves uint64
+	used   bool
+}
+
+type joinPlan struct {
+	p      *planner
+	leaves []*joinLeaf
+	all    *rel // every leaf's columns, each marked with its leaf
+	conds  []*joinCond
+	// ttl is each leaf's STATE_TTL hint (0: none) and hintAt where.
+	ttl    []time.Duration
+	hintAt []ast.Pos
+}
+
+// joinFrom plans a FROM that is a join, with the select's WHERE (nil:
+// none) and hints; the WHERE is consumed.
+func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel {
+	if !p.checkJoinKinds(j) {
+		return nil
+	}
+	jp := &joinPlan{p: p, all: &rel{}}
+	var collect func(te ast.TableExpr)
+	collect = func(te ast.TableExpr) {
+		if jn, ok := te.(*ast.Join); ok {
+			collect(jn.Left)
+			collect(jn.Right)
+			return
+		}
+		jp.leaves = append(jp.leaves, &joinLeaf{te: te})
+	}
+	collect(j)
+	if len(jp.leaves) > 64 {
+		p.errorf(j.At, "a join of %d tables: at most 64", len(jp.leaves))
+		return nil
+	}
+	for i, l := range jp.leaves {
+		l.r = p.from(l.te)
+		if l.r == nil {
+			return nil
+		}
+		if !p.checkJoinInput(l.r, l.te.Position()) {
+			return nil
+		}
+		for _, c := range l.r.cols {
+			q := c.qual
+			if q == nil {
+				q = l.r.quals
+			}
+			if q == nil {
+				q = []string{}
+			}
+			jp.all.cols = append(jp.all.cols, relCol{name: c.name, expr: c.expr, qual: q, leaf: i})
+		}
+	}
+	if !jp.readHints(hints) {
+		return nil
+	}
+	// The pool of conjuncts.
+	var split func(e ast.Expr)
+	split = func(e ast.Expr) {
+		switch x := e.(type) {
+		case *ast.Binary:
+			if strings.EqualFold(x.Op, "AND") {
+				split(x.X)
+				split(x.Y)
+				return
+			}
+		case *ast.Paren:
+			split(x.X)
+			return
+		}
+		set, ok := jp.leafSet(e)
+		if !ok {
+			return
+		}
+		jp.conds = append(jp.conds, &joinCond{e: e, leaves: set})
+	}
+	var ons func(te ast.TableExpr)
+	ons = func(te ast.TableExpr) {
+		if jn, ok := te.(*ast.Join); ok {
+			ons(jn.Left)
+			ons(jn.Right)
+			if jn.On != nil {
+				split(jn.On)
+			}
+		}
+	}
+	ons(j)
+	if where != nil {
+		if hasAggregate(where) {
+			p.errorf(where.Position(), "an aggregate function in WHERE: move the condition to HAVING")
+			return nil
+		}
+		split(where)
+	}
+	if len(p.errs) > 0 {
+		return nil
+	}
+	// A conjunct of one table filters it before the join.
+	for _, c := range jp.conds {
+		for i, l := range jp.leaves {
+			if c.leaves == 1<<i {
+				c.used = true
+				l.r.where = and(l.r.where, p.resolve(l.r, c.e))
+			}
+		}
+	}
+	r, _ := jp.build(j)
+	if r == nil {
+		return nil
+	}
+	// What is left refers to no table (a constant condition).
+	for _, c := range jp.conds {
+		if !c.used {
+			c.used = true
+			r.where = and(r.where, p.resolve(r, c.e))
+		}
+	}
+	return r
+}
+
+func and(x, y ast.Expr) ast.Expr {
+	if x == nil {
+		return y
+	}
+	return &ast.Binary{At: y.Position(), Op: "AND", X: &ast.Paren{X: x}, Y: &ast.Paren{X: y}}
+}
+
+// checkJoinKinds refuses what is not an inner join with ON (or a comma
+// join, whose condition is in the WHERE).
+func (p *planner) checkJoinKinds(j *ast.Join) bool {
+	ok := true
+	for _, side := range []ast.TableExpr{j.Left, j.Right} {
+		if jn, isJoin := side.(*ast.Join); isJoin && !p.checkJoinKinds(jn) {
+			ok = false
+		}
+	}
+	if !ok {
+		return false
+	}
+	at := j.Right.Position()
+	what := fmt.Sprintf("%s JOIN %s", j.Kind, tableText(j.Right))
+	switch {
+	case j.Kind == "LEFT" || j.Kind == "RIGHT" || j.Kind == "FULL":
+		p.errorf(at, "%s: an outer join needs retractions, not yet: a row without a partner is written padded with NULLs and must be retracted when its partner comes, which needs update-before rows (issue 24); an inner JOIN … ON keeps only the pairs", what)
+		return false
+	case j.Kind == "CROSS" && !j.Comma:
+		p.errorf(at, "%s pairs every row with every row of the other table, keeping both for ever: join ON an equality of their columns instead", what)
+		return false
+	case len(j.Using) > 0:
+		p.errorf(at, "JOIN %s USING (…) is not supported yet: write ON %s.col = %s.col", tableText(j.Right), tableText(j.Left), tableText(j.Right))
+		return false
+	}
+	return true
+}
+
+// tableText names a FROM item in a message: its alias, else its name.
+func tableText(te ast.TableExpr) string {
+	switch t := te.(type) {
+	case *ast.TableRef:
+		if t.Alias != nil {
+			return t.Alias.Name
+		}
+		return t.Name.Last()
+	case *ast.SubqueryRef:
+		if t.Alias != nil {
+			return t.Alias.Name
+		}
+		return "(subquery)"
+	case *ast.TableFunc:
+		return t.Name.Name + "(…)"
+	case *ast.Join:
+		return "(" + tableText(t.Left) + " JOIN " + tableText(t.Right) + ")"
+	}
+	return "?"
+}
+
+// checkJoinInput refuses an input the join step cannot take.
+func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
+	switch {
+	case r.updating:
+		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
+		return false
+	case r.win != nil:
+		p.errorf(at, "a window table function in a join (a window join) is not supported yet: join the tables, or aggregate each window in a query of its own")
+		return false
+	}
+	return true
+}
+
+// readHints reads STATE_TTL('t' = '1h', …): the ttl of each table named.
+func (jp *joinPlan) readHints(hints []*ast.Hint) bool {
+	p := jp.p
+	jp.ttl = make([]time.Duration, len(jp.leaves))
+	jp.hintAt = make([]ast.Pos, len(jp.leaves))
+	ok := true
+	for _, h := range hints {
+		if !strings.EqualFold(h.Name, "STATE_TTL") {
+			p.notes = append(p.notes, fmt.Sprintf("the hint %s means nothing to onceflow's planner and is ignored", h.Name))
+			continue
+		}
+		if len(h.Args) > 0 || len(h.Options) == 0 {
+			p.errorf(h.At, "STATE_TTL takes each table's ttl: STATE_TTL('a' = '1h', 'b' = '1h')")
+			ok = false
+			continue
+		}
+		for _, o := range h.Options {
+			var names []string
+			found := false
+			for i, l := range jp.leaves {
+				names = append(names, l.r.quals...)
+				if hasFold(l.r.quals, o.Key) {
+					found = true
+					d, err := flinkDuration(o.Value)
+					switch {
+					case err != nil:
+						p.errorf(o.ValueAt, "STATE_TTL of %s: %v", o.Key, err)
+						ok = false
+					case d <= 0:
+						p.errorf(o.ValueAt, "STATE_TTL of %s must be longer than zero", o.Key)
+						ok = false
+					default:
+						jp.ttl[i], jp.hintAt[i] = d, o.ValueAt
+					}
+				}
+			}
+			if !found {
+				p.errorf(o.At, "STATE_TTL names %s, which is not a table of this FROM%s", o.Key, didYouMean(o.Key, names))
+				ok = false
+			}
+		}
+	}
+	return ok
+}
+
+// leafSet is the set of leaves e's columns come from; false after an
+// unknown or ambiguous column (reported).
+func (jp *joinPlan) leafSet(e ast.Expr) (uint64, bool) {
+	var set uint64
+	ok := true
+	visit(e, func(x ast.Expr) bool {
+		cr, isRef := x.(*ast.ColumnRef)
+		if !isRef {
+			return true
+		}
+		c, _, msg := jp.all.lookup(cr.Name.Parts)
+		if msg != "" {
+			jp.p.errorf(cr.Name.At, "%s", msg)
+			ok = false
+			return false
+		}
+		set |= 1 << c.leaf
+		return false
+	})
+	return set, ok
+}
+
+// build plans the join tree te bottom-up: the relation and its leaves.
+func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
+	j, ok := te.(*ast.Join)
+	if !ok {
+		for i, l := range jp.leaves {
+			if l.te == te {
+				return l.r, 1 << i
+			}
+		}
+		return nil, 0
+	}
+	p := jp.p
+	l, lset := jp.build(j.Left)
+	if l == nil {
+		return nil, 0
+	}
+	r, rset := jp.build(j.Right)
+	if r == nil {
+		return nil, 0
+	}
+	both := lset | rset
+	var lkeys, rkeys, post []ast.Expr
+	for _, c := range jp.conds {
+		if c.used || c.leaves&^both != 0 || c.leaves&lset == 0 || c.leaves&rset == 0 {
+			continue
+		}
+		c.used = true
+		if b, isEq := c.e.(*ast.Binary); isEq && b.Op == "=" {
+			xs, _ := jp.leafSet(b.X)
+			ys, _ := jp.leafSet(b.Y)
+			switch {
+			case xs != 0 && ys != 0 && xs&^lset == 0 && ys&^rset == 0:
+				lkeys, rkeys = append(lkeys, b.X), append(rkeys, b.Y)
+				continue
+			case xs != 0 && ys != 0 && xs&^rset == 0 && ys&^lset == 0:
+				lkeys, rkeys = append(lkeys, b.Y), append(rkeys, b.X)
+				continue
+			}
+		}
+		post = append(post, c.e)
+	}
+	at := j.Right.Position()
+	if len(lkeys) == 0 {
+		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
+		return nil, 0
+	}
+	ttl, ok := jp.joinTTL(j, lset, rset)
+	if !ok {
+		return nil, 0
+	}
+	out := p.joinRels(at, l, r, lkeys, rkeys, ttl)
+	if out == nil {
+		return nil, 0
+	}
+	for _, e := range post {
+		out.where = and(out.where, p.resolve(out, e))
+	}
+	return out, both
+}
+
+// joinTTLs is how long a join keeps each side's rows, and where the
+// script says so.
+type joinTTLs struct {
+	left, right     time.Duration
+	leftAt, rightAt ast.Pos
+}
+
+// joinTTL is how long the join of the leaves lset and rset keeps each
+// side's rows: a side's tables' STATE_TTL hints, else
+// table.exec.state.ttl; the longest of a side made of several tables.
+func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
+	p := jp.p
+	set, setAt := p.stateTTL(), ast.Pos{}
+	if o := p.settings["table.exec.state.ttl"]; o != nil {
+		setAt = o.ValueAt
+	}
+	side := func(s uint64) (time.Duration, ast.Pos, bool) {
+		var d time.Duration
+		var at ast.Pos
+		for i := range jp.leaves {
+			if s&(1<<i) == 0 {
+				continue
+			}
+			t, tAt := jp.ttl[i], jp.hintAt[i]
+			if t == 0 {
+				t, tAt = set, setAt
+			}
+			if t == 0 {
+				return 0, ast.Pos{}, false
+			}
+			if t > d {
+				d, at = t, tAt
+			}
+		}
+		return d, at, true
+	}
+	var ttl joinTTLs
+	var lok, rok bool
+	ttl.left, ttl.leftAt, lok = side(lset)
+	ttl.right, ttl.rightAt, rok = side(rset)
+	if !lok || !rok {
+		var names []string
+		for i, l := range jp.leaves {
+			if (lset|rset)&(1<<i) != 0 {
+				names = append(names, fmt.Sprintf("'%s' = '1h'", l.r.quals[len(l.r.quals)-1]))
+			}
+		}
+		p.errorf(j.Right.Position(), "the join of %s and %s keeps every row of both sides to meet the other side's later rows: its state grows without bound (Flink keeps the rows for ever; onceflow refuses, to be safe). Bound it with SET 'table.exec.state.ttl' = '1 h'; or with SELECT /*+ STATE_TTL(%s) */ …: a row older than the ttl meets no later row", tableText(j.Left), tableText(j.Right), strings.Join(names, ", "))
+		return ttl, false
+	}
+	return ttl, true
+}
+
+// joinRels ends each side with a select keyed by its key expressions
+// and returns the relation of the join step over the two.
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs) *rel {
+	// The keys, resolved, of one type on both sides: equal values must
+	// write equal key text.
+	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
+	for i := range lkeys {
+		lkeys[i] = p.resolve(l, lkeys[i])
+		rkeys[i] = p.resolve(r, rkeys[i])
+	}
+	if len(p.errs) > 0 {
+		return nil
+	}
+	lt, rt := p.exprTypes(l, lkeys, at), p.exprTypes(r, rkeys, at)
+	if lt == nil || rt == nil {
+		return nil
+	}
+	for i := range lkeys {
+		to, ok := joinKeyType(lt[i], rt[i])
+		if !ok {
+			p.errorf(lsrc[i].Position(), "the join compares %s (%s) with %s (%s): the keys of both sides must be of one type, so that equal values are equal keys; CAST one side to the other's type", lsrc[i], lt[i], rsrc[i], rt[i])
+			return nil
+		}
+		if to != nil {
+			if lt[i].String() != to.String() {
+				lkeys[i] = &ast.Cast{At: lkeys[i].Position(), X: lkeys[i], To: to}
+			}
+			if rt[i].String() != to.String() {
+				rkeys[i] = &ast.Cast{At: rkeys[i].Position(), X: rkeys[i], To: to}
+			}
+		}
+	}
+	lcols := p.joinSide(l, lkeys, at)
+	if lcols == nil {
+		return nil
+	}
+	rcols := p.joinSide(r, rkeys, at)
+	if rcols == nil {
+		return nil
+	}
+	j := &rel{branches: []*rel{l, r}, join: true}
+	for i, side := range []*rel{l, r} {
+		name := []string{"left", "right"}[i]
+		row := &ast.Type{Name: "ROW"}
+		for _, c := range side.in {
+			row.Fields = append(row.Fields, &ast.RowField{Name: ast.Ident{Name: c.name, Quoted: true}, Type: c.typ})
+		}
+		j.in = append(j.in, schemaCol{name: name, typ: row})
+		for _, c := range []([]relCol){lcols, rcols}[i] {
+			c.expr = ref(name, c.expr.(*ast.ColumnRef).Name.Parts[0].Name)
+			j.cols = append(j.cols, c)
+			for _, q := range c.qual {
+				if !hasFold(j.quals, q) {
+					j.quals = append(j.quals, q)
+				}
+			}
+		}
+	}
+	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
+		w.linef(at, d, "- join:")
+		w.linef(ttl.leftAt, d+2, "ttl: %s", goDuration(ttl.left))
+		if ttl.right != ttl.left {
+			w.linef(ttl.rightAt, d+2, "right-ttl: %s", goDuration(ttl.right))
+		}
+	}}}
+	return j
+}
+
+// joinKeyType is the type both sides' keys are cast to (nil: they are of
+// one type already); false when they cannot be compared as keys.
+func joinKeyType(l, r *ast.Type) (*ast.Type, bool) {
+	if l.String() == r.String() {
+		return nil, true
+	}
+	ln, rn := strings.ToUpper(l.Name), strings.ToUpper(r.Name)
+	switch {
+	case isInteger(l) && isInteger(r):
+		return &ast.Type{Name: "BIGINT"}, true
+	case isChar(ln) && isChar(rn):
+		return &ast.Type{Name: "STRING"}, true
+	case ln == rn && len(l.Params) == len(r.Params) && l.WithLocalTimeZone == r.WithLocalTimeZone && ln != "ROW" && ln != "ARRAY" && ln != "MAP" && ln != "MULTISET" && ln != "DECIMAL":
+		// the same type but for its nullability or precision
+		t := *l
+		t.NotNull = false
+		if len(t.Params) > 0 && r.Params[0] > t.Params[0] {
+			t.Params = append([]int(nil), r.Params...)
+		}
+		return &t, true
+	}
+	return nil, false
+}
+
+func isChar(name string) bool { return name == "STRING" || name == "VARCHAR" || name == "CHAR" }
+
+// exprTypes types exprs, written over r.in.
+func (p *planner) exprTypes(r *rel, exprs []ast.Expr, at ast.Pos) []*ast.Type {
+	tmp := &rel{in: r.in}
+	for i, e := range exprs {
+		tmp.cols = append(tmp.cols, relCol{name: fmt.Sprintf("k%d", i), expr: e})
+	}
+	types, _ := p.typeColumns(tmp, nil, at)
+	if types == nil {
+		return nil
+	}
+	out := make([]*ast.Type, len(exprs))
+	for i := range exprs {
+		out[i] = types[fmt.Sprintf("k%d", i)]
+	}
+	return out
+}
+
+// joinSide writes the side r's open select, keyed by keys (columns
+// added for keys that are not a column as it is) and dropping the rows
+// of a NULL key, and returns r's columns as they were (names and
+// qualifiers) over the select's output: each a reference to its output
+// column, whose name is made unique.
+func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos) []relCol {
+	var out []relCol // the columns as seen by the join's reader
+	taken := map[string]bool{}
+	unique := func(n string) string {
+		u := n
+		for i := 2; taken[strings.ToLower(u)]; i++ {
+			u = fmt.Sprintf("%s_%d", n, i)
+		}
+		taken[strings.ToLower(u)] = true
+		return u
+	}
+	var cols []relCol
+	for _, c := range r.cols {
+		if m, ok := c.expr.(*ast.ColumnRef); ok && strings.HasPrefix(m.Name.Parts[0].Name, "\x00") {
+			continue // a window column: refused by checkJoinInput
+		}
+		n := unique(c.name)
+		cols = append(cols, relCol{name: n, expr: c.expr})
+		q := c.qual
+		if q == nil {
+			q = append([]string{}, r.quals...)
+		}
+		out = append(out, relCol{name: c.name, expr: ref(n), qual: q})
+	}
+	var key []string
+	for i, k := range keys {
+		name := ""
+		for _, c := range cols {
+			if c.expr.String() == k.String() {
+				name = c.name
+				break
+			}
+		}
+		if name == "" {
+			name = unique(fmt.Sprintf("jk%d", i))
+			cols = append(cols, relCol{name: name, expr: k})
+		}
+		key = append(key, name)
+		var x ast.Expr = k
+		if _, isRef := k.(*ast.ColumnRef); !isRef {
+			x = &ast.Paren{X: k}
+		}
+		r.where = and(r.where, &ast.IsNull{X: x, Not: true})
+	}
+	r.cols = cols
+	if p.materialize(r, key, at) == nil {
+		return nil
+	}
+	return out
+}
