@@ -32,6 +32,13 @@ type SelectConfig struct {
 	// OnError is what happens to a record that does not fit the schema or
 	// that an expression fails on.
 	OnError flow.ErrorPolicy
+	// Format is how the value holds the schema's physical columns:
+	// "json" (the default: an object) or "csv" (one line, the columns in
+	// order). CSVFieldDelimiter and CSVQuoteCharacter (one byte each;
+	// "": Flink's , and ") and CSVNullLiteral (the text of a NULL; "":
+	// none) apply to csv.
+	Format                                               string
+	CSVFieldDelimiter, CSVQuoteCharacter, CSVNullLiteral string
 }
 
 var selectSpec = Spec{
@@ -65,6 +72,14 @@ var selectSpec = Spec{
 			Description: "A SQL condition: records for which it is not TRUE (FALSE or NULL) are dropped."},
 		{Name: "key", Type: StringList, Example: "[ user_id ]",
 			Description: "Output columns that become the record key: one column's text, or several as a JSON array."},
+		{Name: "format", Type: String, Default: "json", Example: "csv",
+			Description: "How the value holds the schema's columns: `json` (an object, by name) or `csv` (one line, the columns other than metadata in order; an empty field is NULL except for a STRING; each field read as `CAST(field AS type)` reads it)."},
+		{Name: "csv-field-delimiter", Type: String, Example: "|",
+			Description: "With `format: csv`: the one character between fields; unset: `,`."},
+		{Name: "csv-quote-character", Type: String, Example: "'",
+			Description: "With `format: csv`: the one character a field may be enclosed in (written twice inside it); unset: `\"`."},
+		{Name: "csv-null-literal", Type: String, Example: `\N`,
+			Description: "With `format: csv`: a field's text that means NULL (also for a STRING); unset: none."},
 	},
 	Validate: func(p Params) error {
 		_, err := selectConfig(p, Env{}).compile()
@@ -85,7 +100,39 @@ func init() { Register(selectSpec) }
 
 func selectConfig(p Params, env Env) SelectConfig {
 	return SelectConfig{Schema: p.Ordered("schema"), Columns: p.Ordered("columns"), Where: p.Text("where"),
-		Key: p.List("key"), OnError: env.Policy}
+		Key: p.List("key"), OnError: env.Policy, Format: p.Text("format"), CSVFieldDelimiter: p.Text("csv-field-delimiter"),
+		CSVQuoteCharacter: p.Text("csv-quote-character"), CSVNullLiteral: p.Text("csv-null-literal")}
+}
+
+// format checks the format fields and returns eval's Format.
+func (c SelectConfig) format() (eval.Format, error) {
+	csvFields := map[string]string{"csv-field-delimiter": c.CSVFieldDelimiter, "csv-quote-character": c.CSVQuoteCharacter, "csv-null-literal": c.CSVNullLiteral}
+	switch c.Format {
+	case "", "json":
+		for _, f := range []string{"csv-field-delimiter", "csv-quote-character", "csv-null-literal"} {
+			if csvFields[f] != "" {
+				return eval.Format{}, &FieldError{Field: f, Msg: "applies with format: csv only"}
+			}
+		}
+		return eval.Format{}, nil
+	case "csv":
+		f := eval.DefaultCSV
+		for _, x := range []struct {
+			field string
+			to    *byte
+		}{{"csv-field-delimiter", &f.Delimiter}, {"csv-quote-character", &f.Quote}} {
+			switch v := csvFields[x.field]; len(v) {
+			case 0:
+			case 1:
+				*x.to = v[0]
+			default:
+				return eval.Format{}, &FieldError{Field: x.field, Msg: fmt.Sprintf("is %q: give one character (one byte)", v)}
+			}
+		}
+		f.NullLiteral = c.CSVNullLiteral
+		return eval.Format{CSV: &f}, nil
+	}
+	return eval.Format{}, &FieldError{Field: "format", Msg: fmt.Sprintf("is %q: json or csv", c.Format)}
 }
 
 func (c SelectConfig) describe() string {
@@ -97,6 +144,9 @@ func (c SelectConfig) describe() string {
 		cols = append(cols, "the schema's columns")
 	}
 	s := "select " + strings.Join(cols, ", ")
+	if c.Format == "csv" {
+		s = "read csv, " + s
+	}
 	if c.Where != "" {
 		s += " where " + c.Where
 	}
@@ -139,7 +189,11 @@ func (c SelectConfig) compile() (*eval.Select, error) {
 			return nil, sqlError("where", c.Where, err)
 		}
 	}
-	sel, err := eval.CompileSelect(schema, columns, where, c.Key)
+	f, err := c.format()
+	if err != nil {
+		return nil, err
+	}
+	sel, err := eval.CompileSelectOf(schema, f, columns, where, c.Key)
 	if err != nil {
 		if ce, ok := err.(*eval.ColumnError); ok {
 			switch {

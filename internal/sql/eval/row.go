@@ -65,6 +65,8 @@ type rowDecoder struct {
 	meta   []metaCol
 	ncols  int
 	anyPhy bool
+	// csv, when set, reads the physical columns from a csv line.
+	csv *csvDecoder
 }
 
 type metaCol struct {
@@ -160,6 +162,9 @@ func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta) error {
 	}
 	if !d.anyPhy {
 		return nil
+	}
+	if d.csv != nil {
+		return d.csv.decode(ctx, value, d.names)
 	}
 	if len(value) == 0 {
 		return &DecodeError{Msg: "the value is empty, not a JSON object"}

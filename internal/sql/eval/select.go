@@ -144,6 +144,17 @@ type Select struct {
 // planner calls it to learn the output's types (Columns) before it
 // emits a select step.
 func CompileSelect(schema Schema, columns []NamedExpr, where ast.Expr, key []string) (*Select, error) {
+	return CompileSelectOf(schema, Format{}, columns, where, key)
+}
+
+// Format is how a value holds the schema's physical columns: a JSON
+// object (the zero Format) or, with CSV set, a csv line.
+type Format struct {
+	CSV *CSV
+}
+
+// CompileSelectOf is CompileSelect over values in format f.
+func CompileSelectOf(schema Schema, f Format, columns []NamedExpr, where ast.Expr, key []string) (*Select, error) {
 	s := &Select{schema: schema}
 	scope := &Scope{}
 	seen := map[string]bool{}
@@ -218,6 +229,11 @@ func CompileSelect(schema Schema, columns []NamedExpr, where ast.Expr, key []str
 	dec, err := newRowDecoder(schema, scope.Used, scope.FieldsUsed)
 	if err != nil {
 		return nil, err
+	}
+	if f.CSV != nil {
+		if dec.csv, err = newCSVDecoder(*f.CSV, schema, scope.Used); err != nil {
+			return nil, err
+		}
 	}
 	s.dec = dec
 	s.usesVal = dec.anyPhy

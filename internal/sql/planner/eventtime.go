@@ -23,6 +23,12 @@ func (p *planner) eventTimeSection(w *yamlWriter, set *settings) {
 		return
 	}
 	wm := t.watermark
+	if t.format() != "json" {
+		// The source stamps each record with its time before any step
+		// runs, reading the value as JSON (docs/design.md, "Event time").
+		p.errorf(wm.At, "table %s: event time (WATERMARK) is read from JSON values; a '%s' table cannot have one yet", t.name, t.format())
+		return
+	}
 	col := t.col(wm.Column.Name)
 	if col == nil {
 		return // reported by createTable

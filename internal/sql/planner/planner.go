@@ -95,7 +95,8 @@ type planner struct {
 	uses map[string]int
 	// ignoreParseErrors is where 'json.ignore-parse-errors' = 'true' was
 	// set: the job skips (and counts) records it cannot read.
-	ignoreParseErrors ast.Pos
+	ignoreParseErrors    ast.Pos
+	ignoreParseErrorsOpt string // its option
 	// timeTable is the table whose WATERMARK a window runs on.
 	timeTable *table
 	// shell is set by CompileQuery: the script's last statement is a

@@ -44,6 +44,9 @@ type rel struct {
 	rank *rankInfo
 	// join: r is a join of its two branches (the left and right sides).
 	join bool
+	// csv is set while the records are a csv table's values, before the
+	// first select step reads them into JSON rows.
+	csv *csvFormat
 }
 
 // sources lists the tables r reads.
@@ -138,6 +141,9 @@ func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
 		r.quals = append(r.quals, alias)
 	}
 	raw := t.format() == "raw"
+	if t.format() == "csv" {
+		r.csv = p.csvFormat(t)
+	}
 	fields := 0
 	for _, c := range t.cols {
 		if c.Expr == nil && !c.Metadata {

@@ -185,7 +185,7 @@ func (s *settings) write(w *yamlWriter, p *planner) {
 	}
 	if p.ignoreParseErrors.Line > 0 {
 		w.linef(p.ignoreParseErrors, 0, "errors:")
-		w.linef(p.ignoreParseErrors, 1, "policy: skip  # 'json.ignore-parse-errors' = 'true'")
+		w.linef(p.ignoreParseErrors, 1, "policy: skip  # '%s' = 'true'", p.ignoreParseErrorsOpt)
 	}
 	for _, sec := range []string{"checkpointing", "restart", "state"} {
 		if len(s.lines[sec]) == 0 {

@@ -23,9 +23,12 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 		return nil
 	}
 	if !r.identity() || key != nil {
-		in, cols, where := r.in, r.cols, r.where
+		in, cols, where, csv := r.in, r.cols, r.where, r.csv
 		r.steps = append(r.steps, step{at: at, write: func(w *yamlWriter, d int) {
 			w.linef(at, d, "- select:")
+			if csv != nil {
+				csv.write(w, d+2)
+			}
 			w.linef(at, d+2, "schema:")
 			for _, c := range in {
 				t := c.typ.String()
@@ -52,13 +55,14 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 		r.cols = append(r.cols, relCol{name: c.name, expr: ref(c.name)})
 	}
 	r.where = nil
+	r.csv = nil
 	return types
 }
 
 // identity tells whether r's open select changes nothing: every column
 // of the schema, in order, unfiltered, read from the JSON value.
 func (r *rel) identity() bool {
-	if r.where != nil || len(r.cols) != len(r.in) {
+	if r.where != nil || len(r.cols) != len(r.in) || r.csv != nil {
 		return false
 	}
 	for i, c := range r.cols {
@@ -104,7 +108,11 @@ func (p *planner) typeColumns(r *rel, key []string, at ast.Pos) (map[string]*ast
 		}
 		cols[i] = eval.NamedExpr{Name: c.name, Expr: c.expr}
 	}
-	sel, err := eval.CompileSelect(schema, cols, r.where, key)
+	var f eval.Format
+	if r.csv != nil {
+		f.CSV = &r.csv.f
+	}
+	sel, err := eval.CompileSelectOf(schema, f, cols, r.where, key)
 	if err != nil {
 		p.evalErrors(err, at)
 		return nil, nil

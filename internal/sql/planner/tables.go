@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/internal/sql/ast"
+	"github.com/onceflow/onceflow/internal/sql/eval"
 )
 
 // The source and sink sections a script's tables become.
@@ -18,6 +19,7 @@ var kafkaSourceOptions = []string{
 	"scan.startup.mode", "scan.startup.timestamp-millis", "scan.startup.specific-offsets",
 	"properties.auto.offset.reset", "properties.isolation.level", "scan.topic-partition-discovery.interval",
 	"scan.bounded.mode", "format", "value.format", "json.ignore-parse-errors",
+	"csv.field-delimiter", "csv.quote-character", "csv.null-literal", "csv.ignore-parse-errors",
 }
 
 var sinkOptions = map[string][]string{
@@ -117,12 +119,22 @@ func (p *planner) sourceSection(w *yamlWriter, t *table, header string, d int) {
 		}
 	}
 	for _, k := range []string{"format", "value.format"} {
-		if f, ok := t.opt(k); ok && f != "json" && f != "raw" {
-			p.errorf(t.optAt(k), "table %s: '%s' = '%s' is not supported yet; SQL jobs read 'json' and 'raw'", t.name, k, f)
+		if f, ok := t.opt(k); ok && f != "json" && f != "raw" && f != "csv" {
+			p.errorf(t.optAt(k), "table %s: '%s' = '%s' is not supported yet; SQL jobs read 'json', 'csv' and 'raw'", t.name, k, f)
 		}
 	}
-	if v, ok := t.opt("json.ignore-parse-errors"); ok && v == "true" {
-		p.ignoreParseErrors = t.optAt("json.ignore-parse-errors")
+	for _, k := range []string{"csv.field-delimiter", "csv.quote-character", "csv.null-literal"} {
+		if _, ok := t.opt(k); ok && t.format() != "csv" {
+			p.errorf(t.optAt(k), "'%s' applies to 'format' = 'csv', and the table's format is '%s'", k, t.format())
+		}
+	}
+	for _, k := range []string{"json.ignore-parse-errors", "csv.ignore-parse-errors"} {
+		if v, ok := t.opt(k); ok && v == "true" {
+			if f := strings.SplitN(k, ".", 2)[0]; t.format() != f {
+				p.errorf(t.optAt(k), "table %s: '%s' applies to 'format' = '%s', and the table's format is '%s'", t.name, k, f, t.format())
+			}
+			p.ignoreParseErrors, p.ignoreParseErrorsOpt = t.optAt(k), k
+		}
 	}
 }
 
@@ -442,4 +454,48 @@ func fieldPath(name string) string {
 		}
 	}
 	return "." + name
+}
+
+// csvFormat is a csv table's format options, Flink's names.
+type csvFormat struct {
+	f   eval.CSV
+	at  ast.Pos
+	set map[string]string // the select step's fields set
+}
+
+func (p *planner) csvFormat(t *table) *csvFormat {
+	c := &csvFormat{f: eval.DefaultCSV, at: t.at, set: map[string]string{}}
+	for _, o := range []struct {
+		opt, field string
+		to         *byte
+	}{{"csv.field-delimiter", "csv-field-delimiter", &c.f.Delimiter}, {"csv.quote-character", "csv-quote-character", &c.f.Quote}} {
+		v, ok := t.opt(o.opt)
+		if !ok {
+			continue
+		}
+		if v == `\t` { // Flink writes a tab as \t
+			v = "\t"
+		}
+		if len(v) != 1 {
+			p.errorf(t.optAt(o.opt), "'%s' = '%s': give one character (one byte), such as ','", o.opt, v)
+			continue
+		}
+		*o.to = v[0]
+		c.set[o.field] = v
+	}
+	if v, ok := t.opt("csv.null-literal"); ok {
+		c.f.NullLiteral = v
+		c.set["csv-null-literal"] = v
+	}
+	return c
+}
+
+// write writes the select step's format fields.
+func (c *csvFormat) write(w *yamlWriter, d int) {
+	w.linef(c.at, d, "format: csv")
+	for _, f := range []string{"csv-field-delimiter", "csv-quote-character", "csv-null-literal"} {
+		if v, ok := c.set[f]; ok {
+			w.linef(c.at, d, "%s: %s", f, q(v))
+		}
+	}
 }

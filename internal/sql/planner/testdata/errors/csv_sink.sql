@@ -1,0 +1,4 @@
+-- want: csv_sink.sql:3:143: 'format' = 'csv' is not supported yet; SQL jobs write 'json'
+CREATE TABLE clicks (user_id STRING) WITH ('connector' = 'kafka', 'topic' = 'clicks', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'csv');
+CREATE TABLE out (user_id STRING) WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'csv');
+INSERT INTO out SELECT user_id FROM clicks;
