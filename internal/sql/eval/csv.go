@@ -32,8 +32,6 @@ type csvDecoder struct {
 	phys  []int
 	conv  []func(*Ctx, Value) Value
 	types []*types.Type
-	// fields is the line's fields, reused.
-	fields []string
 }
 
 func newCSVDecoder(f CSV, s Schema, used func(int) bool) (*csvDecoder, error) {
