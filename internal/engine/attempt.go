@@ -395,8 +395,15 @@ func (j *RunningJob) runAttempt(ctx context.Context) (err error) {
 	<-allDone
 	select {
 	case e := <-att.failures:
-		if result == nil || errors.Is(result, errAttemptCanceled) {
+		var ce *commitError
+		switch {
+		case result == nil || errors.Is(result, errAttemptCanceled):
 			result = e
+		case errors.As(result, &ce):
+			// A failing task closes its sinks before its error is
+			// posted: a commit in between fails for want of them. The
+			// task's error is the cause (a poison record, say).
+			result = fmt.Errorf("%w (afterwards %v)", e, result)
 		}
 	default:
 	}
@@ -429,3 +436,15 @@ func chainOf(head *Node, chained func(*Node) bool) []*Node {
 	walk(head)
 	return ops
 }
+
+// commitError is a checkpoint's commit point that failed.
+type commitError struct {
+	id  int64
+	err error
+}
+
+func (e *commitError) Error() string {
+	return fmt.Sprintf("checkpoint %d could not commit: %v", e.id, e.err)
+}
+
+func (e *commitError) Unwrap() error { return e.err }

@@ -95,7 +95,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 					j.cpFailed.Add(1)
 					cfg.Hooks.failed(CheckpointFailed{Job: cfg.Job, ID: a.ID, Savepoint: p.savepoint, Err: err, Time: time.Now()})
 					att.replySavepoint(p, "", err)
-					return fmt.Errorf("checkpoint %d could not commit: %w", a.ID, err)
+					return &commitError{id: a.ID, err: err}
 				}
 				carry = 0
 				for _, st := range att.subtasks {
