@@ -509,7 +509,7 @@ func (s *Sink) open(ctx context.Context, sc flow.SinkContext) (*writer, error) {
 		}
 		s.sess = sess
 	}
-	w := &writer{sink: s, sess: s.sess, subtask: sc.Subtask, log: log, prepared: -1, txn: s.exactlyOnce(), wm: flow.NoWatermark}
+	w := &writer{sink: s, sess: s.sess, subtask: sc.Subtask, log: log, prepared: -1, txn: s.exactlyOnce(), wm: flow.NoWatermark, markedWM: flow.NoWatermark}
 	w.promise = w.produced
 	s.sess.writers[w] = true
 	return w, nil
@@ -623,12 +623,15 @@ type writer struct {
 	inflight sync.WaitGroup
 	err      atomic.Pointer[error] // first failed produce
 
-	// marks: the writer writes watermark markers at each Prepare
-	// (SinkConfig.MarkWatermarks), wm and wmIdle the watermark reaching
-	// it (NoWatermark before any: the readers wait).
+	// marks: the writer writes watermark markers at a Prepare when its
+	// watermark changed (SinkConfig.MarkWatermarks), wm and wmIdle the
+	// watermark reaching it (NoWatermark before any: the readers wait).
 	marks  bool
 	wm     int64
 	wmIdle bool
+	// markedWM and markedIdle are what the writer's last markers said.
+	markedWM   int64
+	markedIdle bool
 }
 
 func (w *writer) setErr(err error) { w.err.CompareAndSwap(nil, &err) }

@@ -138,8 +138,18 @@ func (w *writer) Watermark(wm int64, idle bool) {
 }
 
 // writeMarks writes a marker with the writer's watermark into every
-// partition of the sink's topic, into the checkpoint's transaction.
+// partition of the sink's topic, into the checkpoint's transaction, when
+// it changed since the writer's last markers (a new writer: since none,
+// which the readers take as no watermark). Markers are records the
+// readers keep in their checkpoints, so saying the same again adds
+// nothing, and would keep the topic from ever being purged to its end. A
+// checkpoint that fails does not lose them: its transaction goes on into
+// the next checkpoint's, or the job fails over and a new writer marks.
 func (w *writer) writeMarks(ctx context.Context) error {
+	if w.wm == w.markedWM && w.wmIdle == w.markedIdle {
+		return nil
+	}
+	w.markedWM, w.markedIdle = w.wm, w.wmIdle
 	cfg := w.sink.cfg
 	v := encodeMark(cfg.MarkWatermarks, w.wm, w.wmIdle)
 	for p := 0; p < cfg.MarkPartitions; p++ {
