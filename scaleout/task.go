@@ -202,8 +202,8 @@ func (t *Task) Sink(cfg kafka.SinkConfig) (*kafka.Sink, error) {
 // partitions: every record of a key reaches the same task of that stage,
 // whose keyed state then holds the key. The sink is the task's
 // exactly-once Kafka sink (see Sink), which also writes the task's
-// watermark into every partition of the topic at each checkpoint
-// (MarkAs), so the next stage's tasks take event time from all of this
+// watermark into every partition of the topic at each checkpoint where
+// it changed (MarkAs), so the next stage's tasks take event time from all of this
 // stage's tasks. Call Source first. It adds the operators with uids
 // "repartition" and "repartition-sink" to the job.
 func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.Record) string) error {
