@@ -119,3 +119,19 @@ func ProcessWithTimers[T, U any](k KeyedStream[T], uid string, setup func(*state
 		}, nil
 	}, nodeOpts(opts)...)}
 }
+
+// UpstreamMark is a watermark an upstream task wrote into a source's
+// input in order with its records (a scale-out repartition topic's
+// watermark marker, docs/design.md "Scale-out").
+type UpstreamMark = engine.UpstreamMark
+
+// UpstreamReader is implemented by source readers whose input carries
+// its upstream tasks' watermarks: with Watermarks, such a source's event
+// time is the smallest over those tasks (not idle; one not heard from
+// yet holds it back), not its records' timestamps (the Kafka connector
+// with kafka.SourceConfig.Upstreams).
+type UpstreamReader = engine.UpstreamReader
+
+// WatermarkWriter is implemented by sink writers that pass the watermark
+// reaching them on (the Kafka connector with kafka.SinkConfig.MarkWatermarks).
+type WatermarkWriter = engine.WatermarkWriter

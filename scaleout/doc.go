@@ -35,7 +35,9 @@
 //     topic, each record in partition state.Hash(key) modulo its
 //     partitions. The instance creates that topic (Config.RepartitionPartitions),
 //     the later stage's tasks read it from its start and delete what they
-//     committed past.
+//     committed past. Watermarks cross it as markers: with event time
+//     the later stage's watermark is the smallest of the writing tasks'
+//     (Task.Upstreams, Task.MarkAs).
 //
 // An input written with Kafka's default partitioner is partitioned by
 // record key, so a count by record key needs one stage:

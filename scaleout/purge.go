@@ -218,3 +218,40 @@ func partitionsOf(ctx context.Context, cl *kgo.Client, topic string) (int, error
 	}
 	return 0, kerr.UnknownTopicOrPartition
 }
+
+// listUpstreams names, for each stage after the first, the tasks of the
+// stage before it (by their partitions, kafka.Partition.String): the
+// writers of its repartition topic, whose watermark markers its tasks
+// wait for before event time moves (docs/design.md, "Scale-out"). A task
+// of a partition added later is heard from with its first marker.
+func (in *Instance) listUpstreams(ctx context.Context) (map[int][]string, error) {
+	cfg := in.cfg
+	out := map[int][]string{}
+	if len(cfg.Stages) < 2 {
+		return out, nil
+	}
+	cl, err := cfg.Client.NewClient()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	for k := 1; k < len(cfg.Stages); k++ {
+		var names []string
+		for _, topic := range cfg.Stages[k-1].Topics {
+			n, ok := in.parts[topic]
+			if !ok {
+				if n, err = partitionsOf(ctx, cl, topic); errors.Is(err, kerr.UnknownTopicOrPartition) {
+					n, err = 0, nil // none yet: its tasks add themselves
+				}
+				if err != nil {
+					return nil, fmt.Errorf("read the partition count of %s, whose tasks write the repartition topic %s: %w", topic, cfg.Stages[k].Topics[0], err)
+				}
+			}
+			for p := range n {
+				names = append(names, kafka.Partition{Topic: topic, Partition: int32(p)}.String())
+			}
+		}
+		out[k] = names
+	}
+	return out, nil
+}

@@ -118,7 +118,11 @@ type Instance struct {
 	stateDir string
 	// parts is the partition count of each repartition topic.
 	parts map[string]int
-	m     *kafka.Membership
+	// upstreams names, for each stage after the first, the tasks of the
+	// stage before it: the writers of its repartition topic, whose
+	// watermark markers its tasks wait for.
+	upstreams map[int][]string
+	m         *kafka.Membership
 
 	mu      sync.Mutex
 	tasks   map[kafka.Partition]*Task
@@ -235,6 +239,10 @@ func (in *Instance) Run(ctx context.Context) error {
 	cfg := in.cfg
 	var err error
 	if in.parts, err = in.ensureRepartitionTopics(ctx); err != nil {
+		close(in.joined)
+		return err
+	}
+	if in.upstreams, err = in.listUpstreams(ctx); err != nil {
 		close(in.joined)
 		return err
 	}

@@ -154,6 +154,9 @@ func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 	cfg.Group = t.in.cfg.Group
 	if t.Stage > 0 {
 		cfg.StartupMode = kafka.StartEarliest
+		if cfg.Upstreams == nil {
+			cfg.Upstreams = t.Upstreams()
+		}
 	}
 	src, err := kafka.NewSource(cfg)
 	if err != nil {
@@ -195,11 +198,14 @@ func (t *Task) Sink(cfg kafka.SinkConfig) (*kafka.Sink, error) {
 
 // Repartition ends the task's job by writing the records of s, unchanged
 // but for their topic and partition, into the repartition topic of stage
-// to (a later stage), in partition state.Hash(key(r)) modulo its
+// to (the next stage), in partition state.Hash(key(r)) modulo its
 // partitions: every record of a key reaches the same task of that stage,
 // whose keyed state then holds the key. The sink is the task's
-// exactly-once Kafka sink (see Sink). Call Source first. It adds the
-// operators with uids "repartition" and "repartition-sink" to the job.
+// exactly-once Kafka sink (see Sink), which also writes the task's
+// watermark into every partition of the topic at each checkpoint where
+// it changed (MarkAs), so the next stage's tasks take event time from all of this
+// stage's tasks. Call Source first. It adds the operators with uids
+// "repartition" and "repartition-sink" to the job.
 func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.Record) string) error {
 	stages := t.in.cfg.Stages
 	if to <= t.Stage || to >= len(stages) {
@@ -210,7 +216,11 @@ func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.R
 	if n == 0 { // unreachable: Run read the count before it joined
 		return fmt.Errorf("scale-out: the repartition topic %s has no partitions to partition by: %w", topic, flow.ErrInvalidJob)
 	}
-	sink, err := t.Sink(kafka.SinkConfig{Topic: topic, KeepPartition: true, Delivery: kafka.DeliveryExactlyOnce})
+	if to != t.Stage+1 {
+		return fmt.Errorf("scale-out: stage %d repartitions into stage %d: a stage's repartition topic is written by the stage just before it, whose tasks' watermarks its tasks wait for; repartition into stage %d, or reorder the stages: %w", t.Stage, to, t.Stage+1, flow.ErrInvalidJob)
+	}
+	sink, err := t.Sink(kafka.SinkConfig{Topic: topic, KeepPartition: true, Delivery: kafka.DeliveryExactlyOnce,
+		MarkWatermarks: t.MarkAs(), MarkPartitions: int(n)})
 	if err != nil {
 		return err
 	}
@@ -220,6 +230,26 @@ func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.R
 	}, flow.UID("repartition"), flow.Name("to-"+topic))
 	flow.To(out, sink, flow.UID("repartition-sink"), flow.Name("repartition-sink"))
 	return nil
+}
+
+// MarkAs is the name the task gives itself in the watermark markers it
+// writes into the next stage's repartition topic
+// (kafka.SinkConfig.MarkWatermarks): its partition, as Upstreams of the
+// next stage's tasks names it. Repartition sets it; a Build that writes
+// that topic with its own sink sets it too, with MarkPartitions the
+// topic's partition count (RepartitionPartitions).
+func (t *Task) MarkAs() string { return t.Partition.String() }
+
+// Upstreams names the tasks writing the repartition topic a task of a
+// stage after the first reads: every task of the stage before it, nil
+// for the first stage (kafka.SourceConfig.Upstreams, which Source sets).
+// With event time the task's watermark is the smallest of theirs, and
+// waits for each one's first marker (docs/design.md, "Scale-out").
+func (t *Task) Upstreams() []string {
+	if t.Stage == 0 {
+		return nil
+	}
+	return t.in.upstreams[t.Stage]
 }
 
 // RepartitionPartitions is the partition count of the repartition topic

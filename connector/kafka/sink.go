@@ -114,6 +114,16 @@ type SinkConfig struct {
 	// commit or abort of n releases them: backpressure reaches the
 	// sources instead of memory growing with the input rate.
 	MaxHeldBytes int64
+	// MarkWatermarks, when set, names the task writing a scale-out
+	// repartition topic: at every checkpoint the sink writes a watermark
+	// marker (HeaderWatermark) with the watermark reaching it into each
+	// of the topic's MarkPartitions partitions, inside the checkpoint's
+	// transaction, for the tasks reading the topic (SourceConfig.Upstreams;
+	// docs/design.md, "Scale-out"). Needs exactly-once, Topic,
+	// KeepPartition and a sink of parallelism 1.
+	MarkWatermarks string
+	// MarkPartitions is the partition count of Topic, with MarkWatermarks.
+	MarkPartitions int
 }
 
 func (c *SinkConfig) withDefaults() {
@@ -151,6 +161,9 @@ func (c *SinkConfig) validate() error {
 	}
 	if c.MaxHeldBytes < 0 {
 		return fmt.Errorf("MaxHeldBytes %d is negative", c.MaxHeldBytes)
+	}
+	if err := c.validateMarks(); err != nil {
+		return err
 	}
 	for i, s := range c.OffsetsOf {
 		if s == nil {
@@ -455,10 +468,15 @@ func (s *Sink) Close() error {
 // Open opens the writer of one subtask. The first writer of a (re)start
 // creates the shared producer unless Recover already did.
 func (s *Sink) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWriter[Record], error) {
+	if err := s.checkMarkedOpen(sc); err != nil {
+		return nil, err
+	}
 	w, err := s.open(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
+	// The sink's own writer marks; its dead-letter writers do not.
+	w.marks = s.cfg.MarkWatermarks != ""
 	return w, nil
 }
 
@@ -491,7 +509,7 @@ func (s *Sink) open(ctx context.Context, sc flow.SinkContext) (*writer, error) {
 		}
 		s.sess = sess
 	}
-	w := &writer{sink: s, sess: s.sess, subtask: sc.Subtask, log: log, prepared: -1, txn: s.exactlyOnce()}
+	w := &writer{sink: s, sess: s.sess, subtask: sc.Subtask, log: log, prepared: -1, txn: s.exactlyOnce(), wm: flow.NoWatermark, markedWM: flow.NoWatermark}
 	w.promise = w.produced
 	s.sess.writers[w] = true
 	return w, nil
@@ -604,6 +622,16 @@ type writer struct {
 
 	inflight sync.WaitGroup
 	err      atomic.Pointer[error] // first failed produce
+
+	// marks: the writer writes watermark markers at a Prepare when its
+	// watermark changed (SinkConfig.MarkWatermarks), wm and wmIdle the
+	// watermark reaching it (NoWatermark before any: the readers wait).
+	marks  bool
+	wm     int64
+	wmIdle bool
+	// markedWM and markedIdle are what the writer's last markers said.
+	markedWM   int64
+	markedIdle bool
 }
 
 func (w *writer) setErr(err error) { w.err.CompareAndSwap(nil, &err) }
@@ -723,6 +751,13 @@ func (w *writer) Prepare(ctx context.Context, checkpointID int64) ([]byte, error
 	case DeliveryNone:
 		return nil, w.firstErr()
 	case DeliveryExactlyOnce:
+		if w.marks {
+			// Into the checkpoint's transaction: the readers see the
+			// markers once it committed, after the records before them.
+			if err := w.writeMarks(ctx); err != nil {
+				return nil, err
+			}
+		}
 		s := w.sink
 		s.mu.Lock()
 		if w.sess.err != nil {

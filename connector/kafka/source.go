@@ -261,6 +261,10 @@ type reader struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 
+	// marks are the newest watermark markers per upstream task read
+	// since the engine last took them (SourceConfig.Upstreams).
+	marks map[string]flow.UpstreamMark
+
 	// pos holds every owned split's position: next is one past the last
 	// record emitted (or control record passed).
 	pos map[split]position

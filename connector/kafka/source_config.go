@@ -160,6 +160,14 @@ type SourceConfig struct {
 	// ids (before Kafka 2.8), and checkpoints written before positions
 	// carried the id, cannot be checked: their topic is taken as it is.
 	OnTopicRecreated TopicRecreated
+	// Upstreams, for a source reading a scale-out repartition topic,
+	// names the tasks writing it with watermark markers
+	// (SinkConfig.MarkWatermarks): with event time (flow.WithWatermarks)
+	// the source's watermark is the smallest of those tasks' (those not
+	// idle), and it waits for each one's first marker, instead of coming
+	// from the records' timestamps (docs/design.md, "Scale-out"). Markers
+	// are never data: every source skips them.
+	Upstreams []string
 }
 
 func (c *SourceConfig) withDefaults() {

@@ -117,6 +117,12 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 			if kr.Attrs.IsControl() {
 				continue
 			}
+			if len(kr.Headers) > 0 {
+				if v, ok := markOf(kr); ok {
+					r.takeMark(kr, v) // a watermark marker, not data
+					continue
+				}
+			}
 			rec := Record{
 				Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
 				Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp,

@@ -34,6 +34,8 @@ type scaleOut struct {
 	group    string
 	segs     []jobfile.Segment
 	in       *scaleout.Instance
+	// pipelines are the tasks' pipeline counters, on /metrics.
+	pipelines pipelineMetrics
 }
 
 // instanceName is the instance's name: the flag, the file, the host.
@@ -100,6 +102,11 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 	}
 	for i := range segs {
 		seg := &segs[i]
+		if i > 0 && (len(seg.Topics) != 1 || segs[i-1].Out != seg.Topics[0]) {
+			// Unreachable: the planner cuts a chain. The tasks of a
+			// segment wait for the watermarks of the segment before.
+			return fmt.Errorf("scale-out: sub-topology %d reads %v, not the repartition topic %s the one before it writes: %w", i, seg.Topics, segs[i-1].Out, flow.ErrInvalidJob)
+		}
 		topics := seg.Topics
 		if seg.CoPartitioned {
 			// The group assigns the anchor's partitions; the task of its
@@ -115,6 +122,7 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 				return nil, err
 			}
 			t.OnClose(b.CloseSink)
+			t.OnClose(so.pipelines.add(t.Name, b.Metrics))
 			t.UseSource(b.Sources[0])
 			return b.Env, nil
 		}})
@@ -183,11 +191,15 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 		return &tj
 	}
 	if seg.Index > 0 {
-		// A repartition topic is read from its start on a fresh task.
+		// A repartition topic is read from its start on a fresh task;
+		// its event time is what the tasks writing it marked
+		// (docs/design.md, "Scale-out").
 		tj.Source.Startup = jobfile.Startup{Mode: jobfile.StartEarliest}
+		tj.Task.Upstreams = t.Upstreams()
 	}
 	if seg.Out != "" {
 		tj.Task.Out, tj.Task.OutKey, tj.Task.OutPartitions = seg.Out, seg.OutKey, t.RepartitionPartitions(so.stageOf(seg.Out))
+		tj.Task.MarkAs = t.MarkAs()
 		tj.Sink = jobfile.SinkConfig{Topic: seg.Out, Delivery: jobfile.DeliveryExactlyOnce, MaxHeldBytes: so.jf.Sink.MaxHeldBytes, TransactionTimeout: so.jf.Sink.TransactionTimeout}
 	}
 	return &tj

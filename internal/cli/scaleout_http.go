@@ -32,7 +32,9 @@ import (
 //	GET /group      the job's instances and who holds which partition
 //	                (what onceflow status JOB.yaml prints)
 //	GET /metrics    every task's metrics (label job_name: the task's job),
-//	                Go runtime and process metrics
+//	                its pipeline's counters (late records of its windows,
+//	                duplicates of its dedupes), Go runtime and process
+//	                metrics
 
 //go:embed instanceui/index.html
 var instancePage []byte
@@ -61,7 +63,7 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), so.in.Metrics())
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), so.in.Metrics(), &so.pipelines)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if msg := so.unhealthy(); msg != "" {

@@ -92,6 +92,8 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 			OffsetsOf:          srcs,
 			MaxHeldBytes:       jf.Sink.MaxHeldBytes,
 			TransactionTimeout: jf.Sink.TransactionTimeout,
+			MarkWatermarks:     markAs(jf.Task),
+			MarkPartitions:     markPartitions(jf.Task),
 		})
 		if err != nil {
 			return nil, err
@@ -234,7 +236,35 @@ func newSource(jf *jobfile.JobFile, sc jobfile.SourceConfig, cc kafka.ClientConf
 		Bounded:           sc.Bounded,
 		OnTopicRecreated:  connectorRecreated[sc.OnTopicRecreated],
 		Partitions:        partitionsOf(jf.Task.PartitionsOrNil(), sc.Topics),
+		Upstreams:         upstreamsOf(jf.Task),
 	})
+}
+
+// markAs is the name a scale-out task writing a repartition topic marks
+// its watermarks with, "" for another job (docs/design.md, "Scale-out").
+func markAs(t *jobfile.TaskSpec) string {
+	if !t.Repartitions() {
+		return ""
+	}
+	return t.MarkAs
+}
+
+// markPartitions is the partition count of the repartition topic a task
+// marks, 0 without markers.
+func markPartitions(t *jobfile.TaskSpec) int {
+	if markAs(t) == "" {
+		return 0
+	}
+	return t.OutPartitions
+}
+
+// upstreamsOf names the tasks writing the repartition topic a scale-out
+// task reads, nil for another job.
+func upstreamsOf(t *jobfile.TaskSpec) []string {
+	if t == nil {
+		return nil
+	}
+	return t.Upstreams
 }
 
 // partitionsOf is the part of a scale-out task's partitions (nil: not a

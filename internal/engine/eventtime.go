@@ -72,9 +72,49 @@ func WithWatermarks(spec any) NodeOption { return func(n *Node) { n.watermarks =
 // they never collide with a source's split names; the runtime removes
 // them before a source reader sees its restored positions.
 const (
-	wmSplitPrefix = "\x00wm/split/" // + split name: the split's newest timestamp
-	wmRangePrefix = "\x00wm/kg/"    // + first-last key group: a keyed operator's watermark
+	wmSplitPrefix    = "\x00wm/split/"    // + split name: the split's newest timestamp
+	wmRangePrefix    = "\x00wm/kg/"       // + first-last key group: a keyed operator's watermark
+	wmUpstreamPrefix = "\x00wm/upstream/" // + upstream task: the newest watermark it sent in-band
 )
+
+// UpstreamMark is a watermark an upstream task wrote into a source's
+// input, in order with its records: a scale-out repartition topic's
+// watermark marker (docs/design.md, "Scale-out").
+type UpstreamMark struct {
+	// Upstream names the task that wrote it.
+	Upstream string
+	// Watermark is that task's watermark when it wrote the mark.
+	Watermark int64
+	// Idle says the task had no input holding event time back: its
+	// Watermark does not count until it sends one that is not idle.
+	Idle bool
+}
+
+// UpstreamReader is implemented by source readers whose input is written
+// by upstream tasks that put their watermarks into it (a scale-out task
+// reading a repartition topic). A source with event time whose reader
+// says Upstreams() is not empty takes its watermark from the marks
+// instead of its records' timestamps: the smallest over the upstream
+// tasks that are not idle, each holding event time back until its first
+// mark. Records still count as late against it.
+type UpstreamReader interface {
+	// Upstreams names every upstream task whose marks the source must
+	// hear before event time moves; a mark from a task not listed adds
+	// it.
+	Upstreams() []string
+	// TakeMarks returns the marks read since the last call, in order.
+	// Called from the source's subtask between polls.
+	TakeMarks() []UpstreamMark
+}
+
+// WatermarkWriter is implemented by sink writers that pass the watermark
+// reaching them on: a scale-out repartition sink writes it into every
+// partition of its topic (UpstreamReader reads it). Called from the
+// sink's subtask, between its Write calls, each time the watermark or
+// idleness reaching the sink changes.
+type WatermarkWriter interface {
+	Watermark(wm int64, idle bool)
+}
 
 // splitTime is one split's progress.
 type splitTime struct {
@@ -107,13 +147,24 @@ type wmGen[T any] struct {
 	// lateWarned is when that was logged (unix ns, 0: never).
 	late       map[string]int64
 	lateWarned int64
+	// up is the reader of marks from upstream tasks (nil: the watermark
+	// comes from the records' timestamps); ups is each upstream task's
+	// newest mark.
+	up  UpstreamReader
+	ups map[string]*upstreamTime
+}
+
+// upstreamTime is what a source knows of one upstream task's event time.
+type upstreamTime struct {
+	wm   int64 // the newest watermark it sent; NoWatermark: none yet
+	idle bool
 }
 
 // lateWarnEvery bounds how often a source subtask warns about records
 // behind its watermark.
 const lateWarnEvery = 10 * time.Second
 
-func newWMGen[T any](spec WatermarkSpec[T], reader any, restored map[string]int64, now int64) *wmGen[T] {
+func newWMGen[T any](spec WatermarkSpec[T], reader any, restored, restoredUp map[string]int64, now int64) *wmGen[T] {
 	g := &wmGen[T]{spec: spec, ooo: spec.MaxOutOfOrderness.Milliseconds(), splits: map[string]*splitTime{}, restored: restored, emitted: NoWatermark, started: now, checked: now}
 	g.interval = int64(spec.Interval)
 	if g.interval <= 0 {
@@ -122,7 +173,56 @@ func newWMGen[T any](spec WatermarkSpec[T], reader any, restored map[string]int6
 	if l, ok := reader.(SplitLister); ok {
 		g.lister = l
 	}
+	if u, ok := reader.(UpstreamReader); ok && len(u.Upstreams()) > 0 {
+		g.up = u
+		g.ups = map[string]*upstreamTime{}
+		for _, name := range u.Upstreams() {
+			g.ups[name] = &upstreamTime{wm: NoWatermark}
+		}
+		for name, wm := range restoredUp {
+			if g.ups[name] == nil {
+				g.ups[name] = &upstreamTime{wm: NoWatermark}
+			}
+			g.ups[name].wm = max(g.ups[name].wm, wm)
+		}
+	}
 	return g
+}
+
+// takeMarks applies the marks the reader read since the last call.
+func (g *wmGen[T]) takeMarks() {
+	for _, m := range g.up.TakeMarks() {
+		u := g.ups[m.Upstream]
+		if u == nil {
+			u = &upstreamTime{wm: NoWatermark}
+			g.ups[m.Upstream] = u
+		}
+		u.idle = m.Idle
+		if !m.Idle {
+			u.wm = max(u.wm, m.Watermark)
+		}
+	}
+}
+
+// upstreamCurrent is current for a source whose watermark comes from its
+// upstream tasks' marks: the smallest over those not idle (one not heard
+// from yet holds it back), idle when all are. No idle timeout applies:
+// an upstream task that sends nothing is down or late, and its records
+// are still to come.
+func (g *wmGen[T]) upstreamCurrent() (wm int64, idle bool) {
+	g.takeMarks()
+	wm, idle = MaxWatermark, true
+	for _, u := range g.ups {
+		if u.idle {
+			continue
+		}
+		idle = false
+		wm = min(wm, u.wm)
+	}
+	if idle {
+		return NoWatermark, true
+	}
+	return wm, false
 }
 
 // split returns the progress of split name, created on first sight (with
@@ -156,6 +256,18 @@ func (g *wmGen[T]) record(x T) (late bool) {
 	if g.spec.Split != nil {
 		name = g.spec.Split(x)
 	}
+	if g.up != nil {
+		// Event time comes from the upstream tasks' marks; a record is
+		// only checked against it.
+		if ts != NoTimestamp && ts <= g.emitted {
+			if g.late == nil {
+				g.late = map[string]int64{}
+			}
+			g.late[name]++
+			return true
+		}
+		return false
+	}
 	s := g.split(name, g.checked)
 	s.delivered = true
 	if ts == NoTimestamp {
@@ -182,6 +294,13 @@ func (g *wmGen[T]) warnLate(now int64, log *slog.Logger) {
 	}
 	g.lateWarned = now
 	for _, name := range slices.Sorted(maps.Keys(g.late)) {
+		if g.up != nil {
+			log.Warn("records read from a repartition topic were older than the watermark its upstream tasks had already sent: they were late in the task that read them from the input too "+
+				"(later than the out-of-orderness bound there, or back from idleness), and event-time operators downstream take them as late; "+
+				"raise event-time.max-out-of-orderness, or the windows' allowed-lateness, to keep them",
+				"split", name, "late_records", g.late[name], "watermark", time.UnixMilli(g.emitted).UTC().Format(time.RFC3339Nano))
+			continue
+		}
 		log.Warn("a source split delivered records older than the watermark the source had already emitted: event-time operators downstream take them as late (a window beyond its allowed lateness drops them, or sends them to its late topic). "+
 			"If the split is a partition added to the topic while the job ran, they were written before partition discovery found it: "+
 			"keep the discovery interval short (job file source.discovery-interval, kafka.SourceConfig.DiscoveryInterval; such records are late by about that much), "+
@@ -198,6 +317,9 @@ func (g *wmGen[T]) due(now int64) bool { return now-g.checked >= g.interval }
 // idle (or it has none).
 func (g *wmGen[T]) current(now int64) (wm int64, idle bool) {
 	g.checked = now
+	if g.up != nil {
+		return g.upstreamCurrent()
+	}
 	var names []string
 	if g.lister != nil {
 		names = g.lister.AssignedSplits()
@@ -262,6 +384,16 @@ func (g *wmGen[T]) snapshot(blobs map[string][]byte) map[string][]byte {
 			out[wmSplitPrefix+name] = binary.AppendVarint(nil, s.newest)
 		}
 	}
+	if g.up != nil {
+		// The marks read up to the barrier: the reader's positions are
+		// past them.
+		g.takeMarks()
+		for name, u := range g.ups {
+			if u.wm != NoWatermark {
+				out[wmUpstreamPrefix+name] = binary.AppendVarint(nil, u.wm)
+			}
+		}
+	}
 	// A split restored but neither listed nor read by this subtask is
 	// left out: its reader stores its time. (Without a SplitLister a
 	// subtask cannot tell, and such a split restarts from no time; the
@@ -271,28 +403,35 @@ func (g *wmGen[T]) snapshot(blobs map[string][]byte) map[string][]byte {
 }
 
 // splitEventTime separates a source's restored blobs into the reader's
-// positions and the splits' newest timestamps.
-func splitEventTime(blobs map[string][]byte) (positions map[string][]byte, times map[string]int64, err error) {
+// positions, the splits' newest timestamps and the upstream tasks'
+// newest watermarks.
+func splitEventTime(blobs map[string][]byte) (positions map[string][]byte, times, ups map[string]int64, err error) {
 	if blobs == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	positions = make(map[string][]byte, len(blobs))
 	for k, v := range blobs {
+		into, what := &times, "split"
 		name, ok := strings.CutPrefix(k, wmSplitPrefix)
+		if !ok {
+			if name, ok = strings.CutPrefix(k, wmUpstreamPrefix); ok {
+				into, what = &ups, "upstream task"
+			}
+		}
 		if !ok {
 			positions[k] = v
 			continue
 		}
 		ts, n := binary.Varint(v)
 		if n <= 0 {
-			return nil, nil, fmt.Errorf("damaged event time of split %q in the checkpoint", name)
+			return nil, nil, nil, fmt.Errorf("damaged event time of %s %q in the checkpoint", what, name)
 		}
-		if times == nil {
-			times = map[string]int64{}
+		if *into == nil {
+			*into = map[string]int64{}
 		}
-		times[name] = ts
+		(*into)[name] = ts
 	}
-	return positions, times, nil
+	return positions, times, ups, nil
 }
 
 // watermarkBlob is a keyed operator subtask's watermark in its checkpoint.

@@ -174,7 +174,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 	att := st.att
 	n := st.head
 	sc := SourceContext{Job: att.cfg.Job, UID: n.uid, Subtask: st.index, Parallelism: st.par, RestoredCheckpoint: att.restoredID(), Checkpointing: att.cfg.Checkpoint, Logger: att.log.With("operator", n.uid, "subtask", st.index)}
-	positions, times, err := splitEventTime(att.sourceRestore(n.uid))
+	positions, times, ups, err := splitEventTime(att.sourceRestore(n.uid))
 	if err != nil {
 		fail(fmt.Errorf("%w: source %q: %w", ErrRestoreRefused, n.uid, err))
 	}
@@ -184,7 +184,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 	}
 	var gen *wmGen[T]
 	if spec, ok := n.watermarks.(WatermarkSpec[T]); ok {
-		gen = newWMGen(spec, reader, times, time.Now().UnixNano())
+		gen = newWMGen(spec, reader, times, ups, time.Now().UnixNano())
 	}
 	// sendWatermark emits the subtask's watermark, or its idleness, when
 	// either changed, and warns about late records.
@@ -384,6 +384,10 @@ func (s *sinkOp[T]) rejected(x T, err error) {
 
 func (s *sinkOp[T]) control(c ctl) {
 	switch c.kind {
+	case ctlWatermark:
+		if ww, ok := s.w.(WatermarkWriter); ok {
+			ww.Watermark(c.wm, c.idle)
+		}
 	case ctlFlush:
 		s.st.out.Add(s.count & 255)
 		s.count &^= 255

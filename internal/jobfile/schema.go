@@ -68,6 +68,13 @@ type TaskSpec struct {
 	// OutPartitions of the expression OutKey; "" for the job's own sink.
 	Out, OutKey   string
 	OutPartitions int
+	// MarkAs names the task in the watermark markers it writes into Out
+	// (kafka.SinkConfig.MarkWatermarks); Upstreams names the tasks
+	// writing the repartition topic the task reads, whose markers its
+	// source waits for (kafka.SourceConfig.Upstreams; docs/design.md,
+	// "Scale-out").
+	MarkAs    string
+	Upstreams []string
 }
 
 // PartitionsOrNil is the partitions a task reads, nil for a whole job.
