@@ -22,7 +22,9 @@ import (
 // 8 partitions into Kafka with exactly-once checkpoints: the committed
 // output equals the reference computation (queries.Reference) over the
 // same events, record for record as a multiset, or for an updating
-// query (q15 to q17) the last row of each group. The events are dated 100
+// query (q15 to q17) the last row of each group. The joins (q3, q7, q8,
+// q20, q23) keep their rows longer than the run, so their output is the
+// batch join's whatever order the sides meet in. The events are dated 100
 // a second from 50 s before midnight, so they span 100 s of event time
 // and two days: q11's sessions close and reopen, q15 to q17 have a group
 // per day. With ONCEFLOW_LONG=1, 200,000 events (2,000 s of event time).
@@ -42,7 +44,7 @@ func TestNexmarkQueriesMatchReference(t *testing.T) {
 		t.Fatalf("nexmark generate: exit %d\n%s", code, stderr)
 	}
 	names := queries.Names()
-	for _, want := range []string{"q0", "q1", "q2", "q11", "q15", "q16", "q17", "q21", "q22"} {
+	for _, want := range []string{"q0", "q1", "q2", "q3", "q7", "q8", "q11", "q15", "q16", "q17", "q20", "q21", "q22", "q23"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("queries %v: no %s", names, want)
 		}
@@ -57,8 +59,9 @@ func TestNexmarkQueriesMatchReference(t *testing.T) {
 			rows += k
 		}
 		// A query that keeps no event or every one proves little here; a
-		// per-day query over two days has at least two groups.
-		if rows < 2 || rows >= events {
+		// per-day query over two days has at least two groups. A join
+		// (q23) may make more rows than there are events.
+		if rows < 2 || rows == events {
 			t.Fatalf("%s: the reference makes %d rows of %d events", q, rows, events)
 		}
 		for _, lang := range queries.Langs(q) {
