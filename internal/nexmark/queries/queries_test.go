@@ -153,3 +153,57 @@ func TestUnsupported(t *testing.T) {
 		t.Logf("%s: %v", q, err)
 	}
 }
+
+// In the named form (a join's, docs/design.md "### Named streams") the
+// overrides go to every source and the one sink, and Discard's step ends
+// the stream that sink reads, not another; several sinks, or a sink
+// reading a source, are refused.
+func TestInstantiateNamed(t *testing.T) {
+	const named = `job: x
+sources:
+  a: { topics: [t1], group: g1 }
+  b: { topics: [t2], group: g1 }
+streams:
+  side: { from: [a], steps: [ { filter: { if: "true" } } ] }
+  out: { from: [side, b], steps: [ { join: { ttl: 1h } } ] }
+sinks:
+  s: { from: out, topic: old }
+`
+	b, err := Instantiate([]byte(named), Overrides{Input: "in", Group: "g", Output: "new", Bounded: true, Discard: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		Sources map[string]struct {
+			Topics  []string
+			Group   string
+			Bounded bool
+		}
+		Streams map[string]struct{ Steps []map[string]map[string]any }
+		Sinks   map[string]struct{ From, Topic string }
+		Sink    any
+	}
+	if err := yaml.Unmarshal(b, &job); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range job.Sources {
+		if !slices.Equal(src.Topics, []string{"in"}) || src.Group != "g" || !src.Bounded {
+			t.Errorf("source %s not overridden:\n%s", name, b)
+		}
+	}
+	if len(job.Sources) != 2 || job.Sinks["s"].Topic != "new" || job.Sink != nil {
+		t.Errorf("sink not overridden, or a one-source sink added:\n%s", b)
+	}
+	out, side := job.Streams["out"].Steps, job.Streams["side"].Steps
+	if len(out) != 2 || out[1]["filter"]["if"] != "false" || len(side) != 1 || side[0]["filter"]["if"] != "true" {
+		t.Errorf("Discard's step is not the last of the sink's stream alone:\n%s", b)
+	}
+	for src, msg := range map[string]string{
+		named + "  t: { from: side, topic: x }\n":           "has 2 sinks, want one",
+		strings.Replace(named, "from: out,", "from: a,", 1): `a sink reading "a", which is no stream`,
+	} {
+		if _, err := Instantiate([]byte(src), Overrides{Output: "o"}); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%v, want an error saying %q", err, msg)
+		}
+	}
+}
