@@ -99,9 +99,9 @@ func TestNexmarkQueriesMatchReference(t *testing.T) {
 
 // nexmark run, in this process (--cpuprofile: the test binary cannot be
 // started as onceflow), on a broker of the test's: it loads the events,
-// runs q2 in SQL and as a job file and q15 (an updating result) into
-// Kafka and discarded, checks each output's count against the reference
-// and prints the table.
+// runs q2 in SQL and as a job file, q15 (an updating result) and q3 (a
+// join, compiled to the named form) into Kafka and discarded, checks
+// each output's count against the reference and prints the table.
 func TestNexmarkRunSmall(t *testing.T) {
 	c := kafkatest.Start(t, broker.Config{})
 	dir := t.TempDir()
@@ -111,19 +111,20 @@ func TestNexmarkRunSmall(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "query q15 has no yaml file") {
 		t.Errorf("--query q15 --lang yaml: exit %d\n%s", code, stderr)
 	}
-	code, stdout, stderr := runMain("nexmark", "run", "--brokers", c.Addr, "--events", "3000", "--query", "q2.sql,q2.yaml,q15",
+	code, stdout, stderr := runMain("nexmark", "run", "--brokers", c.Addr, "--events", "3000", "--query", "q2.sql,q2.yaml,q15,q3",
 		"--backends", "memory", "--checkpoint-interval", "200ms", "--progress", "0", "--cpuprofile", filepath.Join(dir, "prof"))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	t.Logf("\n%s", stdout)
 	for _, want := range []string{`franz-go txn loop \(ceiling\) +- +kafka +3000 `, `q2\.sql +memory +kafka +\d+ `,
-		`q2\.sql +memory +discard +0 `, `q2\.yaml +memory +kafka +\d+ `, `q15\.sql +memory +kafka +\d+ `, `1\.00×`} {
+		`q2\.sql +memory +discard +0 `, `q2\.yaml +memory +kafka +\d+ `, `q15\.sql +memory +kafka +\d+ `,
+		`q3\.sql +memory +kafka +[1-9]\d* `, `q3\.sql +memory +discard +0 `, `1\.00×`} {
 		if !regexp.MustCompile(want).MatchString(stdout) {
 			t.Errorf("the table has no line matching %q:\n%s", want, stdout)
 		}
 	}
-	for _, run := range []string{"q2-sql-memory-kafka", "q2-sql-memory-discard", "q2-yaml-memory-kafka", "q15-sql-memory-kafka"} {
+	for _, run := range []string{"q2-sql-memory-kafka", "q2-sql-memory-discard", "q2-yaml-memory-kafka", "q15-sql-memory-kafka", "q3-sql-memory-kafka"} {
 		if st, err := os.Stat(filepath.Join(dir, "prof-"+run+".pprof")); err != nil || st.Size() == 0 {
 			t.Errorf("no CPU profile of the %s run: %v", run, err)
 		}
