@@ -59,7 +59,7 @@ func nexmarkRunFlags(fs *flag.FlagSet) nexmarkRunOpts {
 // start validates the run flags and runs gen's events through them.
 func (o nexmarkRunOpts) start(ctx context.Context, e *env, gen *nexmarkGen) error {
 	n := &nexmarkRun{
-		e: e, brokers: gen.brokers, input: gen.topic, events: gen.events, seed: gen.g.Config().Seed,
+		e: e, brokers: gen.brokers, input: gen.topic, events: gen.events, cfg: gen.g.Config(),
 		backends: splitList(*o.backends), sinks: splitList(*o.sinks),
 		ceiling: *o.ceiling, interval: *o.interval, cpuProfile: *o.cpuProfile,
 	}
@@ -123,11 +123,14 @@ func splitList(s string) []string {
 
 // nexmarkRun is one nexmark run invocation.
 type nexmarkRun struct {
-	e          *env
-	brokers    []string
-	input      string
-	events     int64
-	seed       int64
+	e       *env
+	brokers []string
+	input   string
+	events  int64
+	// cfg is the generator's: the reference computes over the same
+	// events, dated as they were (a windowed query's windows depend on
+	// --event-rate and --base-time, not only the seed).
+	cfg        nexmark.Config
 	queries    []string // query and language: q0.sql, q0.yaml
 	backends   []string
 	sinks      []string
@@ -301,13 +304,13 @@ func (n *nexmarkRun) expected(q string) (count int64, exact bool, err error) {
 	if _, err := queries.Selects(q, &nexmark.Event{}); err != nil {
 		// Not a query of one row per event at most: the reference
 		// computes its whole result.
-		rows, err := queries.Reference(q, nexmark.Config{Seed: n.seed}, n.events)
+		rows, err := queries.Reference(q, n.cfg, n.events)
 		for _, k := range rows {
 			count += int64(k)
 		}
 		return count, queries.GroupKey(q) == nil, err
 	}
-	g, err := nexmark.New(nexmark.Config{Seed: n.seed})
+	g, err := nexmark.New(n.cfg)
 	if err != nil {
 		return 0, false, err
 	}
@@ -512,7 +515,7 @@ func loadAvg() (string, error) {
 
 func (n *nexmarkRun) printTable(rs []nexmarkResult, load1, load2 string) {
 	fmt.Fprintf(n.e.stdout, "%d Nexmark events (seed %d) from %s, 8 partitions, checkpoints every %v; %d CPUs, load average %s at the start, %s at the end\n",
-		n.events, n.seed, n.input, n.interval, runtime.NumCPU(), load1, load2)
+		n.events, n.cfg.Seed, n.input, n.interval, runtime.NumCPU(), load1, load2)
 	var ceiling float64
 	if len(rs) > 0 && rs[0].backend == "-" {
 		ceiling = float64(n.events) / rs[0].cpu.Seconds()

@@ -171,6 +171,8 @@ func Job(ref string, o Overrides) ([]byte, error) {
 // planner writes it as a last step dropping every row (filter "false",
 // commented as the blackhole's) before a sink named after the job. That
 // step goes, so the rows reach the sink, and the sink writes to topic.
+// A join compiles to the named form (docs/design.md, "### Named
+// streams"): there the step is the last of the stream the one sink reads.
 // A job file without the step is an error: every Nexmark query writes to
 // a blackhole table.
 func unBlackhole(src []byte, topic string) ([]byte, error) {
@@ -182,17 +184,56 @@ func unBlackhole(src []byte, topic string) ([]byte, error) {
 		return nil, fmt.Errorf("the compiled job file is not one YAML document")
 	}
 	root := doc.Content[0]
-	steps := get(root, "pipeline")
+	steps, sink, err := output(root)
+	if err != nil {
+		return nil, fmt.Errorf("the compiled job file %w", err)
+	}
 	if steps == nil || steps.Kind != yaml.SequenceNode || len(steps.Content) == 0 {
-		return nil, fmt.Errorf("the compiled job file has no pipeline")
+		return nil, fmt.Errorf("the compiled job file has no steps before its sink")
 	}
 	last := steps.Content[len(steps.Content)-1]
 	if f := get(last, "filter", "if"); f == nil || f.Value != "false" || !strings.Contains(last.Content[0].LineComment+get(last, "filter").LineComment, "blackhole") {
 		return nil, fmt.Errorf("the query does not write to a blackhole table (its last step is not the blackhole's)")
 	}
 	steps.Content = steps.Content[:len(steps.Content)-1]
-	set(root, &yaml.Node{Kind: yaml.ScalarNode, Value: topic}, "sink", "topic")
+	set(sink, &yaml.Node{Kind: yaml.ScalarNode, Value: topic}, "topic")
 	return yaml.Marshal(&doc)
+}
+
+// output returns the steps whose records the job file root's sink writes
+// and that sink's mapping: pipeline and sink in the one-source form; in
+// the named form the one sink of sinks and the steps of the stream it
+// reads from. The steps are nil when there are none yet (a one-source
+// job without pipeline). Several sinks, or a sink reading a source, is
+// an error: no Nexmark query has them.
+func output(root *yaml.Node) (steps, sink *yaml.Node, err error) {
+	sinks := get(root, "sinks")
+	if sinks == nil {
+		sink = get(root, "sink")
+		if sink == nil || sink.Kind != yaml.MappingNode {
+			sink = &yaml.Node{Kind: yaml.MappingNode}
+			set(root, sink, "sink")
+		}
+		return get(root, "pipeline"), sink, nil
+	}
+	if sinks.Kind != yaml.MappingNode || len(sinks.Content) != 2 {
+		return nil, nil, fmt.Errorf("has %d sinks, want one", len(sinks.Content)/2)
+	}
+	sink = sinks.Content[1]
+	from := get(sink, "from")
+	if from == nil || from.Kind != yaml.ScalarNode {
+		return nil, nil, fmt.Errorf("has a sink without from")
+	}
+	stream := get(root, "streams", from.Value)
+	if stream == nil || stream.Kind != yaml.MappingNode {
+		return nil, nil, fmt.Errorf("has a sink reading %q, which is no stream", from.Value)
+	}
+	steps = get(stream, "steps")
+	if steps == nil {
+		steps = &yaml.Node{Kind: yaml.SequenceNode}
+		set(stream, steps, "steps")
+	}
+	return steps, sink, nil
 }
 
 // Overrides are the settings of a job file Instantiate replaces; a zero
@@ -243,17 +284,38 @@ func Instantiate(src []byte, o Overrides) ([]byte, error) {
 	if len(o.Brokers) > 0 {
 		set(root, list(o.Brokers...), "kafka", "brokers")
 	}
-	if o.Input != "" {
-		set(root, list(o.Input), "source", "topics")
+	// A one-source job's source, or each source of the named form: the
+	// Nexmark queries read one topic, through one source or several.
+	sources := []*yaml.Node{}
+	if named := get(root, "sources"); named != nil && named.Kind == yaml.MappingNode {
+		for i := 1; i < len(named.Content); i += 2 {
+			sources = append(sources, named.Content[i])
+		}
+	} else {
+		src := get(root, "source")
+		if src == nil || src.Kind != yaml.MappingNode {
+			src = &yaml.Node{Kind: yaml.MappingNode}
+			set(root, src, "source")
+		}
+		sources = append(sources, src)
 	}
-	if o.Group != "" {
-		set(root, scalar(o.Group), "source", "group")
+	for _, src := range sources {
+		if o.Input != "" {
+			set(src, list(o.Input), "topics")
+		}
+		if o.Group != "" {
+			set(src, scalar(o.Group), "group")
+		}
+		if o.Bounded {
+			set(src, scalar("true"), "bounded")
+		}
 	}
-	if o.Bounded {
-		set(root, scalar("true"), "source", "bounded")
+	steps, sink, err := output(root)
+	if err != nil {
+		return nil, fmt.Errorf("nexmark: the job file %w", err)
 	}
 	if o.Output != "" {
-		set(root, scalar(o.Output), "sink", "topic")
+		set(sink, scalar(o.Output), "topic")
 	}
 	if o.StateDir != "" {
 		set(root, scalar(o.StateDir), "state", "dir")
@@ -265,7 +327,6 @@ func Instantiate(src []byte, o Overrides) ([]byte, error) {
 		set(root, scalar(o.Interval.String()), "checkpointing", "interval")
 	}
 	if o.Discard {
-		steps := get(root, "pipeline")
 		if steps == nil || steps.Kind != yaml.SequenceNode {
 			steps = &yaml.Node{Kind: yaml.SequenceNode}
 			set(root, steps, "pipeline")

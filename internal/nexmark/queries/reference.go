@@ -166,6 +166,8 @@ func Reference(name string, cfg nexmark.Config, events int64) (map[string]int, e
 		return rows, sessions(each, rows)
 	case "q15", "q16", "q17":
 		return rows, dailyStats(name, each, rows)
+	case "q3", "q7", "q8", "q20", "q23":
+		return rows, joins(name, each, rows)
 	}
 	return nil, fmt.Errorf("nexmark: no reference computation for %q", name)
 }
@@ -292,6 +294,141 @@ func dailyStats(name string, each func(func(*nexmark.Event)), rows map[string]in
 			return err
 		}
 		rows[string(out)]++
+	}
+	return nil
+}
+
+// joins is q3, q7, q8, q20 and q23, each a regular inner join whose ttl
+// outlasts the run, so its result is that of a batch join of all the
+// events, whatever order the two sides arrive in: every pair of rows
+// meeting the conditions, once (docs/design.md, "### SQL"). The events
+// are gathered, then joined through maps.
+func joins(name string, each func(func(*nexmark.Event)), rows map[string]int) error {
+	var (
+		people   []nexmark.Person
+		auctions []nexmark.Auction
+		bids     []nexmark.Bid
+	)
+	each(func(e *nexmark.Event) {
+		switch e.Type {
+		case nexmark.PersonEvent:
+			people = append(people, e.Person)
+		case nexmark.AuctionEvent:
+			auctions = append(auctions, e.Auction)
+		case nexmark.BidEvent:
+			bids = append(bids, e.Bid)
+		}
+	})
+	emit := func(row map[string]any) error {
+		out, err := json.Marshal(row)
+		rows[string(out)]++
+		return err
+	}
+	// The 10 s tumbling window (q7, q8) holding t: windows start at
+	// multiples of 10 s since the epoch.
+	const size = nexmark.Timestamp(10_000)
+	window := func(t nexmark.Timestamp) nexmark.Timestamp { return t - t%size }
+	switch name {
+	case "q3": // sellers in OR, ID or CA of auctions in category 10
+		sellers := map[int64][]nexmark.Person{}
+		for _, p := range people {
+			if p.State == "OR" || p.State == "ID" || p.State == "CA" {
+				sellers[p.ID] = append(sellers[p.ID], p)
+			}
+		}
+		for _, a := range auctions {
+			if a.Category != 10 {
+				continue
+			}
+			for _, p := range sellers[a.Seller] {
+				if err := emit(map[string]any{"name": p.Name, "city": p.City, "state": p.State, "id": num(a.ID)}); err != nil {
+					return err
+				}
+			}
+		}
+	case "q20": // bids on auctions in category 10, with the auction's columns
+		byID := map[int64][]nexmark.Auction{}
+		for _, a := range auctions {
+			if a.Category == 10 {
+				byID[a.ID] = append(byID[a.ID], a)
+			}
+		}
+		for _, b := range bids {
+			for _, a := range byID[b.Auction] {
+				if err := emit(map[string]any{"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price),
+					"channel": b.Channel, "url": b.URL, "bid_dateTime": b.DateTime.String(), "bid_extra": b.Extra,
+					"itemName": a.ItemName, "description": a.Description, "initialBid": num(a.InitialBid),
+					"reserve": num(a.Reserve), "auction_dateTime": a.DateTime.String(), "expires": a.Expires.String(),
+					"seller": num(a.Seller), "category": num(a.Category), "auction_extra": a.Extra}); err != nil {
+					return err
+				}
+			}
+		}
+	case "q23": // each bid with its bidder and each auction the bidder sells
+		byID := map[int64][]nexmark.Person{}
+		for _, p := range people {
+			byID[p.ID] = append(byID[p.ID], p)
+		}
+		bySeller := map[int64][]nexmark.Auction{}
+		for _, a := range auctions {
+			bySeller[a.Seller] = append(bySeller[a.Seller], a)
+		}
+		for _, b := range bids {
+			for _, p := range byID[b.Bidder] {
+				for _, a := range bySeller[b.Bidder] {
+					if err := emit(map[string]any{"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price),
+						"channel": b.Channel, "url": b.URL, "name": p.Name, "itemName": a.ItemName}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case "q7": // the bids at each 10 s window's highest price, dated within it or at its end
+		highest := map[nexmark.Timestamp]int64{} // window start → highest price
+		byPrice := map[int64][]nexmark.Bid{}
+		for _, b := range bids {
+			w := window(b.DateTime)
+			if m, ok := highest[w]; !ok || b.Price > m {
+				highest[w] = b.Price
+			}
+			byPrice[b.Price] = append(byPrice[b.Price], b)
+		}
+		for start, price := range highest {
+			for _, b := range byPrice[price] {
+				if b.DateTime < start || b.DateTime > start+size {
+					continue
+				}
+				if err := emit(map[string]any{"auction": num(b.Auction), "price": num(b.Price), "bidder": num(b.Bidder),
+					"dateTime": b.DateTime.String(), "extra": b.Extra}); err != nil {
+					return err
+				}
+			}
+		}
+	case "q8": // the people who opened an auction in the 10 s window they joined in
+		type group struct {
+			seller int64
+			start  nexmark.Timestamp
+		}
+		selling := map[group]bool{}
+		for _, a := range auctions {
+			selling[group{a.Seller, window(a.DateTime)}] = true
+		}
+		type person struct {
+			id    int64
+			name  string
+			start nexmark.Timestamp
+		}
+		seen := map[person]bool{} // GROUP BY id, name, window
+		for _, p := range people {
+			k := person{p.ID, p.Name, window(p.DateTime)}
+			if seen[k] || !selling[group{p.ID, k.start}] {
+				continue
+			}
+			seen[k] = true
+			if err := emit(map[string]any{"id": num(p.ID), "name": p.Name, "stime": k.start.String()}); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
