@@ -398,39 +398,19 @@ func fencedRowScenario(t *testing.T, scenario func(*testing.T, func() flow.Sink[
 // A start that restores no checkpoint settles what an earlier run left
 // prepared by the commit record (dbtest.PreparedSettledByTheRecord).
 func TestPreparedSettledByTheRecord(t *testing.T) {
-	dsn, srv := dbtest.MariaDB(t)
-	db := dsn[strings.LastIndex(dsn, "/")+1:]
-	createTables(t, srv, db)
-	query := func(q string) string {
-		got, err := srv.Client(db, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	dbtest.PreparedSettledByTheRecord(t, func() flow.Sink[dbtest.Count] {
-		s, err := mysql.NewSink(sinkConfig(dsn, "twophase"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		bind(t, s, "settle")
-		return s
-	}, func() string { return query("SELECT k, n FROM append ORDER BY k") },
-		func() string {
-			n := 0
-			for _, l := range strings.Split(query("XA RECOVER"), "\n") {
-				if strings.Contains(l, "onceflow:") {
-					n++
-				}
-			}
-			return strconv.Itoa(n)
-		})
+	twoPhaseScenario(t, "twophase", "SELECT k, n FROM append ORDER BY k", dbtest.PreparedSettledByTheRecord)
 }
 
 // An aborted checkpoint's prepared upserts are rolled back and sent with
 // the next checkpoint (dbtest.AbortedCheckpointSentAgain).
 func TestAbortedCheckpointSentAgain(t *testing.T) {
+	twoPhaseScenario(t, "upsert", "SELECT k, n FROM upsert ORDER BY k", dbtest.AbortedCheckpointSentAgain)
+}
+
+// twoPhaseScenario runs a dbtest scenario of the two-phase (XA) sink on
+// mode's table and key, reading its rows with the query and counting the
+// job's XA transactions, both with the mariadb client.
+func twoPhaseScenario(t *testing.T, mode, rows string, scenario func(*testing.T, func() flow.Sink[dbtest.Count], func() string, func() string)) {
 	dsn, srv := dbtest.MariaDB(t)
 	db := dsn[strings.LastIndex(dsn, "/")+1:]
 	createTables(t, srv, db)
@@ -441,8 +421,8 @@ func TestAbortedCheckpointSentAgain(t *testing.T) {
 		}
 		return got
 	}
-	dbtest.AbortedCheckpointSentAgain(t, func() flow.Sink[dbtest.Count] {
-		cfg := sinkConfig(dsn, "upsert")
+	scenario(t, func() flow.Sink[dbtest.Count] {
+		cfg := sinkConfig(dsn, mode)
 		cfg.Delivery = mysql.DeliveryTwoPhase
 		s, err := mysql.NewSink(cfg)
 		if err != nil {
@@ -451,7 +431,7 @@ func TestAbortedCheckpointSentAgain(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		bind(t, s, "settle")
 		return s
-	}, func() string { return query("SELECT k, n FROM upsert ORDER BY k") },
+	}, func() string { return query(rows) },
 		func() string {
 			n := 0
 			for _, l := range strings.Split(query("XA RECOVER"), "\n") {

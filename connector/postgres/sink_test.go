@@ -335,33 +335,19 @@ func fencedRowScenario(t *testing.T, scenario func(*testing.T, func() flow.Sink[
 // A start that restores no checkpoint settles what an earlier run left
 // prepared by the commit record (dbtest.PreparedSettledByTheRecord).
 func TestPreparedSettledByTheRecord(t *testing.T) {
-	dsn, srv := dbtest.Postgres(t, dbtest.PostgresOptions{MaxPreparedTransactions: 64})
-	createTables(t, dsn, srv)
-	db := dbName(dsn)
-	query := func(q string) string {
-		got, err := srv.Psql(db, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	dbtest.PreparedSettledByTheRecord(t, func() flow.Sink[count] {
-		s, err := postgres.NewSink(sinkConfig(dsn, modeTwoPhase))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		bind(t, s, "settle")
-		return s
-	}, func() string { return query("SELECT key, n FROM events ORDER BY key") },
-		func() string {
-			return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()")
-		})
+	twoPhaseScenario(t, modeTwoPhase, "SELECT key, n FROM events ORDER BY key", dbtest.PreparedSettledByTheRecord)
 }
 
 // An aborted checkpoint's prepared upserts are rolled back and sent with
 // the next checkpoint (dbtest.AbortedCheckpointSentAgain).
 func TestAbortedCheckpointSentAgain(t *testing.T) {
+	twoPhaseScenario(t, modeUpsert, "SELECT key, n FROM counts ORDER BY key", dbtest.AbortedCheckpointSentAgain)
+}
+
+// twoPhaseScenario runs a dbtest scenario of the two-phase sink with
+// mode's table and key, reading its rows with the query and counting the
+// database's prepared transactions, both with psql.
+func twoPhaseScenario(t *testing.T, mode crashMode, rows string, scenario func(*testing.T, func() flow.Sink[count], func() string, func() string)) {
 	dsn, srv := dbtest.Postgres(t, dbtest.PostgresOptions{MaxPreparedTransactions: 64})
 	createTables(t, dsn, srv)
 	db := dbName(dsn)
@@ -372,8 +358,8 @@ func TestAbortedCheckpointSentAgain(t *testing.T) {
 		}
 		return got
 	}
-	dbtest.AbortedCheckpointSentAgain(t, func() flow.Sink[count] {
-		cfg := sinkConfig(dsn, modeUpsert)
+	scenario(t, func() flow.Sink[count] {
+		cfg := sinkConfig(dsn, mode)
 		cfg.Delivery = postgres.DeliveryTwoPhase
 		s, err := postgres.NewSink(cfg)
 		if err != nil {
@@ -382,8 +368,6 @@ func TestAbortedCheckpointSentAgain(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		bind(t, s, "settle")
 		return s
-	}, func() string { return query("SELECT key, n FROM counts ORDER BY key") },
-		func() string {
-			return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()")
-		})
+	}, func() string { return query(rows) },
+		func() string { return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()") })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -52,14 +53,7 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 		rows, kills = 30000, 10
 	}
 	rng := seed(t)
-	dsn, srv := dbtest.Postgres(t)
-	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
-	exec := func(q string) {
-		t.Helper()
-		if err := srv.Exec(context.Background(), db, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	dsn, srv, db, exec := diffDatabase(t)
 	dir := t.TempDir()
 	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "src", 4)
@@ -69,21 +63,7 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var recs []*kgo.Record
 	var values []string
-	nullable := func(v int, pct int) any {
-		if rng.IntN(100) < pct {
-			return nil
-		}
-		return v
-	}
-	sqlOf := func(v any) string {
-		switch x := v.(type) {
-		case nil:
-			return "NULL"
-		case string:
-			return "'" + x + "'"
-		}
-		return fmt.Sprint(v)
-	}
+	nullable := func(v int, pct int) any { return nullablePct(rng, v, pct) }
 	for i := 0; i < rows; i++ {
 		id := "o" + strconv.Itoa(rng.IntN(rows*4/5))
 		user, amount := nullable(rng.IntN(20), 10), nullable(rng.IntN(100), 10)
@@ -91,7 +71,7 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 		ts := base.Add(time.Duration(i*7-rng.IntN(1000)) * time.Millisecond).Format("2006-01-02 15:04:05.000")
 		v, _ := json.Marshal(map[string]any{"seq": i, "id": id, "user_id": user, "amount": amount, "item": item, "ts": ts})
 		recs = append(recs, &kgo.Record{Key: []byte(id), Value: v})
-		values = append(values, fmt.Sprintf("(%d, '%s', %s, %s, '%s', '%s')", i, id, sqlOf(user), sqlOf(amount), item, ts))
+		values = append(values, fmt.Sprintf("(%d, '%s', %s, %s, '%s', '%s')", i, id, sqlLiteral(user), sqlLiteral(amount), item, ts))
 	}
 	cl := client(t, addr, kgo.DefaultProduceTopic("src"))
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil { // in order: the first of an id is the first produced
@@ -261,4 +241,40 @@ INSERT INTO out_%[1]s %[7]s;
 			t.Logf("%s: %d rows, equal to PostgreSQL's", qy.name, strings.Count(got, "\n")+1)
 		})
 	}
+}
+
+// diffDatabase starts the PostgreSQL of a differential test and returns
+// its DSN, the server, the database's name and an exec of a statement in
+// it that fails t.
+func diffDatabase(t *testing.T) (dsn string, srv *dbtest.PostgresServer, db string, exec func(q string)) {
+	t.Helper()
+	dsn, srv = dbtest.Postgres(t)
+	db = dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	exec = func(q string) {
+		t.Helper()
+		if err := srv.Exec(context.Background(), db, q); err != nil {
+			t.Fatalf("%.200s: %v", q, err)
+		}
+	}
+	return dsn, srv, db, exec
+}
+
+// nullablePct is v, or nil pct times in 100.
+func nullablePct[V any](rng *rand.Rand, v V, pct int) any {
+	if rng.IntN(100) < pct {
+		return nil
+	}
+	return v
+}
+
+// sqlLiteral writes v as a PostgreSQL literal: NULL, a quoted string
+// (with no quote inside) or a number.
+func sqlLiteral(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return "'" + x + "'"
+	}
+	return fmt.Sprint(v)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/onceflow/onceflow/internal/dbtest"
 	"github.com/onceflow/onceflow/internal/failpoint"
 )
 
@@ -37,35 +36,14 @@ func TestSQLJoinDifferentialPostgres(t *testing.T) {
 		rows, kills = 10000, 10
 	}
 	rng := seed(t)
-	dsn, srv := dbtest.Postgres(t)
-	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
-	exec := func(q string) {
-		t.Helper()
-		if err := srv.Exec(context.Background(), db, q); err != nil {
-			t.Fatalf("%.200s: %v", q, err)
-		}
-	}
+	dsn, srv, db, exec := diffDatabase(t)
 	dir := t.TempDir()
 	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "lft", 4)
 	createTopic(t, addr, "rgt", 3)
 	createTopic(t, addr, "thd", 2)
 
-	nullable := func(v any, pct int) any {
-		if rng.IntN(100) < pct {
-			return nil
-		}
-		return v
-	}
-	sqlOf := func(v any) string {
-		switch x := v.(type) {
-		case nil:
-			return "NULL"
-		case string:
-			return "'" + x + "'"
-		}
-		return fmt.Sprint(v)
-	}
+	nullable := func(v any, pct int) any { return nullablePct(rng, v, pct) }
 	keys := rows / 25 // about 25 rows a key on each side: many pairs per key
 	var recs []*kgo.Record
 	var lvals, rvals, tvals []string
@@ -73,19 +51,19 @@ func TestSQLJoinDifferentialPostgres(t *testing.T) {
 		k, tag, amount := nullable(rng.IntN(keys), 8), nullable([]string{"x", "y"}[rng.IntN(2)], 4), rng.IntN(100)
 		v, _ := json.Marshal(map[string]any{"seq": i, "k": k, "tag": tag, "amount": amount})
 		recs = append(recs, &kgo.Record{Topic: "lft", Key: fmt.Appendf(nil, "l%d", i), Value: v})
-		lvals = append(lvals, fmt.Sprintf("(%d, %s, %s, %d)", i, sqlOf(k), sqlOf(tag), amount))
+		lvals = append(lvals, fmt.Sprintf("(%d, %s, %s, %d)", i, sqlLiteral(k), sqlLiteral(tag), amount))
 
 		k, tag = nullable(rng.IntN(keys), 8), nullable([]string{"x", "y"}[rng.IntN(2)], 4)
 		bonus, name := rng.IntN(100), fmt.Sprintf("n%d", rng.IntN(10))
 		v, _ = json.Marshal(map[string]any{"seq": i, "k": k, "tag": tag, "bonus": bonus, "name": name})
 		recs = append(recs, &kgo.Record{Topic: "rgt", Value: v}) // no record key: the join keys by its columns
-		rvals = append(rvals, fmt.Sprintf("(%d, %s, %s, %d, '%s')", i, sqlOf(k), sqlOf(tag), bonus, name))
+		rvals = append(rvals, fmt.Sprintf("(%d, %s, %s, %d, '%s')", i, sqlLiteral(k), sqlLiteral(tag), bonus, name))
 
 		if i%5 == 0 { // a fifth as many: about one partner for each pair
 			name, k := nullable(fmt.Sprintf("n%d", rng.IntN(10)), 8), rng.IntN(keys)
 			v, _ = json.Marshal(map[string]any{"seq": i, "name": name, "k": k})
 			recs = append(recs, &kgo.Record{Topic: "thd", Value: v})
-			tvals = append(tvals, fmt.Sprintf("(%d, %s, %d)", i, sqlOf(name), k))
+			tvals = append(tvals, fmt.Sprintf("(%d, %s, %d)", i, sqlLiteral(name), k))
 		}
 	}
 	cl := client(t, addr)
