@@ -369,5 +369,7 @@ func twoPhaseScenario(t *testing.T, mode crashMode, rows string, scenario func(*
 		bind(t, s, "settle")
 		return s
 	}, func() string { return query(rows) },
-		func() string { return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()") })
+		func() string {
+			return query("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()")
+		})
 }
