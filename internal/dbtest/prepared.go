@@ -74,7 +74,8 @@ func PreparedSettledByTheRecord(t *testing.T, newSink func() flow.Sink[Count], r
 // later row of the same key neither waits for the aborted transaction's
 // locks nor has every later checkpoint declined; a checkpoint aborted
 // before its barrier came is not prepared at all; one followed by a
-// prepared checkpoint stays prepared, to commit with it. newSink, rows and
+// prepared checkpoint, or by a barrier that had nothing to prepare,
+// stays prepared, to commit with it. newSink, rows and
 // prepared are as for PreparedSettledByTheRecord (job "settle").
 func AbortedCheckpointSentAgain(t *testing.T, newSink func() flow.Sink[Count], rows, prepared func() string) {
 	t.Helper()
@@ -159,6 +160,24 @@ func AbortedCheckpointSentAgain(t *testing.T, newSink func() flow.Sink[Count], r
 	commit([]int64{5, 6}, h5, h6)
 	if got := rows(); got != "a|3\nb|1\nc|1\nd|1\ne|1" {
 		t.Errorf("after committing checkpoint 6 the table holds %q, want d|1 and e|1 added", got)
+	}
+	// Checkpoint 7 is aborted after the barrier of 8 passed with nothing
+	// to prepare: 8 may commit, and its commit commits 7's transaction,
+	// so 7's must stay prepared (rolled back, its row would be lost
+	// with sources past it).
+	write("f", 1)
+	h7 := prepare(7)
+	h8 := prepare(8)
+	if len(h8) != 0 {
+		t.Errorf("checkpoint 8 with no rows prepared %q", h8)
+	}
+	an.CheckpointAborted(ctx, 7)
+	if got := prepared(); got != "1" {
+		t.Errorf("with checkpoint 8's barrier passed after the aborted 7, %s transactions are prepared, want 7's", got)
+	}
+	commit([]int64{7, 8}, h7, h8)
+	if got := rows(); got != "a|3\nb|1\nc|1\nd|1\ne|1\nf|1" {
+		t.Errorf("after committing checkpoint 8 the table holds %q, want f|1 added", got)
 	}
 	if got := prepared(); got != "0" {
 		t.Errorf("at the end %s transactions are still prepared", got)

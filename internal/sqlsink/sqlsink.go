@@ -725,6 +725,9 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 			// only lock keys until a later commit. The open transaction
 			// goes on into the next checkpoint.
 			w.epoch = checkpointID + 1
+			if w.sent != nil {
+				w.held = append(w.held, preparedEpoch{id: checkpointID, aborted: true})
+			}
 			return nil, nil
 		}
 		if len(w.rows) > 0 {
@@ -745,8 +748,11 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 			}
 			w.held = append(w.held, preparedEpoch{id: checkpointID, gid: string(h), rows: w.sent, dead: w.sentDead})
 			w.sent = map[string][]any{}
-		} else if w.sent != nil {
-			clear(w.sent)
+		} else if w.sent != nil && err == nil {
+			// Nothing to prepare, yet the barrier passed: this
+			// checkpoint may commit, and with it any aborted one
+			// before it (CheckpointAborted must leave those be).
+			w.held = append(w.held, preparedEpoch{id: checkpointID})
 		}
 		w.sentDead = nil
 		return h, err
@@ -763,11 +769,13 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 // Commit commits what Prepare prepared (two-phase); otherwise the
 // transaction or the batch committed the rows already.
 func (w *writer[T]) Commit(ctx context.Context, id int64, handle []byte) error {
-	if w.prepared == nil || len(handle) == 0 {
+	if w.prepared == nil {
 		return nil
 	}
-	if err := w.s.cfg.Driver.(TwoPhaseDriver).CommitPrepared(ctx, string(handle)); err != nil {
-		return err
+	if len(handle) > 0 {
+		if err := w.s.cfg.Driver.(TwoPhaseDriver).CommitPrepared(ctx, string(handle)); err != nil {
+			return err
+		}
 	}
 	maps.DeleteFunc(w.locked, func(_ string, e int64) bool { return e <= id })
 	w.held = slices.DeleteFunc(w.held, func(p preparedEpoch) bool { return p.id <= id })
@@ -775,8 +783,10 @@ func (w *writer[T]) Commit(ctx context.Context, id int64, handle []byte) error {
 	return nil
 }
 
-// preparedEpoch is what a keyed two-phase writer's prepared transaction
-// wrote: the last row per key and the dead letters.
+// preparedEpoch is a checkpoint whose barrier a keyed two-phase writer
+// passed and whose commit has not come: what its prepared transaction
+// (gid; "" when there was nothing to prepare) wrote, the last row per
+// key and the dead letters.
 type preparedEpoch struct {
 	id      int64
 	gid     string
@@ -786,8 +796,9 @@ type preparedEpoch struct {
 }
 
 // CheckpointAborted rolls back the transactions this writer prepared for
-// aborted checkpoints after which it prepared none that may still commit,
-// and sends their rows again, ahead of the rows still to send. An aborted
+// aborted checkpoints after which it passed no barrier of a checkpoint
+// that may still commit, and sends their rows again, ahead of the rows
+// still to send. An aborted
 // checkpoint's output commits with the next committed checkpoint, but a
 // prepared transaction keeps its keys locked until its own commit: later
 // rows of those keys would wait for it, and every later checkpoint would
@@ -819,6 +830,9 @@ func (w *writer[T]) CheckpointAborted(ctx context.Context, id int64) {
 	var rows [][]any
 	var dead []DeadLetter
 	for _, p := range w.held[from:] {
+		if p.gid == "" {
+			continue // nothing was prepared
+		}
 		if err := w.s.cfg.Driver.(TwoPhaseDriver).RollbackPrepared(ctx, p.gid); err != nil {
 			w.err = fmt.Errorf("%s: roll back the transaction of aborted checkpoint %d to send its rows again: %w", w.s.name, p.id, err)
 			return
