@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 	"strings"
 	"time"
 
@@ -332,6 +333,12 @@ func (c TopNConfig) operator() (Operator, error) {
 		})
 		if has {
 			return nil, recordError(r, "top-n", fmt.Errorf("the value has a field %s already: set rank-field to another name", rankField))
+		}
+		// The partition key is written in the output's JSON key: text
+		// that is not UTF-8 would be changed there, and two partitions
+		// could write the same rows.
+		if k, err := key.EvalKey(r); err == nil && !utf8.ValidString(k) {
+			return nil, recordError(r, "top-n", fmt.Errorf("the key %q is not UTF-8 text, and the output key is JSON text: key the step by text (such as a field of the value)", k))
 		}
 		p := topNPrep{sort: make([]any, len(keys)), value: append([]byte(nil), v...)}
 		for i, k := range keys {

@@ -310,6 +310,11 @@ func TestTopNPoisonRecords(t *testing.T) {
 	if got := f.take(); len(got) != 0 {
 		t.Errorf("poison records emitted %q", got)
 	}
+	// A binary key (by default the record key) is not UTF-8: as JSON
+	// text it would be changed, and two keys could share ranks.
+	if err := f.feed(t, "\x00\x00\x00\x80", `{"a":1}`, 0); err == nil || !strings.Contains(err.Error(), "not UTF-8 text") {
+		t.Errorf("a binary key: %v, want an error saying it is not UTF-8", err)
+	}
 	f = newTopN(t, TopNConfig{N: 2, Order: []string{"value.a"}, RankField: "rn"})
 	if err := f.feed(t, "k", ` { } `, 0); err != nil {
 		t.Fatal(err)

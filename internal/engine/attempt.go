@@ -403,7 +403,7 @@ func (j *RunningJob) runAttempt(ctx context.Context) (err error) {
 			// A failing task closes its sinks before its error is
 			// posted: a commit in between fails for want of them. The
 			// task's error is the cause (a poison record, say).
-			result = fmt.Errorf("%w (afterwards %v)", e, result)
+			result = fmt.Errorf("%w (afterwards %w)", e, result)
 		}
 	default:
 	}
