@@ -58,8 +58,13 @@ func decodeMark(v []byte) (flow.UpstreamMark, error) {
 	return m, nil
 }
 
-// markOf returns the marker header of a fetched record, if it has one.
+// markOf returns the marker header of a fetched record, if it is a
+// marker: written in a transaction, with no key and no value, as the
+// sink writes them. Any other record is data, whatever its headers.
 func markOf(kr *kgo.Record) ([]byte, bool) {
+	if !kr.Attrs.IsTransactional() || len(kr.Key) != 0 || len(kr.Value) != 0 {
+		return nil, false
+	}
 	for _, h := range kr.Headers {
 		if h.Key == HeaderWatermark {
 			return h.Value, true

@@ -29,8 +29,9 @@ func TestWatermarkMarkers(t *testing.T) {
 	if ups := r.Upstreams(); len(ups) != 1 || ups[0] != "in/0@rp/1" {
 		t.Fatalf("Upstreams %v", ups)
 	}
+	txn := kgo.NewRecordAttrs(kgo.RecordAttrsOpts{Transactional: true})
 	mark := func(v string) {
-		kr := &kgo.Record{Topic: "rp", Partition: 1, Headers: []kgo.RecordHeader{{Key: "x", Value: nil}, {Key: HeaderWatermark, Value: []byte(v)}}}
+		kr := &kgo.Record{Topic: "rp", Partition: 1, Attrs: txn, Headers: []kgo.RecordHeader{{Key: "x", Value: nil}, {Key: HeaderWatermark, Value: []byte(v)}}}
 		hv, ok := markOf(kr)
 		if !ok {
 			t.Fatal("a marker not seen as one")
@@ -51,8 +52,20 @@ func TestWatermarkMarkers(t *testing.T) {
 	if ms = r.TakeMarks(); len(ms) != 0 {
 		t.Fatalf("marks taken twice: %+v", ms)
 	}
-	if _, ok := markOf(&kgo.Record{Headers: []kgo.RecordHeader{{Key: "onceflow.other"}}}); ok {
+	if _, ok := markOf(&kgo.Record{Attrs: txn, Headers: []kgo.RecordHeader{{Key: "onceflow.other"}}}); ok {
 		t.Fatal("a record without the marker header taken as a marker")
+	}
+	// Only what the sink writes is a marker: in a transaction, with no
+	// key and no value. A user's record with the header is data.
+	hdr := []kgo.RecordHeader{{Key: HeaderWatermark, Value: []byte("in/0 5")}}
+	for what, kr := range map[string]*kgo.Record{
+		"outside a transaction": {Headers: hdr},
+		"with a value":          {Attrs: txn, Value: []byte("x"), Headers: hdr},
+		"with a key":            {Attrs: txn, Key: []byte("k"), Headers: hdr},
+	} {
+		if _, ok := markOf(kr); ok {
+			t.Errorf("a record %s taken as a marker", what)
+		}
 	}
 }
 

@@ -164,7 +164,7 @@ type upstreamTime struct {
 // behind its watermark.
 const lateWarnEvery = 10 * time.Second
 
-func newWMGen[T any](spec WatermarkSpec[T], reader any, restored, restoredUp map[string]int64, now int64) *wmGen[T] {
+func newWMGen[T any](spec WatermarkSpec[T], reader any, restored map[string]int64, restoredUp map[string]upstreamTime, now int64) *wmGen[T] {
 	g := &wmGen[T]{spec: spec, ooo: spec.MaxOutOfOrderness.Milliseconds(), splits: map[string]*splitTime{}, restored: restored, emitted: NoWatermark, started: now, checked: now}
 	g.interval = int64(spec.Interval)
 	if g.interval <= 0 {
@@ -179,11 +179,14 @@ func newWMGen[T any](spec WatermarkSpec[T], reader any, restored, restoredUp map
 		for _, name := range u.Upstreams() {
 			g.ups[name] = &upstreamTime{wm: NoWatermark}
 		}
-		for name, wm := range restoredUp {
+		for name, r := range restoredUp {
 			if g.ups[name] == nil {
 				g.ups[name] = &upstreamTime{wm: NoWatermark}
 			}
-			g.ups[name].wm = max(g.ups[name].wm, wm)
+			// Idleness is restored too: an idle writer marks again only
+			// when its state changes, which may be never.
+			g.ups[name].wm = max(g.ups[name].wm, r.wm)
+			g.ups[name].idle = r.idle
 		}
 	}
 	return g
@@ -389,8 +392,12 @@ func (g *wmGen[T]) snapshot(blobs map[string][]byte) map[string][]byte {
 		// past them.
 		g.takeMarks()
 		for name, u := range g.ups {
-			if u.wm != NoWatermark {
-				out[wmUpstreamPrefix+name] = binary.AppendVarint(nil, u.wm)
+			if u.wm != NoWatermark || u.idle {
+				b := binary.AppendVarint(nil, u.wm)
+				if u.idle {
+					b = append(b, 1)
+				}
+				out[wmUpstreamPrefix+name] = b
 			}
 		}
 	}
@@ -405,31 +412,41 @@ func (g *wmGen[T]) snapshot(blobs map[string][]byte) map[string][]byte {
 // splitEventTime separates a source's restored blobs into the reader's
 // positions, the splits' newest timestamps and the upstream tasks'
 // newest watermarks.
-func splitEventTime(blobs map[string][]byte) (positions map[string][]byte, times, ups map[string]int64, err error) {
+func splitEventTime(blobs map[string][]byte) (positions map[string][]byte, times map[string]int64, ups map[string]upstreamTime, err error) {
 	if blobs == nil {
 		return nil, nil, nil, nil
 	}
 	positions = make(map[string][]byte, len(blobs))
 	for k, v := range blobs {
-		into, what := &times, "split"
-		name, ok := strings.CutPrefix(k, wmSplitPrefix)
-		if !ok {
-			if name, ok = strings.CutPrefix(k, wmUpstreamPrefix); ok {
-				into, what = &ups, "upstream task"
-			}
+		name, split := strings.CutPrefix(k, wmSplitPrefix)
+		up := false
+		if !split {
+			name, up = strings.CutPrefix(k, wmUpstreamPrefix)
 		}
-		if !ok {
+		if !split && !up {
 			positions[k] = v
 			continue
 		}
 		ts, n := binary.Varint(v)
-		if n <= 0 {
-			return nil, nil, nil, fmt.Errorf("damaged event time of %s %q in the checkpoint", what, name)
+		switch {
+		case n <= 0 || split && n != len(v):
+			return nil, nil, nil, fmt.Errorf("damaged event time of split %q in the checkpoint", name)
+		case split:
+			if times == nil {
+				times = map[string]int64{}
+			}
+			times[name] = ts
+		default:
+			// The watermark, then 1 when the upstream task was idle.
+			rest := v[n:]
+			if n <= 0 || len(rest) > 1 || len(rest) == 1 && rest[0] != 1 {
+				return nil, nil, nil, fmt.Errorf("damaged event time of upstream task %q in the checkpoint", name)
+			}
+			if ups == nil {
+				ups = map[string]upstreamTime{}
+			}
+			ups[name] = upstreamTime{wm: ts, idle: len(rest) == 1}
 		}
-		if *into == nil {
-			*into = map[string]int64{}
-		}
-		(*into)[name] = ts
 	}
 	return positions, times, ups, nil
 }

@@ -76,7 +76,7 @@ func TestWatermarkFromUpstreamMarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pos) != 1 || len(times) != 0 || ups["in/0"] != 500 || ups["in/1"] != 300 || ups["in/2"] != 350 {
+	if len(pos) != 1 || len(times) != 0 || ups["in/0"].wm != 500 || ups["in/1"].wm != 300 || ups["in/2"].wm != 350 {
 		t.Fatalf("restored positions %v, split times %v, upstream watermarks %v", pos, times, ups)
 	}
 	// A restore resumes from them: without new marks the watermark is
@@ -88,6 +88,26 @@ func TestWatermarkFromUpstreamMarks(t *testing.T) {
 	}
 	if names := slices.Sorted(maps.Keys(g2.ups)); !slices.Equal(names, []string{"in/0", "in/1", "in/2"}) {
 		t.Fatalf("restored upstreams %v", names)
+	}
+	// Idleness goes through a checkpoint too: an idle writer marks
+	// again only when its state changes, which may be never, so a
+	// restore that forgot it would hold event time back for ever.
+	r4 := &upstreamFake{ups: []string{"in/0", "in/1"}}
+	g4 := newWMGen(spec, r4, nil, nil, 0)
+	r4.marks = []UpstreamMark{{Upstream: "in/0", Watermark: 700}, {Upstream: "in/1", Idle: true}}
+	if wm, idle := g4.current(0); wm != 700 || idle {
+		t.Fatalf("one idle writer: watermark %d idle %v, want 700", wm, idle)
+	}
+	_, _, ups4, err := splitEventTime(g4.snapshot(nil))
+	if err != nil || !ups4["in/1"].idle || ups4["in/0"].idle {
+		t.Fatalf("restored upstreams %+v, %v: want in/1 idle", ups4, err)
+	}
+	g5 := newWMGen(spec, &upstreamFake{ups: []string{"in/0", "in/1"}}, nil, ups4, 0)
+	if wm, idle := g5.current(0); wm != 700 || idle {
+		t.Fatalf("restored with an idle writer: watermark %d idle %v, want 700", wm, idle)
+	}
+	if _, _, _, err := splitEventTime(map[string][]byte{wmUpstreamPrefix + "in/0": {2, 7}}); err == nil {
+		t.Fatal("a damaged upstream entry was accepted")
 	}
 	// Without upstreams the reader's timestamps count as before.
 	g3 := newWMGen(spec, &upstreamFake{}, nil, nil, 0)
