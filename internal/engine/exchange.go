@@ -285,6 +285,13 @@ func (cs *ctlIn) on(ch int, c ctl) (done bool) {
 			if err := failpoint.Inject(failpoint.AfterAlignment); err != nil {
 				fail(err)
 			}
+			// The coordinator posts a checkpoint's commit (or abort)
+			// before it triggers the next one, so that mail is here
+			// already: the operators hear of it before this barrier.
+			// A two-phase sink that still held the last checkpoint's
+			// locks would otherwise decline this one (docs/design.md,
+			// "Database sinks").
+			st.handleMail()
 			out.control(ctl{kind: ctlBarrier, b: b})
 		}
 	case ctlWatermark:
