@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
