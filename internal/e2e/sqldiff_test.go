@@ -223,20 +223,7 @@ INSERT INTO out_%[1]s %[7]s;
 			}
 			if got != want {
 				g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-				var diff []string
-				for i := 0; i < len(g) || i < len(w); i++ {
-					var gi, wi string
-					if i < len(g) {
-						gi = g[i]
-					}
-					if i < len(w) {
-						wi = w[i]
-					}
-					if gi != wi && len(diff) < 5 {
-						diff = append(diff, fmt.Sprintf("row %d: stream %q, batch %q", i+1, gi, wi))
-					}
-				}
-				t.Fatalf("the streaming result (%d rows) differs from PostgreSQL's (%d rows):\n%s\n%s", len(g), len(w), strings.Join(diff, "\n"), lw)
+				t.Fatalf("the streaming result (%d rows) differs from PostgreSQL's (%d rows):\n%s\n%s", len(g), len(w), rowDiff(g, w), lw)
 			}
 			t.Logf("%s: %d rows, equal to PostgreSQL's", qy.name, strings.Count(got, "\n")+1)
 		})
@@ -277,4 +264,23 @@ func sqlLiteral(v any) string {
 		return "'" + x + "'"
 	}
 	return fmt.Sprint(v)
+}
+
+// rowDiff lists the first five rows where the stream's sorted rows g and
+// the batch's w differ.
+func rowDiff(g, w []string) string {
+	var diff []string
+	for i := 0; (i < len(g) || i < len(w)) && len(diff) < 5; i++ {
+		var gi, wi string
+		if i < len(g) {
+			gi = g[i]
+		}
+		if i < len(w) {
+			wi = w[i]
+		}
+		if gi != wi {
+			diff = append(diff, fmt.Sprintf("row %d: stream %q, batch %q", i+1, gi, wi))
+		}
+	}
+	return strings.Join(diff, "\n")
 }

@@ -174,20 +174,7 @@ SELECT %[8]s%[9]s
 				t.Fatalf("the batch join has %d rows: too few to prove anything (want at least %d)", len(w), qy.minRows)
 			}
 			if got != want {
-				var diff []string
-				for i := 0; i < len(g) || i < len(w); i++ {
-					var gi, wi string
-					if i < len(g) {
-						gi = g[i]
-					}
-					if i < len(w) {
-						wi = w[i]
-					}
-					if gi != wi && len(diff) < 5 {
-						diff = append(diff, fmt.Sprintf("row %d: stream %q, batch %q", i+1, gi, wi))
-					}
-				}
-				t.Fatalf("the streaming join (%d rows) differs from PostgreSQL's (%d rows):\n%s\n%s", len(g), len(w), strings.Join(diff, "\n"), lw)
+				t.Fatalf("the streaming join (%d rows) differs from PostgreSQL's (%d rows):\n%s\n%s", len(g), len(w), rowDiff(g, w), lw)
 			}
 			t.Logf("%s: %d rows, equal to PostgreSQL's as a multiset", qy.name, len(g))
 		})
