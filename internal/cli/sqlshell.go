@@ -119,7 +119,7 @@ func (sh *sqlShell) statement(ctx context.Context, text string) (done bool, err 
 		return false, nil
 	}
 	for _, st := range script.Stmts {
-		switch st.(type) {
+		switch x := st.(type) {
 		case *ast.QueryStmt:
 			if err := sh.run(ctx, text); err != nil {
 				if ctx.Err() != nil {
@@ -128,15 +128,57 @@ func (sh *sqlShell) statement(ctx context.Context, text string) (done bool, err 
 				fmt.Fprintf(sh.e.stdout, "error: %v\n", err)
 			}
 			return ctx.Err() != nil, nil
+		case *ast.Explain:
+			q, ok := x.Stmt.(*ast.QueryStmt)
+			if !ok {
+				fmt.Fprintf(sh.e.stdout, "error: the shell explains a SELECT; for a job's INSERT INTO: onceflow validate FILE.sql\n")
+				return false, nil
+			}
+			if err := sh.explain(q.String()); err != nil {
+				fmt.Fprintf(sh.e.stdout, "error: %v\n", err)
+			}
+			return false, nil
 		case *ast.CreateTable, *ast.CreateView, *ast.Set, *ast.Reset:
 		default:
-			fmt.Fprintf(sh.e.stdout, "error: the shell takes CREATE TABLE, CREATE VIEW, SET and SELECT; run INSERT INTO in a job: onceflow run FILE.sql\n")
+			fmt.Fprintf(sh.e.stdout, "error: the shell takes CREATE TABLE, CREATE VIEW, SET, SELECT and EXPLAIN SELECT; run INSERT INTO in a job: onceflow run FILE.sql\n")
 			return false, nil
 		}
 	}
 	sh.session = append(sh.session, text)
 	fmt.Fprintln(sh.e.stdout, "ok")
 	return false, nil
+}
+
+// compile compiles query with the session's tables, views and settings
+// into the job that runs it, named name, its state under dir.
+func (sh *sqlShell) compile(name, dir, query string) (*planner.Query, *jobfile.JobFile, error) {
+	script := "SET 'execution.checkpointing.interval' = '1 s';\n" + strings.Join(sh.session, "") +
+		fmt.Sprintf("SET 'pipeline.name' = '%s';\nSET 'state.checkpoints.dir' = '%s';\n", name, dir) + query
+	q, err := planner.CompileQuery("query.sql", script, planner.QueryOptions{Topic: name, Group: name})
+	if err != nil {
+		return nil, nil, atQuery(err, strings.Count(script[:len(script)-len(query)], "\n"))
+	}
+	jf, err := jobfile.ParseJobFile(dir+"/query.yaml", q.YAML, os.LookupEnv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, jf, nil
+}
+
+// explain prints the plan of query as onceflow validate prints a job's:
+// its operators, the state each keeps and what frees it.
+func (sh *sqlShell) explain(query string) error {
+	dir, err := os.MkdirTemp("", "onceflow-sql-explain-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	_, jf, err := sh.compile("explain", dir, query)
+	if err != nil {
+		return err
+	}
+	describeJob(sh.e.stdout, jf)
+	return nil
 }
 
 // run runs a query until its input ends or ctx is done, printing its
@@ -149,13 +191,7 @@ func (sh *sqlShell) run(ctx context.Context, query string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	script := "SET 'execution.checkpointing.interval' = '1 s';\n" + strings.Join(sh.session, "") +
-		fmt.Sprintf("SET 'pipeline.name' = '%s';\nSET 'state.checkpoints.dir' = '%s';\n", name, dir) + query
-	q, err := planner.CompileQuery("query.sql", script, planner.QueryOptions{Topic: name, Group: name})
-	if err != nil {
-		return atQuery(err, strings.Count(script[:len(script)-len(query)], "\n"))
-	}
-	jf, err := jobfile.ParseJobFile(dir+"/query.yaml", q.YAML, os.LookupEnv)
+	q, jf, err := sh.compile(name, dir, query)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,8 @@ SELECT user_id, upper(url) AS page FROM clicks WHERE url LIKE '/p/1%%';
 SELECT usr FROM clicks;
 SELECT user_id, COUNT(*) AS n
 FROM clicks GROUP BY user_id;
+EXPLAIN SELECT user_id, COUNT(*) AS n FROM clicks GROUP BY user_id;
+EXPLAIN INSERT INTO clicks SELECT * FROM clicks;
 `, c.Addr)
 	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
@@ -44,7 +46,11 @@ FROM clicks GROUP BY user_id;
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"ok\n", "user_id | page\n", "u1 | /P/1\n", "u1 | /P/10\n", "(11 rows)\n",
-		"column usr is not a column of clicks", "op | user_id | n\n", "+U | u0 | 10\n", "+U | u1 | 10\n", "+U | u2 | 10\n"} {
+		"column usr is not a column of clicks", "op | user_id | n\n", "+U | u0 | 10\n", "+U | u1 | 10\n", "+U | u2 | 10\n",
+		// EXPLAIN prints the plan validate prints: each operator and the
+		// state it keeps, here the count's, unbounded.
+		"aggregate by record.key: a0 = count()", "unbounded:  aggregate:record.key keeps state for every key",
+		"error: the shell explains a SELECT; for a job's INSERT INTO: onceflow validate FILE.sql"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output has no %q:\n%s", want, out)
 		}
