@@ -147,6 +147,9 @@ type wmGen[T any] struct {
 	// lateWarned is when that was logged (unix ns, 0: never).
 	late       map[string]int64
 	lateWarned int64
+	// upRecords counts the records read with upstream marks expected;
+	// silentWarned is when upstream tasks that never marked were logged.
+	upRecords, silentWarned int64
 	// up is the reader of marks from upstream tasks (nil: the watermark
 	// comes from the records' timestamps); ups is each upstream task's
 	// newest mark.
@@ -262,6 +265,7 @@ func (g *wmGen[T]) record(x T) (late bool) {
 	if g.up != nil {
 		// Event time comes from the upstream tasks' marks; a record is
 		// only checked against it.
+		g.upRecords++
 		if ts != NoTimestamp && ts <= g.emitted {
 			if g.late == nil {
 				g.late = map[string]int64{}
@@ -287,6 +291,36 @@ func (g *wmGen[T]) record(x T) (late bool) {
 		return true
 	}
 	return false
+}
+
+// silentAfter is how long a source reading a repartition topic waits
+// for marks from every upstream task before it warns of the silent ones.
+const silentAfter = 30 * time.Second
+
+// warnSilent logs, at most every minute, the upstream tasks that never
+// sent a mark once the source has read records for silentAfter: its event
+// time waits for them, so windows downstream do not fire. A writer
+// without event time of its own sends none.
+func (g *wmGen[T]) warnSilent(now int64, log *slog.Logger) {
+	if g.up == nil || g.upRecords == 0 || now-g.started < int64(silentAfter) ||
+		g.silentWarned != 0 && now-g.silentWarned < int64(time.Minute) {
+		return
+	}
+	var silent []string
+	for name, u := range g.ups {
+		if u.wm == NoWatermark && !u.idle {
+			silent = append(silent, name)
+		}
+	}
+	if len(silent) == 0 {
+		return
+	}
+	g.silentWarned = now
+	slices.Sort(silent)
+	log.Warn("event time waits for upstream tasks that have sent no watermark: event-time operators here (windows) do not fire until each has. "+
+		"A task of the stage writing the repartition topic sends its watermark with each checkpoint once its input has event time; "+
+		"if that stage has none (from Go: flow.WithWatermarks on its source, and kafka.SinkConfig.MarkWatermarks on the sink writing the topic), it never will",
+		"silent_upstream_tasks", strings.Join(silent, ", "), "records_read", g.upRecords)
 }
 
 // warnLate logs, at most every lateWarnEvery, the late records of each

@@ -190,6 +190,7 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 	// either changed, and warns about late records.
 	sendWatermark := func(now int64) {
 		gen.warnLate(now, sc.Logger)
+		gen.warnSilent(now, sc.Logger)
 		wm, idle := gen.current(now)
 		switch {
 		case idle && !gen.idle:

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"bytes"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // upstreamFake is a source reader whose input carries its upstream
@@ -114,5 +118,38 @@ func TestWatermarkFromUpstreamMarks(t *testing.T) {
 	g3.record(1000)
 	if wm, _ := g3.current(0); wm != 999 {
 		t.Fatalf("without upstreams: watermark %d, want 999", wm)
+	}
+}
+
+// A source reading a repartition topic names the upstream tasks it has
+// heard nothing from once it has read records for a while: its windows
+// wait for them, and a writer without event time never marks.
+func TestSilentUpstreamsWarned(t *testing.T) {
+	spec := WatermarkSpec[int64]{Timestamp: func(x int64) int64 { return x }}
+	r := &upstreamFake{ups: []string{"in/0", "in/1"}}
+	g := newWMGen(spec, r, nil, nil, 0)
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	r.marks = []UpstreamMark{{Upstream: "in/0", Watermark: 500}}
+	g.current(0)
+	g.record(600)
+	g.warnSilent(int64(silentAfter)-1, log)
+	if buf.Len() != 0 {
+		t.Fatalf("warned before %v: %s", silentAfter, buf.String())
+	}
+	g.warnSilent(int64(silentAfter), log)
+	if out := buf.String(); !strings.Contains(out, "silent_upstream_tasks=in/1 ") || strings.Contains(out, "in/0") {
+		t.Fatalf("the warning does not name in/1 alone: %s", out)
+	}
+	buf.Reset()
+	g.warnSilent(int64(silentAfter)+int64(time.Second), log)
+	if buf.Len() != 0 {
+		t.Fatalf("warned again within a minute: %s", buf.String())
+	}
+	r.marks = []UpstreamMark{{Upstream: "in/1", Idle: true}}
+	g.current(0)
+	g.warnSilent(int64(silentAfter)+int64(2*time.Minute), log)
+	if buf.Len() != 0 {
+		t.Fatalf("warned with every upstream heard from: %s", buf.String())
 	}
 }
