@@ -161,7 +161,10 @@ func TestDemoCrashEvery(t *testing.T) {
 			kills, _ = strconv.Atoi(f[7])
 		}
 	}
-	if kills < 3 || !strings.Contains(out.String(), "duplicates   0 in the output") || !strings.Contains(out.String(), "missing      0 events") {
-		t.Errorf("demo --crash-every: %d kills (want at least 3), output:\n%s", kills, out.String())
+	// How many kills fit in the 6 s depends on how fast a loaded machine
+	// restarts the pipeline (one CI run saw 2, a quiet one 6): at least
+	// one, and the output exact.
+	if kills < 1 || !strings.Contains(out.String(), "duplicates   0 in the output") || !strings.Contains(out.String(), "missing      0 events") {
+		t.Errorf("demo --crash-every: %d kills (want at least 1), output:\n%s", kills, out.String())
 	}
 }
