@@ -184,17 +184,7 @@ INSERT INTO out_%[1]s %[7]s;
 			}
 			lw := &logWriter{t: t, name: qy.name}
 			r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
-			// Crashes at the two edges of the commit: with the rows in the
-			// open transaction, and right after it committed.
-			for _, fp := range []string{failpoint.BeforeDBCommit + "=crash@1", failpoint.AfterCommitPoint + "=crash@1"} {
-				cmd := osexec.Command(r.bin, "run", file)
-				cmd.Env = append(os.Environ(), failpoint.EnvVar+"="+fp)
-				cmd.Stderr = lw
-				err := cmd.Run()
-				if ee, ok := err.(*osexec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-					t.Fatalf("the job with failpoint %s ended with %v, want killed by its failpoint\n%s", fp, err, lw)
-				}
-			}
+			r.crashAtCommitEdges()
 			r.killAtRandom(rng, kills, 200, 600)
 			// The last run reads to the end and ends, closing the windows.
 			editJob(t, file, "'format' = 'json');\nCREATE TABLE out_", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');\nCREATE TABLE out_")
@@ -283,4 +273,20 @@ func rowDiff(g, w []string) string {
 		}
 	}
 	return strings.Join(diff, "\n")
+}
+
+// crashAtCommitEdges runs the job twice, each run crashed by a failpoint
+// at one edge of its first database commit: with the rows in the open
+// transaction, and right after it committed.
+func (r *jobRunner) crashAtCommitEdges() {
+	r.t.Helper()
+	for _, fp := range []string{failpoint.BeforeDBCommit + "=crash@1", failpoint.AfterCommitPoint + "=crash@1"} {
+		cmd := osexec.Command(r.bin, "run", r.file)
+		cmd.Env = append(os.Environ(), failpoint.EnvVar+"="+fp)
+		cmd.Stderr = r.log
+		err := cmd.Run()
+		if ee, ok := err.(*osexec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			r.t.Fatalf("the job with failpoint %s ended with %v, want killed by its failpoint\n%s", fp, err, r.log)
+		}
+	}
 }

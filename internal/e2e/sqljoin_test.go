@@ -8,12 +8,9 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/onceflow/onceflow/internal/failpoint"
 )
 
 // TestSQLJoinDifferentialPostgres: regular inner joins of Kafka tables
@@ -131,15 +128,7 @@ SELECT %[8]s%[9]s
 			}
 			lw := &logWriter{t: t, name: qy.name}
 			r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
-			for _, fp := range []string{failpoint.BeforeDBCommit + "=crash@1", failpoint.AfterCommitPoint + "=crash@1"} {
-				cmd := osexec.Command(r.bin, "run", file)
-				cmd.Env = append(os.Environ(), failpoint.EnvVar+"="+fp)
-				cmd.Stderr = lw
-				err := cmd.Run()
-				if ee, ok := err.(*osexec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-					t.Fatalf("the job with failpoint %s ended with %v, want killed by its failpoint\n%s", fp, err, lw)
-				}
-			}
+			r.crashAtCommitEdges()
 			r.killAtRandom(rng, kills, 200, 600)
 			// The last run reads every table to its end and ends.
 			b, err := os.ReadFile(file)
