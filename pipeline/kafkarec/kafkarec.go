@@ -90,3 +90,13 @@ func ToSink(topic string) func(kafka.Record) kafka.Record {
 // FormatCount is how count writes its value: a decimal number, so any
 // consumer can read it without a schema.
 func FormatCount(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
+
+// RowKind is the row kind of r (pipeline.RowKindHeader; none: RowAdd).
+func RowKind(r kafka.Record) pipeline.RowKind {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == pipeline.RowKindHeader {
+			return pipeline.ParseRowKind(r.Headers[i].Value)
+		}
+	}
+	return pipeline.RowAdd
+}
