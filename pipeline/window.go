@@ -26,7 +26,10 @@ type WindowConfig struct {
 	// Time is the expression giving a record's event time in ms since
 	// the Unix epoch; default "timestamp", the Kafka record's. It must be
 	// the time the job's watermarks follow (the job file's event-time
-	// section).
+	// section). ProcessingTime ("processing") makes processing-time
+	// windows instead: a record is in the windows of the wall-clock time
+	// at which the step handles it, and they fire on processing-time
+	// timers.
 	Time string
 	// Size is the length of tumbling and sliding windows, and the
 	// largest of cumulate windows.
@@ -58,6 +61,10 @@ type WindowConfig struct {
 	// fails.
 	OnError flow.ErrorPolicy
 }
+
+// ProcessingTime is WindowConfig.Time (the step's `time: processing`)
+// for processing-time windows (docs/design.md, "Event time and timers").
+const ProcessingTime = "processing"
 
 // LateRecords is the counter (Env.Counter) window adds every record that
 // came later than its windows' allowed lateness to.
@@ -97,6 +104,14 @@ var windowSpec = Spec{
 		"`[10:00, 10:01)` fires once every partition that is not idle has delivered a record dated 10:01:05 or later; " +
 		"no record, no firing: the last windows of an input that stopped stay open (see Closing the last windows in the " +
 		"README). A record is late for a window once the watermark has reached `window_end - 1 + allowed-lateness`.\n\n" +
+		"With `time: processing` the windows are processing-time windows: a record is in the windows of the wall-clock " +
+		"time (ms, UTC) at which the step handles it, and a window fires on a processing-time timer once the clock reaches " +
+		"its end; the job needs no event-time section. No record is late, so `allowed-lateness`, `late-topic` and " +
+		"`early-firing` do not go with it. Windows and timers are checkpointed as above: each record is counted in " +
+		"exactly one committed result, and a window emits once in the committed output. But the results depend on " +
+		"when records are handled: records replayed after a restore go into the windows of the time they are handled " +
+		"again, so a rerun or a restore gives other windows (as in Flink, processing-time results are not " +
+		"deterministic). At the end of a bounded input every open window fires, as event-time windows do.\n\n" +
 		"To write the result in another shape, follow the step with a `map` " +
 		"(`- map: { value: 'string(value.revenue)', format: raw }` writes the number alone; `key:` sets another key).",
 	Fields: []Field{
@@ -119,8 +134,8 @@ var windowSpec = Spec{
 			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
 		{Name: "late-topic", Type: String, Example: "late-orders",
 			Description: "The topic records later than allowed-lateness go to, unchanged; not set: they are dropped (and counted)."},
-		{Name: "time", Type: Expression, Example: "to_timestamp(value.ts)",
-			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow."},
+		{Name: "time", Type: Expression, Example: "to_timestamp(value.ts)", Vars: []string{ProcessingTime},
+			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow. `processing`: processing-time windows (see above)."},
 	},
 	IDField:  "key",
 	Stateful: true,
@@ -289,9 +304,17 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	if c.Time == "" {
 		c.Time = "timestamp"
 	}
-	tm, err := CompileExpr(c.Time, AnyResult)
-	if err != nil {
-		return Operator{}, &FieldError{Field: "time", Err: err}
+	proc := c.Time == ProcessingTime
+	if proc {
+		if err := c.checkProcessing(); err != nil {
+			return Operator{}, err
+		}
+	}
+	tm := &Expr{}
+	if !proc {
+		if tm, err = CompileExpr(c.Time, AnyResult); err != nil {
+			return Operator{}, &FieldError{Field: "time", Err: err}
+		}
 	}
 	fields, err := AggregateConfig{Fields: c.Fields}.fields()
 	if err != nil {
@@ -303,9 +326,12 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 		}
 	}
 	recordTime := c.Time == "timestamp" // the record's own: no evaluation
-	timeUses := tm.access()
-	if recordTime {
+	var timeUses Access
+	switch {
+	case recordTime:
 		timeUses = UsesMeta
+	case !proc:
+		timeUses = tm.access()
 	}
 	uses := UsesWithValue | UsesWithKey | UsesPosition | UsesNew | timeUses
 	if c.LateTopic != "" {
@@ -318,7 +344,9 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	}
 	prepare := func(r Record) (any, error) {
 		var ts int64
-		if recordTime {
+		if proc {
+			// The time is the clock's when the keyed step takes it.
+		} else if recordTime {
 			ts = r.Meta().Timestamp
 		} else {
 			v, err := tm.Eval(r)
@@ -352,11 +380,15 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 		w := &windower{sh: sh, lateness: lateness, early: c.EarlyFiring.Milliseconds(), fields: fields}
 		add := w.add
 		fire := func(key string, at int64, _ Clock, out Out) error { return w.fire(key, at, out) }
+		var cw *cumulator
 		if sh.step > 0 {
-			cw := &cumulator{windower: w, state: state.NewMapWithCodecs(st, "cumulate", state.DefaultCodec[int64](), state.Codec[CumState](cumCodec{}))}
+			cw = &cumulator{windower: w, state: state.NewMapWithCodecs(st, "cumulate", state.DefaultCodec[int64](), state.Codec[CumState](cumCodec{}))}
 			add, fire = cw.add, cw.fire
 		} else {
 			w.wins = state.NewMapWithCodecs(st, "windows", state.DefaultCodec[int64](), state.Codec[WinState](winCodec{}))
+		}
+		if proc {
+			return procWindows{w: w, cw: cw, add: add, fire: fire}.timed()
 		}
 		return Timed{
 			OnRecord: func(r Record, clk Clock, out Out) error {
@@ -885,6 +917,9 @@ func Window[T any](s flow.Stream[T], acc RecordAccess[T], cfg WindowConfig, late
 // windowProps: a window replaces records with its results, runs on event
 // time, and with late-topic routes late records there.
 func windowProps(p Params) Props {
+	if p.Text("time") == ProcessingTime {
+		return Props{Keys: KeysLost, StateBound: "processing time: a window's state goes when it fires"}
+	}
 	pr := Props{Keys: KeysLost, EventTime: true, StateBound: "the watermark: a window's state goes when it fires"}
 	if l := p.Duration("allowed-lateness"); l > 0 {
 		pr.StateBound += " and allowed-lateness " + durfmt.Short(l) + " has passed"

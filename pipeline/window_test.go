@@ -62,6 +62,8 @@ func (f *fakeTime) RegisterProcessingTimeTimer(at int64) {
 	f.ptimers[f.key][at] = true
 }
 
+func (f *fakeTime) DeleteProcessingTimeTimer(at int64) { delete(f.ptimers[f.key], at) }
+
 // tick moves processing time to now, firing due processing-time timers.
 func (f *fakeTime) tick(t *testing.T, tm Timed, now int64) {
 	t.Helper()
