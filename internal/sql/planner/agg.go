@@ -113,7 +113,7 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 	case "SESSION":
 		ws.gap, ok = p.windowArg(args, "GAP", kind, f.At)
 	}
-	if !ok || !p.checkTimeCol(r, ws.timeCol, tc.Descriptor[0].At) {
+	if !ok || !p.checkTimeCol(r, ws, tc.Descriptor[0].At) {
 		return nil
 	}
 	r.win = ws
@@ -133,16 +133,19 @@ func (p *planner) windowArg(args map[string]*ast.FuncArg, name, kind string, at 
 }
 
 // checkTimeCol checks that a window's time column is the relation's
-// event time.
-func (p *planner) checkTimeCol(r *rel, col string, at ast.Pos) bool {
+// event time, or a PROCTIME() column (ws.proc: processing-time windows).
+func (p *planner) checkTimeCol(r *rel, ws *windowSpec, at ast.Pos) bool {
+	col := ws.timeCol
 	c, ok := r.find(col)
 	if !ok {
 		p.errorf(at, "DESCRIPTOR(%s): no column %s%s", col, col, didYouMean(col, r.colNames()))
 		return false
 	}
-	if call, ok := c.expr.(*ast.Call); ok && strings.EqualFold(call.Name.Last(), "PROCTIME") {
-		p.errorf(at, "windows over processing time (PROCTIME()) are not supported yet: a replay after a crash would put records in other windows; use an event-time column with a WATERMARK")
-		return false
+	if call, ok := c.expr.(*ast.Call); ok && strings.EqualFold(call.Name.Last(), "PROCTIME") && len(call.Args) == 0 {
+		// Processing time: a record is in the windows of the clock when
+		// the window step handles it; no WATERMARK needed.
+		ws.proc = true
+		return true
 	}
 	if r.src == nil && len(r.branches) > 0 {
 		p.errorf(at, "windows over the result of a join or UNION ALL are not supported yet: its rows carry no event time (a regular join's output is not ordered by time); window each table before, or in a job of its own")
@@ -256,7 +259,7 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			pre = append(pre, relCol{name: a.seen, expr: &ast.Case{Whens: []*ast.When{{Cond: &ast.IsNull{X: &ast.Paren{X: a.arg}, Not: true}, Result: one}}, Else: zero}})
 		}
 	}
-	if r.win != nil {
+	if r.win != nil && !r.win.proc {
 		// The window reads each record's event time from the select's
 		// output: the time column, as it is.
 		tc, _ := orig.find(r.win.timeCol)
@@ -303,7 +306,11 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			if keyExpr != "" {
 				w.linef(ws.at, d, "key: %s", q(keyExpr))
 			}
-			w.linef(ws.at, d, "time: %s", q("to_timestamp(value.t)"))
+			if ws.proc {
+				w.linef(ws.at, d, "time: processing")
+			} else {
+				w.linef(ws.at, d, "time: %s", q("to_timestamp(value.t)"))
+			}
 			switch ws.kind {
 			case "TUMBLE":
 				w.linef(ws.at, d, "size: %s", goDuration(ws.size))
@@ -454,7 +461,7 @@ func (p *planner) legacyWindow(r *rel, call *ast.Call, kind string) bool {
 	case "SESSION":
 		ws.gap, ok = p.interval(call.Args[1], kind+"'s gap")
 	}
-	if !ok || !p.checkTimeCol(r, ws.timeCol, tc.Name.At) {
+	if !ok || !p.checkTimeCol(r, ws, tc.Name.At) {
 		return false
 	}
 	if r.win != nil {

@@ -89,6 +89,9 @@ type windowSpec struct {
 	kind                   string // TUMBLE, HOP, CUMULATE, SESSION
 	size, slide, step, gap time.Duration
 	timeCol                string
+	// proc: the time column is a PROCTIME() column, so the windows are
+	// the window step's processing-time windows (docs/design.md, "### SQL").
+	proc bool
 }
 
 func (r *rel) colNames() []string {
@@ -418,10 +421,6 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		p.errorf(s.At, "SELECT without FROM has no stream to read")
 		return nil
 	}
-	if s.Distinct {
-		p.errorf(s.At, "SELECT DISTINCT on a stream keeps every row seen forever: not supported yet; GROUP BY the columns, or deduplicate with ROW_NUMBER()")
-		return nil
-	}
 	r, deduped := p.dedup(s)
 	whereDone := deduped
 	if j, ok := s.From.(*ast.Join); ok && !deduped {
@@ -460,6 +459,10 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		}
 	}
 	if aggs {
+		if s.Distinct {
+			p.errorf(s.At, "SELECT DISTINCT with GROUP BY or an aggregate is not supported: a GROUP BY's rows are one per group already; leave DISTINCT out, or select the distinct rows in a subquery first")
+			return nil
+		}
 		return p.aggregate(r, s)
 	}
 	if r.win != nil {
@@ -469,6 +472,9 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 	r = p.project(r, s.Items)
 	if r.rank != nil && !p.rankKey(r, s) {
 		return nil
+	}
+	if s.Distinct {
+		return p.distinct(r, s)
 	}
 	return r
 }
