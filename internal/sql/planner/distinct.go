@@ -13,7 +13,7 @@ import (
 // ROW_NUMBER() deduplication does).
 
 // distinctKeyCol is the column that makes the key of a single selected
-// column a JSON array, so that NULL (no key) and '' stay apart.
+// column a JSON array, so that NULL (no key) and ” stay apart.
 const distinctKeyCol = "__distinct"
 
 // distinct plans the DISTINCT of s over r, its select list projected.
