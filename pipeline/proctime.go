@@ -40,10 +40,16 @@ func (c WindowConfig) checkProcessing() error {
 }
 
 // procClock is the event-time Clock the window logic sees in processing
-// time, over the operator's clock.
-type procClock struct{ Clock }
+// time, over the operator's clock, at now: the clock is read once per
+// record or timer, so that the record's time and the watermark agree (a
+// second reading a millisecond later would make the record late for the
+// window it was put in).
+type procClock struct {
+	Clock
+	now int64
+}
 
-func (c procClock) Watermark() int64 { return c.Clock.ProcessingTime() - 1 }
+func (c procClock) Watermark() int64 { return c.now - 1 }
 
 func (c procClock) RegisterEventTimeTimer(at int64) {
 	c.Clock.RegisterProcessingTimeTimer(at + 1)
@@ -68,13 +74,17 @@ func (pw procWindows) timed() Timed {
 		OnRecord: func(r Record, clk Clock, out Out) error {
 			p := r.Prepared().(winPrep)
 			p.ts = clk.ProcessingTime()
-			if _, err := pw.add(r.GroupKey(), p, procClock{clk}, out); err != nil {
+			on, err := pw.add(r.GroupKey(), p, procClock{clk, p.ts}, out)
+			if err == nil && !on {
+				err = fmt.Errorf("handled at %d, the record was late for its own processing-time windows", p.ts)
+			}
+			if err != nil {
 				return flow.Unrecoverable(fmt.Errorf("record %s: window: %w", r.Position(), err))
 			}
 			return nil
 		},
 		OnProcessingTimer: func(key string, at int64, clk Clock, out Out) error {
-			if err := pw.fire(key, at-1, procClock{clk}, out); err != nil {
+			if err := pw.fire(key, at-1, procClock{clk, clk.ProcessingTime()}, out); err != nil {
 				return err
 			}
 			if pw.empty() {
