@@ -38,8 +38,9 @@ type diffQuery struct {
 // projections with functions and NULLs, a tumbling window aggregate,
 // the legacy GROUP BY TUMBLE(…) with HAVING and AVG, a non-windowed
 // aggregate (an updating result, upserted), COUNT
-// DISTINCT with FILTER, a keep-first deduplication, a CUMULATE window
-// aggregate, a Top-N upserted by partition and rank), the streaming job's
+// DISTINCT with FILTER, a keep-first deduplication, SELECT DISTINCT of two
+// columns and of one, a CUMULATE window aggregate, a Top-N upserted by
+// partition and rank), the streaming job's
 // final table over a bounded input — crashed by failpoints just before
 // and just after its first commit, SIGKILLed at random moments, then run
 // to the end of its input — equals PostgreSQL's batch result of the same query over
@@ -134,6 +135,25 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			query:   "SELECT id, seq, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY proc ASC) AS rn FROM src) WHERE rn = 1",
 			pg:      "SELECT DISTINCT ON (id) id, seq, amount FROM src ORDER BY id, seq",
 			cols:    "id, seq, amount",
+		},
+		{
+			// SELECT DISTINCT: the first row of each (user_id, item)
+			// passes; NULL users are one value, as in PostgreSQL.
+			name:    "select_distinct",
+			ddl:     "(user_id bigint, item text)",
+			sinkSQL: "(user_id BIGINT, item STRING)",
+			query:   "SELECT DISTINCT user_id, item FROM src WHERE amount > 30",
+			pg:      "SELECT DISTINCT user_id, item FROM src WHERE amount > 30",
+			cols:    "user_id, item",
+		},
+		{
+			// One column: NULL is one row of its own.
+			name:    "select_distinct_one",
+			ddl:     "(amount bigint)",
+			sinkSQL: "(amount BIGINT)",
+			query:   "SELECT DISTINCT amount FROM src WHERE item LIKE 'i1%'",
+			pg:      "SELECT DISTINCT amount FROM src WHERE item LIKE 'i1%'",
+			cols:    "amount",
 		},
 		{
 			// Each row is in the cumulate windows [10 s bin, bin + k·2 s)

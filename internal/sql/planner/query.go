@@ -76,6 +76,9 @@ type relCol struct {
 	// leaf is the table of a join's FROM the column comes from (see
 	// joinFrom); 0 elsewhere.
 	leaf int
+	// merged: a JOIN … USING column of the right side, which the left
+	// side's stands for: SELECT * and an unqualified name skip it.
+	merged bool
 }
 
 // A step of the job file, written by write.
@@ -491,7 +494,7 @@ func (p *planner) project(r *rel, items []*ast.SelectItem) *rel {
 				continue
 			}
 			for _, c := range r.cols {
-				if it.Qualifier != nil && !r.colQualifiedBy(c, it.Qualifier.Last()) {
+				if it.Qualifier != nil && !r.colQualifiedBy(c, it.Qualifier.Last()) || it.Qualifier == nil && c.merged {
 					continue
 				}
 				c.qual, c.leaf = nil, 0 // the select list's columns are the result's
@@ -566,7 +569,7 @@ func hasFold(ss []string, s string) bool {
 // says why nothing is found, or that an unqualified name is a column of
 // several tables of a join (naming them).
 func (r *rel) lookup(parts []ast.Ident) (c relCol, rest []ast.Ident, msg string) {
-	cols := r.cols
+	cols, qualified := r.cols, false
 	if len(parts) > 1 {
 		var of []relCol
 		for _, c := range r.cols {
@@ -576,17 +579,18 @@ func (r *rel) lookup(parts []ast.Ident) (c relCol, rest []ast.Ident, msg string)
 		}
 		if len(of) > 0 || hasFold(r.quals, parts[0].Name) {
 			cols, parts = of, parts[1:]
+			qualified = true
 		}
 	}
 	var match []relCol
 	for _, c := range cols {
-		if c.name == parts[0].Name {
+		if c.name == parts[0].Name && (qualified || !c.merged) {
 			match = append(match, c)
 		}
 	}
 	if len(match) == 0 {
 		for _, c := range cols {
-			if strings.EqualFold(c.name, parts[0].Name) {
+			if strings.EqualFold(c.name, parts[0].Name) && (qualified || !c.merged) {
 				match = append(match, c)
 			}
 		}
