@@ -36,6 +36,10 @@ type WindowConfig struct {
 	Size time.Duration
 	// Slide is how far apart sliding windows start; 0 for tumbling.
 	Slide time.Duration
+	// Offset shifts tumbling and sliding windows from the epoch: they
+	// start at multiples of Size (Slide) plus Offset, which is at least
+	// 0 and less than Size (Slide).
+	Offset time.Duration
 	// Step makes cumulate windows: each Size-aligned window [s, s+Size)
 	// is emitted as [s, s+Step), [s, s+2·Step), … [s, s+Size), each when
 	// the watermark passes its end. Size must be a multiple of Step.
@@ -88,7 +92,8 @@ var windowSpec = Spec{
 		"exactly once in the committed output.\n\n" +
 		"Precisely (times in ms since the Unix epoch, UTC): tumbling windows are `[n·size, (n+1)·size)`, so they start at " +
 		"multiples of `size` from 1970-01-01 00:00 UTC (1m windows at whole minutes, 1h at whole hours; 90s windows at multiples of " +
-		"90 s from the epoch, not at the first record). Sliding windows start at multiples of `slide`, and a record is in " +
+		"90 s from the epoch, not at the first record); `offset` moves them later: with `size: 1h` and `offset: 15m` they are " +
+		"`[00:15, 01:15)`, `[01:15, 02:15)`, …. Sliding windows start at multiples of `slide`, and a record is in " +
 		"`size / slide` of them. Cumulate windows share their start, a multiple of `size`, and end at each `step` after it: " +
 		"with `size: 10m` and `step: 1m` a record of 10:03:20 is in `[10:00, 10:04)`, `[10:00, 10:05)`, … `[10:00, 10:10)`, " +
 		"and the window `[10:00, 10:04)` fires when the watermark reaches 10:03:59.999 with the records of 10:00 to 10:03:59.999 " +
@@ -121,6 +126,8 @@ var windowSpec = Spec{
 			Description: "The length of tumbling and sliding windows; the largest of cumulate windows."},
 		{Name: "slide", Type: Duration, Example: "10s",
 			Description: "How far apart sliding windows start (less than size); not set: tumbling windows."},
+		{Name: "offset", Type: Duration, Example: "15m",
+			Description: "Tumbling and sliding windows: they start this long after the multiples of size (slide) from the epoch; less than size (slide)."},
 		{Name: "step", Type: Duration, Example: "1m",
 			Description: "Cumulate windows: how much each window of a size window grows by; size must be a multiple of it."},
 		{Name: "gap", Type: Duration, Example: "30m",
@@ -166,7 +173,7 @@ func windowConfig(p Params, env Env) WindowConfig {
 	if tm == "" {
 		tm = "timestamp"
 	}
-	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Step: p.Duration("step"), Gap: p.Duration("gap"),
+	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Offset: p.Duration("offset"), Step: p.Duration("step"), Gap: p.Duration("gap"),
 		AllowedLateness: p.Duration("allowed-lateness"), EarlyFiring: p.Duration("early-firing"), Fields: p.Map("fields"), LateTopic: p.Text("late-topic"), OnError: env.Policy}
 }
 
@@ -181,6 +188,9 @@ func (c WindowConfig) describe() string {
 		shape = "sliding windows of " + durfmt.Short(c.Size) + " every " + durfmt.Short(c.Slide)
 	default:
 		shape = "tumbling windows of " + durfmt.Short(c.Size)
+	}
+	if c.Offset > 0 {
+		shape += " from " + durfmt.Short(c.Offset) + " past"
 	}
 	var fs []string
 	for _, k := range sortedKeys(c.Fields) {
@@ -200,9 +210,10 @@ func (c WindowConfig) describe() string {
 }
 
 // shape is a window assigner in milliseconds: step is set for cumulate
-// windows (size their largest).
+// windows (size their largest); offset shifts tumbling and sliding
+// windows.
 type shape struct {
-	size, slide, step, gap int64
+	size, slide, step, gap, offset int64
 }
 
 // span is one window [Start, End).
@@ -226,7 +237,7 @@ func (s shape) assign(ts int64) []span {
 	if slide == 0 {
 		slide = s.size
 	}
-	last := floorDiv(ts, slide) * slide
+	last := floorDiv(ts-s.offset, slide)*slide + s.offset
 	var out []span
 	for start := last - s.size + slide; start <= last; start += slide {
 		if start+s.size > ts {
@@ -260,8 +271,10 @@ type WinState struct {
 
 func (c WindowConfig) shape() (shape, error) {
 	switch {
-	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.Step < 0 || c.AllowedLateness < 0 || c.EarlyFiring < 0:
-		return shape{}, &FieldError{Field: "size", Msg: "and slide, step, gap, allowed-lateness and early-firing must not be negative"}
+	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.Step < 0 || c.AllowedLateness < 0 || c.EarlyFiring < 0 || c.Offset < 0:
+		return shape{}, &FieldError{Field: "size", Msg: "and slide, offset, step, gap, allowed-lateness and early-firing must not be negative"}
+	case c.Offset > 0 && (c.Gap > 0 || c.Step > 0):
+		return shape{}, &FieldError{Field: "offset", Msg: "goes with tumbling and sliding windows only (size, and slide): leave it out of session and cumulate windows"}
 	case c.EarlyFiring > 0 && c.EarlyFiring < time.Millisecond:
 		return shape{}, &FieldError{Field: "early-firing", Msg: "must be at least 1ms"}
 	case c.Gap > 0 && (c.Size > 0 || c.Slide > 0 || c.Step > 0):
@@ -279,9 +292,16 @@ func (c WindowConfig) shape() (shape, error) {
 	case c.Size < time.Millisecond || (c.Slide > 0 && c.Slide < time.Millisecond):
 		return shape{}, &FieldError{Field: "size", Msg: "must be at least 1ms (event time is in milliseconds)"}
 	}
-	s := shape{size: c.Size.Milliseconds()}
+	s := shape{size: c.Size.Milliseconds(), offset: c.Offset.Milliseconds()}
 	if c.Slide > 0 && c.Slide != c.Size {
 		s.slide = c.Slide.Milliseconds()
+	}
+	unit, name := c.Size, "size"
+	if c.Slide > 0 {
+		unit, name = c.Slide, "slide"
+	}
+	if c.Offset >= unit || c.Offset%time.Millisecond != 0 {
+		return shape{}, &FieldError{Field: "offset", Msg: fmt.Sprintf("%s must be whole milliseconds less than %s %s: windows start at multiples of %s plus the offset (an offset of %s or more moves them by whole windows)", durfmt.Short(c.Offset), name, durfmt.Short(unit), name, durfmt.Short(unit))}
 	}
 	return s, nil
 }

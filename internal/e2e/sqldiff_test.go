@@ -35,7 +35,7 @@ type diffQuery struct {
 }
 
 // TestSQLDifferentialPostgres: for a corpus of queries (filters and
-// projections with functions and NULLs, a tumbling window aggregate,
+// projections with functions and NULLs, a tumbling window aggregate (and one with an OFFSET),
 // the legacy GROUP BY TUMBLE(…) with HAVING and AVG, a non-windowed
 // aggregate (an updating result, upserted), COUNT
 // DISTINCT with FILTER, a keep-first deduplication, SELECT DISTINCT of two
@@ -101,6 +101,17 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			pg: "SELECT user_id, date_bin('10 seconds', ts, timestamp '1970-01-01'), COUNT(*), SUM(amount), MAX(amount), COUNT(DISTINCT item), COUNT(amount) " +
 				"FROM src WHERE item <> 'i7' GROUP BY user_id, date_bin('10 seconds', ts, timestamp '1970-01-01')",
 			cols: "user_id, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), n, total, top, items, amounts",
+		},
+		{
+			// TUMBLE's OFFSET: 10 s windows from 3 s past.
+			name:    "tumble_offset",
+			ddl:     "(user_id bigint, ws timestamp(3), we timestamp(3), n bigint)",
+			sinkSQL: "(user_id BIGINT, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT)",
+			query: "SELECT user_id, window_start, window_end, COUNT(*) " +
+				"FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '10' SECOND, INTERVAL '3' SECOND)) GROUP BY user_id, window_start, window_end",
+			pg: "SELECT user_id, date_bin('10 seconds', ts, timestamp '1970-01-01 00:00:03'), date_bin('10 seconds', ts, timestamp '1970-01-01 00:00:03') + interval '10 seconds', COUNT(*) " +
+				"FROM src GROUP BY user_id, date_bin('10 seconds', ts, timestamp '1970-01-01 00:00:03')",
+			cols: "user_id, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), to_char(we, 'HH24:MI:SS.MS'), n",
 		},
 		{
 			name:    "legacy",

@@ -63,10 +63,6 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 		}
 		args[name] = a
 	}
-	if a := args["OFFSET"]; a != nil {
-		p.errorf(a.At, "a window OFFSET is not supported yet: windows start at multiples of their size from the Unix epoch")
-		return nil
-	}
 	data, tc := args["DATA"], args["TIMECOL"]
 	if data == nil || data.Table == nil {
 		p.errorf(f.At, "%s needs the table first: %s(TABLE t, DESCRIPTOR(time_column), …)", kind, kind)
@@ -113,6 +109,9 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 	case "SESSION":
 		ws.gap, ok = p.windowArg(args, "GAP", kind, f.At)
 	}
+	if a := args["OFFSET"]; a != nil && ok {
+		ok = p.windowOffset(ws, a)
+	}
 	if !ok || !p.checkTimeCol(r, ws, tc.Descriptor[0].At) {
 		return nil
 	}
@@ -121,6 +120,38 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 		r.cols = append(r.cols, relCol{name: n, expr: windowMarker(n)})
 	}
 	return r
+}
+
+// windowOffset reads a TUMBLE's or HOP's OFFSET: the windows start that
+// much after the multiples of the size (HOP: the slide). A negative
+// offset, or one of a whole size or more, is the same windows as the
+// offset less whole sizes, which the window step takes (from 0 up to the
+// size).
+func (p *planner) windowOffset(ws *windowSpec, a *ast.FuncArg) bool {
+	if ws.kind == "CUMULATE" {
+		p.errorf(a.At, "CUMULATE's OFFSET is not supported yet: cumulate windows start at multiples of their size from the Unix epoch; leave it out")
+		return false
+	}
+	iv, isIv := a.Expr.(*ast.Interval)
+	if !isIv {
+		p.errorf(a.At, "%s's OFFSET must be an INTERVAL such as INTERVAL '15' MINUTE", ws.kind)
+		return false
+	}
+	d, err := intervalDuration(iv)
+	if err != nil {
+		p.errorf(iv.At, "%s's OFFSET: %v", ws.kind, err)
+		return false
+	}
+	unit := ws.size
+	if ws.kind == "HOP" {
+		unit = ws.slide
+	}
+	if d%time.Millisecond != 0 {
+		p.errorf(iv.At, "%s's OFFSET must be whole milliseconds", ws.kind)
+		return false
+	}
+	ws.offset = (d%unit + unit) % unit
+	return true
 }
 
 func (p *planner) windowArg(args map[string]*ast.FuncArg, name, kind string, at ast.Pos) (time.Duration, bool) {
@@ -322,6 +353,9 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 				w.linef(ws.at, d, "step: %s", goDuration(ws.step))
 			case "SESSION":
 				w.linef(ws.at, d, "gap: %s", goDuration(ws.gap))
+			}
+			if ws.offset > 0 {
+				w.linef(ws.at, d, "offset: %s", goDuration(ws.offset))
 			}
 			writeFields(w, d, s.At, fields)
 		})

@@ -92,6 +92,9 @@ type windowSpec struct {
 	kind                   string // TUMBLE, HOP, CUMULATE, SESSION
 	size, slide, step, gap time.Duration
 	timeCol                string
+	// offset shifts TUMBLE and HOP windows (0 up to the size, or the
+	// slide).
+	offset time.Duration
 	// proc: the time column is a PROCTIME() column, so the windows are
 	// the window step's processing-time windows (docs/design.md, "### SQL").
 	proc bool
