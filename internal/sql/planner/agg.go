@@ -187,7 +187,7 @@ func (p *planner) checkTimeCol(r *rel, ws *windowSpec, at ast.Pos) bool {
 		if r.src != nil {
 			t = r.src.name
 		}
-		p.errorf(at, "windows need event time: %s is not a time attribute; declare WATERMARK FOR %s AS %s - INTERVAL '5' SECOND in %s", col, col, col, t)
+		p.errorf(at, "windows need event time: %s is not a time attribute; declare WATERMARK FOR %s AS %s - INTERVAL '5' SECOND in %s (or, for processing-time windows, window a column declared AS PROCTIME())", col, col, col, t)
 		return false
 	}
 	p.timeTable = r.src
