@@ -196,7 +196,11 @@ func (c WindowConfig) describe() string {
 	for _, k := range sortedKeys(c.Fields) {
 		fs = append(fs, k+" = "+c.Fields[k])
 	}
-	s := fmt.Sprintf("window by %s, %s over %s: %s", c.Key, shape, c.Time, strings.Join(fs, ", "))
+	over := c.Time
+	if over == ProcessingTime {
+		over = "processing time"
+	}
+	s := fmt.Sprintf("window by %s, %s over %s: %s", c.Key, shape, over, strings.Join(fs, ", "))
 	if c.AllowedLateness > 0 {
 		s += ", allowed lateness " + durfmt.Short(c.AllowedLateness)
 	}
