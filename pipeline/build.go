@@ -108,6 +108,9 @@ type Clock interface {
 	// RegisterProcessingTimeTimer makes OnProcessingTimer run for the
 	// current key when the clock reaches at (once per key and time).
 	RegisterProcessingTimeTimer(at int64)
+	// DeleteProcessingTimeTimer removes the current key's
+	// processing-time timer at at.
+	DeleteProcessingTimeTimer(at int64)
 }
 
 // Out is where a timed operator sends records.
@@ -476,6 +479,9 @@ func (c *timedCtx[T]) DeleteEventTimeTimer(at int64)   { c.ctx.DeleteEventTimeTi
 func (c *timedCtx[T]) ProcessingTime() int64           { return c.ctx.ProcessingTime() }
 func (c *timedCtx[T]) RegisterProcessingTimeTimer(at int64) {
 	c.ctx.RegisterProcessingTimeTimer(at)
+}
+func (c *timedCtx[T]) DeleteProcessingTimeTimer(at int64) {
+	c.ctx.DeleteProcessingTimeTimer(at)
 }
 
 func (c *timedCtx[T]) Forward() {

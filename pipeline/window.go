@@ -26,13 +26,20 @@ type WindowConfig struct {
 	// Time is the expression giving a record's event time in ms since
 	// the Unix epoch; default "timestamp", the Kafka record's. It must be
 	// the time the job's watermarks follow (the job file's event-time
-	// section).
+	// section). ProcessingTime ("processing") makes processing-time
+	// windows instead: a record is in the windows of the wall-clock time
+	// at which the step handles it, and they fire on processing-time
+	// timers.
 	Time string
 	// Size is the length of tumbling and sliding windows, and the
 	// largest of cumulate windows.
 	Size time.Duration
 	// Slide is how far apart sliding windows start; 0 for tumbling.
 	Slide time.Duration
+	// Offset shifts tumbling and sliding windows from the epoch: they
+	// start at multiples of Size (Slide) plus Offset, which is at least
+	// 0 and less than Size (Slide).
+	Offset time.Duration
 	// Step makes cumulate windows: each Size-aligned window [s, s+Size)
 	// is emitted as [s, s+Step), [s, s+2·Step), … [s, s+Size), each when
 	// the watermark passes its end. Size must be a multiple of Step.
@@ -59,6 +66,10 @@ type WindowConfig struct {
 	OnError flow.ErrorPolicy
 }
 
+// ProcessingTime is WindowConfig.Time (the step's `time: processing`)
+// for processing-time windows (docs/design.md, "Event time and timers").
+const ProcessingTime = "processing"
+
 // LateRecords is the counter (Env.Counter) window adds every record that
 // came later than its windows' allowed lateness to.
 const LateRecords = "late-records"
@@ -81,7 +92,8 @@ var windowSpec = Spec{
 		"exactly once in the committed output.\n\n" +
 		"Precisely (times in ms since the Unix epoch, UTC): tumbling windows are `[n·size, (n+1)·size)`, so they start at " +
 		"multiples of `size` from 1970-01-01 00:00 UTC (1m windows at whole minutes, 1h at whole hours; 90s windows at multiples of " +
-		"90 s from the epoch, not at the first record). Sliding windows start at multiples of `slide`, and a record is in " +
+		"90 s from the epoch, not at the first record); `offset` moves them later: with `size: 1h` and `offset: 15m` they are " +
+		"`[00:15, 01:15)`, `[01:15, 02:15)`, …. Sliding windows start at multiples of `slide`, and a record is in " +
 		"`size / slide` of them. Cumulate windows share their start, a multiple of `size`, and end at each `step` after it: " +
 		"with `size: 10m` and `step: 1m` a record of 10:03:20 is in `[10:00, 10:04)`, `[10:00, 10:05)`, … `[10:00, 10:10)`, " +
 		"and the window `[10:00, 10:04)` fires when the watermark reaches 10:03:59.999 with the records of 10:00 to 10:03:59.999 " +
@@ -97,6 +109,14 @@ var windowSpec = Spec{
 		"`[10:00, 10:01)` fires once every partition that is not idle has delivered a record dated 10:01:05 or later; " +
 		"no record, no firing: the last windows of an input that stopped stay open (see Closing the last windows in the " +
 		"README). A record is late for a window once the watermark has reached `window_end - 1 + allowed-lateness`.\n\n" +
+		"With `time: processing` the windows are processing-time windows: a record is in the windows of the wall-clock " +
+		"time (ms, UTC) at which the step handles it, and a window fires on a processing-time timer once the clock reaches " +
+		"its end; the job needs no event-time section. No record is late, so `allowed-lateness`, `late-topic` and " +
+		"`early-firing` do not go with it. Windows and timers are checkpointed as above: each record is counted in " +
+		"exactly one committed result, and a window emits once in the committed output. But the results depend on " +
+		"when records are handled: records replayed after a restore go into the windows of the time they are handled " +
+		"again, so a rerun or a restore gives other windows (as in Flink, processing-time results are not " +
+		"deterministic). At the end of a bounded input every open window fires, as event-time windows do.\n\n" +
 		"To write the result in another shape, follow the step with a `map` " +
 		"(`- map: { value: 'string(value.revenue)', format: raw }` writes the number alone; `key:` sets another key).",
 	Fields: []Field{
@@ -106,6 +126,8 @@ var windowSpec = Spec{
 			Description: "The length of tumbling and sliding windows; the largest of cumulate windows."},
 		{Name: "slide", Type: Duration, Example: "10s",
 			Description: "How far apart sliding windows start (less than size); not set: tumbling windows."},
+		{Name: "offset", Type: Duration, Example: "15m",
+			Description: "Tumbling and sliding windows: they start this long after the multiples of size (slide) from the epoch; less than size (slide)."},
 		{Name: "step", Type: Duration, Example: "1m",
 			Description: "Cumulate windows: how much each window of a size window grows by; size must be a multiple of it."},
 		{Name: "gap", Type: Duration, Example: "30m",
@@ -119,8 +141,8 @@ var windowSpec = Spec{
 			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
 		{Name: "late-topic", Type: String, Example: "late-orders",
 			Description: "The topic records later than allowed-lateness go to, unchanged; not set: they are dropped (and counted)."},
-		{Name: "time", Type: Expression, Example: "to_timestamp(value.ts)",
-			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow."},
+		{Name: "time", Type: Expression, Example: "to_timestamp(value.ts)", Vars: []string{ProcessingTime},
+			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow. `processing`: processing-time windows (see above)."},
 	},
 	IDField:  "key",
 	Stateful: true,
@@ -151,7 +173,7 @@ func windowConfig(p Params, env Env) WindowConfig {
 	if tm == "" {
 		tm = "timestamp"
 	}
-	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Step: p.Duration("step"), Gap: p.Duration("gap"),
+	return WindowConfig{Key: key, Time: tm, Size: p.Duration("size"), Slide: p.Duration("slide"), Offset: p.Duration("offset"), Step: p.Duration("step"), Gap: p.Duration("gap"),
 		AllowedLateness: p.Duration("allowed-lateness"), EarlyFiring: p.Duration("early-firing"), Fields: p.Map("fields"), LateTopic: p.Text("late-topic"), OnError: env.Policy}
 }
 
@@ -167,11 +189,18 @@ func (c WindowConfig) describe() string {
 	default:
 		shape = "tumbling windows of " + durfmt.Short(c.Size)
 	}
+	if c.Offset > 0 {
+		shape += " from " + durfmt.Short(c.Offset) + " past"
+	}
 	var fs []string
 	for _, k := range sortedKeys(c.Fields) {
 		fs = append(fs, k+" = "+c.Fields[k])
 	}
-	s := fmt.Sprintf("window by %s, %s over %s: %s", c.Key, shape, c.Time, strings.Join(fs, ", "))
+	over := c.Time
+	if over == ProcessingTime {
+		over = "processing time"
+	}
+	s := fmt.Sprintf("window by %s, %s over %s: %s", c.Key, shape, over, strings.Join(fs, ", "))
 	if c.AllowedLateness > 0 {
 		s += ", allowed lateness " + durfmt.Short(c.AllowedLateness)
 	}
@@ -185,9 +214,10 @@ func (c WindowConfig) describe() string {
 }
 
 // shape is a window assigner in milliseconds: step is set for cumulate
-// windows (size their largest).
+// windows (size their largest); offset shifts tumbling and sliding
+// windows.
 type shape struct {
-	size, slide, step, gap int64
+	size, slide, step, gap, offset int64
 }
 
 // span is one window [Start, End).
@@ -211,7 +241,7 @@ func (s shape) assign(ts int64) []span {
 	if slide == 0 {
 		slide = s.size
 	}
-	last := floorDiv(ts, slide) * slide
+	last := floorDiv(ts-s.offset, slide)*slide + s.offset
 	var out []span
 	for start := last - s.size + slide; start <= last; start += slide {
 		if start+s.size > ts {
@@ -245,8 +275,10 @@ type WinState struct {
 
 func (c WindowConfig) shape() (shape, error) {
 	switch {
-	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.Step < 0 || c.AllowedLateness < 0 || c.EarlyFiring < 0:
-		return shape{}, &FieldError{Field: "size", Msg: "and slide, step, gap, allowed-lateness and early-firing must not be negative"}
+	case c.Gap < 0 || c.Size < 0 || c.Slide < 0 || c.Step < 0 || c.AllowedLateness < 0 || c.EarlyFiring < 0 || c.Offset < 0:
+		return shape{}, &FieldError{Field: "size", Msg: "and slide, offset, step, gap, allowed-lateness and early-firing must not be negative"}
+	case c.Offset > 0 && (c.Gap > 0 || c.Step > 0):
+		return shape{}, &FieldError{Field: "offset", Msg: "goes with tumbling and sliding windows only (size, and slide): leave it out of session and cumulate windows"}
 	case c.EarlyFiring > 0 && c.EarlyFiring < time.Millisecond:
 		return shape{}, &FieldError{Field: "early-firing", Msg: "must be at least 1ms"}
 	case c.Gap > 0 && (c.Size > 0 || c.Slide > 0 || c.Step > 0):
@@ -264,9 +296,16 @@ func (c WindowConfig) shape() (shape, error) {
 	case c.Size < time.Millisecond || (c.Slide > 0 && c.Slide < time.Millisecond):
 		return shape{}, &FieldError{Field: "size", Msg: "must be at least 1ms (event time is in milliseconds)"}
 	}
-	s := shape{size: c.Size.Milliseconds()}
+	s := shape{size: c.Size.Milliseconds(), offset: c.Offset.Milliseconds()}
 	if c.Slide > 0 && c.Slide != c.Size {
 		s.slide = c.Slide.Milliseconds()
+	}
+	unit, name := c.Size, "size"
+	if c.Slide > 0 {
+		unit, name = c.Slide, "slide"
+	}
+	if c.Offset >= unit || c.Offset%time.Millisecond != 0 {
+		return shape{}, &FieldError{Field: "offset", Msg: fmt.Sprintf("%s must be whole milliseconds less than %s %s: windows start at multiples of %s plus the offset (an offset of %s or more moves them by whole windows)", durfmt.Short(c.Offset), name, durfmt.Short(unit), name, durfmt.Short(unit))}
 	}
 	return s, nil
 }
@@ -289,9 +328,17 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	if c.Time == "" {
 		c.Time = "timestamp"
 	}
-	tm, err := CompileExpr(c.Time, AnyResult)
-	if err != nil {
-		return Operator{}, &FieldError{Field: "time", Err: err}
+	proc := c.Time == ProcessingTime
+	if proc {
+		if err := c.checkProcessing(); err != nil {
+			return Operator{}, err
+		}
+	}
+	tm := &Expr{}
+	if !proc {
+		if tm, err = CompileExpr(c.Time, AnyResult); err != nil {
+			return Operator{}, &FieldError{Field: "time", Err: err}
+		}
 	}
 	fields, err := AggregateConfig{Fields: c.Fields}.fields()
 	if err != nil {
@@ -303,9 +350,12 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 		}
 	}
 	recordTime := c.Time == "timestamp" // the record's own: no evaluation
-	timeUses := tm.access()
-	if recordTime {
+	var timeUses Access
+	switch {
+	case recordTime:
 		timeUses = UsesMeta
+	case !proc:
+		timeUses = tm.access()
 	}
 	uses := UsesWithValue | UsesWithKey | UsesPosition | UsesNew | timeUses
 	if c.LateTopic != "" {
@@ -318,7 +368,9 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 	}
 	prepare := func(r Record) (any, error) {
 		var ts int64
-		if recordTime {
+		if proc {
+			// The time is the clock's when the keyed step takes it.
+		} else if recordTime {
 			ts = r.Meta().Timestamp
 		} else {
 			v, err := tm.Eval(r)
@@ -352,11 +404,15 @@ func (c WindowConfig) operator(late lateCounter) (Operator, error) {
 		w := &windower{sh: sh, lateness: lateness, early: c.EarlyFiring.Milliseconds(), fields: fields}
 		add := w.add
 		fire := func(key string, at int64, _ Clock, out Out) error { return w.fire(key, at, out) }
+		var cw *cumulator
 		if sh.step > 0 {
-			cw := &cumulator{windower: w, state: state.NewMapWithCodecs(st, "cumulate", state.DefaultCodec[int64](), state.Codec[CumState](cumCodec{}))}
+			cw = &cumulator{windower: w, state: state.NewMapWithCodecs(st, "cumulate", state.DefaultCodec[int64](), state.Codec[CumState](cumCodec{}))}
 			add, fire = cw.add, cw.fire
 		} else {
 			w.wins = state.NewMapWithCodecs(st, "windows", state.DefaultCodec[int64](), state.Codec[WinState](winCodec{}))
+		}
+		if proc {
+			return procWindows{w: w, cw: cw, add: add, fire: fire}.timed()
 		}
 		return Timed{
 			OnRecord: func(r Record, clk Clock, out Out) error {
@@ -885,6 +941,9 @@ func Window[T any](s flow.Stream[T], acc RecordAccess[T], cfg WindowConfig, late
 // windowProps: a window replaces records with its results, runs on event
 // time, and with late-topic routes late records there.
 func windowProps(p Params) Props {
+	if p.Text("time") == ProcessingTime {
+		return Props{Keys: KeysLost, StateBound: "processing time: a window's state goes when it fires"}
+	}
 	pr := Props{Keys: KeysLost, EventTime: true, StateBound: "the watermark: a window's state goes when it fires"}
 	if l := p.Duration("allowed-lateness"); l > 0 {
 		pr.StateBound += " and allowed-lateness " + durfmt.Short(l) + " has passed"

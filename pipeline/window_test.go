@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,12 @@ func TestAssign(t *testing.T) {
 		{shape{size: 60, slide: 20}, 60, []span{{20, 80}, {40, 100}, {60, 120}}},
 		{shape{size: 60, slide: 20}, 59, []span{{0, 60}, {20, 80}, {40, 100}}},
 		{shape{gap: 30}, 100, []span{{100, 130}}},
+		// An offset moves the windows later.
+		{shape{size: 60, offset: 15}, 14, []span{{-45, 15}}},
+		{shape{size: 60, offset: 15}, 15, []span{{15, 75}}},
+		{shape{size: 60, offset: 15}, 74, []span{{15, 75}}},
+		{shape{size: 60, slide: 20, offset: 5}, 65, []span{{25, 85}, {45, 105}, {65, 125}}},
+		{shape{size: 60, slide: 20, offset: 5}, 64, []span{{5, 65}, {25, 85}, {45, 105}}},
 	} {
 		if got := tc.sh.assign(tc.ts); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%+v.assign(%d) = %v, want %v", tc.sh, tc.ts, got, tc.want)
@@ -61,6 +68,8 @@ func (f *fakeTime) RegisterProcessingTimeTimer(at int64) {
 	}
 	f.ptimers[f.key][at] = true
 }
+
+func (f *fakeTime) DeleteProcessingTimeTimer(at int64) { delete(f.ptimers[f.key], at) }
 
 // tick moves processing time to now, firing due processing-time timers.
 func (f *fakeTime) tick(t *testing.T, tm Timed, now int64) {
@@ -471,6 +480,39 @@ func TestWindowSemanticsAsDocumented(t *testing.T) {
 		`b@9999 {"key":"b","n":1,"window_end":10000,"window_start":0}`,
 		`a@19998 {"key":"a","n":2,"window_end":19999,"window_start":0}`,
 		`b@19999 {"key":"b","n":1,"window_end":20000,"window_start":10000}`,
+	}
+	if !reflect.DeepEqual(f.emitted, want) {
+		t.Errorf("%q\nwant %q", f.emitted, want)
+	}
+}
+
+// A window offset: whole milliseconds less than the size (the slide of
+// sliding windows), for tumbling and sliding windows only; the windows
+// fire at their shifted ends.
+func TestWindowOffset(t *testing.T) {
+	for _, tc := range []struct {
+		c    WindowConfig
+		want string
+	}{
+		{WindowConfig{Size: time.Minute, Offset: time.Minute}, "offset 1m must be whole milliseconds less than size 1m"},
+		{WindowConfig{Size: time.Minute, Slide: 10 * time.Second, Offset: 15 * time.Second}, "offset 15s must be whole milliseconds less than slide 10s"},
+		{WindowConfig{Gap: time.Minute, Offset: time.Second}, "offset goes with tumbling and sliding windows only"},
+		{WindowConfig{Size: time.Minute, Step: 10 * time.Second, Offset: time.Second}, "offset goes with tumbling and sliding windows only"},
+		{WindowConfig{Size: time.Minute, Offset: -time.Second}, "must not be negative"},
+	} {
+		tc.c.Fields = map[string]string{"n": "count()"}
+		if _, err := tc.c.operator(nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	f, tm := newFake(t, WindowConfig{Size: time.Minute, Offset: 15 * time.Second, Fields: map[string]string{"n": "count()", "s": "sum(value.a)"}})
+	f.feed(t, tm, "u", 14_999, 1)
+	f.feed(t, tm, "u", 15_000, 2)
+	f.feed(t, tm, "u", 74_999, 4)
+	f.advance(t, tm, 1<<62)
+	want := []string{
+		`u@14999 {"key":"u","n":1,"s":1,"window_end":15000,"window_start":-45000}`,
+		`u@74999 {"key":"u","n":2,"s":6,"window_end":75000,"window_start":15000}`,
 	}
 	if !reflect.DeepEqual(f.emitted, want) {
 		t.Errorf("%q\nwant %q", f.emitted, want)

@@ -35,11 +35,12 @@ type diffQuery struct {
 }
 
 // TestSQLDifferentialPostgres: for a corpus of queries (filters and
-// projections with functions and NULLs, a tumbling window aggregate,
+// projections with functions and NULLs, a tumbling window aggregate (and one with an OFFSET),
 // the legacy GROUP BY TUMBLE(…) with HAVING and AVG, a non-windowed
 // aggregate (an updating result, upserted), COUNT
-// DISTINCT with FILTER, a keep-first deduplication, a CUMULATE window
-// aggregate, a Top-N upserted by partition and rank), the streaming job's
+// DISTINCT with FILTER, a keep-first deduplication, SELECT DISTINCT of two
+// columns and of one, a CUMULATE window aggregate, a Top-N upserted by
+// partition and rank), the streaming job's
 // final table over a bounded input — crashed by failpoints just before
 // and just after its first commit, SIGKILLed at random moments, then run
 // to the end of its input — equals PostgreSQL's batch result of the same query over
@@ -102,6 +103,17 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			cols: "user_id, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), n, total, top, items, amounts",
 		},
 		{
+			// TUMBLE's OFFSET: 10 s windows from 3 s past.
+			name:    "tumble_offset",
+			ddl:     "(user_id bigint, ws timestamp(3), we timestamp(3), n bigint)",
+			sinkSQL: "(user_id BIGINT, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT)",
+			query: "SELECT user_id, window_start, window_end, COUNT(*) " +
+				"FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '10' SECOND, INTERVAL '3' SECOND)) GROUP BY user_id, window_start, window_end",
+			pg: "SELECT user_id, date_bin('10 seconds', ts, timestamp '1970-01-01 00:00:03'), date_bin('10 seconds', ts, timestamp '1970-01-01 00:00:03') + interval '10 seconds', COUNT(*) " +
+				"FROM src GROUP BY user_id, date_bin('10 seconds', ts, timestamp '1970-01-01 00:00:03')",
+			cols: "user_id, to_char(ws, 'YYYY-MM-DD HH24:MI:SS.MS'), to_char(we, 'HH24:MI:SS.MS'), n",
+		},
+		{
 			name:    "legacy",
 			ddl:     "(item text, ws timestamp(3), we timestamp(3), n bigint, mean bigint)",
 			sinkSQL: "(item STRING, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT, mean BIGINT)",
@@ -134,6 +146,25 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			query:   "SELECT id, seq, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY proc ASC) AS rn FROM src) WHERE rn = 1",
 			pg:      "SELECT DISTINCT ON (id) id, seq, amount FROM src ORDER BY id, seq",
 			cols:    "id, seq, amount",
+		},
+		{
+			// SELECT DISTINCT: the first row of each (user_id, item)
+			// passes; NULL users are one value, as in PostgreSQL.
+			name:    "select_distinct",
+			ddl:     "(user_id bigint, item text)",
+			sinkSQL: "(user_id BIGINT, item STRING)",
+			query:   "SELECT DISTINCT user_id, item FROM src WHERE amount > 30",
+			pg:      "SELECT DISTINCT user_id, item FROM src WHERE amount > 30",
+			cols:    "user_id, item",
+		},
+		{
+			// One column: NULL is one row of its own.
+			name:    "select_distinct_one",
+			ddl:     "(amount bigint)",
+			sinkSQL: "(amount BIGINT)",
+			query:   "SELECT DISTINCT amount FROM src WHERE item LIKE 'i1%'",
+			pg:      "SELECT DISTINCT amount FROM src WHERE item LIKE 'i1%'",
+			cols:    "amount",
 		},
 		{
 			// Each row is in the cumulate windows [10 s bin, bin + k·2 s)

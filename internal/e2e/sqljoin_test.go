@@ -18,7 +18,8 @@ import (
 // side — "pair": a two-column key of two integer types and a string, a
 // condition of both sides applied after the join, one of one side pushed
 // before it, the ttl from a STATE_TTL hint; "chain": three tables, the
-// second join reading the first's stream, the ttl from SET — each job
+// second join reading the first's stream, the ttl from SET; "using": JOIN
+// … USING (k, tag) with a filter of one side — each job
 // crashed by failpoints at both edges of its first commit and SIGKILLed
 // at random moments, then run to the end of its input: the rows it
 // appended to a PostgreSQL table (no primary key, so a pair written twice
@@ -94,6 +95,16 @@ func TestSQLJoinDifferentialPostgres(t *testing.T) {
 			selectList: "l.seq, r.seq, t.seq, t.k",
 			from:       "FROM lft l, rgt r, thd t WHERE l.k = r.k AND l.tag = r.tag AND t.name = r.name AND t.k = l.k AND l.amount < r.bonus",
 			minRows:    rows / 2,
+		},
+		{
+			// JOIN … USING: k and tag equal on both sides (an INT and a
+			// BIGINT k), the unqualified k the left's.
+			name: "using", set: "SET 'table.exec.state.ttl' = '1 h';\n",
+			cols: "lseq, rseq, k, tag, name", ddl: "(lseq int, rseq int, k bigint, tag text, name text)",
+			sinkSQL:    "(lseq INT, rseq INT, k BIGINT, tag STRING, name STRING)",
+			selectList: "l.seq, r.seq, k, tag, r.name",
+			from:       "FROM lft AS l JOIN rgt AS r USING (k, tag) WHERE l.amount < 30",
+			minRows:    rows,
 		},
 	} {
 		t.Run(qy.name, func(t *testing.T) {

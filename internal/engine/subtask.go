@@ -292,13 +292,14 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				finished = true
+				// A bounded input is complete: every event-time timer
+				// downstream is due, before the final checkpoint's
+				// barrier. Without event time too: processing-time
+				// windows fire at the end of their input that way.
 				if gen != nil {
-					// A bounded input is complete: every event-time
-					// timer downstream is due, before the final
-					// checkpoint's barrier.
 					st.watermark.Store(MaxWatermark)
-					out.control(ctl{kind: ctlWatermark, wm: MaxWatermark})
 				}
+				out.control(ctl{kind: ctlWatermark, wm: MaxWatermark})
 				out.control(ctl{kind: ctlFlush})
 				att.sourceFinished()
 				continue

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // SQL is the default where both are.
 func TestNamesAndLangs(t *testing.T) {
 	names := Names()
-	want := []string{"q0", "q1", "q2", "q3", "q7", "q8", "q11", "q15", "q16", "q17", "q20", "q21", "q22", "q23"}
+	want := []string{"q0", "q1", "q2", "q3", "q7", "q8", "q11", "q12", "q15", "q16", "q17", "q20", "q21", "q22", "q23"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Names() = %v, want %v", names, want)
 	}
@@ -123,7 +124,6 @@ func TestUnsupported(t *testing.T) {
 		"q5":  "joining an updating result",
 		"q9":  "keeps every row of both sides to meet the other side's later rows",
 		"q10": `table nexmark_q10: unknown connector "filesystem"`,
-		"q12": "windows over processing time (PROCTIME()) are not supported yet",
 		"q13": `table side_input: unknown connector "filesystem"`,
 		"q14": "unknown function count_char",
 		"q18": "table nexmark_q18 is append-only, and the Top-N at 66:13 (rank_number <= 1) replaces a partition's rows",
@@ -206,4 +206,36 @@ sinks:
 			t.Errorf("%v, want an error saying %q", err, msg)
 		}
 	}
+}
+
+// q12's check holds the invariants of processing-time windows, not
+// rows: the counts per bidder over all windows are its bids, each window
+// once.
+func TestVerifyProcessingTime(t *testing.T) {
+	ref := map[string]int{`{"bidder":1}`: 3, `{"bidder":2}`: 1}
+	row := func(bidder, n int, start string) []byte {
+		return []byte(`{"bidder":` + strconv.Itoa(bidder) + `,"bid_count":` + strconv.Itoa(n) + `,"starttime":"2026-01-01 10:00:` + start +
+			`.000","endtime":"2026-01-01 10:00:` + strconv.Itoa(mustAtoi(start)+10) + `.000"}`)
+	}
+	good := [][]byte{row(1, 2, "10"), row(1, 1, "20"), row(2, 1, "10")}
+	if err := verifyProcessingTime("q12", ref, good); err != nil {
+		t.Errorf("good output: %v", err)
+	}
+	for what, vs := range map[string][][]byte{
+		"is in the output twice":      {row(1, 2, "10"), row(1, 1, "10"), row(2, 1, "10")},
+		"do not add up to their bids": {row(1, 2, "10"), row(2, 1, "10")},
+		"is not a count of a 10 s":    {row(1, 3, "15"), row(2, 1, "10")},
+	} {
+		if err := verifyProcessingTime("q12", ref, vs); err == nil || !strings.Contains(err.Error(), what) {
+			t.Errorf("%v, want an error saying %q", err, what)
+		}
+	}
+}
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }

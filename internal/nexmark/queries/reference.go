@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/onceflow/onceflow/internal/nexmark"
 )
@@ -164,6 +165,16 @@ func Reference(name string, cfg nexmark.Config, events int64) (map[string]int, e
 		return rows, err
 	case "q11":
 		return rows, sessions(each, rows)
+	case "q12":
+		// Processing-time windows depend on when the job handles each
+		// bid, so the reference is not the windows but what they must
+		// add up to: the bids of each bidder (ProcessingTime, Verify).
+		each(func(e *nexmark.Event) {
+			if e.Type == nexmark.BidEvent {
+				rows[string(bidderRow(e.Bid.Bidder))]++
+			}
+		})
+		return rows, nil
 	case "q15", "q16", "q17":
 		return rows, dailyStats(name, each, rows)
 	case "q3", "q7", "q8", "q20", "q23":
@@ -472,6 +483,9 @@ func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) erro
 	if err != nil {
 		return err
 	}
+	if ProcessingTime(name) {
+		return verifyProcessingTime(name, n, values)
+	}
 	want := 0
 	for _, k := range n {
 		want += k
@@ -537,4 +551,68 @@ func groupOf(value []byte, key []string) (string, error) {
 		g = append(g, string(v))
 	}
 	return strings.Join(g, "\x00"), nil
+}
+
+// ProcessingTime tells whether the query name windows by processing time
+// (q12): its windows depend on when the job handles each event, so its
+// Reference is each bidder's bids, which its windows' counts add up to,
+// not its rows.
+func ProcessingTime(name string) bool { return name == "q12" }
+
+// bidderRow is the Reference row of bidder for q12.
+func bidderRow(bidder int64) []byte {
+	out, _ := json.Marshal(map[string]any{"bidder": num(bidder)})
+	return out
+}
+
+// q12Window is the length of q12's windows.
+const q12Window = 10_000
+
+// verifyProcessingTime checks q12's output against the invariants a
+// processing-time window count keeps whatever the times: each row a
+// window of 10 s starting at a multiple of 10 s, each bidder's window at
+// most once, and each bidder's counts summing to its bids (ref), as
+// Reference computes them: each bid counted in exactly one committed
+// window.
+func verifyProcessingTime(name string, ref map[string]int, values [][]byte) error {
+	got := map[string]int{}
+	seen := map[string]bool{}
+	for i, v := range values {
+		var row struct {
+			Bidder    int64  `json:"bidder"`
+			Count     int    `json:"bid_count"`
+			StartTime string `json:"starttime"`
+			EndTime   string `json:"endtime"`
+		}
+		if err := json.Unmarshal(v, &row); err != nil {
+			return fmt.Errorf("%s: output record %d: %w: %q", name, i, err, v)
+		}
+		start, err1 := time.Parse(time.DateTime, row.StartTime)
+		end, err2 := time.Parse(time.DateTime, row.EndTime)
+		if err1 != nil || err2 != nil || end.Sub(start) != q12Window*time.Millisecond || start.UnixMilli()%q12Window != 0 || row.Count <= 0 {
+			return fmt.Errorf("%s: output record %d is not a count of a 10 s window: %q", name, i, v)
+		}
+		id := fmt.Sprintf("%d@%s", row.Bidder, row.StartTime)
+		if seen[id] {
+			return fmt.Errorf("%s: bidder %d's window at %s is in the output twice", name, row.Bidder, row.StartTime)
+		}
+		seen[id] = true
+		got[string(bidderRow(row.Bidder))] += row.Count
+	}
+	var diff []string
+	for k, n := range ref {
+		if got[k] != n {
+			diff = append(diff, fmt.Sprintf("%s: %d bids in its windows, %d in the input", k, got[k], n))
+		}
+	}
+	for k, n := range got {
+		if _, ok := ref[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: %d bids in its windows, none in the input", k, n))
+		}
+	}
+	if len(diff) > 0 {
+		sort.Strings(diff)
+		return fmt.Errorf("%s: %d bidders' window counts do not add up to their bids, e.g. %s", name, len(diff), strings.Join(diff[:min(3, len(diff))], "; "))
+	}
+	return nil
 }

@@ -63,10 +63,6 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 		}
 		args[name] = a
 	}
-	if a := args["OFFSET"]; a != nil {
-		p.errorf(a.At, "a window OFFSET is not supported yet: windows start at multiples of their size from the Unix epoch")
-		return nil
-	}
 	data, tc := args["DATA"], args["TIMECOL"]
 	if data == nil || data.Table == nil {
 		p.errorf(f.At, "%s needs the table first: %s(TABLE t, DESCRIPTOR(time_column), …)", kind, kind)
@@ -113,7 +109,10 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 	case "SESSION":
 		ws.gap, ok = p.windowArg(args, "GAP", kind, f.At)
 	}
-	if !ok || !p.checkTimeCol(r, ws.timeCol, tc.Descriptor[0].At) {
+	if a := args["OFFSET"]; a != nil && ok {
+		ok = p.windowOffset(ws, a)
+	}
+	if !ok || !p.checkTimeCol(r, ws, tc.Descriptor[0].At) {
 		return nil
 	}
 	r.win = ws
@@ -121,6 +120,38 @@ func (p *planner) windowTVF(f *ast.TableFunc) *rel {
 		r.cols = append(r.cols, relCol{name: n, expr: windowMarker(n)})
 	}
 	return r
+}
+
+// windowOffset reads a TUMBLE's or HOP's OFFSET: the windows start that
+// much after the multiples of the size (HOP: the slide). A negative
+// offset, or one of a whole size or more, is the same windows as the
+// offset less whole sizes, which the window step takes (from 0 up to the
+// size).
+func (p *planner) windowOffset(ws *windowSpec, a *ast.FuncArg) bool {
+	if ws.kind == "CUMULATE" {
+		p.errorf(a.At, "CUMULATE's OFFSET is not supported yet: cumulate windows start at multiples of their size from the Unix epoch; leave it out")
+		return false
+	}
+	iv, isIv := a.Expr.(*ast.Interval)
+	if !isIv {
+		p.errorf(a.At, "%s's OFFSET must be an INTERVAL such as INTERVAL '15' MINUTE", ws.kind)
+		return false
+	}
+	d, err := intervalDuration(iv)
+	if err != nil {
+		p.errorf(iv.At, "%s's OFFSET: %v", ws.kind, err)
+		return false
+	}
+	unit := ws.size
+	if ws.kind == "HOP" {
+		unit = ws.slide
+	}
+	if d%time.Millisecond != 0 {
+		p.errorf(iv.At, "%s's OFFSET must be whole milliseconds", ws.kind)
+		return false
+	}
+	ws.offset = (d%unit + unit) % unit
+	return true
 }
 
 func (p *planner) windowArg(args map[string]*ast.FuncArg, name, kind string, at ast.Pos) (time.Duration, bool) {
@@ -133,16 +164,19 @@ func (p *planner) windowArg(args map[string]*ast.FuncArg, name, kind string, at 
 }
 
 // checkTimeCol checks that a window's time column is the relation's
-// event time.
-func (p *planner) checkTimeCol(r *rel, col string, at ast.Pos) bool {
+// event time, or a PROCTIME() column (ws.proc: processing-time windows).
+func (p *planner) checkTimeCol(r *rel, ws *windowSpec, at ast.Pos) bool {
+	col := ws.timeCol
 	c, ok := r.find(col)
 	if !ok {
 		p.errorf(at, "DESCRIPTOR(%s): no column %s%s", col, col, didYouMean(col, r.colNames()))
 		return false
 	}
-	if call, ok := c.expr.(*ast.Call); ok && strings.EqualFold(call.Name.Last(), "PROCTIME") {
-		p.errorf(at, "windows over processing time (PROCTIME()) are not supported yet: a replay after a crash would put records in other windows; use an event-time column with a WATERMARK")
-		return false
+	if call, ok := c.expr.(*ast.Call); ok && strings.EqualFold(call.Name.Last(), "PROCTIME") && len(call.Args) == 0 {
+		// Processing time: a record is in the windows of the clock when
+		// the window step handles it; no WATERMARK needed.
+		ws.proc = true
+		return true
 	}
 	if r.src == nil && len(r.branches) > 0 {
 		p.errorf(at, "windows over the result of a join or UNION ALL are not supported yet: its rows carry no event time (a regular join's output is not ordered by time); window each table before, or in a job of its own")
@@ -153,7 +187,7 @@ func (p *planner) checkTimeCol(r *rel, col string, at ast.Pos) bool {
 		if r.src != nil {
 			t = r.src.name
 		}
-		p.errorf(at, "windows need event time: %s is not a time attribute; declare WATERMARK FOR %s AS %s - INTERVAL '5' SECOND in %s", col, col, col, t)
+		p.errorf(at, "windows need event time: %s is not a time attribute; declare WATERMARK FOR %s AS %s - INTERVAL '5' SECOND in %s (or, for processing-time windows, window a column declared AS PROCTIME())", col, col, col, t)
 		return false
 	}
 	p.timeTable = r.src
@@ -256,7 +290,7 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			pre = append(pre, relCol{name: a.seen, expr: &ast.Case{Whens: []*ast.When{{Cond: &ast.IsNull{X: &ast.Paren{X: a.arg}, Not: true}, Result: one}}, Else: zero}})
 		}
 	}
-	if r.win != nil {
+	if r.win != nil && !r.win.proc {
 		// The window reads each record's event time from the select's
 		// output: the time column, as it is.
 		tc, _ := orig.find(r.win.timeCol)
@@ -303,7 +337,11 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			if keyExpr != "" {
 				w.linef(ws.at, d, "key: %s", q(keyExpr))
 			}
-			w.linef(ws.at, d, "time: %s", q("to_timestamp(value.t)"))
+			if ws.proc {
+				w.linef(ws.at, d, "time: processing")
+			} else {
+				w.linef(ws.at, d, "time: %s", q("to_timestamp(value.t)"))
+			}
 			switch ws.kind {
 			case "TUMBLE":
 				w.linef(ws.at, d, "size: %s", goDuration(ws.size))
@@ -315,6 +353,9 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 				w.linef(ws.at, d, "step: %s", goDuration(ws.step))
 			case "SESSION":
 				w.linef(ws.at, d, "gap: %s", goDuration(ws.gap))
+			}
+			if ws.offset > 0 {
+				w.linef(ws.at, d, "offset: %s", goDuration(ws.offset))
 			}
 			writeFields(w, d, s.At, fields)
 		})
@@ -454,7 +495,7 @@ func (p *planner) legacyWindow(r *rel, call *ast.Call, kind string) bool {
 	case "SESSION":
 		ws.gap, ok = p.interval(call.Args[1], kind+"'s gap")
 	}
-	if !ok || !p.checkTimeCol(r, ws.timeCol, tc.Name.At) {
+	if !ok || !p.checkTimeCol(r, ws, tc.Name.At) {
 		return false
 	}
 	if r.win != nil {

@@ -44,6 +44,9 @@ type joinPlan struct {
 	// ttl is each leaf's STATE_TTL hint (0: none) and hintAt where.
 	ttl    []time.Duration
 	hintAt []ast.Pos
+	// using are the columns of the JOIN … USING, innermost join first
+	// (using.go).
+	using []usingCol
 }
 
 // joinFrom plans a FROM that is a join, with the select's WHERE (nil:
@@ -92,6 +95,7 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	// The pool of conjuncts.
 	var split func(e ast.Expr)
 	split = func(e ast.Expr) {
+		e = jp.qualifyUsing(e)
 		switch x := e.(type) {
 		case *ast.Binary:
 			if strings.EqualFold(x.Op, "AND") {
@@ -116,6 +120,10 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 			ons(jn.Right)
 			if jn.On != nil {
 				split(jn.On)
+			} else if len(jn.Using) > 0 {
+				if on := jp.usingOn(jn); on != nil {
+					split(on)
+				}
 			}
 		}
 	}
@@ -150,6 +158,7 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 			r.where = and(r.where, p.resolve(r, c.e))
 		}
 	}
+	jp.mergeUsing(r)
 	return r
 }
 
@@ -180,9 +189,6 @@ func (p *planner) checkJoinKinds(j *ast.Join) bool {
 		return false
 	case j.Kind == "CROSS" && !j.Comma:
 		p.errorf(at, "%s pairs every row with every row of the other table, keeping both for ever: join ON an equality of their columns instead", what)
-		return false
-	case len(j.Using) > 0:
-		p.errorf(at, "JOIN %s USING (…) is not supported yet: write ON %s.col = %s.col", tableText(j.Right), tableText(j.Left), tableText(j.Right))
 		return false
 	}
 	return true

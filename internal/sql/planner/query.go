@@ -76,6 +76,9 @@ type relCol struct {
 	// leaf is the table of a join's FROM the column comes from (see
 	// joinFrom); 0 elsewhere.
 	leaf int
+	// merged: a JOIN … USING column of the right side, which the left
+	// side's stands for: SELECT * and an unqualified name skip it.
+	merged bool
 }
 
 // A step of the job file, written by write.
@@ -89,6 +92,12 @@ type windowSpec struct {
 	kind                   string // TUMBLE, HOP, CUMULATE, SESSION
 	size, slide, step, gap time.Duration
 	timeCol                string
+	// offset shifts TUMBLE and HOP windows (0 up to the size, or the
+	// slide).
+	offset time.Duration
+	// proc: the time column is a PROCTIME() column, so the windows are
+	// the window step's processing-time windows (docs/design.md, "### SQL").
+	proc bool
 }
 
 func (r *rel) colNames() []string {
@@ -418,10 +427,6 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		p.errorf(s.At, "SELECT without FROM has no stream to read")
 		return nil
 	}
-	if s.Distinct {
-		p.errorf(s.At, "SELECT DISTINCT on a stream keeps every row seen forever: not supported yet; GROUP BY the columns, or deduplicate with ROW_NUMBER()")
-		return nil
-	}
 	r, deduped := p.dedup(s)
 	whereDone := deduped
 	if j, ok := s.From.(*ast.Join); ok && !deduped {
@@ -460,6 +465,10 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		}
 	}
 	if aggs {
+		if s.Distinct {
+			p.errorf(s.At, "SELECT DISTINCT with GROUP BY or an aggregate is not supported: a GROUP BY's rows are one per group already; leave DISTINCT out, or select the distinct rows in a subquery first")
+			return nil
+		}
 		return p.aggregate(r, s)
 	}
 	if r.win != nil {
@@ -469,6 +478,9 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 	r = p.project(r, s.Items)
 	if r.rank != nil && !p.rankKey(r, s) {
 		return nil
+	}
+	if s.Distinct {
+		return p.distinct(r, s)
 	}
 	return r
 }
@@ -485,7 +497,7 @@ func (p *planner) project(r *rel, items []*ast.SelectItem) *rel {
 				continue
 			}
 			for _, c := range r.cols {
-				if it.Qualifier != nil && !r.colQualifiedBy(c, it.Qualifier.Last()) {
+				if it.Qualifier != nil && !r.colQualifiedBy(c, it.Qualifier.Last()) || it.Qualifier == nil && c.merged {
 					continue
 				}
 				c.qual, c.leaf = nil, 0 // the select list's columns are the result's
@@ -560,7 +572,7 @@ func hasFold(ss []string, s string) bool {
 // says why nothing is found, or that an unqualified name is a column of
 // several tables of a join (naming them).
 func (r *rel) lookup(parts []ast.Ident) (c relCol, rest []ast.Ident, msg string) {
-	cols := r.cols
+	cols, qualified := r.cols, false
 	if len(parts) > 1 {
 		var of []relCol
 		for _, c := range r.cols {
@@ -570,17 +582,18 @@ func (r *rel) lookup(parts []ast.Ident) (c relCol, rest []ast.Ident, msg string)
 		}
 		if len(of) > 0 || hasFold(r.quals, parts[0].Name) {
 			cols, parts = of, parts[1:]
+			qualified = true
 		}
 	}
 	var match []relCol
 	for _, c := range cols {
-		if c.name == parts[0].Name {
+		if c.name == parts[0].Name && (qualified || !c.merged) {
 			match = append(match, c)
 		}
 	}
 	if len(match) == 0 {
 		for _, c := range cols {
-			if strings.EqualFold(c.name, parts[0].Name) {
+			if strings.EqualFold(c.name, parts[0].Name) && (qualified || !c.merged) {
 				match = append(match, c)
 			}
 		}
