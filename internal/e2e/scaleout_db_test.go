@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -131,6 +132,26 @@ state:
 		if time.Now().After(deadline) {
 			t.Fatalf("the repartition topic was not purged to its end within 30s of the tasks' last commit (start offsets %v, end offsets %v)", starts, ends)
 		}
+	}
+	// onceflow status shows the last sub-topology's partitions caught up,
+	// each with the checkpoint that committed its offset.
+	out, err := exec.Command(binary(t), "status", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("onceflow status: %v\n%s", err, out)
+	}
+	rows := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		cols := strings.Fields(line)
+		if len(cols) != 7 || cols[0] != c.job+"-repartition-1" {
+			continue
+		}
+		rows++
+		if cols[3] != cols[4] || cols[6] == "-" {
+			t.Errorf("onceflow status: %q: want the committed offset at the end and a checkpoint\n%s", line, out)
+		}
+	}
+	if rows != 4 {
+		t.Errorf("onceflow status shows %d partitions of %s-repartition-1, want 4:\n%s", rows, c.job, out)
 	}
 	f.stopAll()
 	t.Logf("%d records, events: %s", produced, strings.Join(events, ", "))
