@@ -30,6 +30,12 @@
 //   - t.Source: the Kafka source of the task's partition alone;
 //   - t.Sink: the exactly-once Kafka sink whose transactions commit that
 //     source's offsets (to Config.Group, so lag tools see the whole job);
+//     or, in the last stage, an exactly-once database sink of the
+//     Build's own (connector/postgres, connector/mysql, connector/redis;
+//     its Job left empty, so the task's name): its transaction is the
+//     task's commit point, its progress row the task's, and the source
+//     commits its offsets to Config.Group as the instance's member
+//     (Task.CommitGroupOffsets);
 //   - t.Repartition: for a stage whose keyed step needs records partitioned
 //     by another key than the input's, the sink into a later stage's
 //     topic, each record in partition state.Hash(key) modulo its

@@ -152,6 +152,9 @@ func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 	cfg.Topics, cfg.TopicRegex = []string{t.Partition.Topic}, ""
 	cfg.Partitions = map[string][]int32{t.Partition.Topic: {t.Partition.Partition}}
 	cfg.Group = t.in.cfg.Group
+	if cfg.GroupCommit == nil {
+		cfg.GroupCommit = t.CommitGroupOffsets
+	}
 	if t.Stage > 0 {
 		cfg.StartupMode = kafka.StartEarliest
 		if cfg.Upstreams == nil {
@@ -164,6 +167,24 @@ func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 	}
 	t.run.src = src
 	return src, nil
+}
+
+// CommitGroupOffsets commits offsets to the job's group as the
+// instance's group member (kafka.Membership.CommitOffsets): what the
+// task's source does after each checkpoint when no Kafka sink commits
+// its offsets in a transaction, as when a database is the task's commit
+// point (kafka.SourceConfig.GroupCommit, which Source sets). A plain
+// commit (generation -1, no member) is refused by a group with members;
+// a zombie's member commits nothing. The offsets are for monitoring
+// (`onceflow status`, lag) and the repartition purge, which deletes only
+// what a committed checkpoint's offsets passed (docs/design.md,
+// "Scale-out").
+func (t *Task) CommitGroupOffsets(ctx context.Context, offsets map[kafka.Partition]int64, metadata string) error {
+	m := t.in.membership()
+	if m == nil {
+		return fmt.Errorf("scale-out: task %s has no group member to commit offsets with: the instance is not in its group", t.Name)
+	}
+	return m.CommitOffsets(ctx, offsets, metadata)
 }
 
 // Sink makes the task's Kafka sink from cfg: Job is the task's name (so

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -76,7 +77,9 @@ type Membership struct {
 
 	mu    sync.Mutex
 	owned map[Partition]bool
-	done  chan struct{}
+	// ids caches topic ids for CommitOffsets.
+	ids  map[string]kadm.TopicID
+	done chan struct{}
 	// protocol names the group protocol the member speaks.
 	protocol string
 }
@@ -426,6 +429,115 @@ func (m *Membership) Owned() []Partition {
 func (m *Membership) Generation() (int32, string) {
 	member, gen := m.cl.GroupMetadata()
 	return gen, member
+}
+
+// CommitOffsets commits offsets to the group as this member, with
+// metadata on each: the member's id and generation (the member epoch
+// under KIP-848), which a group with members requires of a plain offset
+// commit. A member that left or was expelled commits nothing (the group
+// answers UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or STALE_MEMBER_EPOCH),
+// so a zombie's late commit does not land. A scale-out task whose commit
+// point is a database commits its source's offsets so after each
+// checkpoint (SourceConfig.GroupCommit), for monitoring and the
+// repartition purge (docs/design.md, "Scale-out").
+func (m *Membership) CommitOffsets(ctx context.Context, offsets map[Partition]int64, metadata string) error {
+	member, gen := m.cl.GroupMetadata()
+	if member == "" || gen < 0 {
+		return fmt.Errorf("commit offsets to group %q: the instance's member has not joined the group (yet)", m.cfg.Group)
+	}
+	ps := slices.SortedFunc(maps.Keys(offsets), func(a, b Partition) int {
+		return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition})
+	})
+	var topics []string
+	for _, p := range ps {
+		if len(topics) == 0 || topics[len(topics)-1] != p.Topic {
+			topics = append(topics, p.Topic)
+		}
+	}
+	ids, err := m.topicIDs(ctx, topics)
+	if err != nil {
+		return fmt.Errorf("commit offsets to group %q: %w", m.cfg.Group, err)
+	}
+	names := map[kadm.TopicID]string{}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation, req.MemberID = m.cfg.Group, gen, member
+	for _, p := range ps {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.Topic {
+			t := kmsg.NewOffsetCommitRequestTopic()
+			// Newer versions name topics by id.
+			t.Topic, t.TopicID = p.Topic, ids[p.Topic]
+			names[ids[p.Topic]] = p.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.Partition, offsets[p], -1, kmsg.StringPtr(metadata)
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, rp)
+	}
+	resp, err := req.RequestWith(ctx, m.cl)
+	if err != nil {
+		return fmt.Errorf("commit offsets to group %q as member %s (generation %d): %w", m.cfg.Group, member, gen, err)
+	}
+	var errs []error
+	for _, t := range resp.Topics {
+		name := t.Topic
+		if name == "" {
+			name = names[kadm.TopicID(t.TopicID)]
+		}
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				errs = append(errs, fmt.Errorf("%s/%d: %w", name, p.Partition, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		if errors.Is(err, kerr.UnknownTopicID) {
+			m.mu.Lock()
+			m.ids = nil // a topic was recreated: look its id up again
+			m.mu.Unlock()
+		}
+		return fmt.Errorf("commit offsets to group %q as member %s (generation %d): %w", m.cfg.Group, member, gen, err)
+	}
+	return nil
+}
+
+// topicIDs returns the ids of topics, from the member's cache or the
+// brokers.
+func (m *Membership) topicIDs(ctx context.Context, topics []string) (map[string]kadm.TopicID, error) {
+	m.mu.Lock()
+	out := map[string]kadm.TopicID{}
+	var missing []string
+	for _, t := range topics {
+		if id, ok := m.ids[t]; ok {
+			out[t] = id
+		} else {
+			missing = append(missing, t)
+		}
+	}
+	m.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	tds, err := kadm.NewClient(m.cl).ListTopics(ctx, missing...)
+	if err != nil {
+		return nil, fmt.Errorf("topic ids: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ids == nil {
+		m.ids = map[string]kadm.TopicID{}
+	}
+	for _, t := range missing {
+		td, ok := tds[t]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("topic %s: %w", t, kerr.UnknownTopicOrPartition)
+		case td.Err != nil:
+			return nil, fmt.Errorf("topic %s: %w", t, td.Err)
+		}
+		m.ids[t], out[t] = td.ID, td.ID
+	}
+	return out, nil
 }
 
 // Close leaves the group: the partitions still held are revoked first

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
@@ -125,6 +127,60 @@ func TestMembershipGetsAddedPartitions(t *testing.T) {
 			added := time.Now()
 			waitOwned(t, "partitions added", []*Membership{m}, []int{4})
 			t.Logf("assigned the added partitions %v after they were added", time.Since(added).Round(time.Millisecond))
+		})
+	}
+}
+
+// A member commits offsets with their metadata to its group, where a
+// plain commit (generation -1, no member: what a source does without a
+// Kafka sink) is refused while the group has members; once the member
+// left, its commits land nowhere.
+func TestMembershipCommitsOffsets(t *testing.T) {
+	t.Parallel() // a broker of its own, no failpoint
+	for _, next := range []bool{false, true} {
+		t.Run(map[bool]string{false: "classic", true: "kip-848"}[next], func(t *testing.T) {
+			t.Parallel()
+			c := startBroker(t, map[string]int32{"in": 2, "other": 1})
+			var r recorder
+			cfg := r.config(c, "a")
+			cfg.NextGen = next
+			m, err := NewMembership(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			waitOwned(t, "one member", []*Membership{m}, []int{2})
+			ctx := t.Context()
+			plain := kadm.Offsets{}
+			plain.Add(kadm.Offset{Topic: "in", Partition: 0, At: 3, LeaderEpoch: -1})
+			resp, err := c.Admin(t).CommitOffsets(ctx, "g", plain)
+			if err == nil {
+				err = resp.Error()
+			}
+			if err == nil {
+				t.Fatal("a plain offset commit into a group with a member was accepted: the member's commit would not be needed")
+			}
+			// "other" is not among the member's topics: a task reading
+			// partition p of several topics commits them all.
+			offs := map[Partition]int64{{"in", 0}: 5, {"in", 1}: 7, {"other", 0}: 2}
+			if err := m.CommitOffsets(ctx, offs, "onceflow:job-in-0:42"); err != nil {
+				t.Fatal(err)
+			}
+			for topic, want := range map[string]map[int32]int64{"in": {0: 5, 1: 7}, "other": {0: 2}} {
+				got := c.GroupOffsets(t, "g", topic)
+				for p, at := range want {
+					if o := got[p]; o.At != at || o.Metadata != "onceflow:job-in-0:42" {
+						t.Errorf("%s/%d: committed %d with metadata %q, want %d with the checkpoint's", topic, p, o.At, o.Metadata, at)
+					}
+				}
+			}
+			m.Close()
+			if err := m.CommitOffsets(ctx, map[Partition]int64{{"in", 0}: 9}, "onceflow:job-in-0:43"); err == nil {
+				t.Error("a member that left the group committed offsets")
+			}
+			if o := c.GroupOffsets(t, "g", "in")[0]; o.At != 5 {
+				t.Errorf("in/0 at %d after the member left, want 5", o.At)
+			}
 		})
 	}
 }

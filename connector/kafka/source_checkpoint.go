@@ -98,13 +98,23 @@ func (r *reader) CheckpointCommitted(ctx context.Context, checkpointID int64) er
 		return nil
 	}
 	meta := offsetMetadata(r.sc.Job, checkpointID)
-	offs := kadm.Offsets{}
-	for s, next := range snap.read {
-		offs.Add(kadm.Offset{Topic: s.topic, Partition: s.partition, At: next, LeaderEpoch: -1, Metadata: meta})
-	}
-	resp, err := r.adm.CommitOffsets(ctx, r.group, offs)
-	if err == nil {
-		err = resp.Error()
+	var err error
+	if commit := r.src.cfg.GroupCommit; commit != nil {
+		offs := make(map[Partition]int64, len(snap.read))
+		for s, next := range snap.read {
+			offs[Partition{s.topic, s.partition}] = next
+		}
+		err = commit(ctx, offs, meta)
+	} else {
+		offs := kadm.Offsets{}
+		for s, next := range snap.read {
+			offs.Add(kadm.Offset{Topic: s.topic, Partition: s.partition, At: next, LeaderEpoch: -1, Metadata: meta})
+		}
+		var resp kadm.OffsetResponses
+		resp, err = r.adm.CommitOffsets(ctx, r.group, offs)
+		if err == nil {
+			err = resp.Error()
+		}
 	}
 	if err != nil {
 		r.src.commitsFailed.Add(1)

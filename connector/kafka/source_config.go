@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -168,6 +169,15 @@ type SourceConfig struct {
 	// from the records' timestamps (docs/design.md, "Scale-out"). Markers
 	// are never data: every source skips them.
 	Upstreams []string
+	// GroupCommit, when set, commits a committed checkpoint's offsets to
+	// Group in place of the source's own commit (OffsetCommit with
+	// generation -1 and no member, which a group with members refuses):
+	// a scale-out task whose commit point is a database commits them as
+	// its instance's group member (Membership.CommitOffsets). Unused when
+	// a Kafka sink commits the offsets in its transaction. The offsets
+	// are for monitoring and the repartition purge; a restore never
+	// reads them.
+	GroupCommit func(ctx context.Context, offsets map[Partition]int64, metadata string) error
 }
 
 func (c *SourceConfig) withDefaults() {

@@ -1,7 +1,10 @@
 package kafka
 
 import (
+	"context"
+	"errors"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +116,53 @@ func owned(r any, a, b int) int {
 		n += map[int32]int{0: a, 1: b}[s.partition]
 	}
 	return n
+}
+
+// With SourceConfig.GroupCommit (a scale-out task without a Kafka sink)
+// the reader commits a committed checkpoint's offsets through it, not
+// with a plain commit of its own; CommittedOffsets, which the
+// repartition purge reads, follows only a commit that succeeded.
+func TestGroupCommitHook(t *testing.T) {
+	c := startBroker(t, map[string]int32{"in": 2})
+	c.produceValues(t, "in", 0, time.Time{}, values(3, "a")...)
+	type call struct {
+		offs map[Partition]int64
+		meta string
+	}
+	var calls []call
+	var fail error
+	src := newSource(t, SourceConfig{Client: c.client(), Topics: []string{"in"}, Group: "g", DiscoveryInterval: -1,
+		Partitions: map[string][]int32{"in": {0}},
+		GroupCommit: func(_ context.Context, offs map[Partition]int64, meta string) error {
+			calls = append(calls, call{maps.Clone(offs), meta})
+			return fail
+		}})
+	r := openReader(t, src, 0, 1, nil)
+	pollN(t, r, 3)
+	for id := int64(1); id <= 2; id++ {
+		if _, err := r.Snapshot(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail = errors.New("not a member")
+	if err := r.(*reader).CheckpointCommitted(kafkatest.Context(t), 1); err == nil || !strings.Contains(err.Error(), "not a member") {
+		t.Errorf("a failed group commit: %v", err)
+	}
+	if got := src.CommittedOffsets(); len(got) != 0 {
+		t.Errorf("committed offsets %v after the group commit failed, want none", got)
+	}
+	fail = nil
+	if err := r.(*reader).CheckpointCommitted(kafkatest.Context(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	want := map[Partition]int64{{"in", 0}: 3}
+	if len(calls) != 2 || !maps.Equal(calls[1].offs, want) || calls[1].meta != "onceflow:job:2" {
+		t.Errorf("group commits %+v, want the second of %v with the metadata of checkpoint 2", calls, want)
+	}
+	if got := src.CommittedOffsets(); !maps.Equal(got, want) {
+		t.Errorf("committed offsets %v, want %v", got, want)
+	}
+	if got := c.GroupOffsets(t, "g", "in"); len(got) > 0 {
+		t.Errorf("the reader committed %v itself although GroupCommit does", got)
+	}
 }

@@ -447,6 +447,9 @@ type txConn struct {
 	open  bool // a transaction is open
 }
 
+// Fence is the fence Recover took (sqlsink.Fencer).
+func (c *txConn) Fence() int64 { return c.fence }
+
 func (c *txConn) begin(ctx context.Context) error {
 	if c.open {
 		return nil

@@ -442,3 +442,69 @@ func twoPhaseScenario(t *testing.T, mode, rows string, scenario func(*testing.T,
 			return strconv.Itoa(n)
 		})
 }
+
+// Scale-out tasks of one job are jobs of their own (<job>-<topic>-<p>,
+// docs/design.md, "Scale-out"): a task's Recover fences its own earlier
+// owner (its fence, which also starts its checkpoint ids, grows) and
+// kills only the connection its progress row records, never another
+// task's, even one whose name starts with its own.
+func TestTasksFenceOnlyThemselves(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	createTables(t, srv, db)
+	ctx := ctxT(t)
+	type fenceEpocher interface{ FenceEpoch() int64 }
+	open := func(task string) (flow.CommitPoint, flow.SinkWriter[dbtest.Count]) {
+		s, err := mysql.NewSink(sinkConfig(dsn, "append"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, task)
+		cp := s.CommitPoint()
+		if _, err := cp.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.Open(ctx, flow.SinkContext{Job: task, Parallelism: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp, w
+	}
+	write := func(w flow.SinkWriter[dbtest.Count], key string, n int) {
+		for i := range n { // more than a batch: rows reach the server
+			if err := w.Write(ctx, dbtest.Count{Key: key, N: int64(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commit := func(cp flow.CommitPoint, w flow.SinkWriter[dbtest.Count], task string) error {
+		if _, err := w.Prepare(ctx, 1); err != nil {
+			return err
+		}
+		return cp.Commit(ctx, flow.CommitRecord{Job: task, Checkpoint: 1, Manifest: "m", Time: time.Now()})
+	}
+	oldCP, oldW := open("so-in-1")
+	write(oldW, "old", 600)
+	otherCP, otherW := open("so-in-10")
+	write(otherW, "other", 600)
+	newCP, newW := open("so-in-1")
+	for cp, want := range map[flow.CommitPoint]int64{oldCP: 1, otherCP: 1, newCP: 2} {
+		if got := cp.(fenceEpocher).FenceEpoch(); got != want {
+			t.Errorf("fence epoch %d, want %d", got, want)
+		}
+	}
+	write(newW, "new", 1)
+	if err := commit(otherCP, otherW, "so-in-10"); err != nil {
+		t.Fatalf("task so-in-10 could not commit after task so-in-1 recovered: %v", err)
+	}
+	if err := commit(newCP, newW, "so-in-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(oldCP, oldW, "so-in-1"); err == nil {
+		t.Error("the fenced owner of task so-in-1 committed")
+	}
+	if got, _ := srv.Client(db, "SELECT k, COUNT(*) FROM append GROUP BY k ORDER BY k"); got != "new|1\nother|600" {
+		t.Errorf("append: %q, want the new owner's row and the other task's", got)
+	}
+}

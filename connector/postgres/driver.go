@@ -377,6 +377,9 @@ type txConn struct {
 	tx    pgx.Tx // the open transaction, nil when none
 }
 
+// Fence is the fence Recover took (sqlsink.Fencer).
+func (c *txConn) Fence() int64 { return c.fence }
+
 func (c *txConn) NewCheck() func([]any) error { return newCheck(c.d.table, c.cols) }
 
 func (c *txConn) begin(ctx context.Context) error {

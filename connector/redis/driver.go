@@ -508,6 +508,9 @@ type txConn struct {
 	stagedLen int
 }
 
+// Fence is the fence Recover took (sqlsink.Fencer).
+func (c *txConn) Fence() int64 { return c.fence }
+
 type merged struct {
 	key, field, value string
 	by                int64

@@ -80,6 +80,13 @@ func TestMainCommands(t *testing.T) {
 	if err := os.WriteFile(poison, []byte(poisonYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A scale-out job into PostgreSQL: each task of the last
+	// sub-topology commits its own progress row (docs/design.md,
+	// "Scale-out").
+	soDB := filepath.Join(dir, "so-db.yaml")
+	if err := os.WriteFile(soDB, []byte("job: so\nkafka: {brokers: ['localhost:9092']}\nsource: {topics: [in]}\npipeline:\n  - aggregate: { key: value.user, fields: { n: 'count()' } }\nsink:\n  postgres: {dsn: 'postgres://u@db/orders', table: counts, columns: {u: value.key, n: value.n}, key: [u]}\ncheckpointing: {interval: 1s}\nstate: {checkpoints: /shared}\nscale-out: {enabled: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte(strings.Replace(jobfiletest.Orders, "interval:", "intervall:", 1)), 0o600); err != nil {
 		t.Fatal(err)
@@ -115,6 +122,7 @@ func TestMainCommands(t *testing.T) {
 		{args: []string{"validate", good}, code: 0, stdout: "  errors:     fail (default)\n"},
 		{args: []string{"validate", bad}, code: 1, stderr: `bad.yaml:15: unknown field "intervall" in checkpointing (did you mean "interval"?)`},
 		{args: []string{"validate", filepath.Join(dir, "missing.yaml")}, code: 1, stderr: "read job file: open "},
+		{args: []string{"validate", soDB}, code: 0, stdout: "              tasks of so-repartition-1: aggregate -> the postgres sink, each task's transaction its commit point (its progress row: job so-TOPIC-PARTITION)\n"},
 		{args: []string{"run", "a.yaml", "b.yaml"}, code: 2, stderr: "run takes one job file, got 2 arguments"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -180,7 +180,10 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 	// under the job's strategy (scaleout.Config.Restart) while it owns
 	// the partition.
 	tj.RestartSet, tj.Restart = true, restart.Config{Strategy: restart.None}
-	tj.Task = &jobfile.TaskSpec{Partitions: map[string][]int32{t.Partition.Topic: {t.Partition.Partition}}}
+	tj.Task = &jobfile.TaskSpec{Partitions: map[string][]int32{t.Partition.Topic: {t.Partition.Partition}},
+		// Without a Kafka sink (a database is the task's commit point)
+		// the sources commit their offsets as the instance's member.
+		GroupCommit: t.CommitGroupOffsets}
 	if seg.CoPartitioned {
 		// Partition p of every input topic: a key's records of every
 		// topic meet in this task (docs/design.md, "Named streams").

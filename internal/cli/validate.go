@@ -237,6 +237,12 @@ func describeScaleOut(w io.Writer, jf *jobfile.JobFile) {
 			steps = "pass-through"
 		}
 		to := "the sink"
+		if jf.Sink.External() {
+			// docs/design.md, "Scale-out": each task of the last
+			// sub-topology has its own progress row, fenced when the
+			// task moves.
+			to = fmt.Sprintf("the %s sink, each task's transaction its commit point (its progress row: job %s-TOPIC-PARTITION)", jf.Sink.CommitPoint(), jf.Job)
+		}
 		if sg.Out != "" {
 			to = fmt.Sprintf("repartition topic %s, partitioned by %s", sg.Out, sg.OutKey)
 		}

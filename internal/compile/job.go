@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -237,7 +238,17 @@ func newSource(jf *jobfile.JobFile, sc jobfile.SourceConfig, cc kafka.ClientConf
 		OnTopicRecreated:  connectorRecreated[sc.OnTopicRecreated],
 		Partitions:        partitionsOf(jf.Task.PartitionsOrNil(), sc.Topics),
 		Upstreams:         upstreamsOf(jf.Task),
+		GroupCommit:       groupCommitOf(jf.Task),
 	})
+}
+
+// groupCommitOf is how a scale-out task's sources commit their offsets
+// to the group (as the instance's member), nil for another job.
+func groupCommitOf(t *jobfile.TaskSpec) func(context.Context, map[kafka.Partition]int64, string) error {
+	if t == nil {
+		return nil
+	}
+	return t.GroupCommit
 }
 
 // markAs is the name a scale-out task writing a repartition topic marks

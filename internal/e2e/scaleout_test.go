@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -318,58 +319,7 @@ func TestScaleOutExactlyOnce(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	next := 0
-	var events []string
-	for i := 0; i < scaleOutEvents(); i++ {
-		f.mu.Lock()
-		alive := make([]string, 0, len(f.run))
-		for n := range f.run {
-			alive = append(alive, n)
-		}
-		f.mu.Unlock()
-		slices.Sort(alive)
-		victim := alive[rng.IntN(len(alive))]
-		switch ev := []string{"kill", "add", "remove", "pause"}[i%4]; {
-		case ev == "kill":
-			f.kill(victim)
-			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-			f.start(victim)
-			events = append(events, "SIGKILL "+victim)
-		case ev == "add":
-			name := "n" + strconv.Itoa(next)
-			next++
-			f.start(name)
-			events = append(events, "add "+name)
-		case ev == "remove" && len(alive) > 1:
-			f.stop(victim)
-			events = append(events, "remove "+victim)
-		case ev == "pause":
-			// What the process holds by its own view: the group may
-			// still list a killed predecessor's partitions under the
-			// same client id.
-			held := f.ownPartitions(victim)
-			logFile := filepath.Join(f.logDir(), victim+".log")
-			before, _ := os.ReadFile(logFile)
-			p := f.signal(victim, syscall.SIGSTOP)
-			time.Sleep(9 * time.Second) // past the 6 s session timeout: its partitions move
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			events = append(events, fmt.Sprintf("SIGSTOP/SIGCONT %s (holding %v)", victim, held))
-			// A zombie: back after its partitions moved, it must see they
-			// are lost (and its late commits are fenced).
-			for deadline := time.Now().Add(20 * time.Second); len(held) > 0; {
-				after, _ := os.ReadFile(logFile)
-				if strings.Contains(string(after[min(len(before), len(after)):]), `msg="partitions lost"`) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("instance %s, paused past the session timeout while holding %v, never saw its partitions lost\n%s", victim, held, f.log)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
-		f.checkAlive()
-	}
+	events := f.chaos(rng, scaleOutEvents())
 	stopGen()
 	produced := <-genDone
 	waitCaughtUp(t, adm, "so", "in", f)
@@ -490,6 +440,67 @@ func TestScaleOutRepartition(t *testing.T) {
 	if len(got) != len(perUser) {
 		t.Fatalf("%d users in the output, want %d", len(got), len(perUser))
 	}
+}
+
+// chaos goes through n seeded random instance changes, in turn: SIGKILL
+// an instance and start it again, add one, remove one (SIGTERM), and
+// freeze one (SIGSTOP) past the session timeout so its partitions move,
+// then let it go on as a zombie. It returns what it did.
+func (f *fleet) chaos(rng *rand.Rand, n int) []string {
+	t := f.t
+	next := 0
+	var events []string
+	for i := 0; i < n; i++ {
+		f.mu.Lock()
+		alive := make([]string, 0, len(f.run))
+		for n := range f.run {
+			alive = append(alive, n)
+		}
+		f.mu.Unlock()
+		slices.Sort(alive)
+		victim := alive[rng.IntN(len(alive))]
+		switch ev := []string{"kill", "add", "remove", "pause"}[i%4]; {
+		case ev == "kill":
+			f.kill(victim)
+			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			f.start(victim)
+			events = append(events, "SIGKILL "+victim)
+		case ev == "add":
+			name := "n" + strconv.Itoa(next)
+			next++
+			f.start(name)
+			events = append(events, "add "+name)
+		case ev == "remove" && len(alive) > 1:
+			f.stop(victim)
+			events = append(events, "remove "+victim)
+		case ev == "pause":
+			// What the process holds by its own view: the group may
+			// still list a killed predecessor's partitions under the
+			// same client id.
+			held := f.ownPartitions(victim)
+			logFile := filepath.Join(f.logDir(), victim+".log")
+			before, _ := os.ReadFile(logFile)
+			p := f.signal(victim, syscall.SIGSTOP)
+			time.Sleep(9 * time.Second) // past the 6 s session timeout: its partitions move
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			events = append(events, fmt.Sprintf("SIGSTOP/SIGCONT %s (holding %v)", victim, held))
+			// A zombie: back after its partitions moved, it must see they
+			// are lost (and its late commits are fenced).
+			for deadline := time.Now().Add(20 * time.Second); len(held) > 0; {
+				after, _ := os.ReadFile(logFile)
+				if strings.Contains(string(after[min(len(before), len(after)):]), `msg="partitions lost"`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("instance %s, paused past the session timeout while holding %v, never saw its partitions lost\n%s", victim, held, f.log)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
+		f.checkAlive()
+	}
+	return events
 }
 
 // checkInstanceHTTP checks what an instance serves with --http.

@@ -3,6 +3,9 @@ package jobfile
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/onceflow/onceflow/connector"
 
 	"github.com/onceflow/onceflow/internal/plan"
 )
@@ -98,12 +101,7 @@ func (d *decoder) validateScaleOut(jf *JobFile) {
 	if jf.Source.Parallelism > 0 {
 		d.errorf(d.at("source.parallelism"), "source.parallelism does not apply with scale-out: every partition is a task of its own; remove it")
 	}
-	if !jf.Sink.HasTopic() || jf.Sink.External() {
-		d.errorf(d.at("sink"), "scale-out writes to Kafka only for now: set sink.topic and no database or Redis sink")
-	}
-	if jf.Sink.Delivery != "" && jf.Sink.Delivery != DeliveryExactlyOnce {
-		d.errorf(d.at("sink.delivery"), "scale-out needs sink.delivery exactly-once: each task's transaction is its commit point and fences the instance that had its partition before")
-	}
+	d.validateScaleOutSink(jf)
 	if so.Instance != "" && !ValidName(so.Instance) {
 		d.errorf(d.at("scale-out.instance"), "scale-out.instance %q may only use letters, digits, '.', '_' and '-' (it names the instance's directory under state.dir)", so.Instance)
 	}
@@ -119,5 +117,40 @@ func (d *decoder) validateScaleOut(jf *JobFile) {
 		} else {
 			d.errorf(line, "%v", err)
 		}
+	}
+}
+
+// validateScaleOutSink checks the sink of a scale-out job: each task of
+// the last sub-topology writes it with a commit point of its own (the
+// Kafka transaction, or the database's), which fences the task's earlier
+// owner; the earlier sub-topologies write repartition topics through
+// Kafka transactions (docs/design.md, "Scale-out").
+func (d *decoder) validateScaleOutSink(jf *JobFile) {
+	if jf.Sink.Delivery != "" && jf.Sink.Delivery != DeliveryExactlyOnce {
+		d.errorf(d.at("sink.delivery"), "scale-out needs sink.delivery exactly-once: each task's transaction (Kafka's, or the database's) is its commit point and fences the instance that had its partition before; at-least-once upserts have no such fence for the task's checkpoints, which a paused instance could still write")
+		return
+	}
+	kinds := jf.Sink.Kinds()
+	if len(kinds) == 0 {
+		d.errorf(d.at("sink"), "scale-out needs a sink: set sink.topic, or one database or Redis sink (sink.postgres, sink.mysql, sink.redis)")
+		return
+	}
+	if !jf.Sink.External() {
+		return
+	}
+	if len(kinds) > 1 {
+		var names []string
+		for _, k := range kinds {
+			if k == SinkKafka {
+				names = append(names, "sink.topic")
+			} else {
+				names = append(names, "sink."+k)
+			}
+		}
+		d.errorf(d.at("sink"), "scale-out writes one sink per job when a database or Redis is among them, and this job writes %s: the others would be two-phase participants under one commit point, which scale-out does not run (a paused instance's prepared transactions would hold their rows' locks until the task recovered again); keep one sink here and write the others from a second job that reads this one's output", strings.Join(names, " and "))
+		return
+	}
+	if spec, ok := connector.Lookup(kinds[0]); ok && !spec.CommitPoint {
+		d.errorf(d.at("sink."+kinds[0]), "sink.%s cannot be a commit point: in scale-out each task's sink commits the task's checkpoints (a Kafka topic, PostgreSQL, MySQL/MariaDB or Redis)", kinds[0])
 	}
 }

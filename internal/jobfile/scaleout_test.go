@@ -92,3 +92,31 @@ func TestDeployJobFile(t *testing.T) {
 		t.Fatalf("segments %d, %v: want the dedupe and the window each behind a repartition", len(segs), err)
 	}
 }
+
+// TestScaleOutDatabaseSink: a database or Redis sink alone is each last
+// task's commit point (docs/design.md, "Scale-out"); the parse refusals
+// of what scale-out does not run with one are in
+// testdata/parse-errors/scale-out-*.
+func TestScaleOutDatabaseSink(t *testing.T) {
+	for _, sink := range []string{
+		"postgres: {dsn: 'postgres://u@db/orders', table: counts, columns: {k: record.key, n: value.n}, key: [k]}",
+		"mysql: {dsn: 'u@tcp(db:3306)/orders', table: counts, columns: {k: record.key, n: value.n}, key: [k]}",
+		"redis: {url: 'redis://r:6379/0', command: set, key: record.key, value: value}",
+	} {
+		file := "job: j\nkafka: {brokers: [b:9092]}\nsource: {topics: [in]}\nsink: {" + sink + "}\ncheckpointing: {interval: 1s}\nstate: {checkpoints: /shared}\nscale-out: {enabled: true}\npipeline:\n  - aggregate: { key: value.user, fields: { n: 'count()' } }\n"
+		jf, err := ParseJobFile("j.yaml", []byte(file), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", sink, err)
+		}
+		segs, err := PlanSegments(jf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(segs) != 2 || segs[0].Out != "j-repartition-1" || segs[1].Out != "" {
+			t.Errorf("%s: segments %+v, want the re-key into j-repartition-1 and a last segment writing the sink", sink, segs)
+		}
+		if cp := jf.Sink.CommitPoint(); cp != jf.Sink.Kinds()[0] {
+			t.Errorf("%s: commit point %q", sink, cp)
+		}
+	}
+}

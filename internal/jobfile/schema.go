@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"context"
 	"maps"
 	"time"
 
@@ -75,6 +76,10 @@ type TaskSpec struct {
 	// "Scale-out").
 	MarkAs    string
 	Upstreams []string
+	// GroupCommit commits the offsets of the task's sources to the job's
+	// group as the instance's member, when no Kafka sink commits them in
+	// its transaction (kafka.SourceConfig.GroupCommit).
+	GroupCommit func(ctx context.Context, offsets map[kafka.Partition]int64, metadata string) error
 }
 
 // PartitionsOrNil is the partitions a task reads, nil for a whole job.

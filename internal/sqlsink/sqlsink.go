@@ -108,6 +108,12 @@ type TxConn interface {
 	Close() error
 }
 
+// Fencer is a TxConn that knows the fence its Recover took: a number that
+// grows with every instance of the job fencing the one before.
+type Fencer interface {
+	Fence() int64
+}
+
 // UpsertConn is one writer's connection (at-least-once).
 type UpsertConn interface {
 	// Upsert writes and commits b, each row fenced by b.Epoch: a row a
@@ -996,6 +1002,24 @@ func (c *CommitPoint[T]) Recover(ctx context.Context) (flow.CommitRecord, error)
 	s.hold.Reset(rec.Checkpoint)
 	s.mu.Unlock()
 	return rec, nil
+}
+
+// FenceEpoch is the fence Recover took (the connection's Fencer), 0
+// before Recover: every later instance of the job that fenced this one
+// has a higher one. A scale-out task starts its checkpoint ids above it
+// (flow.FencedCheckpointIDs), so a fenced zombie task never writes into
+// a checkpoint directory its successor uses (docs/design.md,
+// "Scale-out").
+func (c *CommitPoint[T]) FenceEpoch() int64 {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.s.sess == nil {
+		return 0
+	}
+	if f, ok := c.s.sess.conn.(Fencer); ok {
+		return f.Fence()
+	}
+	return 0
 }
 
 // Commit commits the open transaction with every row up to checkpoint
