@@ -148,6 +148,8 @@ const (
 	OrderedMap
 	// Int is a whole number, held as an int (top-n's n).
 	Int
+	// Bool is true or false, held as a bool (aggregate's update-before).
+	Bool
 )
 
 // Named is one entry of an OrderedMap field: a name and its text.
@@ -190,6 +192,8 @@ func (t Type) String() string {
 		return "ordered map of strings"
 	case Int:
 		return "whole number"
+	case Bool:
+		return "true or false"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -236,6 +240,10 @@ func (t Type) check(v any, vars []string) error {
 		}
 	case Int:
 		if _, ok := v.(int); ok {
+			return nil
+		}
+	case Bool:
+		if _, ok := v.(bool); ok {
 			return nil
 		}
 	case StringMap:
@@ -308,6 +316,12 @@ func (p Params) Cases(name string) []Case {
 func (p Params) Int(name string) int {
 	n, _ := p[name].(int)
 	return n
+}
+
+// Bool returns the bool value of field name, or false.
+func (p Params) Bool(name string) bool {
+	b, _ := p[name].(bool)
+	return b
 }
 
 // Text returns the string value of field name, or "".
@@ -493,7 +507,7 @@ func (s Spec) selfCheck() error {
 		case f.Description == "":
 			return fmt.Errorf("field %q has no description", f.Name)
 		}
-		if f.Type < String || f.Type > Int {
+		if f.Type < String || f.Type > Bool {
 			return fmt.Errorf("field %q has an unknown type %d", f.Name, int(f.Type))
 		}
 		if f.Default != nil {

@@ -28,6 +28,15 @@ type rel struct {
 	// GROUP BY without a window), not append-only.
 	updating bool
 	key      []string
+	// retracts is set on an updating result whose rows can be taken out
+	// again, by a retraction or a delete (docs/design.md, "Changelogs"):
+	// its sink must apply deletes.
+	retracts bool
+	// ub, on an updating result of an aggregate step, is that step's
+	// update-before switch: what reads the result and needs the old rows
+	// (a filter, an aggregate) turns it on. nil: the step that made the
+	// result cannot emit them (Top-N, a keep-last deduplication).
+	ub *bool
 	// rowtime is the column holding the event time (the source's
 	// WATERMARK column, passed through); "" when none.
 	rowtime string
@@ -437,8 +446,7 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 	if r == nil {
 		return nil
 	}
-	if r.updating && ((!deduped && s.Where != nil) || len(s.GroupBy) > 0) {
-		p.errorf(s.At, "filtering or aggregating an updating result (the rows of a GROUP BY) needs update-before rows, which come with the changelog work of issue 24")
+	if r.updating && !deduped && s.Where != nil && !p.needRetractions(r, s.Where.Position(), "filtering") {
 		return nil
 	}
 	if s.Where != nil && !whereDone {
@@ -471,6 +479,21 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		return nil
 	}
 	return r
+}
+
+// needRetractions makes the updating result r emit the old version of
+// each changed row (update-before), for what reads r to take it out: a
+// filter must retract a row that stops passing, an aggregate the old
+// row's contribution. Results that cannot (Top-N, a keep-last
+// deduplication) are refused at at.
+func (p *planner) needRetractions(r *rel, at ast.Pos, what string) bool {
+	if r.ub == nil {
+		p.errorf(at, "%s an updating result of a Top-N or a keep-last deduplication needs its old rows retracted, which those steps do not emit yet; filter or aggregate before the ranking", what)
+		return false
+	}
+	*r.ub = true
+	r.retracts = true
+	return true
 }
 
 // project replaces r's columns by the select list.
