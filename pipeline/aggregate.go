@@ -84,6 +84,12 @@ var aggregateSpec = Spec{
 		if c.TTL > 0 {
 			s += ", ttl " + durfmt.Short(c.TTL)
 		}
+		if c.Retractions {
+			s += ", takes retractions"
+		}
+		if c.UpdateBefore {
+			s += ", emits update-before"
+		}
 		return s
 	},
 	GoFunc:  "Aggregate",

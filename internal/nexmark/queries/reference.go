@@ -124,6 +124,8 @@ func GroupKey(name string) []string {
 		return []string{"channel", "day"}
 	case "q17":
 		return []string{"auction", "day"}
+	case "q4":
+		return []string{"id"}
 	}
 	return nil
 }
@@ -168,6 +170,8 @@ func Reference(name string, cfg nexmark.Config, events int64) (map[string]int, e
 		return rows, dailyStats(name, each, rows)
 	case "q3", "q7", "q8", "q20", "q23":
 		return rows, joins(name, each, rows)
+	case "q4":
+		return rows, categoryAverages(each, rows)
 	}
 	return nil, fmt.Errorf("nexmark: no reference computation for %q", name)
 }
@@ -433,6 +437,52 @@ func joins(name string, each func(func(*nexmark.Event)), rows map[string]int) er
 	return nil
 }
 
+// categoryAverages is q4: each auction's highest bid among those dated
+// within its lifetime (dateTime to expires, both included), then per
+// category the average of those, truncated to an integer as Flink's AVG
+// of a BIGINT; an auction without such a bid has no highest bid and
+// counts for nothing.
+func categoryAverages(each func(func(*nexmark.Event)), rows map[string]int) error {
+	auctions := map[int64]nexmark.Auction{}
+	var bids []nexmark.Bid
+	each(func(e *nexmark.Event) {
+		switch e.Type {
+		case nexmark.AuctionEvent:
+			auctions[e.Auction.ID] = e.Auction
+		case nexmark.BidEvent:
+			bids = append(bids, e.Bid)
+		}
+	})
+	highest := map[int64]int64{}
+	for _, b := range bids {
+		a, ok := auctions[b.Auction]
+		if !ok || b.DateTime < a.DateTime || b.DateTime > a.Expires {
+			continue
+		}
+		if m, ok := highest[a.ID]; !ok || b.Price > m {
+			highest[a.ID] = b.Price
+		}
+	}
+	type avg struct{ sum, n int64 }
+	per := map[int64]*avg{}
+	for id, price := range highest {
+		c := auctions[id].Category
+		if per[c] == nil {
+			per[c] = &avg{}
+		}
+		per[c].sum += price
+		per[c].n++
+	}
+	for c, a := range per {
+		out, err := json.Marshal(map[string]any{"id": num(c), "final": num(int64(float64(a.sum) / float64(a.n)))})
+		if err != nil {
+			return err
+		}
+		rows[string(out)]++
+	}
+	return nil
+}
+
 // Canonical rewrites a JSON object as Expected writes it: keys sorted,
 // numbers as they were written but for the trailing zeros of a decimal
 // fraction (a SQL DECIMAL(23, 3) is written with its scale, 10269.480, as
@@ -463,11 +513,12 @@ func Canonical(value []byte) (string, error) {
 // the same events, as multisets: it returns nil when each expected record
 // is there as often as the reference makes it and nothing else is, and
 // otherwise an error saying how many differ, with examples. The output
-// of an updating query (GroupKey) is a sequence of upserts: each group's
-// last row in values is compared, so values must be in the order the
-// query wrote each group's rows (one partition's order: a group's rows
-// share a key).
-func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) error {
+// of an updating query (GroupKey) is a sequence of upserts keyed by the
+// group: each key's last record is compared, so out must be in the order
+// the query wrote each key's records (one partition's order: a group's
+// records share a key), and a tombstone (no value: a retracted row,
+// docs/design.md "Changelogs") removes its key's row.
+func Verify(name string, cfg nexmark.Config, events int64, out []Output) error {
 	n, err := Reference(name, cfg, events)
 	if err != nil {
 		return err
@@ -476,32 +527,39 @@ func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) erro
 	for _, k := range n {
 		want += k
 	}
-	got := len(values)
+	got := len(out)
 	var rows []string
-	last := map[string]int{} // group → index in rows
-	for i, v := range values {
-		s, err := Canonical(v)
+	last := map[string]int{} // record key → index in rows
+	for i, o := range out {
+		key := GroupKey(name)
+		if key != nil && o.Value == nil {
+			if j, ok := last[string(o.Key)]; ok {
+				rows[j] = "" // the group's row is retracted
+			}
+			continue
+		}
+		s, err := Canonical(o.Value)
 		if err != nil {
 			return fmt.Errorf("output record %d: %w", i, err)
 		}
-		key := GroupKey(name)
 		if key == nil {
 			rows = append(rows, s)
 			continue
 		}
-		g, err := groupOf(v, key)
-		if err != nil {
+		if _, err := groupOf(o.Value, key); err != nil {
 			return fmt.Errorf("output record %d: %w", i, err)
 		}
-		if j, ok := last[g]; ok {
+		if j, ok := last[string(o.Key)]; ok {
 			rows[j] = s
 		} else {
-			last[g] = len(rows)
+			last[string(o.Key)] = len(rows)
 			rows = append(rows, s)
 		}
 	}
 	for _, s := range rows {
-		n[s]--
+		if s != "" {
+			n[s]--
+		}
 	}
 	var extra, missing []string
 	for s, k := range n {
@@ -520,6 +578,10 @@ func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) erro
 	return fmt.Errorf("%s: %d output records (%d rows), the reference %d: %d not in the reference (or more often than there), e.g. %q; %d missing, e.g. %q",
 		name, got, len(rows), want, len(extra), extra[:min(3, len(extra))], len(missing), missing[:min(3, len(missing))])
 }
+
+// Output is a record of a query's output: its key and value (nil: a
+// tombstone).
+type Output struct{ Key, Value []byte }
 
 // groupOf is the values of the columns key of the JSON object value, as
 // one string.

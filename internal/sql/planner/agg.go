@@ -417,11 +417,13 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 		r.where = post(s.Having)
 	}
 	if r.updating {
+		r.key, r.keyless = outKey, nil
 		if len(outKey) != len(groups) {
-			p.errorf(s.At, "an updating GROUP BY result must select every grouped column as it is, so a sink can upsert by them")
-			return nil
+			// Another aggregate may read it (its records stay keyed by
+			// the group); a sink could not upsert it (sinkSteps).
+			at := s.At
+			r.key, r.keyless = nil, &at
 		}
-		r.key = outKey
 	}
 	if win != nil {
 		r.rowtime = "" // window_time as a time attribute comes with window joins

@@ -37,6 +37,10 @@ type rel struct {
 	// (a filter, an aggregate) turns it on. nil: the step that made the
 	// result cannot emit them (Top-N, a keep-last deduplication).
 	ub *bool
+	// keyless is where an updating result leaves some of its group
+	// columns out of its select list: an aggregate can read it, a sink
+	// cannot upsert it.
+	keyless *ast.Pos
 	// rowtime is the column holding the event time (the source's
 	// WATERMARK column, passed through); "" when none.
 	rowtime string

@@ -295,6 +295,10 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 	if r.rank != nil && !sink.shell && !p.rankSink(r, sink, upsert, keyInSink, ins) {
 		return nil
 	}
+	if r.updating && r.keyless != nil && sink.connector != "blackhole" {
+		p.errorf(*r.keyless, "an updating GROUP BY result must select every grouped column as it is, so a sink can upsert by them")
+		return nil
+	}
 	if r.updating && !upsert && sink.connector != "blackhole" {
 		hint := "declare a PRIMARY KEY on it so rows are upserted"
 		if sink.connector == "kafka" {
