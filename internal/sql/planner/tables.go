@@ -311,6 +311,8 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 	switch {
 	case upsert:
 		key = sink.pk
+	case sink.connector == "blackhole" && r.rank != nil:
+		key = keyInSink // the ranking's rows stay upserts of their rank
 	case sink.connector == "kafka":
 		if kf, ok := sink.opt("key.fields"); ok {
 			for _, k := range strings.Split(kf, ";") {
