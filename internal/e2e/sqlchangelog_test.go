@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
@@ -99,43 +103,173 @@ GROUP BY n HAVING COUNT(*) > 1;
 	r.runToEnd()
 	check := func(client string, out []kafkatest.Record) {
 		t.Helper()
-		sort.SliceStable(out, func(i, j int) bool {
-			if out[i].Partition != out[j].Partition {
-				return out[i].Partition < out[j].Partition
+		checkFolded(t, client, out, want, func(key string, v struct{ N, Users, Total int64 }) (string, error) {
+			if key != strconv.FormatInt(v.N, 10) {
+				return "", fmt.Errorf("row under key %q, want n", key)
 			}
-			return out[i].Offset < out[j].Offset
+			return fmt.Sprintf("users %d total %d", v.Users, v.Total), nil
 		})
-		got := map[string]string{}
-		tombstones := 0
-		for _, rec := range out {
-			if rec.Value == "" {
-				delete(got, rec.Key)
-				tombstones++
-				continue
-			}
-			var v struct{ N, Users, Total int64 }
-			if err := json.Unmarshal([]byte(rec.Value), &v); err != nil {
-				t.Fatalf("%s: output %q is not a row: %v", client, rec.Value, err)
-			}
-			if rec.Key != strconv.FormatInt(v.N, 10) {
-				t.Fatalf("%s: row %s under key %q, want n", client, rec.Value, rec.Key)
-			}
-			got[rec.Key] = fmt.Sprintf("users %d total %d", v.Users, v.Total)
+	}
+	check("franz-go", readCommitted(t, addr, "out"))
+	check("kcat", kcatRead(t, addr, "out"))
+}
+
+// checkFolded folds an upsert topic read by client (each key's last
+// record; a tombstone, an empty value, removes the key) and compares it
+// with want, each row's value read as a V and described by describe. It
+// also wants at least one tombstone: a changelog test whose query never
+// took a row out proves nothing about retractions.
+func checkFolded[V any](t *testing.T, client string, out []kafkatest.Record, want map[string]string, describe func(key string, v V) (string, error)) {
+	t.Helper()
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
 		}
-		for k, w := range want {
-			if got[k] != w {
-				t.Errorf("%s: n = %s: %q, want %q", client, k, got[k], w)
+		return out[i].Offset < out[j].Offset
+	})
+	got := map[string]string{}
+	tombstones := 0
+	for _, rec := range out {
+		if rec.Value == "" {
+			delete(got, rec.Key)
+			tombstones++
+			continue
+		}
+		var v V
+		if err := json.Unmarshal([]byte(rec.Value), &v); err != nil {
+			t.Fatalf("%s: output %q is not a row: %v", client, rec.Value, err)
+		}
+		d, err := describe(rec.Key, v)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", client, rec.Value, err)
+		}
+		got[rec.Key] = d
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: key %s: %q, want %q", client, k, got[k], w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: key %s: %q, want no row (deleted)", client, k, g)
+		}
+	}
+	if tombstones == 0 {
+		t.Errorf("%s: no tombstone in %d records: the query never took a row out, the test proves nothing", client, len(out))
+	}
+	t.Logf("%s: %d records, %d tombstones, folding to the %d rows of the result", client, len(out), tombstones, len(got))
+}
+
+// TestCrashSQLDebeziumUpsertKafka reads a topic of Debezium change events
+// of a products table (snapshot reads, inserts, updates moving products
+// between categories and changing prices, deletes, the tombstones after
+// them, some events inside payload as with schemas), keyed by the row's
+// id as Debezium writes them, and keeps the products and the mean price
+// per category into an upsert-kafka table, crashed at both edges of its
+// first commit and SIGKILLed. The folded topic, read with franz-go and
+// kcat, must equal the categories of the table's final rows, computed in
+// Go.
+func TestCrashSQLDebeziumUpsertKafka(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	records, kills := e2eSize()
+	records /= 10
+	kills /= 2
+	rng := seed(t)
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "cdc", 4)
+	createTopic(t, addr, "out", 4)
+	type product struct {
+		ID       int64  `json:"id"`
+		Category string `json:"category"`
+		Price    int64  `json:"price"`
+	}
+	table := map[int64]product{}
+	var recs []*kgo.Record
+	row := func(p product) string { b, _ := json.Marshal(p); return string(b) }
+	for i := 0; i < records; i++ {
+		id := rng.Int64N(int64(records / 20))
+		old, exists := table[id]
+		p := product{ID: id, Category: "c" + strconv.Itoa(rng.IntN(150)), Price: 1 + rng.Int64N(1000)}
+		var ev string
+		switch {
+		case !exists:
+			op := "c"
+			if i < records/10 {
+				op = "r" // the snapshot
 			}
+			ev = fmt.Sprintf(`{"before":null,"after":%s,"op":%q,"ts_ms":%d}`, row(p), op, i)
+			table[id] = p
+		case rng.IntN(4) == 0:
+			ev = fmt.Sprintf(`{"before":%s,"after":null,"op":"d","ts_ms":%d}`, row(old), i)
+			delete(table, id)
+		default:
+			ev = fmt.Sprintf(`{"before":%s,"after":%s,"op":"u","ts_ms":%d}`, row(old), row(p), i)
+			table[id] = p
 		}
-		for k, g := range got {
-			if _, ok := want[k]; !ok {
-				t.Errorf("%s: n = %s: %q, want no row (deleted)", client, k, g)
+		if rng.IntN(3) == 0 {
+			ev = `{"schema":{"type":"struct"},"payload":` + ev + `}`
+		}
+		key := []byte(fmt.Sprintf(`{"id":%d}`, id))
+		recs = append(recs, &kgo.Record{Key: key, Value: []byte(ev)})
+		if strings.Contains(ev, `"op":"d"`) {
+			recs = append(recs, &kgo.Record{Key: key}) // Debezium's tombstone, for compaction
+		}
+	}
+	cl := client(t, addr, kgo.DefaultProduceTopic("cdc"))
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	type cat struct{ n, sum int64 }
+	cats := map[string]*cat{}
+	for _, p := range table {
+		if cats[p.Category] == nil {
+			cats[p.Category] = &cat{}
+		}
+		cats[p.Category].n++
+		cats[p.Category].sum += p.Price
+	}
+	want := map[string]string{}
+	for c, x := range cats {
+		want[c] = fmt.Sprintf("products %d mean %d", x.n, x.sum/x.n)
+	}
+	t.Logf("produced %d change events, %d products left in %d categories; %d kills", records, len(table), len(want), kills)
+	script := fmt.Sprintf(`SET 'pipeline.name' = 'sql-cdc';
+SET 'execution.checkpointing.interval' = '100ms';
+SET 'restart-strategy.type' = 'none';
+SET 'state.checkpoints.dir' = '%s';
+CREATE TABLE products (id BIGINT, category STRING, price BIGINT, PRIMARY KEY (id) NOT ENFORCED)
+WITH ('connector' = 'kafka', 'topic' = 'cdc', 'properties.bootstrap.servers' = '%s', 'properties.group.id' = 'sql-cdc',
+      'scan.startup.mode' = 'earliest-offset', 'format' = 'debezium-json');
+CREATE TABLE per_category (category STRING, products BIGINT, mean_price BIGINT, PRIMARY KEY (category) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw');
+INSERT INTO per_category SELECT category, COUNT(*), AVG(price) FROM products GROUP BY category;
+`, filepath.Join(dir, "state"), addr, addr)
+	file := filepath.Join(dir, "cdc.sql")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lw := &logWriter{t: t, name: "sql-cdc"}
+	r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
+	r.crashAtKafkaCommitEdges()
+	r.killAtRandom(rng, kills, 150, 500)
+	editJob(t, file, "'format' = 'debezium-json');", "'format' = 'debezium-json', 'scan.bounded.mode' = 'latest-offset');")
+	r.runToEnd()
+	check := func(client string, out []kafkatest.Record) {
+		t.Helper()
+		checkFolded(t, client, out, want, func(key string, v struct {
+			Category  string
+			Products  int64
+			MeanPrice int64 `json:"mean_price"`
+		}) (string, error) {
+			if key != v.Category {
+				return "", fmt.Errorf("row under key %q, want its category", key)
 			}
-		}
-		if tombstones == 0 {
-			t.Errorf("%s: no tombstone in %d records: the query never took a row out, the test proves nothing", client, len(out))
-		}
-		t.Logf("%s: %d records, %d tombstones, folding to the %d rows of the result", client, len(out), tombstones, len(got))
+			return fmt.Sprintf("products %d mean %d", v.Products, v.MeanPrice), nil
+		})
 	}
 	check("franz-go", readCommitted(t, addr, "out"))
 	check("kcat", kcatRead(t, addr, "out"))

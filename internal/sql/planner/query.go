@@ -60,6 +60,9 @@ type rel struct {
 	// csv is set while the records are a csv table's values, before the
 	// first select step reads them into JSON rows.
 	csv *csvFormat
+	// cdc is set while the records are a debezium-json table's change
+	// events, before the first select step reads them into rows.
+	cdc bool
 }
 
 // sources lists the tables r reads.
@@ -156,6 +159,13 @@ func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
 	raw := t.format() == "raw"
 	if t.format() == "csv" {
 		r.csv = p.csvFormat(t)
+	}
+	if t.format() == "debezium-json" {
+		// A changelog: each change is its row's retraction and add
+		// (docs/design.md, "Changelogs"), keyed by the primary key.
+		r.cdc = true
+		r.updating, r.retracts, r.key = true, true, t.pk
+		r.ub = new(bool) // always on: the source emits the old rows anyway
 	}
 	fields := 0
 	for _, c := range t.cols {
