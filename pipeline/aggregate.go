@@ -66,7 +66,8 @@ var aggregateSpec = Spec{
 		{Name: "retractions", Type: Bool, Example: "true",
 			Description: "The input is an updating result: a retraction (-U or -D) takes its row out of its group (count, sum and avg; first keeps the first row's value while the group has rows, for values every row of the group shares); a group left with no row is deleted (-D). Without it a retraction is a poison record."},
 	},
-	IDField: "key",
+	IDField:     "key",
+	StateFields: []string{"key", "fields", "retractions"},
 	Validate: func(p Params) error {
 		_, err := aggregateConfig(p, Env{}).operator()
 		return err

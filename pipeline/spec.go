@@ -33,6 +33,12 @@ type Spec struct {
 	// (name:value, such as dedupe:record.key): the one that says what the
 	// step's state is about. Empty: the id is the name.
 	IDField string
+	// StateFields, for a stateful operator, name the fields whose values
+	// shape its state: a restore from a checkpoint taken while any of them
+	// had another value is refused (StateLayout; docs/design.md, "State
+	// across query changes"). Fields that only bound or route the state
+	// (ttl, late-topic) are not among them. Nil: not checked.
+	StateFields []string
 	// Stateful tells whether the operator keeps keyed state under the
 	// step's id (Build returns an Operator with Process), or none (Map).
 	Stateful bool
@@ -316,6 +322,42 @@ func (p Params) Cases(name string) []Case {
 func (p Params) Int(name string) int {
 	n, _ := p[name].(int)
 	return n
+}
+
+// StateLayout is the layout of a step of spec s with params p (defaults
+// applied) as checkpoints record it: the operator's name and each of its
+// StateFields with its value, in a canonical text. "" when s declares no
+// StateFields.
+func (s Spec) StateLayout(p Params) string {
+	if len(s.StateFields) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(s.Name)
+	for _, f := range s.StateFields {
+		// A field at its default is left out, so a field added to a
+		// spec later does not change the layout of steps that leave it.
+		if fd, ok := s.Field(f); !ok || p[f] == nil || fmt.Sprint(p[f]) == fmt.Sprint(fd.Default) {
+			continue
+		}
+		fmt.Fprintf(&b, " %s=", f)
+		switch v := p[f].(type) {
+		case map[string]string:
+			b.WriteString("{")
+			for i, k := range sortedKeys(v) {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s: %q", k, v[k])
+			}
+			b.WriteString("}")
+		case string:
+			fmt.Fprintf(&b, "%q", v)
+		default:
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
 }
 
 // Bool returns the bool value of field name, or false.

@@ -181,7 +181,11 @@ func Reference(name string, cfg nexmark.Config, events int64) (map[string]int, e
 	case "q4":
 		return rows, categoryAverages(each, rows)
 	case "q9", "q18", "q19":
-		return rows, topN(name, each, rows)
+		may, err := topN(name, each)
+		for _, m := range may {
+			rows[m[0]]++ // one of the rows that may stand there
+		}
+		return rows, err
 	}
 	return nil, fmt.Errorf("nexmark: no reference computation for %q", name)
 }
@@ -496,12 +500,13 @@ func categoryAverages(each func(func(*nexmark.Event)), rows map[string]int) erro
 // topN is q9 (each auction's highest bid within its lifetime, the
 // earliest of equal prices), q18 (each bidder's last bid per auction) and
 // q19 (each auction's ten highest bids, ranked): per partition the rows
-// sorted by the query's ORDER BY, the first N kept. Rows that tie in
-// every ORDER BY column rank in arrival order in onceflow (docs/design.md,
-// "### SQL"), which a job reading several partitions does not fix: a tie
-// that decides what the result holds is an error here, so a run whose
-// data has one says so instead of failing now and then.
-func topN(name string, each func(func(*nexmark.Event)), rows map[string]int) error {
+// sorted by the query's ORDER BY, the first N kept. It returns, for each
+// row of the result by its group (GroupKey), every row that may stand
+// there: rows that tie in every ORDER BY column rank in arrival order in
+// onceflow (docs/design.md, "### SQL"), which a job reading several
+// partitions does not fix, so a rank held by one of a group of ties may
+// hold any of them. Without ties the list has one row.
+func topN(name string, each func(func(*nexmark.Event))) (map[string][]string, error) {
 	auctions := map[int64]nexmark.Auction{}
 	var bids []nexmark.Bid
 	each(func(e *nexmark.Event) {
@@ -541,36 +546,94 @@ func topN(name string, each func(func(*nexmark.Event)), rows map[string]int) err
 		before = func(x, y nexmark.Bid) int { return cmp.Compare(y.Price, x.Price) }
 		n = 10
 	}
-	for p, bs := range groups {
-		slices.SortStableFunc(bs, before)
-		if len(bs) > n && before(bs[n-1], bs[n]) == 0 {
-			return fmt.Errorf("%s: partition %v: rows %d and %d tie in the ORDER BY: which one is kept depends on arrival order; pick another seed or event count", name, p, n, n+1)
+	rowOf := func(b nexmark.Bid, rank int) ([]byte, error) {
+		var row map[string]any
+		switch name {
+		case "q9":
+			a := auctions[b.Auction]
+			row = map[string]any{"id": num(a.ID), "seller": num(a.Seller), "category": num(a.Category),
+				"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price)}
+		default:
+			row = map[string]any{"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price),
+				"channel": b.Channel, "url": b.URL, "dateTime": b.DateTime.String(), "extra": b.Extra}
+			if name == "q19" {
+				row["rank_number"] = num(int64(rank))
+			}
 		}
-		for i, b := range bs[:min(n, len(bs))] {
-			if i > 0 && before(bs[i-1], b) == 0 && name == "q19" {
-				return fmt.Errorf("%s: partition %v: ranks %d and %d tie in the ORDER BY: their order depends on arrival order; pick another seed or event count", name, p, i, i+1)
+		return json.Marshal(row)
+	}
+	out := map[string][]string{}
+	for _, bs := range groups {
+		slices.SortStableFunc(bs, before)
+		for i := range min(n, len(bs)) {
+			// The ties of rank i: every row equal to it in the ORDER BY.
+			lo, hi := i, i+1
+			for lo > 0 && before(bs[lo-1], bs[i]) == 0 {
+				lo--
 			}
-			var row map[string]any
-			switch name {
-			case "q9":
-				a := auctions[b.Auction]
-				row = map[string]any{"id": num(a.ID), "seller": num(a.Seller), "category": num(a.Category),
-					"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price)}
-			default:
-				row = map[string]any{"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price),
-					"channel": b.Channel, "url": b.URL, "dateTime": b.DateTime.String(), "extra": b.Extra}
-				if name == "q19" {
-					row["rank_number"] = num(int64(i + 1))
+			for hi < len(bs) && before(bs[hi], bs[i]) == 0 {
+				hi++
+			}
+			var may []string
+			var group string
+			for _, b := range bs[lo:hi] {
+				row, err := rowOf(b, i+1)
+				if err != nil {
+					return nil, err
 				}
+				if group == "" {
+					if group, err = groupOf(row, GroupKey(name)); err != nil {
+						return nil, err
+					}
+				}
+				c, err := Canonical(row)
+				if err != nil {
+					return nil, err
+				}
+				may = append(may, c)
 			}
-			out, err := json.Marshal(row)
-			if err != nil {
-				return err
-			}
-			rows[string(out)]++
+			out[group] = may
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// verifyTopN is Verify of q9, q18 and q19: each group's last row (rows,
+// by group) must be one the reference allows there (topN), every group
+// of the reference must have one, and within a ranking's partition no
+// row may stand at two ranks.
+func verifyTopN(name string, rows map[string]string, may map[string][]string) error {
+	var bad, missing []string
+	for g, row := range rows {
+		if !slices.Contains(may[g], row) {
+			bad = append(bad, row)
+		}
+	}
+	for g, m := range may {
+		if _, ok := rows[g]; !ok {
+			missing = append(missing, m[0])
+		}
+	}
+	if name == "q19" {
+		seen := map[string]bool{}
+		for _, row := range rows {
+			var r map[string]json.RawMessage
+			_ = json.Unmarshal([]byte(row), &r)
+			delete(r, "rank_number")
+			b, _ := json.Marshal(r)
+			if seen[string(b)] {
+				bad = append(bad, row)
+			}
+			seen[string(b)] = true
+		}
+	}
+	if len(bad) == 0 && len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	sort.Strings(missing)
+	return fmt.Errorf("%s: %d groups out, the reference %d: %d rows not allowed where they are (or twice in a ranking), e.g. %q; %d groups missing, e.g. %q",
+		name, len(rows), len(may), len(bad), bad[:min(3, len(bad))], len(missing), missing[:min(3, len(missing))])
 }
 
 // Canonical rewrites a JSON object as Expected writes it: keys sorted,
@@ -609,6 +672,22 @@ func Canonical(value []byte) (string, error) {
 // records share a key), and a tombstone (no value: a retracted row,
 // docs/design.md "Changelogs") removes its key's row.
 func Verify(name string, cfg nexmark.Config, events int64, out []Output) error {
+	var may map[string][]string
+	if name == "q9" || name == "q18" || name == "q19" {
+		g, err := nexmark.New(cfg)
+		if err != nil {
+			return err
+		}
+		if may, err = topN(name, func(f func(e *nexmark.Event)) {
+			var e nexmark.Event
+			for range events {
+				g.NextInto(&e)
+				f(&e)
+			}
+		}); err != nil {
+			return err
+		}
+	}
 	n, err := Reference(name, cfg, events)
 	if err != nil {
 		return err
@@ -645,6 +724,20 @@ func Verify(name string, cfg nexmark.Config, events int64, out []Output) error {
 			last[string(o.Key)] = len(rows)
 			rows = append(rows, s)
 		}
+	}
+	if may != nil {
+		byGroup := map[string]string{}
+		for _, s := range rows {
+			if s == "" {
+				continue
+			}
+			g, err := groupOf([]byte(s), GroupKey(name))
+			if err != nil {
+				return err
+			}
+			byGroup[g] = s
+		}
+		return verifyTopN(name, byGroup, may)
 	}
 	for _, s := range rows {
 		if s != "" {
