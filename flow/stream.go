@@ -48,6 +48,17 @@ func UID(uid string) OpOption {
 	return func(o *[]engine.NodeOption) { *o = append(*o, engine.UID(uid)) }
 }
 
+// StateLayout says how a stateful operator keeps its state, as text that
+// changes whenever the state of a checkpoint could no longer be read by
+// the operator as built now (another aggregate function, another window
+// size, another key): checkpoints record it per operator, and a restore
+// into an operator of another layout is refused with ErrRestoreRefused
+// (or, with AllowNonRestoredState, starts that operator's state empty).
+// Job files and SQL set it for their stateful steps; not set: not checked.
+func StateLayout(layout string) OpOption {
+	return func(o *[]engine.NodeOption) { *o = append(*o, engine.StateLayout(layout)) }
+}
+
 // Name sets the operator's display name, used in logs.
 func Name(name string) OpOption {
 	return func(o *[]engine.NodeOption) { *o = append(*o, engine.Name(name)) }

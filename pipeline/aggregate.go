@@ -26,6 +26,20 @@ type AggregateConfig struct {
 	// OnError is what happens to a record an expression fails on (or
 	// whose sum/avg input is not a number).
 	OnError flow.ErrorPolicy
+	// UpdateBefore makes the output a changelog with retractions: before
+	// a group's new figures the step emits its previous ones as an
+	// update-before (RowUpdateBefore), and a group that loses its last
+	// row is deleted (RowDelete). What a filter, an aggregate or a sink
+	// keyed otherwise after it needs (docs/design.md, "Changelogs").
+	UpdateBefore bool
+	// Retractions makes the step take a changelog as its input: a
+	// retraction (RecordAccess.RowKind) takes its row's inputs out of the
+	// group's figures. The step then counts each group's rows and
+	// deletes a group (emitting RowDelete) when none is left. Only
+	// count, sum and avg can take an input out (first keeps the first
+	// row's value while the group has rows: for values all its rows
+	// share); min, max, last and distinct are refused.
+	Retractions bool
 }
 
 var aggregateSpec = Spec{
@@ -47,8 +61,13 @@ var aggregateSpec = Spec{
 			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
 		{Name: "ttl", Type: Duration, Example: "7d",
 			Description: "Forget a group this long after its last record; not set: keep it forever."},
+		{Name: "update-before", Type: Bool, Example: "true",
+			Description: "Emit a group's previous figures as a retraction (row kind -U, the header onceflow.rowkind) before its new ones, and a -D when a group loses its last row: what a filter, an aggregate or a sink keyed otherwise after the step needs to take the old row out."},
+		{Name: "retractions", Type: Bool, Example: "true",
+			Description: "The input is an updating result: a retraction (-U or -D) takes its row out of its group (count, sum and avg; first keeps the first row's value while the group has rows, for values every row of the group shares); a group left with no row is deleted (-D). Without it a retraction is a poison record."},
 	},
-	IDField: "key",
+	IDField:     "key",
+	StateFields: []string{"key", "fields", "retractions"},
 	Validate: func(p Params) error {
 		_, err := aggregateConfig(p, Env{}).operator()
 		return err
@@ -66,6 +85,12 @@ var aggregateSpec = Spec{
 		if c.TTL > 0 {
 			s += ", ttl " + durfmt.Short(c.TTL)
 		}
+		if c.Retractions {
+			s += ", takes retractions"
+		}
+		if c.UpdateBefore {
+			s += ", emits update-before"
+		}
 		return s
 	},
 	GoFunc:  "Aggregate",
@@ -79,7 +104,8 @@ func aggregateConfig(p Params, env Env) AggregateConfig {
 	if key == "" {
 		key = KeyRecordKey
 	}
-	return AggregateConfig{Key: key, Fields: p.Map("fields"), TTL: p.Duration("ttl"), OnError: env.Policy}
+	return AggregateConfig{Key: key, Fields: p.Map("fields"), TTL: p.Duration("ttl"), OnError: env.Policy,
+		UpdateBefore: p.Bool("update-before"), Retractions: p.Bool("retractions")}
 }
 
 // aggCall is one field's function and argument, as written.
@@ -339,11 +365,23 @@ func (c AggregateConfig) operator() (Operator, error) {
 	if c.TTL < 0 {
 		return Operator{}, &FieldError{Field: "ttl", Msg: "must be positive, or not set to keep groups forever"}
 	}
+	if c.Retractions {
+		for _, f := range fields {
+			switch f.fn {
+			case AggCount, AggSum, AggAvg, AggFirst:
+			default:
+				return Operator{}, &FieldError{Field: "retractions", Msg: fmt.Sprintf("takes rows out of count, sum, avg and first only: %s = %s(…) would need every value of the group kept to find the next one when one is taken out; not supported", f.name, f.fn)}
+			}
+		}
+	}
 	uses := UsesWithValue | UsesWithKey | UsesPosition
 	for _, f := range fields {
 		if f.arg != nil {
 			uses |= f.arg.access()
 		}
+	}
+	if c.UpdateBefore || c.Retractions {
+		uses |= UsesRowKind | UsesWithRowKind
 	}
 	var opts []state.Option
 	if c.TTL > 0 {
@@ -353,6 +391,11 @@ func (c AggregateConfig) operator() (Operator, error) {
 	// record with a bad input goes to the error policy and the state
 	// never sees it.
 	prepare := func(r Record) (any, error) {
+		if !c.Retractions {
+			if k := r.RowKind(); k.Retracts() {
+				return nil, recordError(r, "aggregate", fmt.Errorf("the record is a retraction (%s) of an updating result, and the step does not take them: set retractions: true", k))
+			}
+		}
 		inputs := make([]any, len(fields))
 		for i, f := range fields {
 			if f.arg == nil {
@@ -368,6 +411,11 @@ func (c AggregateConfig) operator() (Operator, error) {
 			inputs[i] = v
 		}
 		return inputs, nil
+	}
+	if c.UpdateBefore || c.Retractions {
+		return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Timed: func(st *state.Store) Timed {
+			return changelogAggregate(st, fields, opts, c)
+		}}, nil
 	}
 	return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Process: func(st *state.Store) func(Record) (bool, error) {
 		accs := make([]*state.Value[Acc], len(fields))
@@ -426,6 +474,144 @@ func (c AggregateConfig) operator() (Operator, error) {
 			return true, nil
 		}
 	}}, nil
+}
+
+// changelogAggregate is the aggregate of a step with update-before or
+// retractions (docs/design.md, "Changelogs"): for each record it may emit
+// the group's previous row as a retraction, then its new row, or only a
+// delete when the group lost its last row. Retractions need the group's
+// row count ("agg/#rows"): a group exists while it has rows.
+func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option, c AggregateConfig) Timed {
+	accs := make([]*state.Value[Acc], len(fields))
+	for i, f := range fields {
+		accs[i] = state.NewValue[Acc](st, "agg/"+f.name, opts...)
+	}
+	var rows *state.Value[int64]
+	if c.Retractions {
+		rows = state.NewValue[int64](st, "agg/#rows", opts...)
+	}
+	prev := make([]Acc, len(fields))
+	next := make([]Acc, len(fields))
+	out := make(map[string]any, len(fields)+1)
+	encode := func(r Record, gk string, figures []Acc) ([]byte, error) {
+		clear(out)
+		out["key"] = gk
+		for i, f := range fields {
+			out[f.name] = figures[i].result(f.fn)
+		}
+		b, err := EncodeJSON(out)
+		if err != nil {
+			return nil, flow.Unrecoverable(fmt.Errorf("record %s: aggregate: %w", r.Position(), err))
+		}
+		return b, nil
+	}
+	emit := func(r Record, o Out, gk string, kind RowKind, figures []Acc) error {
+		b, err := encode(r, gk, figures)
+		if err != nil {
+			return err
+		}
+		r.SetKey([]byte(gk))
+		r.SetValue(b)
+		r.SetRowKind(kind)
+		o.Forward()
+		return nil
+	}
+	return Timed{
+		OnRecord: func(r Record, _ Clock, o Out) error {
+			inputs := r.Prepared().([]any)
+			retract := c.Retractions && r.RowKind().Retracts()
+			existed := false
+			var n int64
+			if rows != nil {
+				n, _ = rows.Get()
+				existed = n > 0
+			}
+			for i := range fields {
+				a, ok := accs[i].Get()
+				if rows == nil && ok {
+					existed = true
+				}
+				prev[i], next[i] = a, a
+			}
+			if retract && !existed {
+				// The group is not there: its rows were forgotten (ttl), or
+				// the retraction overtook its row. Nothing to take out.
+				return nil
+			}
+			for i, f := range fields {
+				var err error
+				if retract {
+					err = next[i].sub(f.fn, inputs[i])
+				} else {
+					err = next[i].add(f.fn, inputs[i])
+				}
+				if err != nil {
+					return flow.Unrecoverable(fmt.Errorf("record %s: aggregate %s: %w", r.Position(), f.name, err))
+				}
+			}
+			gk := r.GroupKey()
+			if retract {
+				n--
+			} else if rows != nil {
+				n++
+			}
+			if rows != nil && n == 0 {
+				rows.Clear()
+				for i := range fields {
+					accs[i].Clear()
+				}
+				return emit(r, o, gk, RowDelete, prev)
+			}
+			if rows != nil {
+				rows.Set(n)
+			}
+			for i := range fields {
+				accs[i].Set(next[i])
+			}
+			if c.UpdateBefore && existed {
+				if err := emit(r, o, gk, RowUpdateBefore, prev); err != nil {
+					return err
+				}
+			}
+			return emit(r, o, gk, RowAdd, next)
+		},
+		OnTimer: func(key string, at int64, _ Clock, _ Out) error {
+			return fmt.Errorf("aggregate: a timer of key %q at %d: the step sets none", key, at)
+		},
+	}
+}
+
+// sub takes one input of fn out of the figure: count, sum and avg only
+// (AggregateConfig.Retractions).
+//
+// first keeps the first row's value while the group has rows, whichever
+// is taken out: it is for a value every row of the group has, such as a
+// column the group is keyed by (what the SQL planner uses it for).
+func (a *Acc) sub(fn AggFunc, v any) error {
+	if fn == AggCount || fn == AggFirst {
+		a.N--
+		return nil
+	}
+	if v == nil {
+		return nil
+	}
+	switch x := v.(type) {
+	case int:
+		if a.Float {
+			a.F -= float64(x)
+		} else {
+			a.I -= int64(x)
+		}
+	case float64:
+		if !a.Float {
+			a.Float, a.F = true, float64(a.I)
+		}
+		a.F -= x
+	default:
+		return fmt.Errorf("%s needs numbers, and got %s", fn, describeValue(v))
+	}
+	a.N--
+	return nil
 }
 
 // Aggregate keeps running aggregates per group (cfg.Key) and emits, for

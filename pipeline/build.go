@@ -221,7 +221,7 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 		if keyedOp := op.Process != nil || op.Timed != nil; spec.Stateful != keyedOp {
 			return fail(fmt.Errorf("the operator's spec says stateful %v, and its Build returned an operator with Process or Timed %v", spec.Stateful, keyedOp))
 		}
-		out, bad, err := apply(s, acc, spec.Name, ids[i], op, env.Policy)
+		out, bad, err := apply(s, acc, spec.Name, ids[i], op, env.Policy, layoutOf(spec, st)...)
 		if err != nil {
 			return fail(err)
 		}
@@ -231,6 +231,15 @@ func Build[T any](s flow.Stream[T], acc RecordAccess[T], steps []Step, env Env) 
 		}
 	}
 	return s, failures, nil
+}
+
+// layoutOf is the flow.StateLayout option of step st of spec (none when
+// the spec declares no StateFields).
+func layoutOf(spec Spec, st Step) []flow.OpOption {
+	if l := spec.StateLayout(spec.WithDefaults(st.Params)); l != "" {
+		return []flow.OpOption{flow.StateLayout(l)}
+	}
+	return nil
 }
 
 // buildStep looks up st's operator, checks that it takes inputs streams

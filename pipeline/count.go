@@ -25,13 +25,14 @@ var countSpec = Spec{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: KeyRecordKey,
 			Description: "What is counted: the records with the same key. Part of the step's default id."},
 	},
-	IDField:  "key",
-	Stateful: true,
-	Props:    losesKeys,
-	Build:    func(p Params, _ Env) (Operator, error) { return CountConfig{Key: p.Text("key")}.operator() },
-	Describe: func(p Params) string { return "count by " + p.Text("key") },
-	GoFunc:   "Count",
-	Example:  "- count: { key: record.key }",
+	IDField:     "key",
+	StateFields: []string{"key"},
+	Stateful:    true,
+	Props:       losesKeys,
+	Build:       func(p Params, _ Env) (Operator, error) { return CountConfig{Key: p.Text("key")}.operator() },
+	Describe:    func(p Params) string { return "count by " + p.Text("key") },
+	GoFunc:      "Count",
+	Example:     "- count: { key: record.key }",
 }
 
 func init() { Register(countSpec) }

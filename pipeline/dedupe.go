@@ -42,11 +42,12 @@ var dedupeSpec = Spec{
 			Missing:     "set how long a key is remembered, such as ttl: 24h (dedupe keeps one entry per distinct key until it expires)",
 			Description: "How long a key is remembered after it was last seen; positive. Changing it keeps the step's state."},
 	},
-	IDField:  "key",
-	Stateful: true,
-	Validate: func(p Params) error { return dedupeConfig(p, Env{}).validate() },
-	Props:    dedupeProps,
-	Build:    func(p Params, env Env) (Operator, error) { return dedupeConfig(p, env).operator() },
+	IDField:     "key",
+	StateFields: []string{"key"},
+	Stateful:    true,
+	Validate:    func(p Params) error { return dedupeConfig(p, Env{}).validate() },
+	Props:       dedupeProps,
+	Build:       func(p Params, env Env) (Operator, error) { return dedupeConfig(p, env).operator() },
 	Describe: func(p Params) string {
 		return fmt.Sprintf("dedupe by %s, ttl %s", p.Text("key"), durfmt.Short(p.Duration("ttl")))
 	},

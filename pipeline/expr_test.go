@@ -57,6 +57,20 @@ var kAccess = RecordAccess[krec]{
 	},
 	Headers: func(r krec) map[string]string { return r.Headers },
 	New:     func(k, v []byte, ts int64) krec { return krec{Key: string(k), Value: string(v), TS: ts} },
+	RowKind: func(r krec) RowKind { return ParseRowKind([]byte(r.Headers[RowKindHeader])) },
+	WithRowKind: func(r krec, k RowKind) krec {
+		h := map[string]string{}
+		for n, x := range r.Headers {
+			if n != RowKindHeader {
+				h[n] = x
+			}
+		}
+		if k.Retracts() {
+			h[RowKindHeader] = k.String()
+		}
+		r.Headers = h
+		return r
+	},
 }
 
 func evalOn(t *testing.T, src string, r krec) (any, error) {

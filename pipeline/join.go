@@ -45,10 +45,11 @@ var joinSpec = Spec{
 		{Name: "kind", Type: String, Default: JoinInner, Example: JoinInner,
 			Description: "The kind of join: inner (the only one so far)."},
 	},
-	IDField:  "left-key",
-	Stateful: true,
-	Inputs:   2,
-	Validate: func(p Params) error { return joinConfigOf(p).validate() },
+	IDField:     "left-key",
+	StateFields: []string{"left-key", "right-key", "kind"},
+	Stateful:    true,
+	Inputs:      2,
+	Validate:    func(p Params) error { return joinConfigOf(p).validate() },
 	Props: func(p Params) Props {
 		c := joinConfigOf(p)
 		return Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, StateBound: c.ttlText()}

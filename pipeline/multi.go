@@ -42,7 +42,7 @@ func BuildFrom[T any](ins []flow.Stream[T], acc RecordAccess[T], steps []Step, e
 		s = flow.Union(ins[0], ins[1:]...)
 	case op.Two != nil && len(ins) == 2:
 		var bad []flow.Stream[flow.Failure[T]]
-		if s, bad, err = applyTwo(ins[0], ins[1], acc, spec.Name, ids[0], op, env.Policy); err != nil {
+		if s, bad, err = applyTwo(ins[0], ins[1], acc, spec.Name, ids[0], op, env.Policy, layoutOf(spec, st)...); err != nil {
 			return fail(err)
 		}
 		if env.Policy == flow.DeadLetterOnError {
@@ -68,7 +68,7 @@ func BuildFrom[T any](ins []flow.Stream[T], acc RecordAccess[T], steps []Step, e
 // input evaluates its key (a record it fails on goes to the error policy
 // like any poison record), and both keyed streams meet in one CoProcess
 // under uid.
-func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
 	uses := op.Uses | UsesKey
 	for _, k := range []*Expr{op.KeyBy, op.KeyByRight} {
 		if k != nil {
@@ -103,7 +103,7 @@ func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string,
 			}
 		}
 		return flow.CoProcessFuncs[keyed[T], keyed[T], T]{OnLeft: side(fns.OnLeft), OnRight: side(fns.OnRight)}
-	}, flow.Name(name))
+	}, append([]flow.OpOption{flow.Name(name)}, opts...)...)
 	return out, []flow.Stream[flow.Failure[T]]{badL, badR}, nil
 }
 

@@ -40,6 +40,12 @@ type RecordAccess[T any] struct {
 	WithHeader func(rec T, name string, value []byte) T
 	// New returns a new record (what window emits), timestamp in ms.
 	New func(key, value []byte, timestamp int64) T
+	// RowKind returns the record's row kind (RowKindHeader): what an
+	// aggregate over an updating result reads.
+	RowKind func(T) RowKind
+	// WithRowKind returns rec with kind as its row kind (RowAdd: none),
+	// for the operators that emit retractions.
+	WithRowKind func(rec T, kind RowKind) T
 }
 
 // Meta is where a record came from and when it was written.
@@ -67,16 +73,19 @@ const (
 	UsesWithTopic
 	UsesWithHeader
 	UsesNew
+	UsesRowKind
+	UsesWithRowKind
 )
 
 // accessNames are the RecordAccess field names of the Access bits, in bit
 // order.
-var accessNames = []string{"Key", "Value", "Position", "WithKey", "WithCount", "Meta", "Headers", "WithValue", "WithTopic", "WithHeader", "New"}
+var accessNames = []string{"Key", "Value", "Position", "WithKey", "WithCount", "Meta", "Headers", "WithValue", "WithTopic", "WithHeader", "New", "RowKind", "WithRowKind"}
 
 // missing returns the names of the functions in uses that acc lacks.
 func (acc *RecordAccess[T]) missing(uses Access) []string {
 	set := []bool{acc.Key != nil, acc.Value != nil, acc.Position != nil, acc.WithKey != nil, acc.WithCount != nil,
-		acc.Meta != nil, acc.Headers != nil, acc.WithValue != nil, acc.WithTopic != nil, acc.WithHeader != nil, acc.New != nil}
+		acc.Meta != nil, acc.Headers != nil, acc.WithValue != nil, acc.WithTopic != nil, acc.WithHeader != nil, acc.New != nil,
+		acc.RowKind != nil, acc.WithRowKind != nil}
 	var names []string
 	for i, name := range accessNames {
 		if uses&(1<<i) != 0 && !set[i] {
@@ -120,6 +129,10 @@ type Record interface {
 	// Prepared is, in a keyed operator's Process, what its Prepare gave
 	// for this record; nil without one.
 	Prepared() any
+	// RowKind is the record's row kind (RecordAccess.RowKind).
+	RowKind() RowKind
+	// SetRowKind sets it (RecordAccess.WithRowKind).
+	SetRowKind(kind RowKind)
 }
 
 // handle is the Record of a T. A keyed operator reuses one per subtask,
@@ -146,6 +159,15 @@ func (h *handle[T]) Headers() map[string]string {
 	return h.acc.Headers(h.rec)
 }
 func (h *handle[T]) SetValue(v []byte) { h.rec = h.acc.WithValue(h.rec, v) }
+func (h *handle[T]) RowKind() RowKind {
+	if h.acc.RowKind == nil {
+		return RowAdd // a record type without row kinds: every stream of it appends
+	}
+	return h.acc.RowKind(h.rec)
+}
+func (h *handle[T]) SetRowKind(k RowKind) {
+	h.rec = h.acc.WithRowKind(h.rec, k)
+}
 func (h *handle[T]) SetTopic(t string) { h.rec = h.acc.WithTopic(h.rec, t) }
 func (h *handle[T]) SetHeader(name string, v []byte) {
 	h.rec = h.acc.WithHeader(h.rec, name, v)

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -73,7 +75,7 @@ var selectSpec = Spec{
 		{Name: "key", Type: StringList, Example: "[ user_id ]",
 			Description: "Output columns that become the record key: one column's text, or several as a JSON array."},
 		{Name: "format", Type: String, Default: "json", Example: "csv",
-			Description: "How the value holds the schema's columns: `json` (an object, by name) or `csv` (one line, the columns other than metadata in order; an empty field is NULL except for a STRING; each field read as `CAST(field AS type)` reads it)."},
+			Description: "How the value holds the schema's columns: `json` (an object, by name), `csv` (one line, the columns other than metadata in order; an empty field is NULL except for a STRING; each field read as `CAST(field AS type)` reads it) or `debezium-json` (a Debezium change event, `{\"before\": row, \"after\": row, \"op\": \"c\"|\"r\"|\"u\"|\"d\"}`, also inside `payload` when the schema is included: a create or snapshot read emits `after`, an update `before` as a retraction (-U) then `after`, a delete `before` as a retraction (-D), each through `where` and `columns`; a record with no value, the tombstone Debezium writes after a delete, is skipped)."},
 		{Name: "csv-field-delimiter", Type: String, Example: "|",
 			Description: "With `format: csv`: the one character between fields; unset: `,`."},
 		{Name: "csv-quote-character", Type: String, Example: "'",
@@ -108,7 +110,7 @@ func selectConfig(p Params, env Env) SelectConfig {
 func (c SelectConfig) format() (eval.Format, error) {
 	csvFields := map[string]string{"csv-field-delimiter": c.CSVFieldDelimiter, "csv-quote-character": c.CSVQuoteCharacter, "csv-null-literal": c.CSVNullLiteral}
 	switch c.Format {
-	case "", "json":
+	case "", "json", FormatDebezium:
 		for _, f := range []string{"csv-field-delimiter", "csv-quote-character", "csv-null-literal"} {
 			if csvFields[f] != "" {
 				return eval.Format{}, &FieldError{Field: f, Msg: "applies with format: csv only"}
@@ -132,7 +134,7 @@ func (c SelectConfig) format() (eval.Format, error) {
 		f.NullLiteral = c.CSVNullLiteral
 		return eval.Format{CSV: &f}, nil
 	}
-	return eval.Format{}, &FieldError{Field: "format", Msg: fmt.Sprintf("is %q: json or csv", c.Format)}
+	return eval.Format{}, &FieldError{Field: "format", Msg: fmt.Sprintf("is %q: json, csv or debezium-json", c.Format)}
 }
 
 func (c SelectConfig) describe() string {
@@ -247,6 +249,9 @@ func (c SelectConfig) operator() (Operator, error) {
 	// Subtasks run the operator concurrently: each takes a state from the
 	// pool for a record.
 	pool := sync.Pool{New: func() any { return new(selectState) }}
+	if c.Format == FormatDebezium {
+		return c.debeziumOperator(sel, uses, &pool)
+	}
 	return Operator{Uses: uses, Each: func(r Record, emit func()) error {
 		st := pool.Get().(*selectState)
 		var m eval.Meta
@@ -282,6 +287,104 @@ func (c SelectConfig) operator() (Operator, error) {
 			r.SetKey(res.Key)
 		}
 		emit()
+		return nil
+	}}, nil
+}
+
+// FormatDebezium is SelectConfig.Format of Debezium's change events.
+const FormatDebezium = "debezium-json"
+
+// debeziumChange is a Debezium change event's envelope; Payload holds it
+// when the event includes its schema.
+type debeziumChange struct {
+	Before, After json.RawMessage
+	Op            string
+	Payload       *debeziumChange
+}
+
+// debeziumOperator is the select of a debezium-json table: each change
+// event becomes the rows it takes out and puts in (docs/design.md,
+// "Changelogs"), each run through the select's where and columns.
+func (c SelectConfig) debeziumOperator(sel *eval.Select, uses Access, pool *sync.Pool) (Operator, error) {
+	needValue, needKey, needHeaders, needMeta := sel.Needs()
+	_ = needValue // the rows are the event's before and after
+	uses |= UsesValue | UsesWithRowKind
+	setsKey := sel.SetsKey()
+	return Operator{Uses: uses, Each: func(r Record, emit func()) error {
+		v := r.Value()
+		if len(v) == 0 {
+			return nil // the tombstone after a delete, for compaction
+		}
+		var ev debeziumChange
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return recordError(r, "select", fmt.Errorf("the value is not a Debezium change event (format debezium-json): %v", err))
+		}
+		if ev.Op == "" && ev.Payload != nil {
+			ev = *ev.Payload
+		}
+		present := func(m json.RawMessage) bool { return len(m) > 0 && string(m) != "null" }
+		type change struct {
+			kind RowKind
+			row  json.RawMessage
+		}
+		var changes [2]change
+		n := 0
+		switch ev.Op {
+		case "c", "r":
+			changes[0], n = change{RowAdd, ev.After}, 1
+		case "u":
+			if !present(ev.Before) {
+				return recordError(r, "select", errors.New("a Debezium update without its before row: the source table must log whole rows (PostgreSQL: ALTER TABLE … REPLICA IDENTITY FULL), or the old row cannot be retracted"))
+			}
+			changes[0], changes[1], n = change{RowUpdateBefore, ev.Before}, change{RowAdd, ev.After}, 2
+		case "d":
+			changes[0], n = change{RowDelete, ev.Before}, 1
+			if !present(ev.Before) {
+				return recordError(r, "select", errors.New("a Debezium delete without its before row: the source table must log whole rows (PostgreSQL: ALTER TABLE … REPLICA IDENTITY FULL)"))
+			}
+		default:
+			return recordError(r, "select", fmt.Errorf("a Debezium change event with op %q: want c, r, u or d", ev.Op))
+		}
+		var m eval.Meta
+		if needKey {
+			m.Key = r.Key()
+		}
+		if needMeta {
+			rm := r.Meta()
+			m.Topic, m.Partition, m.Offset, m.Timestamp = rm.Topic, rm.Partition, rm.Offset, rm.Timestamp
+		}
+		if needHeaders {
+			m.Headers = r.Headers()
+		}
+		for _, ch := range changes[:n] {
+			if !present(ch.row) {
+				return recordError(r, "select", fmt.Errorf("a Debezium change event with op %q and no row", ev.Op))
+			}
+			st := pool.Get().(*selectState)
+			res, err := sel.Run(&st.ctx, ch.row, &m, st.buf[:0])
+			if err != nil {
+				pool.Put(st)
+				return recordError(r, "select", err)
+			}
+			if !res.Keep {
+				pool.Put(st)
+				continue
+			}
+			st.buf = res.Value
+			out := make([]byte, len(res.Value))
+			copy(out, res.Value)
+			var key []byte
+			if setsKey {
+				key = append([]byte(nil), res.Key...)
+			}
+			pool.Put(st)
+			r.SetValue(out)
+			if setsKey {
+				r.SetKey(key)
+			}
+			r.SetRowKind(ch.kind)
+			emit()
+		}
 		return nil
 	}}, nil
 }

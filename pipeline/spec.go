@@ -33,6 +33,12 @@ type Spec struct {
 	// (name:value, such as dedupe:record.key): the one that says what the
 	// step's state is about. Empty: the id is the name.
 	IDField string
+	// StateFields, for a stateful operator, name the fields whose values
+	// shape its state: a restore from a checkpoint taken while any of them
+	// had another value is refused (StateLayout; docs/design.md, "State
+	// across query changes"). Fields that only bound or route the state
+	// (ttl, late-topic) are not among them. Nil: not checked.
+	StateFields []string
 	// Stateful tells whether the operator keeps keyed state under the
 	// step's id (Build returns an Operator with Process), or none (Map).
 	Stateful bool
@@ -148,6 +154,8 @@ const (
 	OrderedMap
 	// Int is a whole number, held as an int (top-n's n).
 	Int
+	// Bool is true or false, held as a bool (aggregate's update-before).
+	Bool
 )
 
 // Named is one entry of an OrderedMap field: a name and its text.
@@ -190,6 +198,8 @@ func (t Type) String() string {
 		return "ordered map of strings"
 	case Int:
 		return "whole number"
+	case Bool:
+		return "true or false"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -236,6 +246,10 @@ func (t Type) check(v any, vars []string) error {
 		}
 	case Int:
 		if _, ok := v.(int); ok {
+			return nil
+		}
+	case Bool:
+		if _, ok := v.(bool); ok {
 			return nil
 		}
 	case StringMap:
@@ -308,6 +322,48 @@ func (p Params) Cases(name string) []Case {
 func (p Params) Int(name string) int {
 	n, _ := p[name].(int)
 	return n
+}
+
+// StateLayout is the layout of a step of spec s with params p (defaults
+// applied) as checkpoints record it: the operator's name and each of its
+// StateFields with its value, in a canonical text. "" when s declares no
+// StateFields.
+func (s Spec) StateLayout(p Params) string {
+	if len(s.StateFields) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(s.Name)
+	for _, f := range s.StateFields {
+		// A field at its default is left out, so a field added to a
+		// spec later does not change the layout of steps that leave it.
+		if fd, ok := s.Field(f); !ok || p[f] == nil || fmt.Sprint(p[f]) == fmt.Sprint(fd.Default) {
+			continue
+		}
+		fmt.Fprintf(&b, " %s=", f)
+		switch v := p[f].(type) {
+		case map[string]string:
+			b.WriteString("{")
+			for i, k := range sortedKeys(v) {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s: %q", k, v[k])
+			}
+			b.WriteString("}")
+		case string:
+			fmt.Fprintf(&b, "%q", v)
+		default:
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
+}
+
+// Bool returns the bool value of field name, or false.
+func (p Params) Bool(name string) bool {
+	b, _ := p[name].(bool)
+	return b
 }
 
 // Text returns the string value of field name, or "".
@@ -493,7 +549,7 @@ func (s Spec) selfCheck() error {
 		case f.Description == "":
 			return fmt.Errorf("field %q has no description", f.Name)
 		}
-		if f.Type < String || f.Type > Int {
+		if f.Type < String || f.Type > Bool {
 			return fmt.Errorf("field %q has an unknown type %d", f.Name, int(f.Type))
 		}
 		if f.Default != nil {

@@ -79,7 +79,8 @@ var topNSpec = Spec{
 		{Name: "ttl", Type: Duration, Example: "7d",
 			Description: "Forget a key's rows this long after its last record; not set: keep them forever."},
 	},
-	IDField: "key",
+	IDField:     "key",
+	StateFields: []string{"key", "n", "order"},
 	Validate: func(p Params) error {
 		_, err := topNConfig(p, Env{}).operator()
 		return err

@@ -144,8 +144,9 @@ var windowSpec = Spec{
 		{Name: "time", Type: Expression, Example: "to_timestamp(value.ts)", Vars: []string{ProcessingTime},
 			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow. `processing`: processing-time windows (see above)."},
 	},
-	IDField:  "key",
-	Stateful: true,
+	IDField:     "key",
+	StateFields: []string{"key", "size", "slide", "step", "gap", "offset", "fields"},
+	Stateful:    true,
 	Validate: func(p Params) error {
 		_, err := windowConfig(p, Env{}).operator(nil)
 		return err

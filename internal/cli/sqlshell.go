@@ -280,8 +280,14 @@ func rowHeader(cols []string, updating bool) string {
 }
 
 // rowLine prints a row of the query's output: its columns' values in
-// order, an updating query's with +U (the group's new row).
+// order, an updating query's with +U (the group's new row) or -D (its
+// row removed: the key).
 func rowLine(cols []string, updating bool, r *kgo.Record) string {
+	if updating && r.Value == nil {
+		// A retraction, written as a tombstone: the group's row is gone
+		// (a HAVING it stopped passing, a group left empty).
+		return "-D | key " + string(r.Key)
+	}
 	var row map[string]json.RawMessage
 	if err := json.Unmarshal(r.Value, &row); err != nil {
 		return string(r.Value)

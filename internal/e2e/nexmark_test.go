@@ -57,9 +57,12 @@ func TestNexmarkCrash(t *testing.T) {
 	r.crashAndFinish(rng, kills, addr, "nexmark-"+q)
 	t.Logf("%s over %d events: %d kills and the final run took %v", q, events, kills, time.Since(start).Round(time.Millisecond))
 	recs := readCommitted(t, addr, out)
-	values := make([][]byte, len(recs))
+	values := make([]queries.Output, len(recs))
 	for i, rec := range recs {
-		values[i] = []byte(rec.Value)
+		values[i] = queries.Output{Key: []byte(rec.Key), Value: []byte(rec.Value)}
+		if rec.Value == "" {
+			values[i].Value = nil // a tombstone
+		}
 	}
 	if err := queries.Verify(q, nexmark.Config{Seed: genSeed}, events, values); err != nil {
 		t.Fatal(err)

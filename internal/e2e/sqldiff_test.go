@@ -40,7 +40,9 @@ type diffQuery struct {
 // aggregate (an updating result, upserted), COUNT
 // DISTINCT with FILTER, a keep-first deduplication, SELECT DISTINCT of two
 // columns and of one, a CUMULATE window aggregate, a Top-N upserted by
-// partition and rank), the streaming job's
+// partition and rank; and changelogs with retractions: HAVING and a WHERE
+// over a non-windowed aggregate, whose rows enter and leave the table, and
+// an aggregate of an aggregate), the streaming job's
 // final table over a bounded input — crashed by failpoints just before
 // and just after its first commit, SIGKILLed at random moments, then run
 // to the end of its input — equals PostgreSQL's batch result of the same query over
@@ -192,6 +194,38 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 				"FROM src WHERE user_id IS NOT NULL) t WHERE rn <= 3",
 			cols: "item, rn, seq, amount",
 		},
+		{
+			// HAVING on an updating result: a group whose count becomes a
+			// multiple of 3 enters, the next row takes it out again (a
+			// delete in the table), over and over.
+			name:    "having",
+			ddl:     "(item text PRIMARY KEY, n bigint, total bigint)",
+			sinkSQL: "(item STRING, n BIGINT, total BIGINT, PRIMARY KEY (item) NOT ENFORCED)",
+			query:   "SELECT item, COUNT(*), SUM(amount) FROM src GROUP BY item HAVING MOD(COUNT(*), 3) = 0",
+			pg:      "SELECT item, COUNT(*), SUM(amount) FROM src GROUP BY item HAVING mod(COUNT(*), 3) = 0",
+			cols:    "item, n, total",
+		},
+		{
+			// A filter over an updating result: rows enter and leave as the
+			// totals change.
+			name:    "filtered",
+			ddl:     "(user_id bigint PRIMARY KEY, total bigint)",
+			sinkSQL: "(user_id BIGINT, total BIGINT, PRIMARY KEY (user_id) NOT ENFORCED)",
+			query:   "SELECT user_id, total FROM (SELECT user_id, SUM(amount) AS total FROM src WHERE user_id IS NOT NULL GROUP BY user_id) WHERE MOD(total, 7) < 3",
+			pg:      "SELECT user_id, total FROM (SELECT user_id, SUM(amount) AS total FROM src WHERE user_id IS NOT NULL GROUP BY user_id) t WHERE mod(total, 7) < 3",
+			cols:    "user_id, total",
+		},
+		{
+			// An aggregate of an aggregate: each item's old count is
+			// retracted from its old bucket, and a bucket left empty is
+			// deleted.
+			name:    "nested",
+			ddl:     "(n bigint PRIMARY KEY, items bigint, total bigint, mean bigint)",
+			sinkSQL: "(n BIGINT, items BIGINT, total BIGINT, mean BIGINT, PRIMARY KEY (n) NOT ENFORCED)",
+			query:   "SELECT n, COUNT(*), SUM(total), AVG(total) FROM (SELECT item, COUNT(*) AS n, SUM(amount) AS total FROM src GROUP BY item) GROUP BY n",
+			pg:      "SELECT n, COUNT(*), SUM(total), trunc(AVG(total)) FROM (SELECT item, COUNT(*) AS n, SUM(amount) AS total FROM src GROUP BY item) t GROUP BY n",
+			cols:    "n, items, total, mean",
+		},
 	}
 	u := strings.TrimPrefix(dsn, "postgres://")
 	for _, qy := range corpus {
@@ -309,9 +343,15 @@ func rowDiff(g, w []string) string {
 // crashAtCommitEdges runs the job twice, each run crashed by a failpoint
 // at one edge of its first database commit: with the rows in the open
 // transaction, and right after it committed.
-func (r *jobRunner) crashAtCommitEdges() {
+func (r *jobRunner) crashAtCommitEdges() { r.crashAtEdges(failpoint.BeforeDBCommit) }
+
+// crashAtKafkaCommitEdges is crashAtCommitEdges for a job whose commit
+// point is a Kafka transaction.
+func (r *jobRunner) crashAtKafkaCommitEdges() { r.crashAtEdges(failpoint.BeforeEndTxn) }
+
+func (r *jobRunner) crashAtEdges(before string) {
 	r.t.Helper()
-	for _, fp := range []string{failpoint.BeforeDBCommit + "=crash@1", failpoint.AfterCommitPoint + "=crash@1"} {
+	for _, fp := range []string{before + "=crash@1", failpoint.AfterCommitPoint + "=crash@1"} {
 		cmd := osexec.Command(r.bin, "run", r.file)
 		cmd.Env = append(os.Environ(), failpoint.EnvVar+"="+fp)
 		cmd.Stderr = r.log

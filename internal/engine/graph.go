@@ -77,6 +77,9 @@ type Node struct {
 	// watermarks is a source's WatermarkSpec of its record type (nil:
 	// no event time).
 	watermarks any
+	// layout describes how the node keeps its state (StateLayout): a
+	// restore refuses a checkpoint whose layout for the uid differs.
+	layout string
 }
 
 // NodeOption configures a node as it is added.
@@ -84,6 +87,14 @@ type NodeOption func(*Node)
 
 // UID sets the node's uid.
 func UID(uid string) NodeOption { return func(n *Node) { n.uid = uid } }
+
+// StateLayout says how the node keeps its state, as text that changes
+// when the state a checkpoint holds could no longer be read by the node
+// as the job now builds it (an aggregate's functions, a window's size):
+// the manifest records it per operator, and a restore refuses a
+// checkpoint whose layout differs (docs/design.md, "State across query
+// changes"). Empty: not checked.
+func StateLayout(layout string) NodeOption { return func(n *Node) { n.layout = layout } }
 
 // Name sets the node's display name.
 func Name(name string) NodeOption { return func(n *Node) { n.name = name } }

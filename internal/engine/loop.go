@@ -322,6 +322,7 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 	for uid, op := range m.Operators {
 		if n := j.g.uids[uid]; n != nil {
 			op.Parallelism = att.par[n]
+			op.Layout = n.layout
 		}
 	}
 	var commitDur time.Duration

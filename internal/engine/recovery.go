@@ -206,15 +206,31 @@ func (j *RunningJob) checkRestore(m *storage.Manifest) error {
 		return fmt.Errorf("%w: checkpoint %d was taken with max parallelism %d and the job now has %d; keyed state is sharded by it: set it back to %d (state.max-parallelism in a job file, flow.MaxParallelism in Go)", ErrRestoreRefused, m.CheckpointID, m.MaxParallelism, j.cfg.MaxParallelism, m.MaxParallelism)
 	}
 	var missing []string
+	var changed []string
 	for uid, op := range m.Operators {
-		if _, ok := j.g.uids[uid]; !ok {
+		n, ok := j.g.uids[uid]
+		if !ok {
 			missing = append(missing, uid)
 			continue
+		}
+		if op.Layout != "" && n.layout != "" && op.Layout != n.layout {
+			if !j.cfg.AllowNonRestored {
+				return fmt.Errorf("%w: checkpoint %d in %s holds the state of operator %q kept as\n  %s\nand the job's operator %q now keeps it as\n  %s\nso that state cannot be read into it (a changed aggregate, key, window or ranking: docs/design.md, \"State across query changes\"). Undo the change to go on from the checkpoint, or start that operator with empty state (--allow-non-restored-state, flow.AllowNonRestoredState: it drops that operator's state and keeps every other's)",
+					ErrRestoreRefused, m.CheckpointID, m.Dir, uid, op.Layout, uid, n.layout)
+			}
+			changed = append(changed, uid)
 		}
 		if _, db := state.LookupDBBackend(j.cfg.StateBackend); len(op.DB) > 0 && !db {
 			return fmt.Errorf("%w: checkpoint %d in %s keeps the keyed state of operator %q as Pebble database files, and the job now keeps state in memory; set the state backend back to pebble (state.backend in a job file, flow.StateBackend in Go), or take a savepoint with it (savepoints use a portable format) and start the memory job from that savepoint",
 				ErrRestoreRefused, m.CheckpointID, m.Dir, uid)
 		}
+	}
+	sort.Strings(changed)
+	for _, uid := range changed {
+		// Restored as if the checkpoint had no state of it.
+		j.log.Warn("dropping the state of an operator whose state layout changed (--allow-non-restored-state)", "operator", uid,
+			"checkpoint", m.Operators[uid].Layout, "job", j.g.uids[uid].layout)
+		delete(m.Operators, uid)
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {

@@ -122,6 +122,17 @@ func (d *decoder) value(path string, v *yaml.Node, f pipeline.Field) (any, bool)
 			return nil, false
 		}
 		val = n
+	case pipeline.Bool:
+		s, ok := d.scalar(path, v)
+		if !ok {
+			return nil, false
+		}
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			d.errorf(v.Line, "%s: %q is not true or false: write %s", path, s, f.Example)
+			return nil, false
+		}
+		val = b
 	case pipeline.StringList:
 		var l []string
 		d.strList(&l)(path, v)

@@ -66,6 +66,29 @@ var Access = pipeline.RecordAccess[kafka.Record]{
 		r.Headers = append(hs, kafka.Header{Key: name, Value: v})
 		return r
 	},
+	RowKind:     RowKind,
+	WithRowKind: WithRowKind,
+}
+
+// WithRowKind returns r with kind as its row kind: the header
+// pipeline.RowKindHeader set, or removed for pipeline.RowAdd. The headers
+// are copied, never changed in place: r may share them with a record
+// already sent.
+func WithRowKind(r kafka.Record, kind pipeline.RowKind) kafka.Record {
+	hs := make([]kafka.Header, 0, len(r.Headers)+1)
+	for _, x := range r.Headers {
+		if x.Key != pipeline.RowKindHeader {
+			hs = append(hs, x)
+		}
+	}
+	if kind.Retracts() {
+		hs = append(hs, kafka.Header{Key: pipeline.RowKindHeader, Value: kind.Header()})
+	}
+	if len(hs) == 0 {
+		hs = nil
+	}
+	r.Headers = hs
+	return r
 }
 
 // Routed is the partition of a record whose topic a pipeline step set
@@ -77,12 +100,22 @@ const Routed = -1
 // still names its source topic and partition, and the sink would write it
 // back there. A record a step routed keeps its topic; the others go to
 // topic (empty: the sink's own SinkConfig.Topic).
+//
+// A retraction with a key (pipeline.RowKind: the old row of an updated
+// group, a deleted group) becomes a tombstone, the key with no value and
+// no row-kind header: a topic of upserts keyed by the key, as Kafka's
+// compaction and every upsert reader (Flink's upsert-kafka, a KTable)
+// take it. So a key's last record is its row, or none.
 func ToSink(topic string) func(kafka.Record) kafka.Record {
 	return func(r kafka.Record) kafka.Record {
 		if r.Partition != Routed {
 			r.Topic = topic
 		}
 		r.Partition, r.Offset = 0, 0
+		if len(r.Headers) > 0 && len(r.Key) > 0 && RowKind(r).Retracts() {
+			r = WithRowKind(r, pipeline.RowAdd)
+			r.Value = nil
+		}
 		return r
 	}
 }

@@ -42,6 +42,9 @@ type OperatorState struct {
 	// Blobs holds small opaque operator state inline in the manifest: source
 	// positions by split, sink pre-commit handles by subtask.
 	Blobs map[string][]byte `json:"blobs,omitempty"`
+	// Layout is how the operator kept its state (engine.StateLayout);
+	// empty when it did not say.
+	Layout string `json:"layout,omitempty"`
 }
 
 // Manifest describes one committed checkpoint or savepoint: the job, the
@@ -196,7 +199,7 @@ func (m *Manifest) clone() *Manifest {
 			c.Operators[uid] = nil
 			continue
 		}
-		oc := &OperatorState{Parallelism: op.Parallelism, Keyed: slices.Clone(op.Keyed)}
+		oc := &OperatorState{Parallelism: op.Parallelism, Keyed: slices.Clone(op.Keyed), Layout: op.Layout}
 		for _, db := range op.DB {
 			db.Files = slices.Clone(db.Files)
 			oc.DB = append(oc.DB, db)

@@ -2,8 +2,10 @@ package queries
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,6 +127,14 @@ func GroupKey(name string) []string {
 		return []string{"channel", "day"}
 	case "q17":
 		return []string{"auction", "day"}
+	case "q4":
+		return []string{"id"}
+	case "q9":
+		return []string{"id"}
+	case "q18":
+		return []string{"bidder", "auction"}
+	case "q19":
+		return []string{"auction", "rank_number"}
 	}
 	return nil
 }
@@ -179,6 +189,14 @@ func Reference(name string, cfg nexmark.Config, events int64) (map[string]int, e
 		return rows, dailyStats(name, each, rows)
 	case "q3", "q7", "q8", "q20", "q23":
 		return rows, joins(name, each, rows)
+	case "q4":
+		return rows, categoryAverages(each, rows)
+	case "q9", "q18", "q19":
+		may, err := topN(name, each)
+		for _, m := range may {
+			rows[m[0]]++ // one of the rows that may stand there
+		}
+		return rows, err
 	}
 	return nil, fmt.Errorf("nexmark: no reference computation for %q", name)
 }
@@ -444,6 +462,191 @@ func joins(name string, each func(func(*nexmark.Event)), rows map[string]int) er
 	return nil
 }
 
+// categoryAverages is q4: each auction's highest bid among those dated
+// within its lifetime (dateTime to expires, both included), then per
+// category the average of those, truncated to an integer as Flink's AVG
+// of a BIGINT; an auction without such a bid has no highest bid and
+// counts for nothing.
+func categoryAverages(each func(func(*nexmark.Event)), rows map[string]int) error {
+	auctions := map[int64]nexmark.Auction{}
+	var bids []nexmark.Bid
+	each(func(e *nexmark.Event) {
+		switch e.Type {
+		case nexmark.AuctionEvent:
+			auctions[e.Auction.ID] = e.Auction
+		case nexmark.BidEvent:
+			bids = append(bids, e.Bid)
+		}
+	})
+	highest := map[int64]int64{}
+	for _, b := range bids {
+		a, ok := auctions[b.Auction]
+		if !ok || b.DateTime < a.DateTime || b.DateTime > a.Expires {
+			continue
+		}
+		if m, ok := highest[a.ID]; !ok || b.Price > m {
+			highest[a.ID] = b.Price
+		}
+	}
+	type avg struct{ sum, n int64 }
+	per := map[int64]*avg{}
+	for id, price := range highest {
+		c := auctions[id].Category
+		if per[c] == nil {
+			per[c] = &avg{}
+		}
+		per[c].sum += price
+		per[c].n++
+	}
+	for c, a := range per {
+		out, err := json.Marshal(map[string]any{"id": num(c), "final": num(int64(float64(a.sum) / float64(a.n)))})
+		if err != nil {
+			return err
+		}
+		rows[string(out)]++
+	}
+	return nil
+}
+
+// topN is q9 (each auction's highest bid within its lifetime, the
+// earliest of equal prices), q18 (each bidder's last bid per auction) and
+// q19 (each auction's ten highest bids, ranked): per partition the rows
+// sorted by the query's ORDER BY, the first N kept. It returns, for each
+// row of the result by its group (GroupKey), every row that may stand
+// there: rows that tie in every ORDER BY column rank in arrival order in
+// onceflow (docs/design.md, "### SQL"), which a job reading several
+// partitions does not fix, so a rank held by one of a group of ties may
+// hold any of them. Without ties the list has one row.
+func topN(name string, each func(func(*nexmark.Event))) (map[string][]string, error) {
+	auctions := map[int64]nexmark.Auction{}
+	var bids []nexmark.Bid
+	each(func(e *nexmark.Event) {
+		switch e.Type {
+		case nexmark.AuctionEvent:
+			auctions[e.Auction.ID] = e.Auction
+		case nexmark.BidEvent:
+			bids = append(bids, e.Bid)
+		}
+	})
+	type part struct{ a, b int64 }
+	groups := map[part][]nexmark.Bid{}
+	var before func(x, y nexmark.Bid) int // <0: x ranks before y; 0: a tie
+	n := 1
+	switch name {
+	case "q9":
+		for _, b := range bids {
+			if a, ok := auctions[b.Auction]; ok && b.DateTime >= a.DateTime && b.DateTime <= a.Expires {
+				groups[part{a: b.Auction}] = append(groups[part{a: b.Auction}], b)
+			}
+		}
+		before = func(x, y nexmark.Bid) int {
+			if c := cmp.Compare(y.Price, x.Price); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.DateTime, y.DateTime)
+		}
+	case "q18":
+		for _, b := range bids {
+			groups[part{b.Bidder, b.Auction}] = append(groups[part{b.Bidder, b.Auction}], b)
+		}
+		before = func(x, y nexmark.Bid) int { return cmp.Compare(y.DateTime, x.DateTime) }
+	case "q19":
+		for _, b := range bids {
+			groups[part{a: b.Auction}] = append(groups[part{a: b.Auction}], b)
+		}
+		before = func(x, y nexmark.Bid) int { return cmp.Compare(y.Price, x.Price) }
+		n = 10
+	}
+	rowOf := func(b nexmark.Bid, rank int) ([]byte, error) {
+		var row map[string]any
+		switch name {
+		case "q9":
+			a := auctions[b.Auction]
+			row = map[string]any{"id": num(a.ID), "seller": num(a.Seller), "category": num(a.Category),
+				"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price)}
+		default:
+			row = map[string]any{"auction": num(b.Auction), "bidder": num(b.Bidder), "price": num(b.Price),
+				"channel": b.Channel, "url": b.URL, "dateTime": b.DateTime.String(), "extra": b.Extra}
+			if name == "q19" {
+				row["rank_number"] = num(int64(rank))
+			}
+		}
+		return json.Marshal(row)
+	}
+	out := map[string][]string{}
+	for _, bs := range groups {
+		slices.SortStableFunc(bs, before)
+		for i := range min(n, len(bs)) {
+			// The ties of rank i: every row equal to it in the ORDER BY.
+			lo, hi := i, i+1
+			for lo > 0 && before(bs[lo-1], bs[i]) == 0 {
+				lo--
+			}
+			for hi < len(bs) && before(bs[hi], bs[i]) == 0 {
+				hi++
+			}
+			var may []string
+			var group string
+			for _, b := range bs[lo:hi] {
+				row, err := rowOf(b, i+1)
+				if err != nil {
+					return nil, err
+				}
+				if group == "" {
+					if group, err = groupOf(row, GroupKey(name)); err != nil {
+						return nil, err
+					}
+				}
+				c, err := Canonical(row)
+				if err != nil {
+					return nil, err
+				}
+				may = append(may, c)
+			}
+			out[group] = may
+		}
+	}
+	return out, nil
+}
+
+// verifyTopN is Verify of q9, q18 and q19: each group's last row (rows,
+// by group) must be one the reference allows there (topN), every group
+// of the reference must have one, and within a ranking's partition no
+// row may stand at two ranks.
+func verifyTopN(name string, rows map[string]string, may map[string][]string) error {
+	var bad, missing []string
+	for g, row := range rows {
+		if !slices.Contains(may[g], row) {
+			bad = append(bad, row)
+		}
+	}
+	for g, m := range may {
+		if _, ok := rows[g]; !ok {
+			missing = append(missing, m[0])
+		}
+	}
+	if name == "q19" {
+		seen := map[string]bool{}
+		for _, row := range rows {
+			var r map[string]json.RawMessage
+			_ = json.Unmarshal([]byte(row), &r)
+			delete(r, "rank_number")
+			b, _ := json.Marshal(r)
+			if seen[string(b)] {
+				bad = append(bad, row)
+			}
+			seen[string(b)] = true
+		}
+	}
+	if len(bad) == 0 && len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	sort.Strings(missing)
+	return fmt.Errorf("%s: %d groups out, the reference %d: %d rows not allowed where they are (or twice in a ranking), e.g. %q; %d groups missing, e.g. %q",
+		name, len(rows), len(may), len(bad), bad[:min(3, len(bad))], len(missing), missing[:min(3, len(missing))])
+}
+
 // Canonical rewrites a JSON object as Expected writes it: keys sorted,
 // numbers as they were written but for the trailing zeros of a decimal
 // fraction (a SQL DECIMAL(23, 3) is written with its scale, 10269.480, as
@@ -474,48 +677,90 @@ func Canonical(value []byte) (string, error) {
 // the same events, as multisets: it returns nil when each expected record
 // is there as often as the reference makes it and nothing else is, and
 // otherwise an error saying how many differ, with examples. The output
-// of an updating query (GroupKey) is a sequence of upserts: each group's
-// last row in values is compared, so values must be in the order the
-// query wrote each group's rows (one partition's order: a group's rows
-// share a key).
-func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) error {
+// of an updating query (GroupKey) is a sequence of upserts keyed by the
+// group: each key's last record is compared, so out must be in the order
+// the query wrote each key's records (one partition's order: a group's
+// records share a key), and a tombstone (no value: a retracted row,
+// docs/design.md "Changelogs") removes its key's row.
+func Verify(name string, cfg nexmark.Config, events int64, out []Output) error {
+	var may map[string][]string
+	if name == "q9" || name == "q18" || name == "q19" {
+		g, err := nexmark.New(cfg)
+		if err != nil {
+			return err
+		}
+		if may, err = topN(name, func(f func(e *nexmark.Event)) {
+			var e nexmark.Event
+			for range events {
+				g.NextInto(&e)
+				f(&e)
+			}
+		}); err != nil {
+			return err
+		}
+	}
 	n, err := Reference(name, cfg, events)
 	if err != nil {
 		return err
 	}
 	if ProcessingTime(name) {
+		values := make([][]byte, len(out))
+		for i, o := range out {
+			values[i] = o.Value
+		}
 		return verifyProcessingTime(name, n, values)
 	}
 	want := 0
 	for _, k := range n {
 		want += k
 	}
-	got := len(values)
+	got := len(out)
 	var rows []string
-	last := map[string]int{} // group → index in rows
-	for i, v := range values {
-		s, err := Canonical(v)
+	last := map[string]int{} // record key → index in rows
+	for i, o := range out {
+		key := GroupKey(name)
+		if key != nil && o.Value == nil {
+			if j, ok := last[string(o.Key)]; ok {
+				rows[j] = "" // the group's row is retracted
+			}
+			continue
+		}
+		s, err := Canonical(o.Value)
 		if err != nil {
 			return fmt.Errorf("output record %d: %w", i, err)
 		}
-		key := GroupKey(name)
 		if key == nil {
 			rows = append(rows, s)
 			continue
 		}
-		g, err := groupOf(v, key)
-		if err != nil {
+		if _, err := groupOf(o.Value, key); err != nil {
 			return fmt.Errorf("output record %d: %w", i, err)
 		}
-		if j, ok := last[g]; ok {
+		if j, ok := last[string(o.Key)]; ok {
 			rows[j] = s
 		} else {
-			last[g] = len(rows)
+			last[string(o.Key)] = len(rows)
 			rows = append(rows, s)
 		}
 	}
+	if may != nil {
+		byGroup := map[string]string{}
+		for _, s := range rows {
+			if s == "" {
+				continue
+			}
+			g, err := groupOf([]byte(s), GroupKey(name))
+			if err != nil {
+				return err
+			}
+			byGroup[g] = s
+		}
+		return verifyTopN(name, byGroup, may)
+	}
 	for _, s := range rows {
-		n[s]--
+		if s != "" {
+			n[s]--
+		}
 	}
 	var extra, missing []string
 	for s, k := range n {
@@ -534,6 +779,10 @@ func Verify(name string, cfg nexmark.Config, events int64, values [][]byte) erro
 	return fmt.Errorf("%s: %d output records (%d rows), the reference %d: %d not in the reference (or more often than there), e.g. %q; %d missing, e.g. %q",
 		name, got, len(rows), want, len(extra), extra[:min(3, len(extra))], len(missing), missing[:min(3, len(missing))])
 }
+
+// Output is a record of a query's output: its key and value (nil: a
+// tombstone).
+type Output struct{ Key, Value []byte }
 
 // groupOf is the values of the columns key of the JSON object value, as
 // one string.

@@ -28,6 +28,19 @@ type rel struct {
 	// GROUP BY without a window), not append-only.
 	updating bool
 	key      []string
+	// retracts is set on an updating result whose rows can be taken out
+	// again, by a retraction or a delete (docs/design.md, "Changelogs"):
+	// its sink must apply deletes.
+	retracts bool
+	// ub, on an updating result of an aggregate step, is that step's
+	// update-before switch: what reads the result and needs the old rows
+	// (a filter, an aggregate) turns it on. nil: the step that made the
+	// result cannot emit them (Top-N, a keep-last deduplication).
+	ub *bool
+	// keyless is where an updating result leaves some of its group
+	// columns out of its select list: an aggregate can read it, a sink
+	// cannot upsert it.
+	keyless *ast.Pos
 	// rowtime is the column holding the event time (the source's
 	// WATERMARK column, passed through); "" when none.
 	rowtime string
@@ -47,6 +60,9 @@ type rel struct {
 	// csv is set while the records are a csv table's values, before the
 	// first select step reads them into JSON rows.
 	csv *csvFormat
+	// cdc is set while the records are a debezium-json table's change
+	// events, before the first select step reads them into rows.
+	cdc bool
 }
 
 // sources lists the tables r reads.
@@ -152,6 +168,13 @@ func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
 	raw := t.format() == "raw"
 	if t.format() == "csv" {
 		r.csv = p.csvFormat(t)
+	}
+	if t.format() == "debezium-json" {
+		// A changelog: each change is its row's retraction and add
+		// (docs/design.md, "Changelogs"), keyed by the primary key.
+		r.cdc = true
+		r.updating, r.retracts, r.key = true, true, t.pk
+		r.ub = new(bool) // always on: the source emits the old rows anyway
 	}
 	fields := 0
 	for _, c := range t.cols {
@@ -442,8 +465,7 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 	if r == nil {
 		return nil
 	}
-	if r.updating && ((!deduped && s.Where != nil) || len(s.GroupBy) > 0) {
-		p.errorf(s.At, "filtering or aggregating an updating result (the rows of a GROUP BY) needs update-before rows, which come with the changelog work of issue 24")
+	if r.updating && !deduped && s.Where != nil && !p.needRetractions(r, s.Where.Position(), "filtering") {
 		return nil
 	}
 	if s.Where != nil && !whereDone {
@@ -483,6 +505,21 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		return p.distinct(r, s)
 	}
 	return r
+}
+
+// needRetractions makes the updating result r emit the old version of
+// each changed row (update-before), for what reads r to take it out: a
+// filter must retract a row that stops passing, an aggregate the old
+// row's contribution. Results that cannot (Top-N, a keep-last
+// deduplication) are refused at at.
+func (p *planner) needRetractions(r *rel, at ast.Pos, what string) bool {
+	if r.ub == nil {
+		p.errorf(at, "%s an updating result of a Top-N or a keep-last deduplication needs its old rows retracted, which those steps do not emit yet; filter or aggregate before the ranking", what)
+		return false
+	}
+	*r.ub = true
+	r.retracts = true
+	return true
 }
 
 // project replaces r's columns by the select list.

@@ -470,6 +470,9 @@ func (p *planner) rankKey(r *rel, s *ast.Select) bool {
 func (p *planner) rankSink(r *rel, sink *table, upsert bool, keyInSink []string, ins *ast.Insert) bool {
 	info := r.rank
 	want := strings.Join(keyInSink, ", ")
+	if !upsert && sink.connector == "blackhole" {
+		return true // a blackhole takes any changelog, as Flink's does; keyed by the ranking (sinkSteps)
+	}
 	if !upsert {
 		p.errorf(ins.At, "table %s is append-only, and the Top-N at %d:%d (%s) replaces a partition's rows as records arrive: writing that to an append-only table needs update-before rows (retractions), not supported yet; write to a table with PRIMARY KEY (%s) NOT ENFORCED (a jdbc, postgres, mysql, 'upsert-kafka' or blackhole table)", sink.name, info.at.Line, info.at.Col, info.bound, want)
 		return false

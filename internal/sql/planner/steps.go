@@ -23,11 +23,14 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 		return nil
 	}
 	if !r.identity() || key != nil {
-		in, cols, where, csv := r.in, r.cols, r.where, r.csv
+		in, cols, where, csv, cdc := r.in, r.cols, r.where, r.csv, r.cdc
 		r.steps = append(r.steps, step{at: at, write: func(w *yamlWriter, d int) {
 			w.linef(at, d, "- select:")
 			if csv != nil {
 				csv.write(w, d+2)
+			}
+			if cdc {
+				w.linef(at, d+2, "format: debezium-json")
 			}
 			w.linef(at, d+2, "schema:")
 			for _, c := range in {
@@ -55,14 +58,14 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 		r.cols = append(r.cols, relCol{name: c.name, expr: ref(c.name)})
 	}
 	r.where = nil
-	r.csv = nil
+	r.csv, r.cdc = nil, false
 	return types
 }
 
 // identity tells whether r's open select changes nothing: every column
 // of the schema, in order, unfiltered, read from the JSON value.
 func (r *rel) identity() bool {
-	if r.where != nil || len(r.cols) != len(r.in) || r.csv != nil {
+	if r.where != nil || len(r.cols) != len(r.in) || r.csv != nil || r.cdc {
 		return false
 	}
 	for i, c := range r.cols {

@@ -20,6 +20,7 @@ var kafkaSourceOptions = []string{
 	"properties.auto.offset.reset", "properties.isolation.level", "scan.topic-partition-discovery.interval",
 	"scan.bounded.mode", "format", "value.format", "json.ignore-parse-errors",
 	"csv.field-delimiter", "csv.quote-character", "csv.null-literal", "csv.ignore-parse-errors",
+	"debezium-json.schema-include",
 }
 
 var sinkOptions = map[string][]string{
@@ -119,8 +120,8 @@ func (p *planner) sourceSection(w *yamlWriter, t *table, header string, d int) {
 		}
 	}
 	for _, k := range []string{"format", "value.format"} {
-		if f, ok := t.opt(k); ok && f != "json" && f != "raw" && f != "csv" {
-			p.errorf(t.optAt(k), "table %s: '%s' = '%s' is not supported yet; SQL jobs read 'json', 'csv' and 'raw'", t.name, k, f)
+		if f, ok := t.opt(k); ok && f != "json" && f != "raw" && f != "csv" && f != "debezium-json" {
+			p.errorf(t.optAt(k), "table %s: '%s' = '%s' is not supported yet; SQL jobs read 'json', 'csv', 'raw' and 'debezium-json'", t.name, k, f)
 		}
 	}
 	for _, k := range []string{"csv.field-delimiter", "csv.quote-character", "csv.null-literal"} {
@@ -295,18 +296,30 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 	if r.rank != nil && !sink.shell && !p.rankSink(r, sink, upsert, keyInSink, ins) {
 		return nil
 	}
+	if r.updating && r.keyless != nil && sink.connector != "blackhole" {
+		p.errorf(*r.keyless, "an updating GROUP BY result must select every grouped column as it is, so a sink can upsert by them")
+		return nil
+	}
 	if r.updating && !upsert && sink.connector != "blackhole" {
 		hint := "declare a PRIMARY KEY on it so rows are upserted"
 		if sink.connector == "kafka" {
 			hint = "write to an 'upsert-kafka' table with a PRIMARY KEY instead"
 		}
-		p.errorf(ins.At, "table %s is append-only and the query's result is updating (a GROUP BY without a window changes its rows as records arrive): %s", sink.name, hint)
+		why := "a GROUP BY without a window changes its rows as records arrive"
+		for _, t := range r.sources() {
+			if t.format() == "debezium-json" {
+				why = "table " + t.name + " is a changelog ('format' = 'debezium-json'): its rows change and are deleted"
+			}
+		}
+		p.errorf(ins.At, "table %s is append-only and the query's result is updating (%s): %s", sink.name, why, hint)
 		return nil
 	}
 	var key []string
 	switch {
 	case upsert:
 		key = sink.pk
+	case sink.connector == "blackhole" && r.rank != nil:
+		key = keyInSink // the ranking's rows stay upserts of their rank
 	case sink.connector == "kafka":
 		if kf, ok := sink.opt("key.fields"); ok {
 			for _, k := range strings.Split(kf, ";") {
