@@ -55,7 +55,7 @@ var intervalJoinSpec = Spec{
 		{Name: "lower", Type: String, Required: true, Example: "-10m",
 			Missing:     "give the lower bound of left time - right time, such as lower: -10m (a left record pairs with right records up to 10 minutes later than it)",
 			Description: "The smallest left time - right time of a pair, a signed duration (inclusive)."},
-		{Name: "upper", Type: String, Required: true, Example: "5m",
+		{Name: "upper", Type: String, Required: true, Example: "0s",
 			Missing:     "give the upper bound of left time - right time, such as upper: 5m",
 			Description: "The largest left time - right time of a pair, a signed duration (inclusive); at least lower."},
 		{Name: "left-time", Type: Expression, Example: "to_timestamp(value.ts)",
