@@ -131,6 +131,12 @@ type Env struct {
 	// Time is the expression of a record's event time the job's
 	// watermarks follow, which window uses; default "timestamp".
 	Time string
+	// InputTimes are, for the first step of a stream of several inputs,
+	// each input's event-time expression when the inputs' sources differ
+	// (docs/design.md, "Named streams": event time per source); ""
+	// (or none): Time. interval-join's left-time and right-time default
+	// to them.
+	InputTimes []string
 	// Policy is what stateless operators (extract-key) do with a record
 	// they cannot process. Default flow.FailOnError.
 	Policy flow.ErrorPolicy

@@ -44,7 +44,7 @@ var intervalJoinSpec = Spec{
 		"is set, and is counted with the window step's late records (`onceflow_window_late_records_total`). Raise the " +
 		"sources' `max-out-of-orderness` to keep records that come later than that.\n\n" +
 		"`left-time` and `right-time` are each side's event time in ms, where earlier steps moved it (a SQL job's " +
-		"select); not set: the job's event-time timestamp. Keys are as join's: a null key pairs with nothing and is " +
+		"select); not set: the event-time timestamp of the side's sources. Keys are as join's: a null key pairs with nothing and is " +
 		"not kept. A restore resumes from the checkpoint with the kept records and their timers, so no pair is " +
 		"emitted twice by an exactly-once job.",
 	Fields: []Field{
@@ -59,9 +59,9 @@ var intervalJoinSpec = Spec{
 			Missing:     "give the upper bound of left time - right time, such as upper: 5m",
 			Description: "The largest left time - right time of a pair, a signed duration (inclusive); at least lower."},
 		{Name: "left-time", Type: Expression, Example: "to_timestamp(value.ts)",
-			Description: "A left record's event time in ms; not set: the job's event-time timestamp. It must be the time the left input's watermarks follow."},
+			Description: "A left record's event time in ms; not set: the left input's sources' event-time timestamp. It must be the time the left input's watermarks follow."},
 		{Name: "right-time", Type: Expression, Example: "to_timestamp(value.ts)",
-			Description: "A right record's event time in ms; not set: the job's event-time timestamp."},
+			Description: "A right record's event time in ms; not set: the right input's sources' event-time timestamp."},
 		{Name: "late-topic", Type: String, Example: "late-rows",
 			Description: "The topic late records go to, unchanged; not set: they are dropped (and counted)."},
 	},
@@ -103,7 +103,10 @@ type IntervalJoinConfig struct {
 func intervalJoinConfigOf(p Params, env Env) IntervalJoinConfig {
 	c := IntervalJoinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), LeftTime: p.Text("left-time"), RightTime: p.Text("right-time"),
 		Lower: p.Text("lower"), Upper: p.Text("upper"), LateTopic: p.Text("late-topic")}
-	for _, t := range []*string{&c.LeftTime, &c.RightTime} {
+	for i, t := range []*string{&c.LeftTime, &c.RightTime} {
+		if *t == "" && i < len(env.InputTimes) {
+			*t = env.InputTimes[i]
+		}
 		if *t == "" {
 			*t = env.Time
 		}
@@ -159,7 +162,7 @@ func (c IntervalJoinConfig) describe() string {
 	if err != nil {
 		return "interval join: " + err.Error()
 	}
-	s := fmt.Sprintf("interval join on %s = %s, left time - right time within [%s, %s] (left time %s, right time %s), freed by watermark",
+	s := fmt.Sprintf("interval join on %s = %s, left time - right time within [%s, %s] (left time %s, right time %s)",
 		c.LeftKey, c.RightKey, signedText(b[0]), signedText(b[1]), c.LeftTime, c.RightTime)
 	if c.LateTopic != "" {
 		s += ", late records to " + c.LateTopic
