@@ -157,6 +157,7 @@ func (p *planner) checkTimeCol(r *rel, col string, at ast.Pos) bool {
 		return false
 	}
 	p.timeTable = r.src
+	p.useTime(r.src)
 	return true
 }
 
