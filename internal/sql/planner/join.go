@@ -47,6 +47,8 @@ type joinPlan struct {
 	// ttl is each leaf's STATE_TTL hint (0: none) and hintAt where.
 	ttl    []time.Duration
 	hintAt []ast.Pos
+	// win is set on a window join: both leaves' window (joinWindows).
+	win *windowSpec
 }
 
 // joinFrom plans a FROM that is a join, with the select's WHERE (nil:
@@ -133,6 +135,9 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	if len(p.errs) > 0 {
 		return nil
 	}
+	if !jp.joinWindows(j) {
+		return nil
+	}
 	// A conjunct of one table filters it before the join.
 	for _, c := range jp.conds {
 		for i, l := range jp.leaves {
@@ -205,6 +210,9 @@ func tableText(te ast.TableExpr) string {
 		}
 		return "(subquery)"
 	case *ast.TableFunc:
+		if t.Alias != nil {
+			return t.Alias.Name
+		}
 		return t.Name.Name + "(…)"
 	case *ast.Join:
 		return "(" + tableText(t.Left) + " JOIN " + tableText(t.Right) + ")"
@@ -218,8 +226,8 @@ func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	case r.updating:
 		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
 		return false
-	case r.win != nil:
-		p.errorf(at, "a window table function in a join (a window join) is not supported yet: join the tables, or aggregate each window in a query of its own")
+	case r.win != nil && r.win.kind != "TUMBLE":
+		p.errorf(r.win.at, "a window join of %s windows is not supported yet: only TUMBLE windows join (each row in one window); join the tables, or aggregate each window in a query of its own", r.win.kind)
 		return false
 	}
 	return true
@@ -338,17 +346,19 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
 		return nil, 0
 	}
-	iv, post, ok := jp.interval(j, l, r, lset, rset, post)
-	if !ok {
-		return nil, 0
+	var iv *intervalBounds
+	if jp.win == nil {
+		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
+			return nil, 0
+		}
 	}
 	var ttl joinTTLs
-	if iv == nil {
+	if iv == nil && jp.win == nil {
 		if ttl, ok = jp.joinTTL(j, lset, rset); !ok {
 			return nil, 0
 		}
 	}
-	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv)
+	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win)
 	if out == nil {
 		return nil, 0
 	}
@@ -413,7 +423,7 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
 
 // joinRels ends each side with a select keyed by its key expressions
 // and returns the relation of the join step over the two.
-func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds) *rel {
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
 	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
@@ -442,6 +452,9 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 				rkeys[i] = &ast.Cast{At: rkeys[i].Position(), X: rkeys[i], To: to}
 			}
 		}
+	}
+	if win != nil {
+		iv = &intervalBounds{cols: [2]string{l.win.timeCol, r.win.timeCol}}
 	}
 	if iv != nil {
 		// A row without a time has no partner (NULL is within no bound)
@@ -491,6 +504,23 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 					times[i] = "to_timestamp(" + valuePath(c.expr.(*ast.ColumnRef).Name.Parts[0].Name) + ")"
 				}
 			}
+		}
+		if win != nil {
+			// The window's columns are the step's output's members.
+			for _, n := range []string{colWindowStart, colWindowEnd, colWindowTime} {
+				j.in = append(j.in, schemaCol{name: n, typ: &ast.Type{Name: "TIMESTAMP", Params: []int{3}}})
+				for _, side := range []*rel{l, r} {
+					q := append([]string{}, side.quals...)
+					j.cols = append(j.cols, relCol{name: n, expr: ref(n), qual: q})
+				}
+			}
+			j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
+				w.linef(at, d, "- window-join:")
+				w.linef(win.at, d+2, "size: %s", goDuration(win.size))
+				w.linef(at, d+2, "left-time: %s", q(times[0]))
+				w.linef(at, d+2, "right-time: %s", q(times[1]))
+			}}}
+			return j
 		}
 		j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 			w.linef(at, d, "- interval-join:")
@@ -844,4 +874,92 @@ func signedMillis(ms int64) string {
 		return "-" + goDuration(time.Duration(-ms)*time.Millisecond)
 	}
 	return goDuration(time.Duration(ms) * time.Millisecond)
+}
+
+// Window joins (docs/design.md, "SQL"): a join of two window table
+// functions, `FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), size)) x JOIN
+// TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), size)) y ON x.window_start =
+// y.window_start AND x.window_end = y.window_end AND x.k = y.k`,
+// compiles to the window-join step: the pairs of a window are emitted
+// once when it closes, and its rows freed then.
+
+// isWindowCol tells whether c is a window table function's column.
+func isWindowCol(c relCol) bool {
+	m, ok := c.expr.(*ast.ColumnRef)
+	return ok && strings.HasPrefix(m.Name.Parts[0].Name, "\x00")
+}
+
+// joinWindows checks a join of window table functions and takes the
+// equalities of their window_start and window_end from the conditions;
+// false after an error (reported). jp.win is set on a window join.
+func (jp *joinPlan) joinWindows(j *ast.Join) bool {
+	p := jp.p
+	var wins []*windowSpec
+	for _, l := range jp.leaves {
+		if l.r.win != nil {
+			wins = append(wins, l.r.win)
+		}
+	}
+	if len(wins) == 0 {
+		return true
+	}
+	if len(jp.leaves) != 2 || len(wins) != 2 {
+		p.errorf(wins[0].at, "a window table function joins only another one (a window join of two tables, each windowed alike): join the tables first, or window each side")
+		return false
+	}
+	if wins[0].size != wins[1].size {
+		p.errorf(wins[1].at, "a window join needs the same windows on both sides: TUMBLE of %s and of %s", goDuration(wins[0].size), goDuration(wins[1].size))
+		return false
+	}
+	// The window columns: equalities of both sides' window_start and
+	// window_end; nothing else may read them before the join.
+	eq := map[string]bool{}
+	for _, c := range jp.conds {
+		var names []string
+		var leaves []int
+		visit(c.e, func(x ast.Expr) bool {
+			if cr, ok := x.(*ast.ColumnRef); ok {
+				if col, _, msg := jp.all.lookup(cr.Name.Parts); msg == "" && isWindowCol(col) {
+					names = append(names, col.name)
+					leaves = append(leaves, col.leaf)
+				}
+				return false
+			}
+			return true
+		})
+		if len(names) == 0 {
+			continue
+		}
+		b, isEq := unparen(c.e).(*ast.Binary)
+		_, xRef := unparenRef(b, true)
+		_, yRef := unparenRef(b, false)
+		if isEq && b.Op == "=" && xRef && yRef && len(names) == 2 && names[0] == names[1] && leaves[0] != leaves[1] && names[0] != colWindowTime {
+			eq[names[0]] = true
+			c.used = true
+			continue
+		}
+		p.errorf(c.e.Position(), "%s: a window join reads the window columns only in x.window_start = y.window_start AND x.window_end = y.window_end; select them after the join", c.e)
+		return false
+	}
+	if !eq[colWindowStart] || !eq[colWindowEnd] {
+		x, y := tableText(j.Left), tableText(j.Right)
+		p.errorf(j.Right.Position(), "a window join joins on both windows: add %[1]s.window_start = %[2]s.window_start AND %[1]s.window_end = %[2]s.window_end to its ON", x, y)
+		return false
+	}
+	jp.win = wins[0]
+	return true
+}
+
+// unparenRef tells whether b's operand (x, else y) is a column reference.
+func unparenRef(b *ast.Binary, x bool) (ast.Expr, bool) {
+	if b == nil {
+		return nil, false
+	}
+	e := b.Y
+	if x {
+		e = b.X
+	}
+	e = unparen(e)
+	_, ok := e.(*ast.ColumnRef)
+	return e, ok
 }
