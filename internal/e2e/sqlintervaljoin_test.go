@@ -14,14 +14,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestSQLIntervalJoinDifferentialPostgres: interval joins of two Kafka
+// TestSQLIntervalJoinDifferentialPostgres: interval and window joins of two Kafka
 // tables, each with its own WATERMARK (so its own event time), over
 // bounded random input: many rows per key, NULL keys and NULL times on
 // both sides, event times out of order by up to 1 s (within the 2 s the
 // watermarks allow, so no row is late and the batch result is exact) —
 // "between": `l.ts BETWEEN r.ts - INTERVAL '2' SECOND AND r.ts + INTERVAL
 // '1' SECOND`; "strict": the comparison pair, strict, written with the
-// right table first — each job crashed by failpoints at both edges of
+// right table first; "window": TUMBLE windows of 2 s joined on
+// window_start, window_end and the key (PostgreSQL: equal date_bin) — each
+// job crashed by failpoints at both edges of
 // its first commit and SIGKILLed at random moments, then run to the end
 // of its input: the rows it appended to a PostgreSQL table (no primary
 // key, so a pair written twice would show) equal, as a multiset,
@@ -76,19 +78,29 @@ func TestSQLIntervalJoinDifferentialPostgres(t *testing.T) {
 
 	u := strings.TrimPrefix(dsn, "postgres://")
 	for _, qy := range []struct {
-		name, on, pgOn, bounds string
+		name, lts, from, pgLts, pgOn, step string
 	}{
 		{
-			name:   "between",
-			on:     "l.ts BETWEEN r.ts - INTERVAL '2' SECOND AND r.ts + INTERVAL '1' SECOND",
-			pgOn:   "l.ts BETWEEN r.ts - interval '2 seconds' AND r.ts + interval '1 second'",
-			bounds: "within [-2s, 1s]",
+			name: "between", lts: "l.ts",
+			from:  "ilft l JOIN irgt r ON l.k = r.k AND l.ts BETWEEN r.ts - INTERVAL '2' SECOND AND r.ts + INTERVAL '1' SECOND",
+			pgLts: "l.ts", pgOn: "l.ts BETWEEN r.ts - interval '2 seconds' AND r.ts + interval '1 second'",
+			step: "interval join on record.key = record.key, left time - right time within [-2s, 1s]",
 		},
 		{
-			name:   "strict",
-			on:     "r.ts - INTERVAL '1' SECOND < l.ts AND r.ts > l.ts",
-			pgOn:   "r.ts - interval '1 second' < l.ts AND r.ts > l.ts",
-			bounds: "within [-999ms, -1ms]",
+			name: "strict", lts: "l.ts",
+			from:  "ilft l JOIN irgt r ON l.k = r.k AND r.ts - INTERVAL '1' SECOND < l.ts AND r.ts > l.ts",
+			pgLts: "l.ts", pgOn: "r.ts - interval '1 second' < l.ts AND r.ts > l.ts",
+			step: "interval join on record.key = record.key, left time - right time within [-999ms, -1ms]",
+		},
+		{
+			// A window join: the pairs of a 2 s window, written when it
+			// closes; lts is the window's start.
+			name: "window", lts: "l.window_start",
+			from: "TABLE(TUMBLE(TABLE ilft, DESCRIPTOR(ts), INTERVAL '2' SECOND)) l JOIN TABLE(TUMBLE(TABLE irgt, DESCRIPTOR(ts), INTERVAL '2' SECOND)) r " +
+				"ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
+			pgLts: "date_bin('2 seconds', l.ts, timestamp '1970-01-01')",
+			pgOn:  "date_bin('2 seconds', l.ts, timestamp '1970-01-01') = date_bin('2 seconds', r.ts, timestamp '1970-01-01')",
+			step:  "window join on record.key = record.key in tumbling windows of 2s",
 		},
 	} {
 		t.Run(qy.name, func(t *testing.T) {
@@ -106,18 +118,19 @@ WITH ('connector' = 'kafka', 'topic' = 'irgt', 'properties.bootstrap.servers' = 
 CREATE TABLE iout_%[1]s (lseq INT, rseq INT, k BIGINT, lts TIMESTAMP(3), name STRING, amount INT)
 WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://%[4]s', 'table-name' = 'iout_%[1]s', 'username' = '%[5]s');
 INSERT INTO iout_%[1]s
-SELECT l.seq, r.seq, l.k, l.ts, r.name, l.amount
-FROM ilft l JOIN irgt r ON l.k = r.k AND %[6]s
+SELECT l.seq, r.seq, l.k, %[6]s, r.name, l.amount
+FROM %[7]s
 WHERE r.name <> 'n3';
-`, qy.name, filepath.Join(dir, "state-"+qy.name), addr, u[strings.Index(u, "@")+1:], u[:strings.Index(u, "@")], qy.on)
+`, qy.name, filepath.Join(dir, "state-"+qy.name), addr, u[strings.Index(u, "@")+1:], u[:strings.Index(u, "@")], qy.lts, qy.from)
 			file := filepath.Join(dir, qy.name+".sql")
 			if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			// The compiled job is an interval join, its state freed by the
-			// watermark, each table's event time on its own source.
+			// The compiled job is an interval or window join, its state
+			// freed by the watermark, each table's event time on its own
+			// source.
 			out, err := osexec.Command(binary(t), "validate", file).CombinedOutput()
-			for _, want := range []string{"interval join on record.key = record.key, left time - right time " + qy.bounds, "freed by watermark", "ilft's event time: to_timestamp(value.ts), watermarks 2s", "irgt's event time: to_timestamp(value.ts), watermarks 2s"} {
+			for _, want := range []string{qy.step, "freed by watermark", "ilft's event time: to_timestamp(value.ts), watermarks 2s", "irgt's event time: to_timestamp(value.ts), watermarks 2s"} {
 				if err != nil || !strings.Contains(string(out), want) {
 					t.Fatalf("validate: %v, want %q in\n%s", err, want, out)
 				}
@@ -146,7 +159,7 @@ WHERE r.name <> 'n3';
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := srv.Psql(db, "SELECT "+cols+" FROM (SELECT l.seq AS lseq, r.seq AS rseq, l.k, l.ts AS lts, r.name, l.amount FROM ilft l JOIN irgt r ON l.k = r.k AND "+qy.pgOn+" WHERE r.name <> 'n3') x"+orderBy)
+			want, err := srv.Psql(db, "SELECT "+cols+" FROM (SELECT l.seq AS lseq, r.seq AS rseq, l.k, "+qy.pgLts+" AS lts, r.name, l.amount FROM ilft l JOIN irgt r ON l.k = r.k AND "+qy.pgOn+" WHERE r.name <> 'n3') x"+orderBy)
 			if err != nil {
 				t.Fatal(err)
 			}
