@@ -279,67 +279,80 @@ func TestIntervalJoinRefusesBadBounds(t *testing.T) {
 	}
 }
 
-// TestIntervalJoinInAJob runs the step in the engine at parallelism 1 and
-// 3: two sources with event time, every pair within the bounds once.
+// TestIntervalJoinInAJob runs interval-join and window-join in the engine
+// at parallelism 1 and 3: two sources with event time, every pair within
+// the bounds (in one window) once.
 func TestIntervalJoinInAJob(t *testing.T) {
 	var left, right []krec
 	for i := range 60 {
 		left = append(left, krec{Key: "x", Value: fmt.Sprintf(`{"k":%d,"t":%d,"n":"l%d"}`, i%4, 1000+i*10, i)})
 		right = append(right, krec{Key: "x", Value: fmt.Sprintf(`{"k":%d,"t":%d,"n":"r%d"}`, i%4, 1000+i*10+5, i)})
 	}
-	// l - r within [-20, 0]: brute force.
-	var want []string
+	// Brute force: l - r within [-20, 0]; or in one window of 40 ms.
+	wants := map[string][]string{}
 	for i := range left {
 		for j := range right {
-			d := (1000 + i*10) - (1000 + j*10 + 5)
-			if i%4 == j%4 && d >= -20 && d <= 0 {
-				want = append(want, fmt.Sprintf("l%d-r%d", i, j))
+			lt, rt := 1000+i*10, 1000+j*10+5
+			if i%4 == j%4 && lt-rt >= -20 && lt-rt <= 0 {
+				wants["interval-join"] = append(wants["interval-join"], fmt.Sprintf("l%d-r%d", i, j))
+			}
+			if i%4 == j%4 && lt/40 == rt/40 {
+				wants["window-join"] = append(wants["window-join"], fmt.Sprintf("l%d-r%d", i, j))
 			}
 		}
 	}
-	sort.Strings(want)
 	acc := kAccess
 	acc.New = func(k, v []byte, ts int64) krec { return krec{Key: string(k), Value: string(v), TS: ts} }
-	for _, p := range []int{1, 3} {
-		env := flow.New(flow.JobName("ij"), flow.Parallelism(p), flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-		tsOf, err := Timestamps(acc, "value.t")
-		if err != nil {
-			t.Fatal(err)
+	steps := map[string]Step{
+		"interval-join": {Op: "interval-join", Params: Params{"left-key": "value.k", "right-key": "value.k", "lower": "-20ms", "upper": "0s", "left-time": "value.t", "right-time": "value.t"}},
+		"window-join":   {Op: "window-join", Params: Params{"left-key": "value.k", "right-key": "value.k", "size": 40 * time.Millisecond, "left-time": "value.t", "right-time": "value.t"}},
+	}
+	for _, op := range []string{"interval-join", "window-join"} {
+		want := wants[op]
+		sort.Strings(want)
+		if len(want) < 30 {
+			t.Fatalf("%s: %d pairs expected: too few to prove anything", op, len(want))
 		}
-		wm := flow.Watermarks[krec]{Timestamp: tsOf, MaxOutOfOrderness: 0}
-		var ins []flow.Stream[krec]
-		for i, in := range [][]krec{left, right} {
-			ins = append(ins, flow.From(env, flowtest.NewSource([][]krec{in}), flow.UID(fmt.Sprint("src-", i)), flow.WithWatermarks(wm)))
-		}
-		st := Step{Op: "interval-join", Params: Params{"left-key": "value.k", "right-key": "value.k", "lower": "-20ms", "upper": "0s", "left-time": "value.t", "right-time": "value.t"}}
-		s, _, err := BuildFrom(ins, acc, []Step{st}, Env{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sink := flowtest.NewSink[krec]()
-		flow.To(s, sink, flow.UID("sink"))
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		job, err := env.Start(ctx)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		if err := job.Wait(); err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		cancel()
-		var got []string
-		for _, r := range sink.Committed() {
-			var j struct{ Left, Right struct{ N string } }
-			if err := json.Unmarshal([]byte(r.Value), &j); err != nil {
+		for _, p := range []int{1, 3} {
+			env := flow.New(flow.JobName("ij"), flow.Parallelism(p), flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			tsOf, err := Timestamps(acc, "value.t")
+			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, j.Left.N+"-"+j.Right.N)
-		}
-		sort.Strings(got)
-		if !slices.Equal(got, want) {
-			t.Errorf("parallelism %d: %d pairs, want %d:\n%v\nwant\n%v", p, len(got), len(want), got, want)
+			wm := flow.Watermarks[krec]{Timestamp: tsOf, MaxOutOfOrderness: 0}
+			var ins []flow.Stream[krec]
+			for i, in := range [][]krec{left, right} {
+				ins = append(ins, flow.From(env, flowtest.NewSource([][]krec{in}), flow.UID(fmt.Sprint("src-", i)), flow.WithWatermarks(wm)))
+			}
+			s, _, err := BuildFrom(ins, acc, []Step{steps[op]}, Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink := flowtest.NewSink[krec]()
+			flow.To(s, sink, flow.UID("sink"))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			job, err := env.Start(ctx)
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			if err := job.Wait(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			cancel()
+			var got []string
+			for _, r := range sink.Committed() {
+				var j struct{ Left, Right struct{ N string } }
+				if err := json.Unmarshal([]byte(r.Value), &j); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, j.Left.N+"-"+j.Right.N)
+			}
+			sort.Strings(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s at parallelism %d: %d pairs, want %d:\n%v\nwant\n%v", op, p, len(got), len(want), got, want)
+			}
 		}
 	}
 }

@@ -25,7 +25,8 @@ type PipelineMetrics struct {
 	RecordsRead atomic.Int64
 	// DuplicatesDropped counts records dedupe dropped.
 	DuplicatesDropped atomic.Int64
-	// LateRecords counts records window took as too late.
+	// LateRecords counts records window, interval-join and window-join
+	// took as too late.
 	LateRecords atomic.Int64
 }
 
