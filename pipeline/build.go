@@ -65,6 +65,9 @@ type Operator struct {
 	// after every restore, like Process.
 	Two        func(st *state.Store) TwoInputs
 	KeyByRight *Expr
+	// PrepareRight is Prepare for the second input of a Two operator
+	// (Prepare is the first input's).
+	PrepareRight func(r Record) (any, error)
 	// NullKeyNone: a record whose KeyBy (KeyByRight) expression is null
 	// or missing has no key, as SQL's NULL equals nothing: Two's
 	// functions do not see it (a join pairs it with nothing). Without
@@ -74,9 +77,14 @@ type Operator struct {
 
 // TwoInputs are the functions of a keyed operator of two inputs: one per
 // input, each handling a record of the current key (Record.GroupKey).
-// out.Forward sends the record being handled; out.Emit a new one.
+// out.Forward sends the record being handled; out.Emit a new one. clk is
+// the operator's event time (the smaller of the two inputs' watermarks:
+// docs/design.md, "Multi-input nodes") and registers its timers.
 type TwoInputs struct {
-	OnLeft, OnRight func(r Record, out Out) error
+	OnLeft, OnRight func(r Record, clk Clock, out Out) error
+	// OnTimer handles a due event-time timer of key; nil when the
+	// operator registers none.
+	OnTimer func(key string, at int64, clk Clock, out Out) error
 }
 
 // Timed are the functions of a keyed operator with timers.
@@ -126,6 +134,12 @@ type Env struct {
 	// Time is the expression of a record's event time the job's
 	// watermarks follow, which window uses; default "timestamp".
 	Time string
+	// InputTimes are, for the first step of a stream of several inputs,
+	// each input's event-time expression when the inputs' sources differ
+	// (docs/design.md, "Named streams": event time per source); ""
+	// (or none): Time. interval-join's left-time and right-time default
+	// to them.
+	InputTimes []string
 	// Policy is what stateless operators (extract-key) do with a record
 	// they cannot process. Default flow.FailOnError.
 	Policy flow.ErrorPolicy

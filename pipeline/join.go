@@ -136,8 +136,8 @@ func (c joinConfig) operator() (Operator, error) {
 	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
 		left := state.NewList[[]byte](st, "left", state.WithTTL(lttl))
 		right := state.NewList[[]byte](st, "right", state.WithTTL(rttl))
-		side := func(mine, other *state.List[[]byte], isLeft bool) func(Record, Out) error {
-			return func(r Record, out Out) error {
+		side := func(mine, other *state.List[[]byte], isLeft bool) func(Record, Clock, Out) error {
+			return func(r Record, _ Clock, out Out) error {
 				ts, v := r.Meta().Timestamp, r.Value()
 				key := []byte(r.GroupKey())
 				for _, e := range other.Get() {

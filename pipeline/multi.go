@@ -79,9 +79,8 @@ func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string,
 		return l, nil, fmt.Errorf("%s are nil: %s needs them", describeAccess(missing), name)
 	}
 	right := op
-	right.KeyBy, right.Prepare = op.KeyByRight, nil
+	right.KeyBy, right.Prepare = op.KeyByRight, op.PrepareRight
 	left := op
-	left.Prepare = nil
 	wl, badL := flow.TryMap(l, keyStep(acc, name+" (left)", left), policy, flow.UID(uid+"/key-left"), flow.Name(name+" left key"))
 	wr, badR := flow.TryMap(r, keyStep(acc, name+" (right)", right), policy, flow.UID(uid+"/key-right"), flow.Name(name+" right key"))
 	byKey := func(k keyed[T]) string { return k.key }
@@ -89,33 +88,34 @@ func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string,
 	out := flow.CoProcess(c, uid, func(st *state.Store) flow.CoProcessFuncs[keyed[T], keyed[T], T] {
 		fns := op.Two(st)
 		h := &handle[T]{acc: &acc}
-		o := &twoOut[T]{h: h}
-		side := func(f func(Record, Out) error) flow.ProcessFunc[keyed[T], T] {
-			return func(_ flow.Context, k keyed[T], out flow.Collector[T]) error {
+		tc := &timedCtx[T]{h: h}
+		side := func(f func(Record, Clock, Out) error) flow.ProcessFunc[keyed[T], T] {
+			return func(ctx flow.Context, k keyed[T], out flow.Collector[T]) error {
 				if k.null {
 					return nil // no key: it meets nothing (Operator.NullKeyNone)
 				}
-				h.rec, h.group, o.out = k.rec, k.key, out
-				err := f(h, o)
+				h.rec, h.group, h.prep = k.rec, k.key, k.prep
+				tc.ctx, tc.out, tc.inRecord = ctx, out, true
+				err := f(h, tc, tc)
 				var zero T
-				h.rec = zero // do not hold on to the record
+				h.rec, h.prep, tc.inRecord = zero, nil, false // do not hold on to the record
 				return err
 			}
 		}
-		return flow.CoProcessFuncs[keyed[T], keyed[T], T]{OnLeft: side(fns.OnLeft), OnRight: side(fns.OnRight)}
+		cf := flow.CoProcessFuncs[keyed[T], keyed[T], T]{OnLeft: side(fns.OnLeft), OnRight: side(fns.OnRight)}
+		if fns.OnTimer != nil {
+			onTimer := fns.OnTimer
+			cf.OnTimer = func(ctx flow.Context, out flow.Collector[T]) error {
+				tc.ctx, tc.out = ctx, out
+				if tm := ctx.Timer(); tm.Domain == state.ProcessingTime {
+					return fmt.Errorf("a processing-time timer at %d is due and %s registers none", tm.At, name)
+				}
+				return onTimer(ctx.Key(), ctx.Timer().At, tc, tc)
+			}
+		}
+		return cf
 	}, append([]flow.OpOption{flow.Name(name)}, opts...)...)
 	return out, []flow.Stream[flow.Failure[T]]{badL, badR}, nil
-}
-
-// twoOut is the Out of a two-input operator.
-type twoOut[T any] struct {
-	h   *handle[T]
-	out flow.Collector[T]
-}
-
-func (o *twoOut[T]) Forward() { o.out.Emit(o.h.rec) }
-func (o *twoOut[T]) Emit(key, value []byte, ts int64) {
-	o.out.Emit(o.h.acc.New(key, value, ts))
 }
 
 var unionSpec = Spec{

@@ -535,6 +535,11 @@ func (s Spec) selfCheck() error {
 	case s.Props == nil:
 		return errors.New("no Props function: say what the operator does to keys, routing and event time")
 	}
+	for _, f := range s.StateFields {
+		if _, ok := s.Field(f); !ok {
+			return fmt.Errorf("StateFields names %q, which is no field", f)
+		}
+	}
 	seen := map[string]bool{"uid": true} // every step's own field
 	for _, f := range s.Fields {
 		switch {

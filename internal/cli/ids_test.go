@@ -129,11 +129,13 @@ func TestValidateGolden(t *testing.T) {
 	// clicks: the one-source form; enrich: the named form (sources:,
 	// streams: with union and join, sinks:); orders.sql: a Flink SQL
 	// script (its plan, and the job file it compiles to); join.sql: a
-	// script joining two tables (the named form, the join's ttl).
+	// script joining two tables (the named form, the join's ttl); ijoin.sql:
+	// an interval join (each table's event time, state freed by watermark).
 	for _, tc := range []struct{ name, file, flag string }{
 		{"clicks", "clicks.yaml", ""}, {"enrich", "enrich.yaml", ""},
 		{"orders-sql", "orders.sql", ""}, {"orders-sql-job", "orders.sql", "--show-job"},
 		{"join-sql", "join.sql", ""}, {"join-sql-job", "join.sql", "--show-job"},
+		{"ijoin-sql", "ijoin.sql", ""},
 	} {
 		name := tc.name
 		t.Run(name, func(t *testing.T) {

@@ -88,14 +88,27 @@ func describeJob(w io.Writer, jf *jobfile.JobFile) {
 				label = "sources:"
 			}
 			describeSource(w, label, ns.Name+": ", ns.Source)
+			if ns.EventTime.Set {
+				et, _ := jf.SourceEventTime(ns.Name)
+				describeEventTime(w, "", ns.Name+"'s event time: ", et)
+			}
 		}
 	}
 	if et, on := jf.EventTimeSettings(); on {
-		idle := "idle partitions after " + durfmt.Short(et.IdleTimeout)
-		if et.IdleTimeout == 0 {
-			idle = "partitions never count as idle (an empty partition holds event time back)"
+		what := ""
+		if jf.PerSourceEventTime() {
+			what = "the other sources': " // those without a section of their own
+			all := true
+			for _, ns := range jf.Graph.Sources {
+				all = all && ns.EventTime.Set
+			}
+			if all {
+				on = false
+			}
 		}
-		fmt.Fprintf(w, "  event time: %s, watermarks %s behind each partition's newest, %s\n", et.Timestamp, durfmt.Short(et.MaxOutOfOrderness), idle)
+		if on {
+			describeEventTime(w, "event time:", what, et)
+		}
 	}
 	if jf.Graph != nil || jf.SQL != nil {
 		// The operator graph, with the keyed state each operator keeps
@@ -248,6 +261,15 @@ func describeScaleOut(w io.Writer, jf *jobfile.JobFile) {
 		}
 		fmt.Fprintf(w, "              tasks of %s: %s -> %s\n", strings.Join(sg.Topics, ", "), steps, to)
 	}
+}
+
+// describeEventTime writes the line of an event-time section.
+func describeEventTime(w io.Writer, label, what string, et jobfile.EventTimeConfig) {
+	idle := "idle partitions after " + durfmt.Short(et.IdleTimeout)
+	if et.IdleTimeout == 0 {
+		idle = "partitions never count as idle (an empty partition holds event time back)"
+	}
+	fmt.Fprintf(w, "  %-11s %s%s, watermarks %s behind each partition's newest, %s\n", label, what, et.Timestamp, durfmt.Short(et.MaxOutOfOrderness), idle)
 }
 
 // describeStep says what a pipeline step does, as its operator's spec

@@ -298,20 +298,27 @@ func partitionsOf(all map[string][]int32, topics []string) map[string][]int32 {
 // in the named form every source and stream), and the failure streams of
 // dead-letter steps.
 func buildStreams(env *flow.Env, jf *jobfile.JobFile, srcs []*kafka.Source, m *PipelineMetrics) (map[string]flow.Stream[kafka.Record], []flow.Stream[flow.Failure[kafka.Record]], error) {
+	// watermarks is the strategy of a source whose event time is et.
+	watermarks := func(et jobfile.EventTimeConfig, where string) (*flow.Watermarks[kafka.Record], error) {
+		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s.timestamp: %w", jf.Path, where, err)
+		}
+		return &flow.Watermarks[kafka.Record]{
+			Timestamp: ts, Split: kafka.SplitOf,
+			MaxOutOfOrderness: et.MaxOutOfOrderness, IdleTimeout: et.IdleTimeout,
+		}, nil
+	}
 	var timeExpr string
 	var wm *flow.Watermarks[kafka.Record]
 	if et, on := jf.EventTimeSettings(); on {
-		ts, err := pipeline.Timestamps(KafkaAccess, et.Timestamp)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: event-time.timestamp: %w", jf.Path, err)
-		}
-		wm = &flow.Watermarks[kafka.Record]{
-			Timestamp: ts, Split: kafka.SplitOf,
-			MaxOutOfOrderness: et.MaxOutOfOrderness, IdleTimeout: et.IdleTimeout,
+		var err error
+		if wm, err = watermarks(et, "event-time"); err != nil {
+			return nil, nil, err
 		}
 		timeExpr = et.Timestamp
 	}
-	from := func(src *kafka.Source, sc jobfile.SourceConfig, uid, name string) flow.Stream[kafka.Record] {
+	from := func(src *kafka.Source, sc jobfile.SourceConfig, uid, name string, wm *flow.Watermarks[kafka.Record]) flow.Stream[kafka.Record] {
 		var opts []flow.OpOption
 		if sc.Parallelism > 0 {
 			opts = append(opts, flow.WithParallelism(sc.Parallelism))
@@ -323,14 +330,26 @@ func buildStreams(env *flow.Env, jf *jobfile.JobFile, srcs []*kafka.Source, m *P
 		return flow.Map(s, func(r kafka.Record) kafka.Record { m.RecordsRead.Add(1); return r }, flow.Name("count-read"))
 	}
 	if jf.Graph == nil {
-		s := from(srcs[0], jf.Source, "source", "kafka-source")
+		s := from(srcs[0], jf.Source, "source", "kafka-source", wm)
 		out, failures, err := BuildPipeline(s, jf.Pipeline, KafkaAccess, jf.Errors.Policy, m, timeExpr)
 		return map[string]flow.Stream[kafka.Record]{"": out}, failures, err
 	}
 	outs := map[string]flow.Stream[kafka.Record]{}
+	// Each source's own event time, else the job's (docs/design.md,
+	// "Named streams").
 	for i, ns := range jf.Graph.Sources {
-		outs[ns.Name] = from(srcs[i], ns.Source, ns.Name, "kafka-source-"+ns.Name)
+		swm := wm
+		if ns.EventTime.Set {
+			et, _ := jf.SourceEventTime(ns.Name)
+			var err error
+			if swm, err = watermarks(et, "sources."+ns.Name+".event-time"); err != nil {
+				return nil, nil, err
+			}
+		}
+		outs[ns.Name] = from(srcs[i], ns.Source, ns.Name, "kafka-source-"+ns.Name, swm)
 	}
+	times, inputTimes := jf.StreamTimes()
+	perSource := jf.PerSourceEventTime()
 	order, err := jf.Graph.StreamOrder()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", jf.Path, err)
@@ -341,7 +360,11 @@ func buildStreams(env *flow.Env, jf *jobfile.JobFile, srcs []*kafka.Source, m *P
 		for i, f := range st.From {
 			ins[i] = outs[f]
 		}
-		out, bad, err := BuildStream(ins, st.Steps, KafkaAccess, jf.Errors.Policy, m, timeExpr)
+		streamTime, itimes := timeExpr, []string(nil)
+		if perSource {
+			streamTime, itimes = times[st.Name], inputTimes[st.Name]
+		}
+		out, bad, err := BuildStream(ins, st.Steps, KafkaAccess, jf.Errors.Policy, m, streamTime, itimes...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("streams.%s: %w", st.Name, err)
 		}

@@ -25,7 +25,8 @@ type PipelineMetrics struct {
 	RecordsRead atomic.Int64
 	// DuplicatesDropped counts records dedupe dropped.
 	DuplicatesDropped atomic.Int64
-	// LateRecords counts records window took as too late.
+	// LateRecords counts records window, interval-join and window-join
+	// took as too late.
 	LateRecords atomic.Int64
 }
 
@@ -61,12 +62,14 @@ func BuildPipeline[T any](s flow.Stream[T], steps []jobfile.Step, acc RecordAcce
 
 // BuildStream is BuildPipeline over the inputs of a stream of the named
 // form (pipeline.BuildFrom): with several, its first step combines them.
-func BuildStream[T any](ins []flow.Stream[T], steps []jobfile.Step, acc RecordAccess[T], policy flow.ErrorPolicy, m *PipelineMetrics, eventTime string) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
+// inputTimes are each input's event-time expression when its sources
+// have event times of their own (jobfile.JobFile.StreamTimes).
+func BuildStream[T any](ins []flow.Stream[T], steps []jobfile.Step, acc RecordAccess[T], policy flow.ErrorPolicy, m *PipelineMetrics, eventTime string, inputTimes ...string) (flow.Stream[T], []flow.Stream[flow.Failure[T]], error) {
 	ps := make([]pipeline.Step, len(steps))
 	for i, st := range steps {
 		ps[i] = pipeline.Step{Op: st.Op, Params: st.AllParams(), UID: st.UID}
 	}
-	out, failures, err := pipeline.BuildFrom(ins, acc, ps, pipeline.Env{Policy: policy, Counter: m.counter, Time: eventTime})
+	out, failures, err := pipeline.BuildFrom(ins, acc, ps, pipeline.Env{Policy: policy, Counter: m.counter, Time: eventTime, InputTimes: inputTimes})
 	if se := (*pipeline.StepError)(nil); errors.As(err, &se) {
 		return out, nil, fmt.Errorf("pipeline operator %s (line %d): %w", se.Op, steps[se.Index].Line, se.Err)
 	}

@@ -35,26 +35,7 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 				"tls-key":    d.str(&jf.HTTP.TLSKey),
 			})
 		},
-		"event-time": func(p string, v *yaml.Node) {
-			et := &jf.EventTime
-			et.Set = true
-			d.mapping(p, v, map[string]field{
-				"timestamp": func(p string, v *yaml.Node) {
-					d.str(&et.Timestamp)(p, v)
-					if _, err := pipeline.CompileExpr(et.Timestamp, pipeline.AnyResult); et.Timestamp != "" && err != nil {
-						d.errorf(v.Line, "%s: %v", p, err)
-					}
-				},
-				"max-out-of-orderness": func(p string, v *yaml.Node) {
-					et.maxSet = true
-					d.duration(&et.MaxOutOfOrderness)(p, v)
-				},
-				"idle-timeout": func(p string, v *yaml.Node) {
-					et.idleSet = true
-					d.duration(&et.IdleTimeout)(p, v)
-				},
-			})
-		},
+		"event-time": func(p string, v *yaml.Node) { d.decodeEventTime(p, v, &jf.EventTime) },
 		"scale-out": func(p string, v *yaml.Node) {
 			so := &jf.ScaleOut
 			so.InputKeyed = true
@@ -70,6 +51,28 @@ func (d *decoder) decodeRoot(root *yaml.Node, jf *JobFile) {
 		"restart": func(p string, v *yaml.Node) {
 			jf.RestartSet = true
 			d.decodeRestart(p, v, &jf.Restart)
+		},
+	})
+}
+
+// decodeEventTime decodes an event-time section at path: the job's, or
+// one source's of the named form.
+func (d *decoder) decodeEventTime(path string, v *yaml.Node, et *EventTimeConfig) {
+	et.Set = true
+	d.mapping(path, v, map[string]field{
+		"timestamp": func(p string, v *yaml.Node) {
+			d.str(&et.Timestamp)(p, v)
+			if _, err := pipeline.CompileExpr(et.Timestamp, pipeline.AnyResult); et.Timestamp != "" && err != nil {
+				d.errorf(v.Line, "%s: %v", p, err)
+			}
+		},
+		"max-out-of-orderness": func(p string, v *yaml.Node) {
+			et.maxSet = true
+			d.duration(&et.MaxOutOfOrderness)(p, v)
+		},
+		"idle-timeout": func(p string, v *yaml.Node) {
+			et.idleSet = true
+			d.duration(&et.IdleTimeout)(p, v)
 		},
 	})
 }

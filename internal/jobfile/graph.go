@@ -46,6 +46,9 @@ type NamedSource struct {
 	Name   string
 	Line   int
 	Source SourceConfig
+	// EventTime is the source's own event-time section (Set false: none;
+	// the job's event-time section applies).
+	EventTime EventTimeConfig
 }
 
 // NamedStream is one entry of streams:.
@@ -110,7 +113,23 @@ func (d *decoder) decodeSources(path string, v *yaml.Node, jf *JobFile) {
 	d.graph(jf)
 	d.namedEntries(path, v, "sources", func(name string, line int, v *yaml.Node) {
 		ns := NamedSource{Name: name, Line: line}
-		d.decodeSource(path+"."+name, v, &ns.Source)
+		p := path + "." + name
+		// event-time: is the named source's own; the rest is a source:
+		// section's.
+		if v.Kind == yaml.MappingNode {
+			var rest []*yaml.Node
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				k, val := resolve(v.Content[i]), resolve(v.Content[i+1])
+				if k.Value == "event-time" {
+					d.lines[p+".event-time"] = k.Line
+					d.decodeEventTime(p+".event-time", val, &ns.EventTime)
+					continue
+				}
+				rest = append(rest, v.Content[i], v.Content[i+1])
+			}
+			v = &yaml.Node{Kind: yaml.MappingNode, Line: v.Line, Column: v.Column, Content: rest}
+		}
+		d.decodeSource(p, v, &ns.Source)
 		jf.Graph.Sources = append(jf.Graph.Sources, ns)
 	})
 }

@@ -157,6 +157,11 @@ func (jf *JobFile) EventTimeSettings() (EventTimeConfig, bool) {
 			on = true
 		}
 	}
+	return et.withDefaults(), on
+}
+
+// withDefaults is et with the defaults of what it leaves out.
+func (et EventTimeConfig) withDefaults() EventTimeConfig {
 	if et.Timestamp == "" {
 		et.Timestamp = "timestamp"
 	}
@@ -166,7 +171,85 @@ func (jf *JobFile) EventTimeSettings() (EventTimeConfig, bool) {
 	if et.IdleTimeout == 0 && !et.idleSet {
 		et.IdleTimeout = DefaultIdleTimeout
 	}
-	return et, on
+	return et
+}
+
+// SourceEventTime reports whether the named form's source name runs with
+// event time, and its settings with defaults: its own event-time
+// section, else the job's (EventTimeSettings). A source without a
+// section of its own in a job where only other sources have one has no
+// event time unless a step needs it, as a job without the section.
+func (jf *JobFile) SourceEventTime(name string) (EventTimeConfig, bool) {
+	if jf.Graph != nil {
+		for _, s := range jf.Graph.Sources {
+			if s.Name == name && s.EventTime.Set {
+				return s.EventTime.withDefaults(), true
+			}
+		}
+	}
+	return jf.EventTimeSettings()
+}
+
+// PerSourceEventTime tells whether a source of the named form has an
+// event-time section of its own.
+func (jf *JobFile) PerSourceEventTime() bool {
+	if jf.Graph == nil {
+		return false
+	}
+	for _, s := range jf.Graph.Sources {
+		if s.EventTime.Set {
+			return true
+		}
+	}
+	return false
+}
+
+// StreamTimes is, for each stream of the named form, the event-time
+// timestamp expression of the sources it reads (through other streams),
+// "" when they differ; and, for a stream of several inputs, each input's.
+// The steps that default to the job's event time (window's time,
+// interval-join's left-time and right-time) take these.
+func (jf *JobFile) StreamTimes() (times map[string]string, inputs map[string][]string) {
+	times, inputs = map[string]string{}, map[string][]string{}
+	if jf.Graph == nil {
+		return times, inputs
+	}
+	const mixed = "\x00mixed"
+	of := map[string]string{}
+	for _, s := range jf.Graph.Sources {
+		et, on := jf.SourceEventTime(s.Name)
+		if !on {
+			et.Timestamp = "timestamp"
+		}
+		of[s.Name] = et.Timestamp
+	}
+	order, err := jf.Graph.StreamOrder()
+	if err != nil {
+		return times, inputs
+	}
+	for _, st := range order {
+		t := ""
+		var ins []string
+		for i, f := range st.From {
+			ft := of[f]
+			if ft == mixed {
+				ins = append(ins, "")
+			} else {
+				ins = append(ins, ft)
+			}
+			if i == 0 {
+				t = ft
+			} else if t != ft {
+				t = mixed
+			}
+		}
+		of[st.Name] = t
+		if t == mixed {
+			t = ""
+		}
+		times[st.Name], inputs[st.Name] = t, ins
+	}
+	return times, inputs
 }
 
 // HTTPConfig is the http section. Without Listen (and without --http) the

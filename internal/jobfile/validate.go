@@ -33,6 +33,7 @@ func (d *decoder) validate(jf *JobFile) {
 	var sourceTopics map[string]bool
 	if jf.Graph != nil {
 		d.validateGraph(jf)
+		d.validateStreamTimes(jf)
 		sourceTopics = map[string]bool{}
 		for _, t := range jf.Source.Topics {
 			sourceTopics[t] = true
@@ -408,6 +409,34 @@ func (d *decoder) validateRoutes(jf *JobFile, sourceTopics map[string]bool) {
 				d.errorf(st.Line, "pipeline[%d].%s: topic %q is also a source topic: the job would read its own output", i, st.Op, t)
 			} else if t == jf.Errors.DeadLetterTopic {
 				d.errorf(st.Line, "pipeline[%d].%s: topic %q is errors.dead-letter-topic: output would be mixed into the dead letters", i, st.Op, t)
+			}
+		}
+	}
+}
+
+// validateStreamTimes refuses a step that takes its event time from its
+// sources (window's time, interval-join's left-time and right-time left
+// out) in a stream whose sources have different event-time timestamps
+// (docs/design.md, "Named streams").
+func (d *decoder) validateStreamTimes(jf *JobFile) {
+	if !jf.PerSourceEventTime() {
+		return
+	}
+	times, inputs := jf.StreamTimes()
+	for _, st := range jf.Graph.Streams {
+		for i, step := range st.Steps {
+			p := step.AllParams()
+			check := func(field, t, what string) {
+				if p.Text(field) == "" && t == "" {
+					d.errorf(step.Line, "streams.%s.steps[%d]: %s takes its event time from %s, whose sources' event-time timestamps differ: set %s, the expression of the time the watermarks follow", st.Name, i, step.Op, what, field)
+				}
+			}
+			switch {
+			case step.Op == "window":
+				check("time", times[st.Name], "the stream "+st.Name)
+			case (step.Op == "interval-join" || step.Op == "window-join") && i == 0 && len(st.From) == 2:
+				check("left-time", inputs[st.Name][0], st.From[0])
+				check("right-time", inputs[st.Name][1], st.From[1])
 			}
 		}
 	}

@@ -191,6 +191,7 @@ func (p *planner) checkTimeCol(r *rel, ws *windowSpec, at ast.Pos) bool {
 		return false
 	}
 	p.timeTable = r.src
+	p.useTime(r.src)
 	return true
 }
 

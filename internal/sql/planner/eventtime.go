@@ -8,7 +8,8 @@ import (
 	"github.com/onceflow/onceflow/internal/sql/ast"
 )
 
-// A table's WATERMARK becomes the job's event-time section: the time
+// A table's WATERMARK becomes the job's event-time section (in the named
+// form, its source's: each table has its own): the time
 // column's expression, written in the pipeline's expression language
 // over the record as the source reads it (the source stamps every record
 // with it and computes the watermarks: docs/design.md, "Event time"), and
@@ -16,12 +17,37 @@ import (
 
 func (p *planner) eventTimeSection(w *yamlWriter, set *settings) {
 	t := p.timeTable
+	if t == nil && len(p.timeTables) > 0 {
+		t = p.timeTables[0]
+	}
 	if t == nil {
 		if lines := set.lines["event-time"]; len(lines) > 0 {
 			p.notes = append(p.notes, "SET 'table.exec.source.idle-timeout' applies to event time, which this job does not use")
 		}
 		return
 	}
+	p.writeEventTime(w, t, set, 0)
+}
+
+// useTime marks t as a table whose event time the job needs.
+func (p *planner) useTime(t *table) {
+	if !p.usesTime(t) {
+		p.timeTables = append(p.timeTables, t)
+	}
+}
+
+func (p *planner) usesTime(t *table) bool {
+	for _, x := range p.timeTables {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// writeEventTime writes the event-time section of t at depth d: the
+// job's (d 0), or in the named form its source's.
+func (p *planner) writeEventTime(w *yamlWriter, t *table, set *settings, d int) {
 	wm := t.watermark
 	if t.format() != "json" {
 		// The source stamps each record with its time before any step
@@ -63,11 +89,11 @@ func (p *planner) eventTimeSection(w *yamlWriter, set *settings) {
 		p.errorf(wm.At, "WATERMARK FOR %s AS …: write %s - INTERVAL 'n' SECOND, the time column less the delay records may come late by", wm.Column.Name, wm.Column.Name)
 		return
 	}
-	w.linef(wm.At, 0, "event-time:")
-	w.linef(col.At, 1, "timestamp: %s", q(ts))
-	w.linef(wm.At, 1, "max-out-of-orderness: %s", delay)
+	w.linef(wm.At, d, "event-time:")
+	w.linef(col.At, d+1, "timestamp: %s", q(ts))
+	w.linef(wm.At, d+1, "max-out-of-orderness: %s", delay)
 	for _, l := range set.lines["event-time"] {
-		w.linef(set.at["event-time."+l[0]], 1, "%s: %s", l[0], l[1])
+		w.linef(set.at["event-time."+l[0]], d+1, "%s: %s", l[0], l[1])
 	}
 }
 

@@ -2,6 +2,9 @@ package planner
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +50,8 @@ type joinPlan struct {
 	// using are the columns of the JOIN … USING, innermost join first
 	// (using.go).
 	using []usingCol
+	// win is set on a window join: both leaves' window (joinWindows).
+	win *windowSpec
 }
 
 // joinFrom plans a FROM that is a join, with the select's WHERE (nil:
@@ -138,6 +143,9 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	if len(p.errs) > 0 {
 		return nil
 	}
+	if !jp.joinWindows(j) {
+		return nil
+	}
 	// A conjunct of one table filters it before the join.
 	for _, c := range jp.conds {
 		for i, l := range jp.leaves {
@@ -208,6 +216,9 @@ func tableText(te ast.TableExpr) string {
 		}
 		return "(subquery)"
 	case *ast.TableFunc:
+		if t.Alias != nil {
+			return t.Alias.Name
+		}
 		return t.Name.Name + "(…)"
 	case *ast.Join:
 		return "(" + tableText(t.Left) + " JOIN " + tableText(t.Right) + ")"
@@ -221,8 +232,8 @@ func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	case r.updating:
 		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
 		return false
-	case r.win != nil:
-		p.errorf(at, "a window table function in a join (a window join) is not supported yet: join the tables, or aggregate each window in a query of its own")
+	case r.win != nil && r.win.kind != "TUMBLE":
+		p.errorf(r.win.at, "a window join of %s windows is not supported yet: only TUMBLE windows join (each row in one window); join the tables, or aggregate each window in a query of its own", r.win.kind)
 		return false
 	}
 	return true
@@ -341,11 +352,19 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
 		return nil, 0
 	}
-	ttl, ok := jp.joinTTL(j, lset, rset)
-	if !ok {
-		return nil, 0
+	var iv *intervalBounds
+	if jp.win == nil {
+		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
+			return nil, 0
+		}
 	}
-	out := p.joinRels(at, l, r, lkeys, rkeys, ttl)
+	var ttl joinTTLs
+	if iv == nil && jp.win == nil {
+		if ttl, ok = jp.joinTTL(j, lset, rset); !ok {
+			return nil, 0
+		}
+	}
+	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win)
 	if out == nil {
 		return nil, 0
 	}
@@ -410,7 +429,7 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
 
 // joinRels ends each side with a select keyed by its key expressions
 // and returns the relation of the join step over the two.
-func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs) *rel {
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
 	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
@@ -440,6 +459,22 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			}
 		}
 	}
+	if win != nil {
+		iv = &intervalBounds{cols: [2]string{l.win.timeCol, r.win.timeCol}}
+	}
+	if iv != nil {
+		// A row without a time has no partner (NULL is within no bound)
+		// and no place in event time: dropped as a NULL key is.
+		for i, side := range []*rel{l, r} {
+			if c, ok := side.find(iv.cols[i]); ok {
+				var x ast.Expr = c.expr
+				if _, isRef := x.(*ast.ColumnRef); !isRef {
+					x = &ast.Paren{X: x}
+				}
+				side.where = and(side.where, &ast.IsNull{X: x, Not: true})
+			}
+		}
+	}
 	lcols := p.joinSide(l, lkeys, at)
 	if lcols == nil {
 		return nil
@@ -465,6 +500,42 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 				}
 			}
 		}
+	}
+	if iv != nil {
+		// Each side's time, as its select writes it.
+		var times [2]string
+		for i, cols := range [][]relCol{lcols, rcols} {
+			for _, c := range cols {
+				if strings.EqualFold(c.name, iv.cols[i]) {
+					times[i] = "to_timestamp(" + valuePath(c.expr.(*ast.ColumnRef).Name.Parts[0].Name) + ")"
+				}
+			}
+		}
+		if win != nil {
+			// The window's columns are the step's output's members.
+			for _, n := range []string{colWindowStart, colWindowEnd, colWindowTime} {
+				j.in = append(j.in, schemaCol{name: n, typ: &ast.Type{Name: "TIMESTAMP", Params: []int{3}}})
+				for _, side := range []*rel{l, r} {
+					q := append([]string{}, side.quals...)
+					j.cols = append(j.cols, relCol{name: n, expr: ref(n), qual: q})
+				}
+			}
+			j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
+				w.linef(at, d, "- window-join:")
+				w.linef(win.at, d+2, "size: %s", goDuration(win.size))
+				w.linef(at, d+2, "left-time: %s", q(times[0]))
+				w.linef(at, d+2, "right-time: %s", q(times[1]))
+			}}}
+			return j
+		}
+		j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
+			w.linef(at, d, "- interval-join:")
+			w.linef(iv.at[0], d+2, "lower: %s", signedMillis(iv.lower))
+			w.linef(iv.at[1], d+2, "upper: %s", signedMillis(iv.upper))
+			w.linef(at, d+2, "left-time: %s", q(times[0]))
+			w.linef(at, d+2, "right-time: %s", q(times[1]))
+		}}}
+		return j
 	}
 	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 		w.linef(at, d, "- join:")
@@ -573,4 +644,328 @@ func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos) []relCol {
 		return nil
 	}
 	return out
+}
+
+// Interval joins (docs/design.md, "SQL"): an inner join whose conditions
+// bound one table's time attribute (its WATERMARK column) by the
+// other's, `a.ts BETWEEN b.ts - INTERVAL '…' AND b.ts + INTERVAL '…'` or
+// a pair of `>=`, `>`, `<=`, `<` comparisons, compiles to the
+// interval-join step: its state is freed by the watermark, no ttl.
+
+// intervalBounds are the bounds of left time - right time, in ms, both
+// inclusive (a strict comparison moves its bound by 1 ms, the unit of
+// event time), the time columns of the two sides and where each bound
+// is written.
+type intervalBounds struct {
+	lower, upper int64
+	cols         [2]string
+	at           [2]ast.Pos
+}
+
+// timeBound is one comparison of the two sides' columns, written as
+// left column - right column op c.
+type timeBound struct {
+	e          ast.Expr
+	lcol, rcol relCol
+	op         string // >=, >, <=, <
+	c          int64
+	interval   bool // an INTERVAL is added to a column
+}
+
+// timeTerm reads e as a column plus or minus an interval.
+func timeTerm(e ast.Expr) (*ast.ColumnRef, int64, bool, bool) {
+	switch x := unparen(e).(type) {
+	case *ast.ColumnRef:
+		return x, 0, false, true
+	case *ast.Binary:
+		c, ok := unparen(x.X).(*ast.ColumnRef)
+		iv, isIv := unparen(x.Y).(*ast.Interval)
+		if !ok || !isIv || (x.Op != "+" && x.Op != "-") {
+			return nil, 0, false, false
+		}
+		d, err := intervalDuration(iv)
+		if err != nil {
+			return nil, 0, false, false
+		}
+		ms := d.Milliseconds()
+		if x.Op == "-" {
+			ms = -ms
+		}
+		return c, ms, true, true
+	}
+	return nil, 0, false, false
+}
+
+var mirrored = map[string]string{">=": "<=", ">": "<", "<=": ">=", "<": ">"}
+
+// timeBounds reads the conjunct e as comparisons of a column of each
+// side (lset, rset); false when it is not one.
+func (jp *joinPlan) timeBounds(e ast.Expr, lset, rset uint64) ([]timeBound, bool) {
+	var cmps [][3]ast.Expr // x, op (as a literal), y
+	switch x := unparen(e).(type) {
+	case *ast.Between:
+		if x.Not || x.Symmetric {
+			return nil, false
+		}
+		cmps = [][3]ast.Expr{{x.X, &ast.Literal{Value: ">="}, x.Lo}, {x.X, &ast.Literal{Value: "<="}, x.Hi}}
+	case *ast.Binary:
+		if mirrored[x.Op] == "" {
+			return nil, false
+		}
+		cmps = [][3]ast.Expr{{x.X, &ast.Literal{Value: x.Op}, x.Y}}
+	default:
+		return nil, false
+	}
+	var out []timeBound
+	for _, c := range cmps {
+		cx, ox, ivx, ok1 := timeTerm(c[0])
+		cy, oy, ivy, ok2 := timeTerm(c[2])
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		xc, _, msgx := jp.all.lookup(cx.Name.Parts)
+		yc, _, msgy := jp.all.lookup(cy.Name.Parts)
+		if msgx != "" || msgy != "" {
+			return nil, false
+		}
+		op := c[1].(*ast.Literal).Value
+		xs, ys := uint64(1)<<xc.leaf, uint64(1)<<yc.leaf
+		b := timeBound{e: e, op: op, interval: ivx || ivy}
+		switch {
+		case xs&lset != 0 && ys&rset != 0: // L + ox op R + oy: L - R op oy - ox
+			b.lcol, b.rcol, b.c = xc, yc, oy-ox
+		case xs&rset != 0 && ys&lset != 0: // R + ox op L + oy: L - R op' ox - oy
+			b.lcol, b.rcol, b.c, b.op = yc, xc, ox-oy, mirrored[op]
+		default:
+			return nil, false
+		}
+		out = append(out, b)
+	}
+	return out, true
+}
+
+// rowtimeOf is the leaf rel whose time attribute c is, nil when c is none.
+func (jp *joinPlan) rowtimeOf(c relCol, set uint64) *rel {
+	if set&(set-1) != 0 {
+		return nil // a join's result has no time attribute
+	}
+	r := jp.leaves[c.leaf].r
+	if r.src == nil || r.src.watermark == nil || r.rowtime == "" || !strings.EqualFold(c.name, r.rowtime) {
+		return nil
+	}
+	return r
+}
+
+// hasTTL tells whether every leaf of set has a ttl (hint or setting).
+func (jp *joinPlan) hasTTL(set uint64) bool {
+	for i := range jp.leaves {
+		if set&(1<<i) != 0 && jp.ttl[i] == 0 && jp.p.stateTTL() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// interval finds the time bounds among the join's conditions of both
+// sides (post): the bounds of an interval join (nil: a regular join)
+// and the conditions left to filter the joined rows. Bounds of columns
+// that are not the tables' time attributes, or in one direction only,
+// leave a regular join, which a ttl must bound: without one they are
+// refused, saying why.
+func (jp *joinPlan) interval(j *ast.Join, l, r *rel, lset, rset uint64, post []ast.Expr) (*intervalBounds, []ast.Expr, bool) {
+	p := jp.p
+	var bounds []timeBound
+	var rest []ast.Expr
+	for _, e := range post {
+		bs, ok := jp.timeBounds(e, lset, rset)
+		if !ok {
+			rest = append(rest, e)
+			continue
+		}
+		bounds = append(bounds, bs...)
+	}
+	if len(bounds) == 0 {
+		return nil, post, true
+	}
+	iv := &intervalBounds{lower: math.MinInt64, upper: math.MaxInt64}
+	var lt, rt *rel
+	var notTime *timeBound
+	for i := range bounds {
+		b := &bounds[i]
+		lr, rr := jp.rowtimeOf(b.lcol, lset), jp.rowtimeOf(b.rcol, rset)
+		if lr == nil || rr == nil {
+			if notTime == nil && (b.interval || lr != nil || rr != nil) {
+				notTime = b
+			}
+			continue
+		}
+		lt, rt = lr, rr
+		iv.cols = [2]string{b.lcol.name, b.rcol.name}
+		switch b.op {
+		case ">=", ">":
+			c := b.c
+			if b.op == ">" {
+				c++
+			}
+			if c > iv.lower {
+				iv.lower, iv.at[0] = c, b.e.Position()
+			}
+		case "<=", "<":
+			c := b.c
+			if b.op == "<" {
+				c--
+			}
+			if c < iv.upper {
+				iv.upper, iv.at[1] = c, b.e.Position()
+			}
+		}
+	}
+	both := lset | rset
+	what := fmt.Sprintf("the join of %s and %s", tableText(j.Left), tableText(j.Right))
+	switch {
+	case notTime != nil && lt == nil:
+		if jp.hasTTL(both) {
+			return nil, post, true // a regular join, its condition a filter
+		}
+		var attrs []string
+		for i, set := range []uint64{lset, rset} {
+			name := tableText([]ast.TableExpr{j.Left, j.Right}[i])
+			switch r := jp.leaves[bits.TrailingZeros64(set)].r; {
+			case set&(set-1) != 0:
+				attrs = append(attrs, name+" is a join's result, which has none")
+			case r.src == nil || r.src.watermark == nil || r.rowtime == "":
+				attrs = append(attrs, name+" has none: declare WATERMARK FOR col AS col - INTERVAL '5' SECOND")
+			default:
+				attrs = append(attrs, name+"."+r.rowtime)
+			}
+		}
+		p.errorf(notTime.e.Position(), "%s bounds %s.%s by %s.%s, which are not both the tables' time attributes (%s): an interval join bounds one table's WATERMARK column by the other's; as written it is a regular join, which keeps every row: join on the time attributes, or bound its state with SET 'table.exec.state.ttl' = '1 h'", what, tableText(j.Left), notTime.lcol.name, tableText(j.Right), notTime.rcol.name, strings.Join(attrs, "; "))
+		return nil, nil, false
+	case lt == nil:
+		return nil, post, true // no time bound at all: a regular join
+	case iv.lower == math.MinInt64 || iv.upper == math.MaxInt64:
+		if jp.hasTTL(both) {
+			return nil, post, true
+		}
+		missing, example := "a lower", fmt.Sprintf("%s.%s >= %s.%s - INTERVAL '10' MINUTE", tableText(j.Left), iv.cols[0], tableText(j.Right), iv.cols[1])
+		if iv.upper == math.MaxInt64 {
+			missing, example = "an upper", fmt.Sprintf("%s.%s <= %s.%s + INTERVAL '10' MINUTE", tableText(j.Left), iv.cols[0], tableText(j.Right), iv.cols[1])
+		}
+		p.errorf(bounds[0].e.Position(), "%s bounds %s.%s by %s.%s in one direction only: an interval join needs %s bound too (such as %s), else a row waits for partners for ever; or bound a regular join with SET 'table.exec.state.ttl' = '1 h'", what, tableText(j.Left), iv.cols[0], tableText(j.Right), iv.cols[1], missing, example)
+		return nil, nil, false
+	case iv.lower > iv.upper:
+		p.errorf(iv.at[1], "%s: the time bounds leave no pair (%s.%s - %s.%s must be at least %s and at most %s): widen them", what, tableText(j.Left), iv.cols[0], tableText(j.Right), iv.cols[1], signedMillis(iv.lower), signedMillis(iv.upper))
+		return nil, nil, false
+	}
+	// The bounds of other columns than the time attributes stay filters.
+	for _, e := range post {
+		keep := true
+		for _, b := range bounds {
+			if b.e == e && jp.rowtimeOf(b.lcol, lset) != nil && jp.rowtimeOf(b.rcol, rset) != nil {
+				keep = false
+			}
+		}
+		if keep && !slices.Contains(rest, e) {
+			rest = append(rest, e)
+		}
+	}
+	p.useTime(lt.src)
+	p.useTime(rt.src)
+	return iv, rest, true
+}
+
+// signedMillis writes ms as a signed duration of the job file.
+func signedMillis(ms int64) string {
+	if ms < 0 {
+		return "-" + goDuration(time.Duration(-ms)*time.Millisecond)
+	}
+	return goDuration(time.Duration(ms) * time.Millisecond)
+}
+
+// Window joins (docs/design.md, "SQL"): a join of two window table
+// functions, `FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), size)) x JOIN
+// TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), size)) y ON x.window_start =
+// y.window_start AND x.window_end = y.window_end AND x.k = y.k`,
+// compiles to the window-join step: the pairs of a window are emitted
+// once when it closes, and its rows freed then.
+
+// isWindowCol tells whether c is a window table function's column.
+func isWindowCol(c relCol) bool {
+	m, ok := c.expr.(*ast.ColumnRef)
+	return ok && strings.HasPrefix(m.Name.Parts[0].Name, "\x00")
+}
+
+// joinWindows checks a join of window table functions and takes the
+// equalities of their window_start and window_end from the conditions;
+// false after an error (reported). jp.win is set on a window join.
+func (jp *joinPlan) joinWindows(j *ast.Join) bool {
+	p := jp.p
+	var wins []*windowSpec
+	for _, l := range jp.leaves {
+		if l.r.win != nil {
+			wins = append(wins, l.r.win)
+		}
+	}
+	if len(wins) == 0 {
+		return true
+	}
+	if len(jp.leaves) != 2 || len(wins) != 2 {
+		p.errorf(wins[0].at, "a window table function joins only another one (a window join of two tables, each windowed alike): join the tables first, or window each side")
+		return false
+	}
+	if wins[0].size != wins[1].size {
+		p.errorf(wins[1].at, "a window join needs the same windows on both sides: TUMBLE of %s and of %s", goDuration(wins[0].size), goDuration(wins[1].size))
+		return false
+	}
+	// The window columns: equalities of both sides' window_start and
+	// window_end; nothing else may read them before the join.
+	eq := map[string]bool{}
+	for _, c := range jp.conds {
+		var names []string
+		var leaves []int
+		visit(c.e, func(x ast.Expr) bool {
+			if cr, ok := x.(*ast.ColumnRef); ok {
+				if col, _, msg := jp.all.lookup(cr.Name.Parts); msg == "" && isWindowCol(col) {
+					names = append(names, col.name)
+					leaves = append(leaves, col.leaf)
+				}
+				return false
+			}
+			return true
+		})
+		if len(names) == 0 {
+			continue
+		}
+		b, isEq := unparen(c.e).(*ast.Binary)
+		_, xRef := unparenRef(b, true)
+		_, yRef := unparenRef(b, false)
+		if isEq && b.Op == "=" && xRef && yRef && len(names) == 2 && names[0] == names[1] && leaves[0] != leaves[1] && names[0] != colWindowTime {
+			eq[names[0]] = true
+			c.used = true
+			continue
+		}
+		p.errorf(c.e.Position(), "%s: a window join reads the window columns only in x.window_start = y.window_start AND x.window_end = y.window_end; select them after the join", c.e)
+		return false
+	}
+	if !eq[colWindowStart] || !eq[colWindowEnd] {
+		x, y := tableText(j.Left), tableText(j.Right)
+		p.errorf(j.Right.Position(), "a window join joins on both windows: add %[1]s.window_start = %[2]s.window_start AND %[1]s.window_end = %[2]s.window_end to its ON", x, y)
+		return false
+	}
+	jp.win = wins[0]
+	return true
+}
+
+// unparenRef tells whether b's operand (x, else y) is a column reference.
+func unparenRef(b *ast.Binary, x bool) (ast.Expr, bool) {
+	if b == nil {
+		return nil, false
+	}
+	e := b.Y
+	if x {
+		e = b.X
+	}
+	e = unparen(e)
+	_, ok := e.(*ast.ColumnRef)
+	return e, ok
 }

@@ -97,8 +97,12 @@ type planner struct {
 	// set: the job skips (and counts) records it cannot read.
 	ignoreParseErrors    ast.Pos
 	ignoreParseErrorsOpt string // its option
-	// timeTable is the table whose WATERMARK a window runs on.
-	timeTable *table
+	// timeTable is the table whose WATERMARK a window runs on, and
+	// timeTables every table whose event time the job needs (a window's,
+	// an interval join's two): each gets its source's event-time
+	// section (docs/design.md, "Named streams").
+	timeTable  *table
+	timeTables []*table
 	// shell is set by CompileQuery: the script's last statement is a
 	// query whose rows go to shell.Topic.
 	shell         *QueryOptions
@@ -268,10 +272,6 @@ func (p *planner) plan() *Job {
 		tables = append(tables, o.sink)
 	}
 	p.kafkaSection(w, tables)
-	if p.timeTable != nil && len(sources) > 1 {
-		p.errorf(p.timeTable.watermark.At, "event time in a job reading several tables is not supported yet: the job's watermarks follow one time column; put the windowed query in a script of its own")
-		return nil
-	}
 	if len(outs) == 1 && outs[0].r.src != nil {
 		o := outs[0]
 		p.sourceSection(w, o.r.src, "source:", 0)
@@ -282,10 +282,13 @@ func (p *planner) plan() *Job {
 			}
 		}
 		p.sinkSection(w, o.sink, set, "sink:", "", 0)
+		p.eventTimeSection(w, set)
 	} else {
 		p.named(w, set, sources, outs)
+		if len(p.timeTables) == 0 {
+			p.eventTimeSection(w, set) // its note on an unused SET
+		}
 	}
-	p.eventTimeSection(w, set)
 	set.write(w, p)
 	for _, t := range sources {
 		p.checkOptions(t, kafkaSourceOptions)
@@ -307,6 +310,9 @@ func (p *planner) named(w *yamlWriter, set *settings, sources []*table, outs []*
 	w.linef(ast.Pos{}, 0, "sources:")
 	for _, t := range sources {
 		p.sourceSection(w, t, streamName(t.name)+":", 1)
+		if p.usesTime(t) {
+			p.writeEventTime(w, t, set, 2)
+		}
 	}
 	w.linef(ast.Pos{}, 0, "streams:")
 	used := map[string]int{}

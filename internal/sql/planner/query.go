@@ -417,7 +417,11 @@ func (p *planner) from(te ast.TableExpr) *rel {
 		}
 		return r
 	case *ast.TableFunc:
-		return p.windowTVF(f)
+		r := p.windowTVF(f)
+		if r != nil && f.Alias != nil {
+			r.quals = append(r.quals, f.Alias.Name) // a window join's side
+		}
+		return r
 	case *ast.Join:
 		return p.joinFrom(f, nil, nil)
 	}
@@ -494,7 +498,7 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 		return p.aggregate(r, s)
 	}
 	if r.win != nil {
-		p.errorf(s.At, "a window table function without GROUP BY window_start, window_end: onceflow computes windowed aggregates; add the GROUP BY")
+		p.errorf(s.At, "a window table function without GROUP BY window_start, window_end: onceflow computes windowed aggregates and window joins; add the GROUP BY, or join it in FROM as it is (FROM TABLE(TUMBLE(…)) x JOIN TABLE(TUMBLE(…)) y ON x.window_start = y.window_start AND x.window_end = y.window_end AND …)")
 		return nil
 	}
 	r = p.project(r, s.Items)

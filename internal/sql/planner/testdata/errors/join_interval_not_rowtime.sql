@@ -1,0 +1,5 @@
+-- want: join_interval_not_rowtime.sql:5:61: the join of a and b bounds a.t2 by b.t2, which are not both the tables' time attributes (a.ts; b.ts): an interval join bounds one table's WATERMARK column by the other's; as written it is a regular join, which keeps every row: join on the time attributes, or bound its state with SET 'table.exec.state.ttl' = '1 h'
+CREATE TABLE a (k BIGINT, ts TIMESTAMP(3), t2 TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'a', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE b (k BIGINT, ts TIMESTAMP(3), t2 TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'b', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE out_t (k BIGINT) WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+INSERT INTO out_t SELECT a.k FROM a JOIN b ON a.k = b.k AND a.t2 BETWEEN b.t2 - INTERVAL '1' MINUTE AND b.t2;
