@@ -43,7 +43,7 @@ func NewSink[T any](cfg Config[T]) (*Sink[T], error) {
 		d.dead = cfg.DeadLetters.Table
 	}
 	return &Sink[T]{Sink: sqlsink.New(sqlsink.Config[T]{
-		Driver: d, Columns: cfg.Columns, Key: cfg.Key, Row: cfg.Row, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce, TwoPhase: cfg.Delivery == DeliveryTwoPhase,
+		Driver: d, Columns: cfg.Columns, Key: cfg.Key, Row: cfg.Row, Retracts: cfg.Retracts, Table: cfg.Table, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce, TwoPhase: cfg.Delivery == DeliveryTwoPhase,
 		BatchRows: cfg.BatchRows, MaxHeldRows: cfg.MaxHeldRows, Job: cfg.Job, DeadLetters: cfg.DeadLetters,
 	}), d: d}, nil
 }
@@ -549,18 +549,26 @@ type execer interface {
 }
 
 // insert writes b with multi-row INSERTs: upserts on the key when there is
-// one (fenced by epoch when fenced). A statement the server refuses is
-// tried again row by row, so that a row that cannot be written is named;
-// in a transaction a failed statement rolls back alone.
+// one (fenced by epoch when fenced), after the deletes of its
+// retractions' keys (sqlsink.Batch.Split). A statement the server refuses
+// is tried again row by row, so that a row that cannot be written is
+// named; in a transaction a failed statement rolls back alone.
 func (d *driver) insert(ctx context.Context, ex execer, job string, b sqlsink.Batch, fenced bool) error {
 	if err := d.insertDead(ctx, ex, job, b); err != nil {
 		return err
+	}
+	upserts, deletes := b.Split(d.keyIndexes())
+	for rows := range slices.Chunk(deletes, 65535/max(1, len(d.key))-1) {
+		query, args := d.deleteSQL(rows, b.Epoch, fenced)
+		if _, err := ex.ExecContext(ctx, query, args...); err != nil {
+			return fmt.Errorf("delete %d keys from %s: %w", len(rows), d.table, explain(err))
+		}
 	}
 	cols := len(d.columns)
 	if fenced {
 		cols++
 	}
-	for rows := range slices.Chunk(b.Rows, 65535/cols) {
+	for rows := range slices.Chunk(upserts, 65535/cols) {
 		query, args := d.insertSQL(rows, b.Epoch, fenced)
 		_, err := ex.ExecContext(ctx, query, args...)
 		if err == nil {
@@ -580,6 +588,57 @@ func (d *driver) insert(ctx context.Context, ex execer, job string, b sqlsink.Ba
 		}
 	}
 	return nil
+}
+
+func (d *driver) keyIndexes() []int {
+	idx := make([]int, len(d.key))
+	for i, k := range d.key {
+		idx[i] = slices.Index(d.columns, k)
+	}
+	return idx
+}
+
+// deleteSQL returns a DELETE of the keys of rows (a retraction's row:
+// its key columns' values as for an upsert); fenced, of rows whose epoch
+// is at most epoch, as a fenced upsert replaces only such a row.
+func (d *driver) deleteSQL(rows [][]any, epoch int64, fenced bool) (string, []any) {
+	var sb strings.Builder
+	args := make([]any, 0, len(rows)*len(d.key)+1)
+	sb.WriteString("DELETE FROM " + quote(d.table) + " WHERE ")
+	if fenced {
+		args = append(args, epoch)
+		sb.WriteString(quote(d.epoch) + " <= ? AND ")
+	}
+	idx := d.keyIndexes()
+	if len(idx) == 1 {
+		sb.WriteString(quote(d.key[0]) + " IN (")
+		for i, r := range rows {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("?")
+			args = append(args, r[idx[0]])
+		}
+		sb.WriteString(")")
+		return sb.String(), args
+	}
+	sb.WriteString("(")
+	for i, r := range rows {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		sb.WriteString("(")
+		for j, k := range idx {
+			if j > 0 {
+				sb.WriteString(" AND ")
+			}
+			sb.WriteString(quote(d.key[j]) + " = ?")
+			args = append(args, r[k])
+		}
+		sb.WriteString(")")
+	}
+	sb.WriteString(")")
+	return sb.String(), args
 }
 
 // insertSQL returns a multi-row INSERT of rows.
