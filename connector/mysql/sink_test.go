@@ -506,3 +506,28 @@ func TestRetractionIntoAppendedTable(t *testing.T) {
 		return s
 	})
 }
+
+// Deletes by a key of two columns (dbtest.CompositeKeyDeletes).
+func TestCompositeKeyDeletes(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	if err := srv.Exec(context.Background(), db, "CREATE TABLE pairs (k VARCHAR(32), n BIGINT, PRIMARY KEY (k, n)) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	dbtest.CompositeKeyDeletes(t, func() flow.Sink[dbtest.Count] {
+		s, err := mysql.NewSink(mysql.Config[dbtest.Count]{DSN: dsn, Table: "pairs", Columns: []string{"k", "n"}, Key: []string{"k", "n"},
+			Row: func(c dbtest.Count) ([]any, error) { return []any{c.Key, c.N}, nil }, Retracts: dbtest.Retracts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "pairs")
+		return s
+	}, func() string {
+		got, err := srv.Client(db, "SELECT k, n FROM pairs ORDER BY k, n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	})
+}

@@ -441,3 +441,27 @@ func TestRetractionIntoAppendedTable(t *testing.T) {
 		return s
 	})
 }
+
+// Deletes by a key of two columns (dbtest.CompositeKeyDeletes).
+func TestCompositeKeyDeletes(t *testing.T) {
+	dsn, srv := dbtest.Postgres(t)
+	if err := srv.Exec(context.Background(), dbName(dsn), "CREATE TABLE pairs (key text, n bigint, PRIMARY KEY (key, n))"); err != nil {
+		t.Fatal(err)
+	}
+	dbtest.CompositeKeyDeletes(t, func() flow.Sink[count] {
+		s, err := postgres.NewSink(postgres.Config[count]{DSN: dsn, Table: "pairs", Columns: []string{"key", "n"}, Key: []string{"key", "n"},
+			Row: func(c count) ([]any, error) { return []any{c.Key, c.N}, nil }, Retracts: dbtest.Retracts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "pairs")
+		return s
+	}, func() string {
+		got, err := srv.Psql(dbName(dsn), "SELECT key, n FROM pairs ORDER BY key, n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	})
+}

@@ -304,3 +304,42 @@ func RetractionIntoAppendedTable(t *testing.T, table string, newSink func() flow
 		t.Errorf("the refusal is not unrecoverable (a restart meets the same record): %v", err)
 	}
 }
+
+// CompositeKeyDeletes is the SQL sinks' check of deletes by a key of two
+// columns: newSink returns an exactly-once sink of the job "pairs" whose
+// key is both of Count's columns (key, n), with Retracts; rows lists the
+// table's rows as "key|n" lines in order.
+func CompositeKeyDeletes(t *testing.T, newSink func() flow.Sink[Count], rows func() string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := newSink()
+	cp := s.(flow.CommitPointProvider).CommitPoint()
+	if _, err := cp.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Open(ctx, flow.SinkContext{Job: "pairs", UID: "out", Parallelism: 1, FirstCheckpoint: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for id, recs := range [][]Count{
+		{{Key: "a", N: 1}, {Key: "a", N: 2}, {Key: "b", N: 1}, {Key: "b", N: 2}},
+		{{Key: "a", N: 1, Retract: true}, {Key: "b", N: 2, Retract: true}, {Key: "c", N: 1, Retract: true}},
+	} {
+		for _, r := range recs {
+			if err := w.Write(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Prepare(ctx, int64(id+1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.Commit(ctx, flow.CommitRecord{Job: "pairs", Checkpoint: int64(id + 1), Manifest: "m", Time: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rows(); got != "a|2\nb|1" {
+		t.Errorf("after deleting (a, 1) and (b, 2) the table holds %q, want a|2 and b|1", got)
+	}
+}
