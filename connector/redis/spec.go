@@ -216,6 +216,7 @@ func BuildSink[R any](bc build.Context[R]) (build.Sink[R], error) {
 		return o, nil
 	}
 	cfg := sinkConfig(c, bc.Role, bc.Job, op)
+	cfg.Retracts = bc.Retracts
 	if bc.Policy == flow.DeadLetterOnError {
 		cfg.DeadLetters = &sqlsink.DeadLetters[R]{Of: bc.DeadLetter}
 	}
