@@ -22,6 +22,13 @@
 // table must be InnoDB (transactions). A value the server refuses for its
 // column (strict mode, MariaDB's and MySQL's default) fails the record
 // with the column named.
+//
+// Retractions (Config.Retracts: the records of an updating result that
+// take a row back out, pipeline.RowKind -U and -D) delete the row of
+// their key in every delivery, as in connector/postgres: DELETE … WHERE
+// key IN (…) after the batch came down to the last operation per key;
+// fenced by the attempt token and by epoch in DeliveryAtLeastOnce. A
+// retraction into a table without a Key fails the job.
 package mysql
 
 import (
