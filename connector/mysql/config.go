@@ -25,10 +25,14 @@
 //
 // Retractions (Config.Retracts: the records of an updating result that
 // take a row back out, pipeline.RowKind -U and -D) delete the row of
-// their key in every delivery, as in connector/postgres: DELETE … WHERE
-// key IN (…) after the batch came down to the last operation per key;
-// fenced by the attempt token and by epoch in DeliveryAtLeastOnce. A
-// retraction into a table without a Key fails the job.
+// their key in every delivery, as in connector/postgres: one DELETE …
+// WHERE key = ? per key after the batch came down to the last operation
+// per key; fenced by the attempt token and by epoch in
+// DeliveryAtLeastOnce. A retraction into a table without a Key fails the
+// job. An at-least-once batch with deletes and, with Retracts set, every
+// XA transaction run READ COMMITTED (no gap locks between the sink's
+// writers), which needs binlog_format ROW or MIXED when binary logging
+// is on.
 package mysql
 
 import (

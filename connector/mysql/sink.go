@@ -38,7 +38,7 @@ func NewSink[T any](cfg Config[T]) (*Sink[T], error) {
 		return nil, fmt.Errorf("mysql sink: %w", err)
 	}
 	d := &driver{dsn: cfg.DSN, table: cfg.Table, columns: cfg.Columns, key: cfg.Key, epoch: cfg.EpochColumn,
-		progress: cfg.ProgressTable, fenced: cfg.Delivery == DeliveryAtLeastOnce}
+		progress: cfg.ProgressTable, fenced: cfg.Delivery == DeliveryAtLeastOnce, retracts: cfg.Retracts != nil}
 	if cfg.DeadLetters != nil {
 		d.dead = cfg.DeadLetters.Table
 	}
@@ -60,6 +60,8 @@ type driver struct {
 	columns, key    []string
 	epoch, progress string
 	fenced          bool // at-least-once: upserts fenced by epoch
+	// retracts: records may be retractions, whose keys are deleted.
+	retracts bool
 	// dead is the dead-letter table, "" when the sink keeps none.
 	dead string
 
@@ -528,6 +530,11 @@ func (c *upsertConn) HighestEpoch(ctx context.Context) (int64, error) {
 // reads the row LOCK IN SHARE MODE, so a new attempt's token waits for a
 // batch that passed the check.
 func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
+	if b.Retract != nil {
+		if err := readCommitted(ctx, c.conn); err != nil {
+			return err
+		}
+	}
 	return c.d.inTx(ctx, c.conn, func() error {
 		var token int64
 		err := c.conn.QueryRowContext(ctx, `SELECT fence FROM `+c.d.progressSQL()+` WHERE job = ? LOCK IN SHARE MODE`, c.key).Scan(&token)
@@ -542,6 +549,23 @@ func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 }
 
 func (c *upsertConn) Close() error { return c.conn.Close() }
+
+// readCommitted makes the next transaction on c READ COMMITTED, for the
+// transactions that delete while other writers of the sink write
+// (at-least-once batches, XA transactions). Under REPEATABLE READ, the
+// default, InnoDB locks the gap where a key to delete is missing (a key
+// upserted and deleted within one batch never reached the table), and
+// another writer's insert into that gap waits: the writers of
+// at-least-once deadlock, and an XA transaction keeps the gap locked
+// until its checkpoint commits, which waits for the writer stuck behind
+// it. READ COMMITTED locks no gaps. (With binary logging on it needs
+// binlog_format ROW or MIXED, MySQL's and MariaDB's defaults.)
+func readCommitted(ctx context.Context, c *sql.Conn) error {
+	if _, err := c.ExecContext(ctx, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"); err != nil {
+		return fmt.Errorf("make the transaction READ COMMITTED (deletes under REPEATABLE READ lock gaps other writers insert into): %w", explain(err))
+	}
+	return nil
+}
 
 // execer is a connection or a transaction.
 type execer interface {
@@ -558,10 +582,20 @@ func (d *driver) insert(ctx context.Context, ex execer, job string, b sqlsink.Ba
 		return err
 	}
 	upserts, deletes := b.Split(d.keyIndexes())
-	for rows := range slices.Chunk(deletes, 65535/max(1, len(d.key))-1) {
-		query, args := d.deleteSQL(rows, b.Epoch, fenced)
-		if _, err := ex.ExecContext(ctx, query, args...); err != nil {
-			return fmt.Errorf("delete %d keys from %s: %w", len(rows), d.table, explain(err))
+	if len(deletes) > 0 {
+		query := d.deleteSQL(fenced)
+		idx := d.keyIndexes()
+		args := make([]any, len(idx), len(idx)+1)
+		for _, r := range deletes {
+			for i, k := range idx {
+				args[i] = r[k]
+			}
+			if fenced {
+				args = append(args[:len(idx)], b.Epoch)
+			}
+			if _, err := ex.ExecContext(ctx, query, args...); err != nil {
+				return fmt.Errorf("delete the key %v from %s: %w", args[:len(idx)], d.table, explain(err))
+			}
 		}
 	}
 	cols := len(d.columns)
@@ -598,47 +632,22 @@ func (d *driver) keyIndexes() []int {
 	return idx
 }
 
-// deleteSQL returns a DELETE of the keys of rows (a retraction's row:
-// its key columns' values as for an upsert); fenced, of rows whose epoch
-// is at most epoch, as a fenced upsert replaces only such a row.
-func (d *driver) deleteSQL(rows [][]any, epoch int64, fenced bool) (string, []any) {
-	var sb strings.Builder
-	args := make([]any, 0, len(rows)*len(d.key)+1)
-	sb.WriteString("DELETE FROM " + quote(d.table) + " WHERE ")
+// deleteSQL returns the DELETE of one key (its columns' values, then,
+// fenced, the epoch: a row is deleted only when its epoch is at most
+// that, as a fenced upsert replaces only such a row). One key per
+// statement: an equality on the whole unique key locks that row only,
+// where InnoDB may run a list of keys (IN, OR) as a scan that waits on
+// every row other writers of the sink hold, and they on its rows: a
+// deadlock (seen with four at-least-once writers).
+func (d *driver) deleteSQL(fenced bool) string {
+	var where []string
+	for _, k := range d.key {
+		where = append(where, quote(k)+" = ?")
+	}
 	if fenced {
-		args = append(args, epoch)
-		sb.WriteString(quote(d.epoch) + " <= ? AND ")
+		where = append(where, quote(d.epoch)+" <= ?")
 	}
-	idx := d.keyIndexes()
-	if len(idx) == 1 {
-		sb.WriteString(quote(d.key[0]) + " IN (")
-		for i, r := range rows {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("?")
-			args = append(args, r[idx[0]])
-		}
-		sb.WriteString(")")
-		return sb.String(), args
-	}
-	sb.WriteString("(")
-	for i, r := range rows {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(")
-		for j, k := range idx {
-			if j > 0 {
-				sb.WriteString(" AND ")
-			}
-			sb.WriteString(quote(d.key[j]) + " = ?")
-			args = append(args, r[k])
-		}
-		sb.WriteString(")")
-	}
-	sb.WriteString(")")
-	return sb.String(), args
+	return "DELETE FROM " + quote(d.table) + " WHERE " + strings.Join(where, " AND ")
 }
 
 // insertSQL returns a multi-row INSERT of rows.

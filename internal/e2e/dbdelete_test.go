@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/dbtest"
+	"github.com/onceflow/onceflow/pipeline"
+)
+
+// TestCrashChangelogToDatabases: `onceflow run` of a pass-through job
+// whose input is a changelog (records of the row-kind header -D and -U
+// retracting their key's row, the others adding it) into keyed tables of
+// PostgreSQL and MariaDB, exactly-once and at-least-once, SIGKILLed at
+// random moments. Each table then holds exactly the keys whose last
+// record added its row, with that row's value (docs/design.md, "Database
+// sinks": a retraction deletes the row of its key), read with psql and
+// the mariadb client.
+func TestCrashChangelogToDatabases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	records, kills := e2eSize()
+	records /= 4
+	const keys = 300
+	// Record i is key k<i%keys>, value i; a key's occurrences 2, 5, 8, ...
+	// retract its row (alternately -U and -D), the last occurrence of
+	// every tenth key as well.
+	kind := func(i int) pipeline.RowKind {
+		j := i / keys
+		last := i+keys >= records
+		switch {
+		case j%3 == 2 || (last && i%keys%10 == 0):
+			if j%2 == 0 {
+				return pipeline.RowUpdateBefore
+			}
+			return pipeline.RowDelete
+		}
+		return pipeline.RowAdd
+	}
+	final := map[int]int{}
+	for i := range records {
+		if kind(i).Retracts() {
+			delete(final, i%keys)
+		} else {
+			final[i%keys] = i
+		}
+	}
+	sum := 0
+	for _, v := range final {
+		sum += v
+	}
+	want := fmt.Sprintf("%d|%d", len(final), sum)
+	t.Logf("%d records over %d keys; %d keys end with a row, values summing to %d", records, keys, len(final), sum)
+
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "in", 4)
+	produceChangelog(t, addr, "in", records, func(i int) (key, value []byte, k pipeline.RowKind) {
+		return []byte("k" + strconv.Itoa(i%keys)), []byte(strconv.Itoa(i)), kind(i)
+	})
+
+	pgDSN, pg := dbtest.Postgres(t)
+	pgDB := pgDSN[strings.LastIndex(pgDSN, "/")+1 : strings.Index(pgDSN, "?")]
+	myDSN, my := dbtest.MariaDB(t)
+	myDB := myDSN[strings.LastIndex(myDSN, "/")+1:]
+	for _, q := range []string{
+		"CREATE TABLE latest (key text PRIMARY KEY, n bigint NOT NULL)",
+		"CREATE TABLE fenced (key text PRIMARY KEY, n bigint NOT NULL, onceflow_epoch bigint NOT NULL DEFAULT 0)",
+	} {
+		if err := pg.Exec(context.Background(), pgDB, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		"CREATE TABLE latest (k VARCHAR(32) PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB",
+		"CREATE TABLE fenced (k VARCHAR(32) PRIMARY KEY, n BIGINT NOT NULL, onceflow_epoch BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+	} {
+		if err := my.Exec(context.Background(), myDB, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("E2E_PG_DSN", pgDSN)
+	t.Setenv("E2E_MYSQL_DSN", myDSN)
+	pgQuery := func(q string) (string, error) { return pg.Psql(pgDB, q) }
+	myQuery := func(q string) (string, error) { return my.Client(myDB, q) }
+	rng := seed(t)
+	for _, tc := range []struct {
+		name, sink string
+		query      func(string) (string, error)
+		table      string
+	}{
+		{"pg-changelog", "  postgres:\n    dsn: ${E2E_PG_DSN}\n    table: latest\n    key: [key]\n    columns: { key: record.key, n: record.value }", pgQuery, "latest"},
+		{"pg-changelog-fenced", "  postgres:\n    dsn: ${E2E_PG_DSN}\n    table: fenced\n    key: [key]\n    columns: { key: record.key, n: record.value }\n  delivery: at-least-once", pgQuery, "fenced"},
+		{"my-changelog", "  mysql:\n    dsn: ${E2E_MYSQL_DSN}\n    table: latest\n    key: [k]\n    columns: { k: record.key, n: record.value }", myQuery, "latest"},
+		{"my-changelog-fenced", "  mysql:\n    dsn: ${E2E_MYSQL_DSN}\n    table: fenced\n    key: [k]\n    columns: { k: record.key, n: record.value }\n  delivery: at-least-once", myQuery, "fenced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lw := &logWriter{t: t, name: tc.name}
+			r := &jobRunner{t: t, bin: binary(t), file: writeDBJob(t, dir, tc.name, addr, "", tc.sink), log: lw}
+			start := time.Now()
+			r.crashAndFinish(rng, kills, addr, tc.name)
+			t.Logf("%s: %d kills and the final run took %v", tc.name, kills, time.Since(start).Round(time.Millisecond))
+			got, err := tc.query("SELECT COUNT(*), COALESCE(SUM(n), 0) FROM " + tc.table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("the table holds (rows, sum of n) %s, want %s\n%s", got, want, lw)
+			}
+		})
+	}
+}
+
+// produceChangelog writes n records to topic, record i made by rec with
+// its row kind in pipeline.RowKindHeader (none for an add), and waits
+// until every one is acknowledged. Records of one key go to one
+// partition in the order written.
+func produceChangelog(t *testing.T, addr, topic string, n int, rec func(i int) (key, value []byte, kind pipeline.RowKind)) {
+	t.Helper()
+	cl := client(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := range n {
+		k, v, kind := rec(i)
+		r := &kgo.Record{Key: k, Value: v}
+		if h := kind.Header(); h != nil {
+			r.Headers = []kgo.RecordHeader{{Key: pipeline.RowKindHeader, Value: h}}
+		}
+		wg.Add(1)
+		cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+}
