@@ -68,13 +68,14 @@ func TestCrashChangelogToDatabases(t *testing.T) {
 		return []byte("k" + strconv.Itoa(i%keys)), []byte(strconv.Itoa(i)), kind(i)
 	})
 
-	pgDSN, pg := dbtest.Postgres(t)
+	pgDSN, pg := dbtest.Postgres(t, dbtest.PostgresOptions{MaxPreparedTransactions: 64})
 	pgDB := pgDSN[strings.LastIndex(pgDSN, "/")+1 : strings.Index(pgDSN, "?")]
 	myDSN, my := dbtest.MariaDB(t)
 	myDB := myDSN[strings.LastIndex(myDSN, "/")+1:]
 	for _, q := range []string{
 		"CREATE TABLE latest (key text PRIMARY KEY, n bigint NOT NULL)",
 		"CREATE TABLE fenced (key text PRIMARY KEY, n bigint NOT NULL, onceflow_epoch bigint NOT NULL DEFAULT 0)",
+		"CREATE TABLE twophase (key text PRIMARY KEY, n bigint NOT NULL)",
 	} {
 		if err := pg.Exec(context.Background(), pgDB, q); err != nil {
 			t.Fatal(err)
@@ -83,6 +84,7 @@ func TestCrashChangelogToDatabases(t *testing.T) {
 	for _, q := range []string{
 		"CREATE TABLE latest (k VARCHAR(32) PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB",
 		"CREATE TABLE fenced (k VARCHAR(32) PRIMARY KEY, n BIGINT NOT NULL, onceflow_epoch BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB",
+		"CREATE TABLE twophase (k VARCHAR(32) PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB",
 	} {
 		if err := my.Exec(context.Background(), myDB, q); err != nil {
 			t.Fatal(err)
@@ -102,7 +104,14 @@ func TestCrashChangelogToDatabases(t *testing.T) {
 		{"pg-changelog-fenced", "  postgres:\n    dsn: ${E2E_PG_DSN}\n    table: fenced\n    key: [key]\n    columns: { key: record.key, n: record.value }\n  delivery: at-least-once", pgQuery, "fenced"},
 		{"my-changelog", "  mysql:\n    dsn: ${E2E_MYSQL_DSN}\n    table: latest\n    key: [k]\n    columns: { k: record.key, n: record.value }", myQuery, "latest"},
 		{"my-changelog-fenced", "  mysql:\n    dsn: ${E2E_MYSQL_DSN}\n    table: fenced\n    key: [k]\n    columns: { k: record.key, n: record.value }\n  delivery: at-least-once", myQuery, "fenced"},
+		// Beside a Kafka sink, whose transaction is the commit point, the
+		// tables take part with prepared (XA) transactions.
+		{"pg-changelog-2pc", "  topic: out-pg-changelog-2pc\n  postgres:\n    dsn: ${E2E_PG_DSN}\n    table: twophase\n    key: [key]\n    columns: { key: record.key, n: record.value }", pgQuery, "twophase"},
+		{"my-changelog-2pc", "  topic: out-my-changelog-2pc\n  mysql:\n    dsn: ${E2E_MYSQL_DSN}\n    table: twophase\n    key: [k]\n    columns: { k: record.key, n: record.value }", myQuery, "twophase"},
 	} {
+		if strings.Contains(tc.sink, "topic: out-"+tc.name) {
+			createTopic(t, addr, "out-"+tc.name, 4)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			lw := &logWriter{t: t, name: tc.name}
 			r := &jobRunner{t: t, bin: binary(t), file: writeDBJob(t, dir, tc.name, addr, "", tc.sink), log: lw}
@@ -115,6 +124,15 @@ func TestCrashChangelogToDatabases(t *testing.T) {
 			}
 			if got != want {
 				t.Fatalf("the table holds (rows, sum of n) %s, want %s\n%s", got, want, lw)
+			}
+			if strings.HasSuffix(tc.name, "-2pc") {
+				q := "SELECT count(*) FROM pg_prepared_xacts"
+				if strings.HasPrefix(tc.name, "my-") {
+					q = "SELECT COUNT(*) FROM information_schema.INNODB_TRX"
+				}
+				if left, err := tc.query(q); err != nil || left != "0" {
+					t.Errorf("%s transactions are left prepared or open (%v)", left, err)
+				}
 			}
 		})
 	}
