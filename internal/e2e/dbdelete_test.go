@@ -19,11 +19,12 @@ import (
 // TestCrashChangelogToDatabases: `onceflow run` of a pass-through job
 // whose input is a changelog (records of the row-kind header -D and -U
 // retracting their key's row, the others adding it) into keyed tables of
-// PostgreSQL and MariaDB, exactly-once and at-least-once, SIGKILLed at
+// PostgreSQL, MariaDB (exactly-once, at-least-once, two-phase) and Redis
+// (SET and HSET, exactly-once and at-least-once), SIGKILLed at
 // random moments. Each table then holds exactly the keys whose last
 // record added its row, with that row's value (docs/design.md, "Database
-// sinks": a retraction deletes the row of its key), read with psql and
-// the mariadb client.
+// sinks": a retraction deletes the row of its key), read with psql, the
+// mariadb client and redis-cli.
 func TestCrashChangelogToDatabases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crash test skipped in -short mode")
@@ -92,13 +93,30 @@ func TestCrashChangelogToDatabases(t *testing.T) {
 	}
 	t.Setenv("E2E_PG_DSN", pgDSN)
 	t.Setenv("E2E_MYSQL_DSN", myDSN)
+	rdURL, rd, rdDB := dbtest.Redis(t)
+	t.Setenv("E2E_REDIS_URL", rdURL)
+	// rdQuery answers "<n>|<sum>" of the string keys matching a pattern
+	// ("set x:*") or of a hash's fields ("hash h:in"), with redis-cli.
+	rdQuery := func(q string) (string, error) {
+		kind, arg, _ := strings.Cut(q, " ")
+		script := `local n, s = 0, 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do n = n + 1; s = s + tonumber(redis.call('GET', k)) end
+return {n, s}`
+		if kind == "hash" {
+			script = `local vs = redis.call('HVALS', ARGV[1]); local s = 0
+for _, v in ipairs(vs) do s = s + tonumber(v) end
+return {#vs, s}`
+		}
+		out, err := rd.Client(rdDB, "EVAL", script, "0", arg)
+		return strings.ReplaceAll(out, "\n", "|"), err
+	}
 	pgQuery := func(q string) (string, error) { return pg.Psql(pgDB, q) }
 	myQuery := func(q string) (string, error) { return my.Client(myDB, q) }
 	rng := seed(t)
 	for _, tc := range []struct {
 		name, sink string
 		query      func(string) (string, error)
-		table      string
+		table      string // Redis: rdQuery's question
 	}{
 		{"pg-changelog", "  postgres:\n    dsn: ${E2E_PG_DSN}\n    table: latest\n    key: [key]\n    columns: { key: record.key, n: record.value }", pgQuery, "latest"},
 		{"pg-changelog-fenced", "  postgres:\n    dsn: ${E2E_PG_DSN}\n    table: fenced\n    key: [key]\n    columns: { key: record.key, n: record.value }\n  delivery: at-least-once", pgQuery, "fenced"},
@@ -107,6 +125,9 @@ func TestCrashChangelogToDatabases(t *testing.T) {
 		// Beside a Kafka sink, whose transaction is the commit point, the
 		// tables take part with prepared (XA) transactions.
 		{"pg-changelog-2pc", "  topic: out-pg-changelog-2pc\n  postgres:\n    dsn: ${E2E_PG_DSN}\n    table: twophase\n    key: [key]\n    columns: { key: record.key, n: record.value }", pgQuery, "twophase"},
+		{"rd-changelog", "  redis:\n    url: ${E2E_REDIS_URL}\n    command: set\n    key: record.key\n    key-prefix: \"x:\"\n    value: record.value", rdQuery, "set x:*"},
+		{"rd-changelog-fenced", "  redis:\n    url: ${E2E_REDIS_URL}\n    command: set\n    key: record.key\n    key-prefix: \"y:\"\n    value: record.value\n  delivery: at-least-once", rdQuery, "set y:*"},
+		{"rd-changelog-hset", "  redis:\n    url: ${E2E_REDIS_URL}\n    command: hset\n    key: record.topic\n    key-prefix: \"h:\"\n    field: record.key\n    value: record.value", rdQuery, "hash h:in"},
 		{"my-changelog-2pc", "  topic: out-my-changelog-2pc\n  mysql:\n    dsn: ${E2E_MYSQL_DSN}\n    table: twophase\n    key: [k]\n    columns: { k: record.key, n: record.value }", myQuery, "twophase"},
 	} {
 		if strings.Contains(tc.sink, "topic: out-"+tc.name) {
@@ -118,7 +139,11 @@ func TestCrashChangelogToDatabases(t *testing.T) {
 			start := time.Now()
 			r.crashAndFinish(rng, kills, addr, tc.name)
 			t.Logf("%s: %d kills and the final run took %v", tc.name, kills, time.Since(start).Round(time.Millisecond))
-			got, err := tc.query("SELECT COUNT(*), COALESCE(SUM(n), 0) FROM " + tc.table)
+			q := "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM " + tc.table
+			if strings.HasPrefix(tc.name, "rd-") {
+				q = tc.table
+			}
+			got, err := tc.query(q)
 			if err != nil {
 				t.Fatal(err)
 			}
