@@ -383,7 +383,7 @@ func TableFields(dsn, example string) []Field {
 			IfMissing: "name the table to write to"},
 		{Name: "columns", Kind: ColumnsValue, Required: true, Doc: "Where each column's value comes from, in the pipeline's expression language: key, raw (the value as text), topic, partition, offset, timestamp, value.<field>, any expression (concat(value.a, '-', key)), or timestamp(<source>) for a TIMESTAMP column. record.key, record.value and record.value.<field> are the same names.",
 			IfMissing: "map each column to where its value comes from, such as columns: {user_id: record.key, n: record.value}"},
-		{Name: "key", Kind: ListValue, Type: "list of columns", Doc: "The primary key columns: a row whose key exists is updated. Required with delivery at-least-once."},
+		{Name: "key", Kind: ListValue, Type: "list of columns", Doc: "The primary key columns: a row whose key exists is updated, and a retraction (a row an updating result takes back) deletes the row of its key. Required with delivery at-least-once, and for a result that retracts rows."},
 		{Name: "batch-rows", Kind: IntValue, Default: "1000", Doc: "How many rows go to the server at once."},
 	}
 }

@@ -46,6 +46,11 @@ type Context[R any] struct {
 	// such a field.
 	Columns []string
 	Row     func(R) ([]any, error)
+	// Retracts tells a retraction: a record that takes its row back out
+	// of the result (pipeline.RowKind -U or -D); a sink with a key
+	// deletes the key of its row (docs/design.md, "Database sinks"). Nil:
+	// every record adds its row.
+	Retracts func(R) bool
 	// Value compiles one column source (connector.SourceValue) in the
 	// pipeline's expression language.
 	Value func(expr string) (func(R) (any, error), error)

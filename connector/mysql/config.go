@@ -22,6 +22,17 @@
 // table must be InnoDB (transactions). A value the server refuses for its
 // column (strict mode, MariaDB's and MySQL's default) fails the record
 // with the column named.
+//
+// Retractions (Config.Retracts: the records of an updating result that
+// take a row back out, pipeline.RowKind -U and -D) delete the row of
+// their key in every delivery, as in connector/postgres: one DELETE …
+// WHERE key = ? per key after the batch came down to the last operation
+// per key; fenced by the attempt token and by epoch in
+// DeliveryAtLeastOnce. A retraction into a table without a Key fails the
+// job. An at-least-once batch with deletes and, with Retracts set, every
+// XA transaction run READ COMMITTED (no gap locks between the sink's
+// writers), which needs binlog_format ROW or MIXED when binary logging
+// is on.
 package mysql
 
 import (
@@ -72,6 +83,15 @@ type Config[T any] struct {
 	// Row returns the values of a record's row, one per column (string,
 	// int64, float64, bool, time.Time, []byte, nil for NULL).
 	Row func(rec T) ([]any, error)
+	// Retracts, when set, tells a retraction: a record that takes its row
+	// back out of the result (the old row of an update, or a deleted
+	// row; a job file's records carry pipeline.RowKindHeader, and
+	// kafkarec.RowKind(rec).Retracts() tells). The row Row makes of it
+	// is deleted by its Key columns' values, in every delivery; rows of
+	// one key in a batch come down to the last upsert or delete. Nil:
+	// every record adds its row. A retraction into a table without Key
+	// fails the job (an appended row cannot be taken back).
+	Retracts func(rec T) bool
 	// Key are the columns of the table's primary key (or another unique
 	// key). With a Key, a row whose key exists is updated; without one,
 	// rows are appended. DeliveryAtLeastOnce needs one.

@@ -59,6 +59,7 @@ func sinkConfig(dsn, mode string) mysql.Config[dbtest.Count] {
 	if mode == "twophase" {
 		cfg.Table, cfg.Delivery = "append", mysql.DeliveryTwoPhase
 	}
+	cfg.Retracts = dbtest.Retracts
 	return cfg
 }
 

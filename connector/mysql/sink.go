@@ -38,12 +38,12 @@ func NewSink[T any](cfg Config[T]) (*Sink[T], error) {
 		return nil, fmt.Errorf("mysql sink: %w", err)
 	}
 	d := &driver{dsn: cfg.DSN, table: cfg.Table, columns: cfg.Columns, key: cfg.Key, epoch: cfg.EpochColumn,
-		progress: cfg.ProgressTable, fenced: cfg.Delivery == DeliveryAtLeastOnce}
+		progress: cfg.ProgressTable, fenced: cfg.Delivery == DeliveryAtLeastOnce, retracts: cfg.Retracts != nil}
 	if cfg.DeadLetters != nil {
 		d.dead = cfg.DeadLetters.Table
 	}
 	return &Sink[T]{Sink: sqlsink.New(sqlsink.Config[T]{
-		Driver: d, Columns: cfg.Columns, Key: cfg.Key, Row: cfg.Row, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce, TwoPhase: cfg.Delivery == DeliveryTwoPhase,
+		Driver: d, Columns: cfg.Columns, Key: cfg.Key, Row: cfg.Row, Retracts: cfg.Retracts, Table: cfg.Table, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce, TwoPhase: cfg.Delivery == DeliveryTwoPhase,
 		BatchRows: cfg.BatchRows, MaxHeldRows: cfg.MaxHeldRows, Job: cfg.Job, DeadLetters: cfg.DeadLetters,
 	}), d: d}, nil
 }
@@ -60,6 +60,8 @@ type driver struct {
 	columns, key    []string
 	epoch, progress string
 	fenced          bool // at-least-once: upserts fenced by epoch
+	// retracts: records may be retractions, whose keys are deleted.
+	retracts bool
 	// dead is the dead-letter table, "" when the sink keeps none.
 	dead string
 
@@ -531,6 +533,11 @@ func (c *upsertConn) HighestEpoch(ctx context.Context) (int64, error) {
 // reads the row LOCK IN SHARE MODE, so a new attempt's token waits for a
 // batch that passed the check.
 func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
+	if b.Retract != nil {
+		if err := readCommitted(ctx, c.conn); err != nil {
+			return err
+		}
+	}
 	return c.d.inTx(ctx, c.conn, func() error {
 		var token int64
 		err := c.conn.QueryRowContext(ctx, `SELECT fence FROM `+c.d.progressSQL()+` WHERE job = ? LOCK IN SHARE MODE`, c.key).Scan(&token)
@@ -546,24 +553,59 @@ func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 
 func (c *upsertConn) Close() error { return c.conn.Close() }
 
+// readCommitted makes the next transaction on c READ COMMITTED, for the
+// transactions that delete while other writers of the sink write
+// (at-least-once batches, XA transactions). Under REPEATABLE READ, the
+// default, InnoDB locks the gap where a key to delete is missing (a key
+// upserted and deleted within one batch never reached the table), and
+// another writer's insert into that gap waits: the writers of
+// at-least-once deadlock, and an XA transaction keeps the gap locked
+// until its checkpoint commits, which waits for the writer stuck behind
+// it. READ COMMITTED locks no gaps. (With binary logging on it needs
+// binlog_format ROW or MIXED, MySQL's and MariaDB's defaults.)
+func readCommitted(ctx context.Context, c *sql.Conn) error {
+	if _, err := c.ExecContext(ctx, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"); err != nil {
+		return fmt.Errorf("make the transaction READ COMMITTED (deletes under REPEATABLE READ lock gaps other writers insert into): %w", explain(err))
+	}
+	return nil
+}
+
 // execer is a connection or a transaction.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // insert writes b with multi-row INSERTs: upserts on the key when there is
-// one (fenced by epoch when fenced). A statement the server refuses is
-// tried again row by row, so that a row that cannot be written is named;
-// in a transaction a failed statement rolls back alone.
+// one (fenced by epoch when fenced), after the deletes of its
+// retractions' keys (sqlsink.Batch.Split). A statement the server refuses
+// is tried again row by row, so that a row that cannot be written is
+// named; in a transaction a failed statement rolls back alone.
 func (d *driver) insert(ctx context.Context, ex execer, job string, b sqlsink.Batch, fenced bool) error {
 	if err := d.insertDead(ctx, ex, job, b); err != nil {
 		return err
+	}
+	upserts, deletes := b.Split(d.keyIndexes())
+	if len(deletes) > 0 {
+		query := d.deleteSQL(fenced)
+		idx := d.keyIndexes()
+		args := make([]any, len(idx), len(idx)+1)
+		for _, r := range deletes {
+			for i, k := range idx {
+				args[i] = r[k]
+			}
+			if fenced {
+				args = append(args[:len(idx)], b.Epoch)
+			}
+			if _, err := ex.ExecContext(ctx, query, args...); err != nil {
+				return fmt.Errorf("delete the key %v from %s: %w", args[:len(idx)], d.table, explain(err))
+			}
+		}
 	}
 	cols := len(d.columns)
 	if fenced {
 		cols++
 	}
-	for rows := range slices.Chunk(b.Rows, 65535/cols) {
+	for rows := range slices.Chunk(upserts, 65535/cols) {
 		query, args := d.insertSQL(rows, b.Epoch, fenced)
 		_, err := ex.ExecContext(ctx, query, args...)
 		if err == nil {
@@ -583,6 +625,32 @@ func (d *driver) insert(ctx context.Context, ex execer, job string, b sqlsink.Ba
 		}
 	}
 	return nil
+}
+
+func (d *driver) keyIndexes() []int {
+	idx := make([]int, len(d.key))
+	for i, k := range d.key {
+		idx[i] = slices.Index(d.columns, k)
+	}
+	return idx
+}
+
+// deleteSQL returns the DELETE of one key (its columns' values, then,
+// fenced, the epoch: a row is deleted only when its epoch is at most
+// that, as a fenced upsert replaces only such a row). One key per
+// statement: an equality on the whole unique key locks that row only,
+// where InnoDB may run a list of keys (IN, OR) as a scan that waits on
+// every row other writers of the sink hold, and they on its rows: a
+// deadlock (seen with four at-least-once writers).
+func (d *driver) deleteSQL(fenced bool) string {
+	var where []string
+	for _, k := range d.key {
+		where = append(where, quote(k)+" = ?")
+	}
+	if fenced {
+		where = append(where, quote(d.epoch)+" <= ?")
+	}
+	return "DELETE FROM " + quote(d.table) + " WHERE " + strings.Join(where, " AND ")
 }
 
 // insertSQL returns a multi-row INSERT of rows.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/connector/mysql"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/dbtest"
@@ -507,4 +508,92 @@ func TestTasksFenceOnlyThemselves(t *testing.T) {
 	if got, _ := srv.Client(db, "SELECT k, COUNT(*) FROM append GROUP BY k ORDER BY k"); got != "new|1\nother|600" {
 		t.Errorf("append: %q, want the new owner's row and the other task's", got)
 	}
+}
+
+// Retractions delete the rows of their keys in every delivery
+// (dbtest.DeletesApplied).
+func TestDeletes(t *testing.T) {
+	for _, c := range []struct {
+		table    string
+		delivery connector.Delivery
+	}{
+		{"upsert", connector.ExactlyOnce},
+		{"upsert", connector.TwoPhase},
+		{"fenced", connector.AtLeastOnce},
+	} {
+		t.Run(string(c.delivery), func(t *testing.T) {
+			dsn, srv := dbtest.MariaDB(t)
+			db := dsn[strings.LastIndex(dsn, "/")+1:]
+			createTables(t, srv, db)
+			dbtest.DeletesApplied(t, c.delivery, func() flow.Sink[dbtest.Count] {
+				cfg := sinkConfig(dsn, c.table)
+				if c.delivery == connector.TwoPhase {
+					cfg.Delivery = mysql.DeliveryTwoPhase
+				}
+				s, err := mysql.NewSink(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				bind(t, s, "deletes")
+				return s
+			}, func() string {
+				got, err := srv.Client(db, "SELECT k, n FROM "+c.table+" ORDER BY k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			})
+		})
+	}
+}
+
+// An aborted checkpoint's deletes are rolled back and sent again with the
+// next checkpoint (dbtest.AbortedDeletesSentAgain).
+func TestAbortedDeletesSentAgain(t *testing.T) {
+	twoPhaseScenario(t, "upsert", "SELECT k, n FROM upsert ORDER BY k", dbtest.AbortedDeletesSentAgain)
+}
+
+// Retractions stay fenced in at-least-once (dbtest.ZombieDeletesFenced).
+func TestZombieDeletesFenced(t *testing.T) { fencedRowScenario(t, dbtest.ZombieDeletesFenced) }
+
+// A retraction into an appended table fails the job
+// (dbtest.RetractionIntoAppendedTable).
+func TestRetractionIntoAppendedTable(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	createTables(t, srv, dsn[strings.LastIndex(dsn, "/")+1:])
+	dbtest.RetractionIntoAppendedTable(t, "append", func() flow.Sink[dbtest.Count] {
+		s, err := mysql.NewSink(sinkConfig(dsn, "append"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "appended")
+		return s
+	})
+}
+
+// Deletes by a key of two columns (dbtest.CompositeKeyDeletes).
+func TestCompositeKeyDeletes(t *testing.T) {
+	dsn, srv := dbtest.MariaDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	if err := srv.Exec(context.Background(), db, "CREATE TABLE pairs (k VARCHAR(32), n BIGINT, PRIMARY KEY (k, n)) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	dbtest.CompositeKeyDeletes(t, func() flow.Sink[dbtest.Count] {
+		s, err := mysql.NewSink(mysql.Config[dbtest.Count]{DSN: dsn, Table: "pairs", Columns: []string{"k", "n"}, Key: []string{"k", "n"},
+			Row: func(c dbtest.Count) ([]any, error) { return []any{c.Key, c.N}, nil }, Retracts: dbtest.Retracts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "pairs")
+		return s
+	}, func() string {
+		got, err := srv.Client(db, "SELECT k, n FROM pairs ORDER BY k, n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	})
 }

@@ -189,6 +189,11 @@ func (c *preparedConn) Write(ctx context.Context, b sqlsink.Batch) error {
 	}
 	if c.open == "" {
 		x := sqlsink.GID(c.job, c.uid, c.subtask, b.Epoch)
+		if c.d.retracts {
+			if err := readCommitted(ctx, c.conn); err != nil {
+				return err
+			}
+		}
 		if _, err := c.conn.ExecContext(ctx, "XA START "+quoteString(x)); err != nil {
 			return fmt.Errorf("XA START %s: %w", x, explain(err))
 		}

@@ -57,6 +57,15 @@ type Config[T any] struct {
 	// naming the column (flow.ErrUnrecoverable: the record would fail the
 	// same way after a restart).
 	Row func(rec T) ([]any, error)
+	// Retracts, when set, tells a retraction: a record that takes its row
+	// back out of the result (the old row of an update, or a deleted
+	// row; a job file's records carry pipeline.RowKindHeader, and
+	// kafkarec.RowKind(rec).Retracts() tells). The row Row makes of it
+	// is deleted by its Key columns' values, in every delivery; rows of
+	// one key in a batch come down to the last upsert or delete. Nil:
+	// every record adds its row. A retraction into a table without Key
+	// fails the job (an appended row cannot be taken back).
+	Retracts func(rec T) bool
 	// Key are the columns of the table's primary key (or another unique
 	// constraint). With a Key, a row whose key exists updates it; without
 	// one, rows are appended. DeliveryAtLeastOnce needs one.

@@ -81,6 +81,12 @@ func dbName(dsn string) string {
 
 func sinkConfig(dsn string, mode crashMode) postgres.Config[count] {
 	row := func(c count) ([]any, error) { return []any{c.Key, c.N}, nil }
+	cfg := sinkConfigOf(dsn, mode, row)
+	cfg.Retracts = dbtest.Retracts
+	return cfg
+}
+
+func sinkConfigOf(dsn string, mode crashMode, row func(count) ([]any, error)) postgres.Config[count] {
 	switch mode {
 	case modeAppend:
 		return postgres.Config[count]{DSN: dsn, Table: "events", Columns: []string{"key", "n"}, Row: row, BatchRows: 500}

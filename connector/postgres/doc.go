@@ -30,4 +30,13 @@
 //
 // With a Key, rows with the same key update the row (last write wins);
 // without one (exactly-once only), rows are appended with COPY.
+//
+// Retractions (Config.Retracts: the records of an updating result that
+// take a row back out, pipeline.RowKind -U and -D) delete the row of
+// their key, in every delivery: a batch comes down to the last upsert or
+// delete per key, then DELETE … WHERE key IN (…) and the upserts. In
+// DeliveryAtLeastOnce a delete is fenced like an upsert: by the attempt
+// token (a zombie's late upsert or delete writes nothing) and by epoch
+// (DELETE … WHERE epoch <= its epoch). A retraction into a table without
+// a Key fails the job: declare the primary key.
 package postgres

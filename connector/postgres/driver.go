@@ -6,10 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -408,14 +405,14 @@ type querier interface {
 	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
 }
 
-// write writes b inside a transaction: COPY when rows are appended,
-// multi-row upserts when there is a key; then its dead letters.
+// write writes b inside a transaction: its dead letters, then COPY when
+// rows are appended, multi-row deletes and upserts when there is a key.
 func (d *driver) write(ctx context.Context, q querier, job string, b sqlsink.Batch) error {
-	if len(b.Rows) == 0 {
-		return d.writeDead(ctx, q, job, b)
-	}
 	if err := d.writeDead(ctx, q, job, b); err != nil {
 		return err
+	}
+	if len(b.Rows) == 0 {
+		return nil
 	}
 	if len(d.key) == 0 {
 		if _, err := q.CopyFrom(ctx, pgx.Identifier(strings.Split(d.table, ".")), d.columns, pgx.CopyFromRows(b.Rows)); err != nil {
@@ -423,13 +420,75 @@ func (d *driver) write(ctx context.Context, q querier, job string, b sqlsink.Bat
 		}
 		return nil
 	}
-	for rows := range slices.Chunk(b.Rows, maxParams/len(d.columns)) {
-		query, args := d.insertSQL(rows, b.Epoch, false)
+	upserts, deletes := b.Split(d.keyIndexes())
+	return d.writeKeyed(ctx, q, upserts, deletes, b.Epoch, false)
+}
+
+// writeKeyed deletes the keys of deletes and upserts upserts (their keys
+// are distinct: sqlsink.Batch.Split), fenced by epoch when fenced: a
+// delete removes only a row of an epoch up to its own, as an upsert
+// replaces only such a row.
+func (d *driver) writeKeyed(ctx context.Context, q querier, upserts, deletes [][]any, epoch int64, fenced bool) error {
+	for rows := range slices.Chunk(deletes, maxParams/len(d.key)-1) {
+		query, args := d.deleteSQL(rows, epoch, fenced)
+		if _, err := q.Exec(ctx, query, args...); err != nil {
+			return fmt.Errorf("delete %d keys from %s: %w", len(rows), d.table, explain(err))
+		}
+	}
+	n := len(d.columns)
+	if fenced {
+		n++
+	}
+	for rows := range slices.Chunk(upserts, maxParams/n) {
+		query, args := d.insertSQL(rows, epoch, fenced)
 		if _, err := q.Exec(ctx, query, args...); err != nil {
 			return fmt.Errorf("upsert %d rows into %s: %w", len(rows), d.table, explain(err))
 		}
 	}
 	return nil
+}
+
+// deleteSQL returns a DELETE of the keys of rows (a retraction's row:
+// its key columns' values as for an upsert); fenced, of rows whose epoch
+// is at most epoch.
+func (d *driver) deleteSQL(rows [][]any, epoch int64, fenced bool) (string, []any) {
+	var sb strings.Builder
+	args := make([]any, 0, len(rows)*len(d.key)+1)
+	sb.WriteString("DELETE FROM " + ident(d.table) + " WHERE ")
+	if fenced {
+		args = append(args, epoch)
+		sb.WriteString(pgx.Identifier{d.epoch}.Sanitize() + " <= $1 AND ")
+	}
+	idx := d.keyIndexes()
+	if len(idx) == 1 {
+		sb.WriteString(pgx.Identifier{d.key[0]}.Sanitize() + " IN (")
+		for i, r := range rows {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			args = append(args, r[idx[0]])
+			fmt.Fprintf(&sb, "$%d", len(args))
+		}
+		sb.WriteString(")")
+		return sb.String(), args
+	}
+	sb.WriteString("(")
+	for i, r := range rows {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		sb.WriteString("(")
+		for j, k := range idx {
+			if j > 0 {
+				sb.WriteString(" AND ")
+			}
+			args = append(args, r[k])
+			fmt.Fprintf(&sb, "%s = $%d", pgx.Identifier{d.key[j]}.Sanitize(), len(args))
+		}
+		sb.WriteString(")")
+	}
+	sb.WriteString(")")
+	return sb.String(), args
 }
 
 // Commit updates the progress row under the fence and commits.
@@ -511,9 +570,9 @@ func (c *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	if err := c.d.writeDead(ctx, batchQueue{batch}, c.job, b); err != nil {
 		return err
 	}
-	for rows := range slices.Chunk(b.Rows, maxParams/(len(c.d.columns)+1)) {
-		query, args := c.d.insertSQL(rows, b.Epoch, true)
-		batch.Queue(query, args...)
+	upserts, deletes := b.Split(c.d.keyIndexes())
+	if err := c.d.writeKeyed(ctx, batchQueue{batch}, upserts, deletes, b.Epoch, true); err != nil {
+		return err
 	}
 	if err := c.conn.SendBatch(ctx, batch).Close(); err != nil {
 		var pgErr *pgconn.PgError
@@ -661,7 +720,7 @@ func (d *driver) keyIndexes() []int {
 }
 
 // lastPerKey returns rows with only the last row of each key, in the order
-// of those last rows. Keys are compared as the database would see them as
+// of those last rows. Keys are compared by sqlsink.KeyText: as the database would see them as
 // far as Go can tell: a number by its value whatever its Go type (1, an
 // int64 1 and a float64 1.0 are one key), a time by its instant, bytes and
 // text by their bytes. (A case-insensitive collation or type is the
@@ -673,7 +732,7 @@ func lastPerKey(rows [][]any, key []int) [][]any {
 	for i, r := range rows {
 		sb.Reset()
 		for _, k := range key {
-			sb.WriteString(keyText(r[k]))
+			sb.WriteString(sqlsink.KeyText(r[k]))
 			sb.WriteByte(0)
 		}
 		keys[i] = sb.String()
@@ -708,38 +767,4 @@ func explain(err error) error {
 		return fmt.Errorf("%w (a lock was not granted in time: another session holds the job's progress row or the table)", err)
 	}
 	return err
-}
-
-// keyText is a key value in a form equal for values the database takes
-// as equal (see lastPerKey).
-func keyText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "s" + x
-	case []byte:
-		return "s" + string(x)
-	case time.Time:
-		return "t" + x.UTC().Format(time.RFC3339Nano)
-	}
-	// Numbers and booleans by kind, whatever their Go type.
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Bool:
-		return strconv.FormatBool(rv.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "n" + strconv.FormatInt(rv.Int(), 10)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "n" + strconv.FormatUint(rv.Uint(), 10)
-	case reflect.Float32, reflect.Float64:
-		return floatText(rv.Float())
-	}
-	return fmt.Sprintf("%T:%v", v, v)
-}
-
-func floatText(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
-		return "n" + strconv.FormatInt(int64(f), 10)
-	}
-	return "n" + strconv.FormatFloat(f, 'g', -1, 64)
 }

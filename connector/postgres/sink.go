@@ -31,7 +31,7 @@ func NewSink[T any](cfg Config[T]) (*Sink[T], error) {
 		d.dead = cfg.DeadLetters.Table
 	}
 	return &Sink[T]{sqlsink.New(sqlsink.Config[T]{
-		Driver: d, Columns: cfg.Columns, Key: cfg.Key, Row: cfg.Row, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce, TwoPhase: cfg.Delivery == DeliveryTwoPhase,
+		Driver: d, Columns: cfg.Columns, Key: cfg.Key, Row: cfg.Row, Retracts: cfg.Retracts, Table: cfg.Table, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce, TwoPhase: cfg.Delivery == DeliveryTwoPhase,
 		BatchRows: cfg.BatchRows, MaxHeldRows: cfg.MaxHeldRows, Job: cfg.Job, DeadLetters: cfg.DeadLetters,
 	})}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onceflow/onceflow/connector"
 	"github.com/onceflow/onceflow/connector/postgres"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/dbtest"
@@ -437,4 +438,95 @@ func TestTasksFenceOnlyThemselves(t *testing.T) {
 	if got, _ := srv.Psql(dbName(dsn), "SELECT key, count(*) FROM events GROUP BY key ORDER BY key"); got != "new|1\nother|600" {
 		t.Errorf("events: %q, want the new owner's row and the other task's", got)
 	}
+}
+
+// Retractions delete the rows of their keys in every delivery
+// (dbtest.DeletesApplied).
+func TestDeletes(t *testing.T) {
+	for _, c := range []struct {
+		mode     crashMode
+		table    string
+		delivery connector.Delivery
+	}{
+		{modeUpsert, "counts", connector.ExactlyOnce},
+		{modeUpsert, "counts", connector.TwoPhase},
+		{modeFenced, "fenced", connector.AtLeastOnce},
+	} {
+		t.Run(string(c.delivery), func(t *testing.T) {
+			var opts dbtest.PostgresOptions
+			if c.delivery == connector.TwoPhase {
+				opts.MaxPreparedTransactions = 64
+			}
+			dsn, srv := dbtest.Postgres(t, opts)
+			createTables(t, dsn, srv)
+			dbtest.DeletesApplied(t, c.delivery, func() flow.Sink[count] {
+				cfg := sinkConfig(dsn, c.mode)
+				if c.delivery == connector.TwoPhase {
+					cfg.Delivery = postgres.DeliveryTwoPhase
+				}
+				s, err := postgres.NewSink(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				bind(t, s, "deletes")
+				return s
+			}, func() string {
+				got, err := srv.Psql(dbName(dsn), "SELECT key, n FROM "+c.table+" ORDER BY key")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			})
+		})
+	}
+}
+
+// An aborted checkpoint's deletes are rolled back and sent again with the
+// next checkpoint (dbtest.AbortedDeletesSentAgain).
+func TestAbortedDeletesSentAgain(t *testing.T) {
+	twoPhaseScenario(t, modeUpsert, "SELECT key, n FROM counts ORDER BY key", dbtest.AbortedDeletesSentAgain)
+}
+
+// Retractions stay fenced in at-least-once (dbtest.ZombieDeletesFenced).
+func TestZombieDeletesFenced(t *testing.T) { fencedRowScenario(t, dbtest.ZombieDeletesFenced) }
+
+// A retraction into an appended table fails the job
+// (dbtest.RetractionIntoAppendedTable).
+func TestRetractionIntoAppendedTable(t *testing.T) {
+	dsn, srv := dbtest.Postgres(t)
+	createTables(t, dsn, srv)
+	dbtest.RetractionIntoAppendedTable(t, "events", func() flow.Sink[count] {
+		s, err := postgres.NewSink(sinkConfig(dsn, modeAppend))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "appended")
+		return s
+	})
+}
+
+// Deletes by a key of two columns (dbtest.CompositeKeyDeletes).
+func TestCompositeKeyDeletes(t *testing.T) {
+	dsn, srv := dbtest.Postgres(t)
+	if err := srv.Exec(context.Background(), dbName(dsn), "CREATE TABLE pairs (key text, n bigint, PRIMARY KEY (key, n))"); err != nil {
+		t.Fatal(err)
+	}
+	dbtest.CompositeKeyDeletes(t, func() flow.Sink[count] {
+		s, err := postgres.NewSink(postgres.Config[count]{DSN: dsn, Table: "pairs", Columns: []string{"key", "n"}, Key: []string{"key", "n"},
+			Row: func(c count) ([]any, error) { return []any{c.Key, c.N}, nil }, Retracts: dbtest.Retracts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		bind(t, s, "pairs")
+		return s
+	}, func() string {
+		got, err := srv.Psql(dbName(dsn), "SELECT key, n FROM pairs ORDER BY key, n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	})
 }

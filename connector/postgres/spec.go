@@ -40,7 +40,7 @@ var Spec = connector.Spec{
 // tableConfig is the sink's Config of a job file's section.
 func tableConfig[R any](t sqlsink.Table[R]) Config[R] {
 	return Config[R]{DSN: t.DSN, Table: t.Table, Columns: t.Columns, Key: t.Key, Delivery: Delivery(t.Delivery),
-		BatchRows: t.BatchRows, Job: t.Job, Row: t.Row, DeadLetters: t.DeadLetters}
+		BatchRows: t.BatchRows, Job: t.Job, Row: t.Row, Retracts: t.Retracts, DeadLetters: t.DeadLetters}
 }
 
 // BuildSink is the sink of a job file's sink.postgres (package

@@ -81,6 +81,15 @@ type Config[T any] struct {
 	// field with a hash command fails the record as unrecoverable (it
 	// would fail the same way after a restart).
 	Op func(rec T) (Op, error)
+	// Retracts, when set, tells a retraction: a record that takes its row
+	// back out of the result (the old row of an update, or a deleted
+	// row; a job file's records carry pipeline.RowKindHeader, and
+	// kafkarec.RowKind(rec).Retracts() tells). Its Op's key is deleted
+	// (set: DEL; hset: HDEL of the field), in either delivery; of the
+	// commands on one key (field) in a commit or batch the last counts.
+	// A counter's retraction takes its increment back (INCRBY -By).
+	// Nil: every record adds.
+	Retracts func(rec T) bool
 	// Delivery: DeliveryExactlyOnce (default) or DeliveryAtLeastOnce.
 	Delivery Delivery
 	// KeyPrefix starts the names of the sink's own keys (default

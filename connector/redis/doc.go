@@ -20,6 +20,13 @@
 //     failure writes the same values again under the newer attempt.
 //     Only SET and HSET: a replayed increment would count twice.
 //
+// Retractions (Config.Retracts: the records of an updating result that
+// take a row back out, pipeline.RowKind -U and -D) delete: SET's key
+// (DEL), HSET's field (HDEL); the last command per key (field) of a
+// commit or batch counts. A counter's retraction takes its increment
+// back. In DeliveryAtLeastOnce deletes are fenced by the attempt token
+// like SETs.
+//
 // # What the guarantee assumes of the server
 //
 // A commit is durable only as far as Redis makes it durable. Run the

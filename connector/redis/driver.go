@@ -251,7 +251,9 @@ func fencedErr(err error) error {
 
 // The commands travel to the scripts packed: a blob is a MessagePack
 // array of strings, (key, field, value) for each of up to blobCommands
-// commands, which the scripts unpack with Redis' bundled cmsgpack. One
+// commands, which the scripts unpack with Redis' bundled cmsgpack. A
+// retraction's value is false (not a string): DEL of the key, HDEL of
+// the field. The commands of one blob have distinct keys (fields). One
 // argument per thousand commands instead of three per command is less for
 // the server to parse and for Lua to hold.
 
@@ -325,14 +327,19 @@ local function apply(c)
   if cmd == 'set' then
     local kvs = {}
     for j = 1, #c, 3 do
-      kvs[#kvs + 1] = c[j]
-      kvs[#kvs + 1] = c[j+2]
+      if c[j+2] == false then redis.call('DEL', c[j])
+      else
+        kvs[#kvs + 1] = c[j]
+        kvs[#kvs + 1] = c[j+2]
+      end
     end
     if #kvs > 0 then redis.call('MSET', unpack(kvs)) end
     return
   end
   for j = 1, #c, 3 do
-    if cmd == 'hset' then redis.call('HSET', c[j], c[j+1], c[j+2])
+    if cmd == 'hset' then
+      if c[j+2] == false then redis.call('HDEL', c[j], c[j+1])
+      else redis.call('HSET', c[j], c[j+1], c[j+2]) end
     else
       local r
       if cmd == 'incrby' then r = redis.pcall('INCRBY', c[j], c[j+2])
@@ -466,14 +473,20 @@ if not t then redis.call('SET', KEYS[1], ARGV[1]) end
 local n = 0
 for _, c in ipairs(cs) do
   if hash then
-    for j = 1, #c, 3 do redis.call('HSET', c[j], c[j+1], c[j+2]) end
+    for j = 1, #c, 3 do
+      if c[j+2] == false then redis.call('HDEL', c[j], c[j+1])
+      else redis.call('HSET', c[j], c[j+1], c[j+2]) end
+    end
   else
     local kvs = {}
     for j = 1, #c, 3 do
-      kvs[#kvs + 1] = c[j]
-      kvs[#kvs + 1] = c[j+2]
+      if c[j+2] == false then redis.call('DEL', c[j])
+      else
+        kvs[#kvs + 1] = c[j]
+        kvs[#kvs + 1] = c[j+2]
+      end
     end
-    redis.call('MSET', unpack(kvs))
+    if #kvs > 0 then redis.call('MSET', unpack(kvs)) end
   end
   n = n + #c / 3
 end
@@ -514,6 +527,9 @@ func (c *txConn) Fence() int64 { return c.fence }
 type merged struct {
 	key, field, value string
 	by                int64
+	// del: the last command of the key (field) is a retraction's DEL
+	// (HDEL).
+	del bool
 }
 
 // maxMerged bounds the keys a txConn merges in memory (about 100 bytes
@@ -527,8 +543,9 @@ func (t *txConn) Write(ctx context.Context, b sqlsink.Batch) error {
 		t.idx = make(map[string]int)
 	}
 	counter := t.d.command.Counter()
-	for _, r := range b.Rows {
+	for ri, r := range b.Rows {
 		key, field, value := r[0].(string), r[1].(string), r[2].(string)
+		del := b.Retract != nil && b.Retract[ri]
 		id := key
 		if t.d.command.hash() {
 			id = key + "\x00" + field
@@ -541,13 +558,20 @@ func (t *txConn) Write(ctx context.Context, b sqlsink.Batch) error {
 		}
 		if counter {
 			n, _ := strconv.ParseInt(value, 10, 64) // formatted by the sink
+			if del {
+				// A retraction takes its row's increment back.
+				if n == math.MinInt64 {
+					return flow.Unrecoverable(fmt.Errorf("the retraction of an increment of %s by %d cannot be taken back within a 64-bit integer", key, n))
+				}
+				n = -n
+			}
 			sum := t.merged[i].by + n
 			if (n > 0 && sum < t.merged[i].by) || (n < 0 && sum > t.merged[i].by) {
 				return flow.Unrecoverable(fmt.Errorf("the increments of %s in one checkpoint overflow a 64-bit integer", key))
 			}
 			t.merged[i].by = sum
 		} else {
-			t.merged[i].value = value
+			t.merged[i].value, t.merged[i].del = value, del
 		}
 	}
 	switch {
@@ -612,7 +636,11 @@ func (t *txConn) stream(ctx context.Context) error {
 	if len(t.merged) > 0 {
 		_, err := t.multi.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, m := range t.merged {
-				p.Do(ctx, "SET", m.key, m.value)
+				if m.del {
+					p.Do(ctx, "DEL", m.key)
+				} else {
+					p.Do(ctx, "SET", m.key, m.value)
+				}
 			}
 			return nil
 		})
@@ -659,9 +687,12 @@ func blobs(a []any, ms []merged, counter bool) []any {
 	for _, m := range ms {
 		body = msgpackString(body, m.key)
 		body = msgpackString(body, m.field)
-		if counter {
+		switch {
+		case counter:
 			body = msgpackString(body, strconv.AppendInt(num[:0], m.by, 10))
-		} else {
+		case m.del:
+			body = append(body, 0xc2) // false
+		default:
 			body = msgpackString(body, m.value)
 		}
 		if n++; n == blobCommands || len(body) >= blobBytes {
@@ -816,7 +847,8 @@ type upsertConn struct {
 }
 
 // Upsert applies b unless a later attempt of the job took the attempt
-// key; of the rows of one key (and field) only the last is sent.
+// key; of the rows of one key (and field) only the last is sent, a
+// retraction as a DEL (HDEL).
 func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	last := make(map[string]int, len(b.Rows))
 	for i, r := range b.Rows {
@@ -825,7 +857,7 @@ func (u *upsertConn) Upsert(ctx context.Context, b sqlsink.Batch) error {
 	ms := make([]merged, 0, len(last))
 	for i, r := range b.Rows {
 		if last[r[0].(string)+"\x00"+r[1].(string)] == i {
-			ms = append(ms, merged{key: r[0].(string), field: r[1].(string), value: r[2].(string)})
+			ms = append(ms, merged{key: r[0].(string), field: r[1].(string), value: r[2].(string), del: b.Retract != nil && b.Retract[i]})
 		}
 	}
 	a := blobs([]any{u.token, string(u.d.command)}, ms, false)

@@ -62,7 +62,7 @@ func NewSink[T any](cfg Config[T]) (*Sink[T], error) {
 		return []any{o.Key, o.Field, o.Value}, nil
 	}
 	return &Sink[T]{sqlsink.New(sqlsink.Config[T]{
-		Driver: d, Columns: []string{"key", "field", "value"}, Row: row, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce,
+		Driver: d, Columns: []string{"key", "field", "value"}, Row: row, Retracts: cfg.Retracts, KeyedRows: true, ExactlyOnce: cfg.Delivery == DeliveryExactlyOnce,
 		BatchRows: cfg.BatchRows, MaxHeldRows: cfg.MaxHeldRows, Job: cfg.Job, DeadLetters: cfg.DeadLetters,
 	})}, nil
 }

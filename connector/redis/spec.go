@@ -27,7 +27,7 @@ var Spec = connector.Spec{
 			{Name: "url", Type: "URL", Required: true, Secret: true, Doc: "The server: redis://[user:password@]host:port/db, usually ${VAR}.",
 				IfMissing: "name the server, such as url: ${REDIS_URL} with REDIS_URL=redis://127.0.0.1:6379/0 in the environment"},
 			{Name: "command", Kind: connector.EnumValue, Enum: []string{string(CommandSet), string(CommandHSet), string(CommandIncrBy), string(CommandHIncrBy)},
-				Type: "set, hset, incrby or hincrby", Required: true, Doc: "The command each result becomes; incrby and hincrby need delivery exactly-once.",
+				Type: "set, hset, incrby or hincrby", Required: true, Doc: "The command each result becomes; incrby and hincrby need delivery exactly-once. A retraction (a row an updating result takes back) deletes the key (set: DEL) or the field (hset: HDEL); of a counter it takes the increment back.",
 				IfMissing: "set, hset, incrby or hincrby"},
 			{Name: "key", Kind: connector.SourceValue, Required: true, Doc: "Where the Redis key comes from: a column source, as for a table column (key, value.user_id, an expression).",
 				IfMissing: "say where each command's key comes from, such as key: record.key"},
@@ -216,6 +216,7 @@ func BuildSink[R any](bc build.Context[R]) (build.Sink[R], error) {
 		return o, nil
 	}
 	cfg := sinkConfig(c, bc.Role, bc.Job, op)
+	cfg.Retracts = bc.Retracts
 	if bc.Policy == flow.DeadLetterOnError {
 		cfg.DeadLetters = &sqlsink.DeadLetters[R]{Of: bc.DeadLetter}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/jobfile"
 	"github.com/onceflow/onceflow/internal/kafkatest"
+	"github.com/onceflow/onceflow/pipeline"
 )
 
 // A sink connector registered here, in a test file, and nowhere else: the
@@ -61,6 +62,7 @@ type linesStore struct {
 	committed []string
 	role      connector.Delivery
 	job       string
+	retracts  func(kafka.Record) bool
 }
 
 var lines = &linesStore{}
@@ -73,7 +75,7 @@ func init() {
 			return build.Sink[kafka.Record]{}, err
 		}
 		lines.mu.Lock()
-		lines.role, lines.job = bc.Role, bc.Job
+		lines.role, lines.job, lines.retracts = bc.Role, bc.Job, bc.Retracts
 		lines.mu.Unlock()
 		s := &linesSink{prefix: bc.Config.String("prefix"), upper: bc.Config.Bool("upper"), max: bc.Config.Int("max-lines"), value: value, pending: map[string][]string{}}
 		return build.Sink[kafka.Record]{Sink: s}, nil
@@ -235,8 +237,19 @@ func TestRegisteredSinkRunsFromAJobFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines.mu.Lock()
-	got, role, job := slices.Clone(lines.committed), lines.role, lines.job
+	got, role, job, retracts := slices.Clone(lines.committed), lines.role, lines.job, lines.retracts
 	lines.mu.Unlock()
+	// The hook is told a retraction by its row-kind header, so that a
+	// sink with a key deletes it (docs/design.md, "Database sinks").
+	for kind, want := range map[pipeline.RowKind]bool{pipeline.RowAdd: false, pipeline.RowUpdateBefore: true, pipeline.RowDelete: true} {
+		r := kafka.Record{Value: []byte("x")}
+		if h := kind.Header(); h != nil {
+			r.Headers = []kafka.Header{{Key: pipeline.RowKindHeader, Value: h}}
+		}
+		if retracts == nil || retracts(r) != want {
+			t.Errorf("the hook's Retracts of a %v record: want %v", kind, want)
+		}
+	}
 	if role != connector.TwoPhase || job != "lines" {
 		t.Errorf("the hook was given role %q and job %q, want two-phase (exactly-once without a commit point of the sinks: the manifest is) and lines", role, job)
 	}

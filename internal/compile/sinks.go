@@ -11,6 +11,7 @@ import (
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/jobfile"
+	"github.com/onceflow/onceflow/pipeline/kafkarec"
 )
 
 // The sinks a job file configures in sections of their own (sink.<name>),
@@ -62,6 +63,7 @@ func buildSink(jf *jobfile.JobFile, kind string, c *connector.Config, sources []
 		Sources:    sources,
 		Value:      jobfile.ColumnValue,
 		DeadLetter: deadLetter,
+		Retracts:   func(r kafka.Record) bool { return kafkarec.RowKind(r).Retracts() },
 	}
 	for _, f := range spec.Sink.Fields {
 		if f.Kind == connector.ColumnsValue {

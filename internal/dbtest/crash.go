@@ -47,6 +47,9 @@ type Event struct {
 type Count struct {
 	Key string
 	N   int64
+	// Retract makes the record a retraction of its row (the scenarios
+	// of deletes; Retracts tells it).
+	Retract bool
 }
 
 // CountJobSpec is the input of CountJob.

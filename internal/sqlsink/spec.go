@@ -124,6 +124,7 @@ type Table[R any] struct {
 	BatchRows   int
 	Job         string
 	Row         func(R) ([]any, error)
+	Retracts    func(R) bool
 	DeadLetters *DeadLetters[R]
 }
 
@@ -155,7 +156,9 @@ func BuildTable[R any, S TableSink[R]](bc build.Context[R], newSink func(Table[R
 	if bc.Policy == flow.DeadLetterOnError {
 		dead = &DeadLetters[R]{Of: bc.DeadLetter}
 	}
-	s, err := newSink(TableOf(bc.Config, bc.Role, bc.Job, bc.Row, bc.Columns, dead))
+	t := TableOf(bc.Config, bc.Role, bc.Job, bc.Row, bc.Columns, dead)
+	t.Retracts = bc.Retracts
+	s, err := newSink(t)
 	if err != nil {
 		return build.Sink[R]{}, err
 	}

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -36,7 +38,81 @@ var ErrFenced = errors.New("fenced: a newer instance of the job took over")
 type Batch struct {
 	Epoch int64
 	Rows  [][]any
-	Dead  []DeadLetter
+	// Retract, when not nil, has one entry per row: true for a
+	// retraction, whose row's key is deleted (docs/design.md, "Database
+	// sinks"). Nil when no row of the batch is one (tables with a key
+	// only: the writer refuses a retraction into an appended table).
+	Retract []bool
+	Dead    []DeadLetter
+}
+
+// Split reduces the batch's rows to the last operation of each key (the
+// key columns key, compared by KeyText) and returns the rows to upsert and
+// those whose key to delete, each in the order of their last operation.
+// Their keys are distinct, so the two may be written in either order.
+// Without retractions it returns Rows as they are (a driver's upsert
+// reduces them as it needs).
+func (b Batch) Split(key []int) (upserts, deletes [][]any) {
+	if b.Retract == nil {
+		return b.Rows, nil
+	}
+	last := make(map[string]int, len(b.Rows))
+	keys := make([]string, len(b.Rows))
+	var sb strings.Builder
+	for i, r := range b.Rows {
+		sb.Reset()
+		for _, k := range key {
+			sb.WriteString(KeyText(r[k]))
+			sb.WriteByte(0)
+		}
+		keys[i] = sb.String()
+		last[keys[i]] = i
+	}
+	for i, r := range b.Rows {
+		if last[keys[i]] != i {
+			continue
+		}
+		if b.Retract[i] {
+			deletes = append(deletes, r)
+		} else {
+			upserts = append(upserts, r)
+		}
+	}
+	return upserts, deletes
+}
+
+// KeyText is a key value in a form equal for values the database takes
+// as equal, as far as Go can tell: a number by its value whatever its Go
+// type (1, an int64 1 and a float64 1.0 are one key), a time by its
+// instant, bytes and text by their bytes. (A case-insensitive collation
+// or type is the server's to know.)
+func KeyText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "s" + x
+	case []byte:
+		return "s" + string(x)
+	case time.Time:
+		return "t" + x.UTC().Format(time.RFC3339Nano)
+	}
+	// Numbers and booleans by kind, whatever their Go type.
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Bool:
+		return strconv.FormatBool(rv.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "n" + strconv.FormatInt(rv.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "n" + strconv.FormatUint(rv.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		f := rv.Float()
+		if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+			return "n" + strconv.FormatInt(int64(f), 10)
+		}
+		return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return fmt.Sprintf("%T:%v", v, v)
 }
 
 // rowCount is what the batch holds, for the limit on held rows.
@@ -255,8 +331,19 @@ type Config[T any] struct {
 	// Key are the columns a row is upserted by (empty: rows are
 	// appended). A two-phase writer holds a row whose key a prepared,
 	// not yet committed transaction wrote (see writer.locked).
-	Key         []string
-	Row         func(rec T) ([]any, error)
+	Key []string
+	Row func(rec T) ([]any, error)
+	// Retracts tells a retraction (docs/design.md, "Database sinks"): a
+	// record that takes its row out of the result (pipeline.RowKind's
+	// -U or -D). Its row's key is deleted; Row makes its row as for an
+	// upsert. Nil: every record adds its row. A retraction into a table
+	// without Key fails the job (unrecoverable), unless KeyedRows.
+	Retracts func(rec T) bool
+	// KeyedRows says that every row names what a retraction deletes,
+	// though Key is empty (Redis: a row is a key's command).
+	KeyedRows bool
+	// Table names the table in messages.
+	Table       string
 	ExactlyOnce bool
 	// TwoPhase makes the sink a participant of another commit point
 	// (Driver must be a TwoPhaseDriver); ExactlyOnce is then false.
@@ -518,7 +605,7 @@ func (s *Sink[T]) Open(ctx context.Context, sc flow.SinkContext) (flow.SinkWrite
 			}
 		}
 		if len(w.keyIdx) > 0 {
-			w.sent, w.locked = map[string][]any{}, map[string]int64{}
+			w.sent, w.locked = map[string]op{}, map[string]int64{}
 		}
 		if rc, ok := c.(RowChecker); ok {
 			w.check = rc.NewCheck()
@@ -606,19 +693,27 @@ type writer[T any] struct {
 	// one's, and that one's rows would wait for its locks: the writer
 	// rolls the aborted epoch back and sends its rows again
 	// (CheckpointAborted, docs/design.md "Two-phase database sinks").
+	// A retraction is kept and sent again like an upsert: an op.
 	keyIdx   []int
-	sent     map[string][]any
+	sent     map[string]op
 	sentDead []DeadLetter
 	locked   map[string]int64
 	held     []preparedEpoch
 	aborted  map[int64]bool // checkpoints aborted before the writer prepared them
-	rows     [][]any
+	rows     []op
 	dead     []DeadLetter
 	// err is the first failure to send rows: sticky, so that a batch
 	// lost with a declined checkpoint (a savepoint's, or one the job
 	// tolerates) fails the job at the next record instead of going
 	// unnoticed while later checkpoints commit positions past it.
 	err error
+}
+
+// op is a row to write: appended or upserted, or, del, a retraction,
+// whose key is deleted.
+type op struct {
+	row []any
+	del bool
 }
 
 // Write converts rec to a row, checks it, and sends the rows once
@@ -628,6 +723,11 @@ func (w *writer[T]) Write(ctx context.Context, rec T) error {
 		return w.err
 	}
 	s := w.s
+	del := s.cfg.Retracts != nil && s.cfg.Retracts(rec)
+	if del && len(s.cfg.Key) == 0 && !s.cfg.KeyedRows {
+		return flow.Unrecoverable(fmt.Errorf("%s: a retraction (a record that takes its row back out of the result: the old row of an update, or a deleted row) came for table %s, whose rows are appended: an appended row cannot be taken back. Declare the table's primary key as the sink's key (key: in a job file, Key in Go) so that rows are upserted by it and a retraction deletes its key, or write an append-only result to this table",
+			s.name, s.cfg.Table))
+	}
 	row, err := s.cfg.Row(rec)
 	if err != nil {
 		if errors.Is(err, flow.ErrUnrecoverable) {
@@ -645,7 +745,7 @@ func (w *writer[T]) Write(ctx context.Context, rec T) error {
 			return flow.Rejected(fmt.Errorf("%s: %w", s.name, err))
 		}
 	}
-	w.rows = append(w.rows, row)
+	w.rows = append(w.rows, op{row: row, del: del})
 	return w.maybeFlush(ctx)
 }
 
@@ -685,7 +785,7 @@ func (w *writer[T]) flush(ctx context.Context) (err error) {
 	}()
 	rows := w.rows
 	if len(w.locked) > 0 {
-		var held [][]any
+		var held []op
 		rows, held = w.unlocked(w.rows)
 		w.rows = held
 		if len(rows) == 0 && len(w.dead) == 0 {
@@ -696,11 +796,20 @@ func (w *writer[T]) flush(ctx context.Context) (err error) {
 	}
 	if w.sent != nil {
 		for _, r := range rows {
-			w.sent[w.keyOf(r)] = r
+			w.sent[w.keyOf(r.row)] = r
 		}
 		w.sentDead = append(w.sentDead, w.dead...)
 	}
-	b := Batch{Epoch: w.epoch, Rows: rows, Dead: w.dead}
+	b := Batch{Epoch: w.epoch, Rows: make([][]any, len(rows)), Dead: w.dead}
+	for i, r := range rows {
+		b.Rows[i] = r.row
+		if r.del {
+			if b.Retract == nil {
+				b.Retract = make([]bool, len(rows))
+			}
+			b.Retract[i] = true
+		}
+	}
 	w.dead = nil
 	if w.prepared != nil {
 		if err := w.prepared.Write(ctx, b); err != nil {
@@ -753,7 +862,7 @@ func (w *writer[T]) Prepare(ctx context.Context, checkpointID int64) ([]byte, er
 				w.locked[k] = checkpointID
 			}
 			w.held = append(w.held, preparedEpoch{id: checkpointID, gid: string(h), rows: w.sent, dead: w.sentDead})
-			w.sent = map[string][]any{}
+			w.sent = map[string]op{}
 		} else if w.sent != nil && err == nil {
 			// Nothing to prepare, yet the barrier passed: this
 			// checkpoint may commit, and with it any aborted one
@@ -796,7 +905,7 @@ func (w *writer[T]) Commit(ctx context.Context, id int64, handle []byte) error {
 type preparedEpoch struct {
 	id      int64
 	gid     string
-	rows    map[string][]any
+	rows    map[string]op
 	dead    []DeadLetter
 	aborted bool
 }
@@ -833,7 +942,7 @@ func (w *writer[T]) CheckpointAborted(ctx context.Context, id int64) {
 	for from > 0 && w.held[from-1].aborted {
 		from--
 	}
-	var rows [][]any
+	var rows []op
 	var dead []DeadLetter
 	for _, p := range w.held[from:] {
 		if p.gid == "" {
@@ -871,9 +980,9 @@ func (w *writer[T]) keyOf(row []any) string {
 
 // unlocked splits rows into those whose keys no prepared, uncommitted
 // transaction wrote, in order, and the others.
-func (w *writer[T]) unlocked(rows [][]any) (ok, held [][]any) {
+func (w *writer[T]) unlocked(rows []op) (ok, held []op) {
 	for _, r := range rows {
-		if _, l := w.locked[w.keyOf(r)]; l {
+		if _, l := w.locked[w.keyOf(r.row)]; l {
 			held = append(held, r)
 		} else {
 			ok = append(ok, r)
