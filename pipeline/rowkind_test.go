@@ -170,3 +170,25 @@ func TestSelectDebezium(t *testing.T) {
 		t.Errorf("dead letters %v, want the update without a before row", dead)
 	}
 }
+
+// changelog-normalize turns upserts and tombstones into a changelog with
+// retractions, dropping an upsert equal to the row it has.
+func TestChangelogNormalize(t *testing.T) {
+	in := orders(`{"v":1}`, `{"v":2}`, `{"v":2}`, ``, ``, `{"v":3}`, `{"v":4}`)
+	for i := range in {
+		in[i].Key = "k"
+	}
+	in[6].Headers = map[string]string{RowKindHeader: "-U"}
+	out, _, err := runK(t, in, 1, []Step{{Op: "changelog-normalize", Params: Params{}}}, flow.FailOnError)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range out {
+		got = append(got, kind(r)+r.Value)
+	}
+	want := []string{`+{"v":1}`, `-U{"v":1}`, `+{"v":2}`, `-D{"v":2}`, `+{"v":3}`, `-D{"v":3}`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %s, want %s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+}

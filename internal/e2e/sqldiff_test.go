@@ -216,6 +216,18 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			cols:    "user_id, total",
 		},
 		{
+			// A keep-last deduplication read by an aggregate: each id's
+			// previous row is retracted from its item's count when a newer
+			// one comes (a changelog-normalize step keeps the last rows).
+			name:    "lastrow",
+			ddl:     "(item text PRIMARY KEY, ids bigint, total bigint)",
+			sinkSQL: "(item STRING, ids BIGINT, total BIGINT, PRIMARY KEY (item) NOT ENFORCED)",
+			query: "SELECT item, COUNT(*), SUM(amount) FROM (SELECT id, item, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY proc DESC) AS rn FROM src) " +
+				"WHERE rn = 1) GROUP BY item",
+			pg:   "SELECT item, COUNT(*), SUM(amount) FROM (SELECT DISTINCT ON (id) id, item, amount FROM src ORDER BY id, seq DESC) t GROUP BY item",
+			cols: "item, ids, total",
+		},
+		{
 			// An aggregate of an aggregate: each item's old count is
 			// retracted from its old bucket, and a bucket left empty is
 			// deleted.

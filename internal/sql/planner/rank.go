@@ -143,7 +143,7 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 	r.cols = append(keyCols, r.cols...)
 	if ob.Desc {
 		// Keep last: every row is the newest of its key so far.
-		r.updating = true
+		r.updating, r.lastRows = true, true
 	} else {
 		if p.materialize(r, key, s.At) == nil {
 			return nil, true
@@ -190,6 +190,9 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 			for i, it := range items {
 				if it.Expr != nil && it.Expr.String() == e.String() {
 					name = itemName(it, i)
+				}
+				if c, ok := e.(*ast.ColumnRef); ok && it.Star && it.Qualifier == nil && name == "" {
+					name = c.Name.Last() // SELECT *: the column as it is
 				}
 			}
 			if name == "" {

@@ -33,6 +33,7 @@ var optionDocs = map[string]string{
 	"key.fields":                              "The columns written as the record key, separated by `;`; without it records have no key.",
 	"key.format":                              "How the key is written: `json` (a JSON array of the key columns) or `raw` (one column, as text).",
 	"upsert-kafka/key.format":                 "How the primary key is written as the record key: `json` (a JSON array of the key columns) or `raw` (one column, as text).",
+	"value.fields-include":                    "Read from an upsert-kafka table: `ALL` (the default, every column in the value, as onceflow's sink writes it); `EXCEPT_KEY` is refused.",
 	"sink.delivery-guarantee":                 "`exactly-once` (the default), `at-least-once` or `none`. Becomes `sink.delivery`.",
 	"sink.transactional-id-prefix":            "Accepted and not needed: the transactional id is derived from the job's name.",
 
@@ -48,7 +49,7 @@ var optionDocs = map[string]string{
 // connectorDocs says what each connector is, for docs/sql.md.
 var connectorDocs = map[string]string{
 	"kafka":        "A Kafka topic of JSON values: read by a query (the job's source) or written by `INSERT INTO` (append-only; the sink's transaction commits the source offsets too).",
-	"upsert-kafka": "A Kafka topic written as upserts: the `PRIMARY KEY (…) NOT ENFORCED` columns are the record key, so a compacted topic keeps each key's last row. Takes updating results.",
+	"upsert-kafka": "A Kafka topic of upserts: the `PRIMARY KEY (…) NOT ENFORCED` columns are the record key, so a compacted topic keeps each key's last row; a retraction is written as a tombstone. Takes updating results. Read, it is a changelog: each record replaces its key's row, a tombstone deletes it (a changelog-normalize step keeps each key's last row to retract it).",
 	"jdbc":         "A PostgreSQL or MySQL/MariaDB table, by Flink's JDBC options. With a primary key rows are upserted by it (updating results allowed); without one they are appended.",
 	"postgres":     "A PostgreSQL table, by a Go DSN. Upserts by the primary key when one is declared.",
 	"mysql":        "A MySQL or MariaDB table, by a Go DSN. Upserts by the primary key when one is declared.",

@@ -23,6 +23,10 @@ var kafkaSourceOptions = []string{
 	"debezium-json.schema-include",
 }
 
+// Options of an upsert-kafka source table: a Kafka table's, and how its
+// key is written.
+var upsertSourceOptions = append(append([]string(nil), kafkaSourceOptions...), "key.format", "value.fields-include")
+
 var sinkOptions = map[string][]string{
 	"kafka":        {"connector", "topic", "properties.bootstrap.servers", "format", "value.format", "key.fields", "key.format", "sink.delivery-guarantee", "sink.transactional-id-prefix"},
 	"upsert-kafka": {"connector", "topic", "properties.bootstrap.servers", "key.format", "value.format", "format", "sink.delivery-guarantee", "sink.transactional-id-prefix"},
