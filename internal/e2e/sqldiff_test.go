@@ -195,6 +195,15 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			cols: "item, rn, seq, amount",
 		},
 		{
+			// A Top-N without PARTITION BY: one ranking of every row.
+			name:    "topn_global",
+			ddl:     "(rn bigint PRIMARY KEY, seq int, amount bigint)",
+			sinkSQL: "(rn BIGINT, seq INT, amount BIGINT, PRIMARY KEY (rn) NOT ENFORCED)",
+			query:   "SELECT rn, seq, amount FROM (SELECT seq, amount, ROW_NUMBER() OVER (ORDER BY amount DESC, seq) AS rn FROM src WHERE amount IS NOT NULL) WHERE rn <= 5",
+			pg:      "SELECT rn, seq, amount FROM (SELECT seq, amount, ROW_NUMBER() OVER (ORDER BY amount DESC, seq) AS rn FROM src WHERE amount IS NOT NULL) t WHERE rn <= 5",
+			cols:    "rn, seq, amount",
+		},
+		{
 			// HAVING on an updating result: a group whose count becomes a
 			// multiple of 3 enters, the next row takes it out again (a
 			// delete in the table), over and over.
