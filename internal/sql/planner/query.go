@@ -66,6 +66,9 @@ type rel struct {
 	// cdc is set while the records are a debezium-json table's change
 	// events, before the first select step reads them into rows.
 	cdc bool
+	// out, when set, is how the next select step writes its output (a
+	// csv or raw sink table).
+	out *outFormat
 }
 
 // sources lists the tables r reads.
