@@ -25,17 +25,19 @@ import (
 // starts again with a full snapshot:
 //
 //   - when it holds heapMaxDeltas deltas, or its deltas add up to more
-//     bytes than its full snapshot: a restore reads at most about twice
-//     the state, and the store holds at most about twice the state per
-//     subtask;
+//     bytes than its full snapshot (and than heapMinDeltaBytes, so that a
+//     small state is not written whole at every checkpoint while it
+//     grows): a restore reads at most about twice the state, and the
+//     store holds at most about twice the state per subtask;
 //   - with TTL state, heapTTLAge checkpoints after its full snapshot, as
 //     the heap drops expired entries only in full snapshots;
 //   - after a savepoint (which references none of its files: once it
 //     commits GC may remove them all), a failed write of the chain, a
 //     restore, and when more was written than a delta would save.
 const (
-	heapMaxDeltas = 50
-	heapTTLAge    = 100
+	heapMaxDeltas     = 50
+	heapMinDeltaBytes = 1 << 20
+	heapTTLAge        = 100
 )
 
 // heapChain is the snapshot chain of one keyed subtask's heap state.
@@ -74,7 +76,7 @@ func (att *attempt) checkpointHeap(cp int64, n *Node, subtask, part int, s *stat
 	ch.mu.Lock()
 	broken := ch.broken
 	ch.mu.Unlock()
-	full := ch.restart || broken || ch.deltas >= heapMaxDeltas || ch.deltaBytes > ch.baseBytes ||
+	full := ch.restart || broken || ch.deltas >= heapMaxDeltas || ch.deltaBytes > max(ch.baseBytes, heapMinDeltaBytes) ||
 		(s.HasTTL() && ch.age >= heapTTLAge)
 	var groups map[int][]byte
 	if !full {

@@ -1,0 +1,136 @@
+package flow_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/flow/flowtest"
+	"github.com/onceflow/onceflow/internal/checkpoint/storage"
+)
+
+// memoryCountJob is countJob with keyed state in the heap, whatever
+// backend the test run asks for, slow enough for checkpoints to fall
+// between the records of a key (so that they write deltas).
+func memoryCountJob(src flow.Source[event], sink flow.Sink[count], par int, opts ...flow.Option) *flow.Env {
+	env := flow.New(append([]flow.Option{flow.JobName("sp"), quiet(), flow.StateBackend(flow.MemoryBackend)}, opts...)...)
+	slow := func(e event) event {
+		if e.Seq%50 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return e
+	}
+	keyed := flow.KeyBy(flow.Map(flow.From(env, src, flow.UID("src")), slow), func(e event) string { return e.Key })
+	flow.To(flow.Process(keyed, "count", countFn, flow.WithParallelism(par)), sink, flow.UID("sink"))
+	return env
+}
+
+// With the heap, a checkpoint references a chain of files in the shared
+// area: a full snapshot and deltas. While no input arrives, later
+// checkpoints reference the same files and write nothing; GC leaves
+// exactly the files retained checkpoints reference.
+func TestMemoryCheckpointsAreIncremental(t *testing.T) {
+	const keys, perKey = 300, 10
+	stateDir := t.TempDir()
+	sink := flowtest.NewSink[count]()
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded(), flowtest.PerPoll(20))
+	env := memoryCountJob(src, sink, 2, flow.Checkpointing(2*time.Millisecond), flow.StateDir(stateDir), flow.RetainedCheckpoints(3))
+	job, err := env.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all records committed", func() bool { return len(sink.Committed()) == keys*perKey })
+	first := job.Stats().CheckpointsCompleted
+	waitFor(t, "idle checkpoints", func() bool { return job.Stats().CheckpointsCompleted >= first+4 })
+	job.Stop()
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	store := openStore(t, stateDir, "sp")
+	ids, err := store.List()
+	if err != nil || len(ids) != 3 {
+		t.Fatalf("retained checkpoints %v (err %v), want 3", ids, err)
+	}
+	var prev []string
+	referenced := map[string]bool{}
+	deltas := 0
+	for i, id := range ids {
+		m, err := store.Load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Version != storage.ManifestVersion {
+			t.Errorf("checkpoint %d has manifest version %d, want %d", id, m.Version, storage.ManifestVersion)
+		}
+		op := m.Operators["count"]
+		if len(op.Keyed) != 0 || len(op.DB) != 2 {
+			t.Fatalf("checkpoint %d: %d keyed files and %d snapshot chains, want 0 and 2 (one per subtask)", id, len(op.Keyed), len(op.DB))
+		}
+		for _, db := range op.DB {
+			if db.Format != storage.FormatHeapChain {
+				t.Fatalf("checkpoint %d: a snapshot of format %q, want %q", id, db.Format, storage.FormatHeapChain)
+			}
+			deltas += len(db.Files) - 1
+		}
+		paths := sharedPaths(m, "count")
+		for _, p := range paths {
+			referenced[p] = true
+		}
+		if i > 0 && !slices.Equal(paths, prev) {
+			t.Errorf("checkpoints %d and %d, taken without new input, reference different files:\n%v\n%v", ids[i-1], id, prev, paths)
+		}
+		prev = paths
+	}
+	if deltas == 0 {
+		t.Errorf("the retained checkpoints' chains hold full snapshots only, no delta")
+	}
+	files, err := store.SharedFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := slices.Sorted(maps.Keys(referenced)); !slices.Equal(files, want) {
+		t.Errorf("shared area holds %v\nretained checkpoints reference %v", files, want)
+	}
+}
+
+// Stop at parallelism 4, resume from the checkpoint (chains of deltas) at
+// 2, 8 and 3: each subtask restores its key groups from the chains that
+// overlap them, and every count continues.
+func TestMemoryRescaleFromCheckpoint(t *testing.T) {
+	const keys, perKey = 200, 10
+	stateDir := t.TempDir()
+	sink := flowtest.NewSink[count]()
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 4), flowtest.Unbounded(), flowtest.PerPoll(10))
+	runUntilCommitted(t, memoryCountJob(src, sink, 4, flow.Checkpointing(2*time.Millisecond), flow.StateDir(stateDir)), sink, keys*perKey)
+	if m, _, err := openStore(t, stateDir, "sp").Latest(storage.LatestOptions{}); err != nil || chainFiles(m) <= len(m.Operators["count"].DB) {
+		t.Fatalf("the checkpoint restored first holds no delta (err %v)", err)
+	}
+
+	for i, par := range []int{2, 8, 3} {
+		n0 := len(sink.Committed())
+		before := lastCounts(sink.Committed())
+		src := flowtest.NewSource(flowtest.Split(events(keys, perKey+i+1), 4), flowtest.Unbounded())
+		runUntilCommitted(t, memoryCountJob(src, sink, par, flow.Checkpointing(2*time.Millisecond), flow.StateDir(stateDir)), sink, n0+keys)
+		after := sink.Committed()[n0:]
+		if len(after) != keys {
+			t.Fatalf("parallelism %d: %d outputs, want %d", par, len(after), keys)
+		}
+		for _, c := range after {
+			if c.N != before[c.Key]+1 {
+				t.Fatalf("key %s: count %d after a restore at parallelism %d, want %d", c.Key, c.N, par, before[c.Key]+1)
+			}
+		}
+	}
+}
+
+func chainFiles(m *storage.Manifest) int {
+	n := 0
+	for _, db := range m.Operators["count"].DB {
+		n += len(db.Files)
+	}
+	return n
+}
