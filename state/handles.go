@@ -15,7 +15,8 @@ type options struct {
 
 // WithTTL makes entries expire ttl after they were last written (processing
 // time). Expired entries are invisible to reads at once and are dropped from
-// the next snapshot. Default: no expiry.
+// the next full snapshot (in the heap; a Backend sweeps them as records
+// flow). Default: no expiry.
 func WithTTL(ttl time.Duration) Option {
 	if ttl < 0 {
 		panic(fmt.Sprintf("onceflow: state TTL %v is negative; use a positive duration, or no WithTTL for state that never expires", ttl))
