@@ -134,3 +134,56 @@ func chainFiles(m *storage.Manifest) int {
 	}
 	return n
 }
+
+// Restored at the same parallelism from its own checkpoint, a subtask
+// goes on with the restored chain (no full snapshot after a restore);
+// at another parallelism it starts a new one. Counts continue either way.
+func TestMemoryRestoreGoesOnWithTheChain(t *testing.T) {
+	const keys, perKey = 100, 10
+	stateDir := t.TempDir()
+	sink := flowtest.NewSink[count]()
+	latest := func() *storage.Manifest {
+		m, _, err := openStore(t, stateDir, "sp").Latest(storage.LatestOptions{})
+		if err != nil || m == nil {
+			t.Fatalf("latest checkpoint: %v", err)
+		}
+		return m
+	}
+	chains := func(m *storage.Manifest) [][]string {
+		var out [][]string
+		dbs := slices.Clone(m.Operators["count"].DB)
+		slices.SortFunc(dbs, func(a, b storage.DBSnapshot) int { return a.FirstKeyGroup - b.FirstKeyGroup })
+		for _, db := range dbs {
+			var paths []string
+			for _, f := range db.Files {
+				paths = append(paths, f.Path)
+			}
+			out = append(out, paths)
+		}
+		return out
+	}
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded(), flowtest.PerPoll(10))
+	runUntilCommitted(t, memoryCountJob(src, sink, 2, flow.Checkpointing(10*time.Millisecond), flow.StateDir(stateDir)), sink, keys*perKey)
+	for i, par := range []int{2, 3} {
+		before := chains(latest())
+		n0 := len(sink.Committed())
+		counts := lastCounts(sink.Committed())
+		src := flowtest.NewSource(flowtest.Split(events(keys, perKey+i+1), 2), flowtest.Unbounded())
+		runUntilCommitted(t, memoryCountJob(src, sink, par, flow.Checkpointing(10*time.Millisecond), flow.StateDir(stateDir)), sink, n0+keys)
+		for _, c := range sink.Committed()[n0:] {
+			if c.N != counts[c.Key]+1 {
+				t.Fatalf("parallelism %d: key %s: count %d, want %d", par, c.Key, c.N, counts[c.Key]+1)
+			}
+		}
+		after := chains(latest())
+		for j, ch := range after {
+			if par == 2 {
+				if len(ch) <= len(before[j]) || !slices.Equal(ch[:len(before[j])], before[j]) {
+					t.Errorf("subtask %d's chain after a restore at the same parallelism:\n%v\ndoes not go on from the restored one:\n%v", j, ch, before[j])
+				}
+			} else if slices.Contains(before[0], ch[0]) || slices.Contains(before[1], ch[0]) {
+				t.Errorf("subtask %d's chain after a rescale starts with the restored file %s, want a new full snapshot", j, ch[0])
+			}
+		}
+	}
+}

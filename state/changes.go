@@ -121,6 +121,18 @@ func (r *Runtime) TrackChanges() {
 	}
 }
 
+// ResumeChanges says that the state is what the snapshots taken or
+// restored so far hold, so that the next SnapshotChanges writes a delta
+// over them: the runtime continues a restored chain of snapshots instead
+// of writing a full one. Call it after TrackChanges and the restore,
+// before any write.
+func (r *Runtime) ResumeChanges() {
+	s := r.sc
+	if s.tracking {
+		s.resetChanges()
+	}
+}
+
 // HasTTL reports whether a handle has a TTL: the heap drops expired
 // entries only in full snapshots.
 func (r *Runtime) HasTTL() bool { return r.sc.ttl }

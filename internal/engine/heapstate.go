@@ -33,7 +33,10 @@ import (
 //     the heap drops expired entries only in full snapshots;
 //   - after a savepoint (which references none of its files: once it
 //     commits GC may remove them all), a failed write of the chain, a
-//     restore, and when more was written than a delta would save.
+//     restore that did not read exactly one chain of this store covering
+//     exactly the subtask's key groups (at the same parallelism the chain
+//     goes on: inheritedHeapChain), and when more was written than a
+//     delta would save.
 const (
 	heapMaxDeltas     = 50
 	heapMinDeltaBytes = 1 << 20
@@ -220,4 +223,57 @@ func (att *attempt) restoreHeapChain(uid string, snap storage.DBSnapshot, s *sta
 		}
 	}
 	return nil
+}
+
+// inheritedHeapChain returns the files of the restored checkpoint's heap
+// chain that the subtask of uid owning key groups first..last can go on
+// with: the restored checkpoint is one of this job's store (its files are
+// shared files here, which GC keeps while a checkpoint lists them), and
+// its state of those key groups is exactly one chain of that range. nil
+// otherwise: the first checkpoint writes a full snapshot.
+func (att *attempt) inheritedHeapChain(uid string, first, last int) []storage.DBFile {
+	m := att.restored
+	if m == nil || m.Savepoint || m.Dir != att.store.Dir(m.CheckpointID) {
+		return nil
+	}
+	op := m.Operators[uid]
+	if op == nil {
+		return nil
+	}
+	for _, f := range op.Keyed {
+		if f.LastKeyGroup >= first && f.FirstKeyGroup <= last {
+			return nil
+		}
+	}
+	var found []storage.DBFile
+	for _, s := range op.DB {
+		if s.LastKeyGroup < first || s.FirstKeyGroup > last {
+			continue
+		}
+		if found != nil || s.Format != storage.FormatHeapChain || s.FirstKeyGroup != first || s.LastKeyGroup != last {
+			return nil
+		}
+		for _, f := range s.Files {
+			if !f.Shared {
+				return nil
+			}
+		}
+		found = s.Files
+	}
+	return found
+}
+
+// inherit makes the chain go on from files, a restored checkpoint's.
+func (ch *heapChain) inherit(files []storage.DBFile) {
+	ch.files = append([]storage.DBFile(nil), files...)
+	ch.restart = false
+	ch.deltas = len(files) - 1
+	ch.age = ch.deltas
+	ch.baseBytes = files[0].Size
+	for _, f := range files[1:] {
+		ch.deltaBytes += f.Size
+	}
+	// Names go on after the last one's number, so that they stay
+	// unique in the chain.
+	_, _ = fmt.Sscanf(files[len(files)-1].Name, "%d.", &ch.seq)
 }

@@ -245,12 +245,16 @@ func newKeyedOp[T, U any](st *subtask, n *Node, setup KeyedTimedSetup[T, U], out
 	if err := att.restoreKeyed(n.uid, store); err != nil {
 		panic(userError{err})
 	}
+	if err := op.restoreTime(); err != nil {
+		panic(userError{err})
+	}
 	if ds == nil && att.store != nil {
 		store.TrackChanges()
 		op.heap = newHeapChain()
-	}
-	if err := op.restoreTime(); err != nil {
-		panic(userError{err})
+		if files := att.inheritedHeapChain(n.uid, first, last); files != nil {
+			op.heap.inherit(files)
+			store.ResumeChanges()
+		}
 	}
 	if names := store.Unclaimed(); len(names) > 0 {
 		att.log.Warn("restored keyed state that no handle registered is kept but unused", "operator", n.uid, "states", names)
