@@ -1,8 +1,14 @@
 package flow_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -184,6 +190,60 @@ func TestMemoryRestoreGoesOnWithTheChain(t *testing.T) {
 			} else if slices.Contains(before[0], ch[0]) || slices.Contains(before[1], ch[0]) {
 				t.Errorf("subtask %d's chain after a rescale starts with the restored file %s, want a new full snapshot", j, ch[0])
 			}
+		}
+	}
+}
+
+// A checkpoint of manifest version 1 (before heap chains: a full state
+// file per subtask) still restores.
+func TestVersion1CheckpointStillRestores(t *testing.T) {
+	const keys, perKey = 50, 4
+	sink := flowtest.NewSink[count]()
+	sp := filepath.Join(t.TempDir(), "sp")
+	src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
+	job, err := memoryCountJob(src, sink, 2, flow.StateDir(t.TempDir())).Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Checkpointing is off: the savepoint alone commits the sink.
+	waitFor(t, "source opened", func() bool { return src.Opened() == 2 })
+	waitFor(t, "a savepoint covering all input", func() bool {
+		sp = filepath.Join(t.TempDir(), "sp")
+		if _, err := job.TriggerSavepoint(context.Background(), sp); err != nil {
+			t.Fatal(err)
+		}
+		return len(sink.Committed()) == keys*perKey
+	})
+	job.Stop()
+	if err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite its manifest as version 1, sealed again.
+	path := filepath.Join(sp, storage.ManifestName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := bytes.Cut(data, []byte("\n"))
+	v2 := fmt.Sprintf(`"version": %d,`, storage.ManifestVersion)
+	if !bytes.Contains(body, []byte(v2)) || bytes.Contains(body, []byte(storage.FormatHeapChain)) {
+		t.Fatalf("the savepoint's manifest is not a version-%d manifest of full state files:\n%s", storage.ManifestVersion, body)
+	}
+	body = bytes.Replace(body, []byte(v2), []byte(`"version": 1,`), 1)
+	sum := sha256.Sum256(body)
+	if err := os.WriteFile(path, append([]byte("onceflow-manifest sha256="+hex.EncodeToString(sum[:])+"\n"), body...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := storage.LoadManifest(sp); err != nil || m.Version != 1 {
+		t.Fatalf("the rewritten manifest: %v", err)
+	}
+	before := lastCounts(sink.Committed())
+	n0 := len(sink.Committed())
+	src = flowtest.NewSource(flowtest.Split(events(keys, perKey+1), 2), flowtest.Unbounded())
+	runUntilCommitted(t, memoryCountJob(src, sink, 3, flow.StateDir(t.TempDir()), flow.FromSavepoint(sp), flow.Checkpointing(5*time.Millisecond)), sink, n0+keys)
+	for _, c := range sink.Committed()[n0:] {
+		if c.N != before[c.Key]+1 {
+			t.Fatalf("key %s: count %d after restoring a version-1 checkpoint, want %d", c.Key, c.N, before[c.Key]+1)
 		}
 	}
 }
