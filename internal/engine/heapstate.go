@@ -190,6 +190,9 @@ func (att *attempt) putHeapFile(cp int64, n *Node, subtask int, ch *heapChain, r
 	if err != nil {
 		return storage.DBFile{}, fmt.Errorf("write %s: %w", tmp, err)
 	}
+	if err := failpoint.Inject(failpoint.MidStateUpload); err != nil {
+		return storage.DBFile{}, err
+	}
 	return att.store.PutDBFile(cp, tmp, storage.DBFile{Name: name, Path: storage.SharedName(cp, rest), Shared: true})
 }
 
