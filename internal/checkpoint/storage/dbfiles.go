@@ -26,6 +26,10 @@ import (
 //	R/shared/<checkpoint id, 20 digits>-<rest>   written by that checkpoint, read by later ones
 //	R/checkpoints/chk-<id>/<private files>
 //
+// A memory-backend subtask stores its snapshot chain (a full snapshot
+// and its deltas, keyed state files) the same way: every file in the
+// shared area, listed by a DBSnapshot of format FormatHeapChain.
+//
 // A shared file is needed as long as any checkpoint directory (committed
 // or pending) lists it; GC deletes it when none does. The checkpoint id at
 // the front of its name is the checkpoint that wrote it: GC never deletes a
