@@ -560,6 +560,11 @@ func (p *planner) upsertSource(t *table, r *rel) bool {
 // row's contribution. Results that cannot (Top-N, a keep-last
 // deduplication) are refused at at.
 func (p *planner) needRetractions(r *rel, at ast.Pos, what string) bool {
+	if r.ub == nil && r.rank != nil && len(r.key) > 0 {
+		// A Top-N's rows are upserts keyed by the partition columns and
+		// rn: normalized the same way, each rank's old row is retracted.
+		r.lastRows, r.rank = true, nil
+	}
 	if r.ub == nil && r.lastRows {
 		// A keep-last deduplication's rows are upserts of its key: a
 		// changelog-normalize keyed by it keeps each key's last row and
@@ -576,7 +581,7 @@ func (p *planner) needRetractions(r *rel, at ast.Pos, what string) bool {
 		r.ub = new(bool)
 	}
 	if r.ub == nil {
-		p.errorf(at, "%s an updating result of a Top-N needs its old rows retracted, which Top-N does not emit yet; filter or aggregate before the ranking", what)
+		p.errorf(at, "%s an updating result of a Top-N needs its rows keyed by the partition columns and the rank: select them as they are in the subquery's outer select", what)
 		return false
 	}
 	*r.ub = true
