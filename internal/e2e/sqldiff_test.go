@@ -250,6 +250,17 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			cols: "item, ids, total",
 		},
 		{
+			// MIN, MAX and COUNT(DISTINCT) of an updating result: each
+			// bucket counts its items' totals, to find the next min or max
+			// when one is retracted.
+			name:    "nested_minmax",
+			ddl:     "(n bigint PRIMARY KEY, lo bigint, hi bigint, totals bigint)",
+			sinkSQL: "(n BIGINT, lo BIGINT, hi BIGINT, totals BIGINT, PRIMARY KEY (n) NOT ENFORCED)",
+			query:   "SELECT n, MIN(total), MAX(total), COUNT(DISTINCT total) FROM (SELECT item, COUNT(*) AS n, SUM(amount) AS total FROM src GROUP BY item) GROUP BY n",
+			pg:      "SELECT n, MIN(total), MAX(total), COUNT(DISTINCT total) FROM (SELECT item, COUNT(*) AS n, SUM(amount) AS total FROM src GROUP BY item) t GROUP BY n",
+			cols:    "n, lo, hi, totals",
+		},
+		{
 			// An aggregate of an aggregate: each item's old count is
 			// retracted from its old bucket, and a bucket left empty is
 			// deleted.
