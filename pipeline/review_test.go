@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,4 +55,36 @@ func TestReviewLayoutExplicitZero(t *testing.T) {
 	if c != d {
 		t.Errorf("window: layout %q without offset and %q with offset: 0s", c, d)
 	}
+}
+
+// Review finding: only the aggregate step checks row kinds. A changelog
+// (a debezium-json select, an aggregate with update-before) into count,
+// dedupe, top-n, window or join is taken as adds: every retraction is
+// counted as a row. The SQL planner refuses these plans; a job file is
+// accepted and silently wrong. Want: refused (validate, or a poison
+// record), never a silent add.
+func TestReviewRetractionIntoCount(t *testing.T) {
+	ev := func(op, before, after string) string {
+		return fmt.Sprintf(`{"before":%s,"after":%s,"op":%q}`, before, after, op)
+	}
+	in := orders(
+		ev("c", "null", `{"id":1,"cat":"x"}`),
+		ev("u", `{"id":1,"cat":"x"}`, `{"id":1,"cat":"x"}`),
+		ev("d", `{"id":1,"cat":"x"}`, "null"),
+	)
+	steps := []Step{
+		{Op: "select", Params: Params{"format": "debezium-json",
+			"schema":  []Named{{Name: "id", Text: "BIGINT"}, {Name: "cat", Text: "STRING"}},
+			"columns": []Named{{Name: "id", Text: "id"}, {Name: "cat", Text: "cat"}}}},
+		{Op: "count", Params: Params{"key": "value.cat"}},
+	}
+	out, dead, err := runK(t, in, 1, steps, flow.DeadLetterOnError)
+	if err != nil || len(dead) > 0 {
+		return // refused: fine
+	}
+	var got []string
+	for _, r := range out {
+		got = append(got, r.Key+"="+r.Value)
+	}
+	t.Errorf("count over a changelog (one row added, updated, deleted: none left) ran and emitted %v: its retractions were counted as rows", got)
 }
