@@ -40,6 +40,13 @@ func TestReviewDistinctWithUpdateBefore(t *testing.T) {
 // retractions, window offset) changes the layout when a job file writes
 // its zero value explicitly (retractions: false, offset: 0s), though the
 // state is the same: a restore after that edit is refused.
+//
+// And the other way: window's layout leaves out time, so switching a
+// window between event time and processing time (SQL: TUMBLE over a
+// rowtime column made TUMBLE over a PROCTIME() one; same uid, same
+// fields) restores event-time windows and their event-time timers into
+// processing-time windows, where no watermark comes to fire them: those
+// windows are never emitted nor freed.
 func TestReviewLayoutExplicitZero(t *testing.T) {
 	fields := map[string]string{"c": "count()"}
 	agg := func(p Params) string { return aggregateSpec.StateLayout(aggregateSpec.WithDefaults(p)) }
@@ -54,6 +61,19 @@ func TestReviewLayoutExplicitZero(t *testing.T) {
 	d := win(Params{"key": "value.u", "size": time.Minute, "fields": fields, "offset": time.Duration(0)})
 	if c != d {
 		t.Errorf("window: layout %q without offset and %q with offset: 0s", c, d)
+	}
+	g := win(Params{"key": "value.u", "size": time.Minute, "fields": fields, "time": "to_timestamp(value.t)"})
+	h := win(Params{"key": "value.u", "size": time.Minute, "fields": fields, "time": "processing"})
+	if g == h {
+		t.Errorf("window: event-time and processing-time windows have one layout %q: a restore between them is not refused", g)
+	}
+	// interval-join keeps lower and upper as written: -10m and -600s are
+	// one bound and two layouts.
+	ij, _ := Lookup("interval-join")
+	e := ij.StateLayout(ij.WithDefaults(Params{"lower": "-10m", "upper": "0s"}))
+	f := ij.StateLayout(ij.WithDefaults(Params{"lower": "-600s", "upper": "0s"}))
+	if e != f {
+		t.Errorf("interval-join: layouts %q and %q for the same bounds", e, f)
 	}
 }
 
