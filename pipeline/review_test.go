@@ -112,10 +112,10 @@ func TestReviewRetractionIntoCount(t *testing.T) {
 // Review finding (older than today's changes, but every retraction of
 // those groups inherits it): the SQL planner's GROUP BY of one column is a
 // select keyed by that column and an aggregate keyed by record.key. The
-// select writes no key for NULL and an empty key for ”, so both groups
+// select writes no key for NULL and an empty key for the empty string, so both groups
 // become the aggregate's group "": SELECT u, SUM(n) … GROUP BY u over
-// u = NULL (n 1) and u = ” (n 2) gives one row (NULL, 3), not (NULL, 1)
-// and (”, 2). SELECT DISTINCT adds a hidden column for this
+// u = NULL (n 1) and u = the empty string (n 2) gives one row (NULL, 3), not (NULL, 1)
+// and (the empty string, 2). SELECT DISTINCT adds a hidden column for this
 // (distinctKeyCol); GROUP BY does not.
 func TestReviewGroupByNullAndEmpty(t *testing.T) {
 	in := orders(`{"u":null,"n":1}`, `{"u":"","n":2}`)

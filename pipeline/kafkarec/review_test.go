@@ -8,8 +8,8 @@ import (
 )
 
 // Review finding: ToSink turns a retraction into a tombstone only when its
-// key is not empty. A SQL group or primary key of one column that is ”
-// or NULL (the select writes no key for NULL, ” for ”) gives an empty
+// key is not empty. A SQL group or primary key of one column that is the empty string
+// or NULL (the select writes no key for NULL, an empty one for the empty string) gives an empty
 // key: the retraction is written as a record holding the OLD row (with
 // the row-kind header), so folding the topic by key keeps a row the
 // result deleted (a HAVING that stops passing, a -D of a group, a
