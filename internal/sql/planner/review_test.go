@@ -82,3 +82,18 @@ INSERT INTO o SELECT u, COUNT(DISTINCT p) FROM clicks GROUP BY u HAVING COUNT(DI
 		t.Errorf("compiled COUNT(DISTINCT) into an aggregate with update-before, whose distinct counts every value:\n%s", y)
 	}
 }
+
+// Review finding (minor): the check that an updating GROUP BY result
+// selects every grouped column counts the select items that are group
+// columns, not the distinct group columns: selecting k1 twice and not k2
+// passes for GROUP BY k1, k2, and the sink upserts (and, with the
+// HAVING, deletes) the rows of different k2 under one key.
+func TestReviewKeylessByDuplicateGroupColumn(t *testing.T) {
+	src := `CREATE TABLE t (k1 STRING, k2 STRING, n BIGINT) WITH ('connector' = 'kafka', 'topic' = 't', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE o (a STRING, b STRING, c BIGINT, PRIMARY KEY (a, b) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'localhost:9092');
+INSERT INTO o SELECT k1 AS a, k1 AS b, SUM(n) AS c FROM t GROUP BY k1, k2 HAVING SUM(n) > 1;
+`
+	if _, err := Compile("review.sql", src); err == nil {
+		t.Errorf("compiled an updating result without k2 (k1 selected twice) into an upsert table")
+	}
+}
