@@ -37,3 +37,21 @@ sinks:
 		t.Errorf("a changelog into a union (rebalanced: a key's records lose their order) was accepted")
 	}
 }
+
+// Review finding, the job-file side of pipeline's
+// TestReviewRetractionIntoCount: a changelog into count (or dedupe,
+// top-n, window, join) validates, and each retraction is counted as a row.
+func TestReviewChangelogIntoCountAccepted(t *testing.T) {
+	src := `job: j
+kafka: {brokers: [localhost:9092]}
+checkpointing: {interval: 10s}
+source: {topics: [orders]}
+pipeline:
+  - aggregate: {key: value.u, update-before: true, fields: {total: "sum(value.n)"}}
+  - count: {key: value.total}
+sink: {topic: out}
+`
+	if _, err := ParseJobFile("j.yaml", []byte(src), nil); err == nil {
+		t.Errorf("a changelog into count (its retractions counted as rows) was accepted")
+	}
+}
