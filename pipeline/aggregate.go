@@ -43,6 +43,11 @@ type AggregateConfig struct {
 }
 
 var aggregateSpec = Spec{
+	Retractions: func(p Params, in bool) (bool, bool) {
+		// Without retractions: true it refuses them; its output retracts
+		// with update-before, or when groups can empty (retractions).
+		return p.Bool("retractions"), p.Bool("update-before") || p.Bool("retractions")
+	},
 	Name:    "aggregate",
 	Summary: "Keeps running aggregates per key (count, sum, min, max, avg, first, last, distinct) and emits the group's new figures for every record.",
 	Doc: "The output record has the group's key as its key and, as its value, a JSON object with the key (field " +
@@ -413,7 +418,7 @@ func (c AggregateConfig) operator() (Operator, error) {
 		return inputs, nil
 	}
 	if c.UpdateBefore || c.Retractions {
-		return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Timed: func(st *state.Store) Timed {
+		return Operator{Uses: uses, KeyBy: key, Prepare: prepare, TakesRetractions: c.Retractions, Timed: func(st *state.Store) Timed {
 			return changelogAggregate(st, fields, opts, c)
 		}}, nil
 	}
@@ -487,10 +492,16 @@ func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option,
 	// value of the group (by its JSON text): a retraction of the group's
 	// min finds the next one there, and distinct is the number of values.
 	vals := make([]*state.Map[string, int64], len(fields))
+	// seen, for distinct without retractions, is the values seen, as
+	// the aggregate without a changelog keeps them (the same state).
+	seen := make([]*state.Map[string, bool], len(fields))
 	for i, f := range fields {
 		accs[i] = state.NewValue[Acc](st, "agg/"+f.name, opts...)
-		if c.Retractions && (f.fn == AggMin || f.fn == AggMax || f.fn == AggDistinct) {
+		switch {
+		case c.Retractions && (f.fn == AggMin || f.fn == AggMax || f.fn == AggDistinct):
 			vals[i] = state.NewMap[string, int64](st, "vals/"+f.name, opts...)
+		case f.fn == AggDistinct:
+			seen[i] = state.NewMap[string, bool](st, "distinct/"+f.name, opts...)
 		}
 	}
 	var rows *state.Value[int64]
@@ -550,6 +561,18 @@ func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option,
 				switch {
 				case vals[i] != nil:
 					err = next[i].countValue(f.fn, vals[i], inputs[i], retract)
+				case seen[i] != nil:
+					if inputs[i] != nil {
+						k, ok := keyText(inputs[i])
+						if !ok {
+							b, _ := EncodeJSON(inputs[i])
+							k = string(b)
+						}
+						if _, dup := seen[i].Get(k); !dup {
+							next[i].N++
+							seen[i].Put(k, true)
+						}
+					}
 				case retract:
 					err = next[i].sub(f.fn, inputs[i])
 				default:

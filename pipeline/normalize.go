@@ -15,8 +15,9 @@ import (
 // (docs/design.md, "Changelogs"). What reads an upsert-kafka table, or a
 // keep-last deduplication whose old rows something must take out, needs it.
 var normalizeSpec = Spec{
-	Name:    "changelog-normalize",
-	Summary: "Keeps each key's last row and turns upserts into a changelog with retractions: the old row is retracted (-U) before the new one, a tombstone deletes (-D).",
+	Retractions: func(Params, bool) (bool, bool) { return true, true },
+	Name:        "changelog-normalize",
+	Summary:     "Keeps each key's last row and turns upserts into a changelog with retractions: the old row is retracted (-U) before the new one, a tombstone deletes (-D).",
 	Doc: "Each record is its key's row now (an upsert); a record without a value (a Kafka tombstone) or a retraction " +
 		"(row kind -U or -D) says the key has no row. The step keeps each key's last row in keyed state and emits, for " +
 		"an upsert of a key that has a row, that row as a retraction (row kind -U, the header onceflow.rowkind) then " +
@@ -68,7 +69,7 @@ func normalizeOperator(keyExpr string, ttl time.Duration) (Operator, error) {
 	if ttl > 0 {
 		opts = append(opts, state.WithTTL(ttl))
 	}
-	return Operator{Uses: UsesValue | UsesWithValue | UsesRowKind | UsesWithRowKind, KeyBy: key,
+	return Operator{Uses: UsesValue | UsesWithValue | UsesRowKind | UsesWithRowKind, KeyBy: key, TakesRetractions: true,
 		Timed: func(st *state.Store) Timed {
 			last := state.NewValue[[]byte](st, "row", opts...)
 			return Timed{

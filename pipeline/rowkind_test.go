@@ -53,7 +53,7 @@ func TestAggregateRetractionsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dead) != 1 || !strings.Contains(dead[0].Err.Error(), "set retractions: true") {
+	if len(dead) != 1 || !strings.Contains(dead[0].Err.Error(), "does not take retractions") {
 		t.Errorf("dead letters %v, want the retraction refused", dead)
 	}
 	_, _, err = runK(t, in, 1, []Step{{Op: "aggregate", Params: Params{"key": "value.u", "retractions": true, "fields": map[string]string{"m": "last(value.n)"}}}}, flow.FailOnError)

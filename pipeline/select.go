@@ -53,6 +53,9 @@ type SelectConfig struct {
 }
 
 var selectSpec = Spec{
+	Retractions: func(p Params, in bool) (bool, bool) {
+		return true, in || p.Text("format") == FormatDebezium // a debezium-json select emits the retractions of its events
+	},
 	Name:    "select",
 	Summary: "Projects and filters records with SQL expressions over typed columns of the JSON value (SQL jobs compile to it).",
 	Doc: "The record's JSON value is read once into a row of the `schema`'s columns (Flink SQL types; nested `ROW`s are " +

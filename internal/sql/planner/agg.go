@@ -444,11 +444,13 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			return nil, false
 		})
 	}
+	keyed := map[string]bool{} // the group columns selected as they are
 	for i, it := range s.Items {
 		e := post(it.Expr)
 		name := itemName(it, i)
 		r.cols = append(r.cols, relCol{name: name, expr: e})
-		if cr, ok := e.(*ast.ColumnRef); ok && strings.HasPrefix(cr.Name.Last(), "g") {
+		if cr, ok := e.(*ast.ColumnRef); ok && strings.HasPrefix(cr.Name.Last(), "g") && !keyed[cr.Name.Last()] {
+			keyed[cr.Name.Last()] = true
 			outKey = append(outKey, name)
 		}
 	}

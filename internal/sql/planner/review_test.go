@@ -63,25 +63,6 @@ INSERT INTO big SELECT region, customer, SUM(amount) FROM orders GROUP BY region
 	}
 }
 
-// Review finding, the SQL side of pipeline's
-// TestReviewDistinctWithUpdateBefore: a HAVING over COUNT(DISTINCT …)
-// compiles to an aggregate with update-before and distinct(…), which the
-// step then computes as a count of non-null values (every click counts,
-// not every distinct page).
-func TestReviewHavingCountDistinct(t *testing.T) {
-	src := `CREATE TABLE clicks (u STRING, p STRING) WITH ('connector' = 'kafka', 'topic' = 'clicks', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
-CREATE TABLE o (u STRING, pages BIGINT, PRIMARY KEY (u) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'localhost:9092');
-INSERT INTO o SELECT u, COUNT(DISTINCT p) FROM clicks GROUP BY u HAVING COUNT(DISTINCT p) > 1;
-`
-	j, err := Compile("review.sql", src)
-	if err != nil {
-		return
-	}
-	y := string(j.YAML)
-	if strings.Contains(y, "distinct(") && strings.Contains(y, "update-before: true") {
-		t.Errorf("compiled COUNT(DISTINCT) into an aggregate with update-before, whose distinct counts every value:\n%s", y)
-	}
-}
 
 // Review finding (minor): the check that an updating GROUP BY result
 // selects every grouped column counts the select items that are group

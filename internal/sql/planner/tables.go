@@ -339,6 +339,12 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 		}
 	}
 	if upsert && r.updating && r.rank == nil && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
+		if r.retracts && len(r.key) > 0 && !sink.shell {
+			// A retraction deletes its row's primary key: with another key
+			// than the result's, it would delete a row another group wrote.
+			p.errorf(ins.At, "table %s's primary key (%s) is not the key of the query's result (%s), whose rows are retracted (a filter or aggregate over an updating result, a changelog source): deleting one row's key would delete another's; declare PRIMARY KEY (%s) NOT ENFORCED", sink.name, strings.Join(key, ", "), strings.Join(r.key, ", "), strings.Join(r.key, ", "))
+			return nil
+		}
 		p.notes = append(p.notes, fmt.Sprintf("table %s's primary key (%s) is not the query's group key (%s): rows are upserted by the primary key", sink.name, strings.Join(key, ", "), strings.Join(r.key, ", ")))
 	}
 	if sink.connector == "kafka" {
