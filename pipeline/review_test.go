@@ -108,4 +108,3 @@ func TestReviewRetractionIntoCount(t *testing.T) {
 	}
 	t.Errorf("count over a changelog (one row added, updated, deleted: none left) ran and emitted %v: its retractions were counted as rows", got)
 }
-

@@ -63,7 +63,6 @@ INSERT INTO big SELECT region, customer, SUM(amount) FROM orders GROUP BY region
 	}
 }
 
-
 // Review finding (minor): the check that an updating GROUP BY result
 // selects every grouped column counts the select items that are group
 // columns, not the distinct group columns: selecting k1 twice and not k2
