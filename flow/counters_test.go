@@ -37,7 +37,9 @@ func TestCountersCarryAcrossProcesses(t *testing.T) {
 				// between records).
 				j := job.Load()
 				if j == nil || j.Stats().LastCheckpoint == 0 {
-					time.Sleep(time.Millisecond)
+					// 10 ms a record: 1.5 s for the first checkpoint to
+					// commit on a loaded machine (1 ms was too short once).
+					time.Sleep(10 * time.Millisecond)
 				} else if failed.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}
