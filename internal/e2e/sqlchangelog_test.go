@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -91,27 +92,12 @@ FROM (SELECT `+"`user`"+`, COUNT(*) AS n, SUM(amount) AS total FROM buys GROUP B
 WHERE MOD(total, 5) < 3
 GROUP BY n HAVING COUNT(*) > 1;
 `, filepath.Join(dir, "state"), addr, addr)
-	file := filepath.Join(dir, "changelog.sql")
-	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lw := &logWriter{t: t, name: "sql-changelog"}
-	r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
-	r.crashAtKafkaCommitEdges()
-	r.killAtRandom(rng, kills, 150, 500)
-	editJob(t, file, "'format' = 'json');\nCREATE TABLE spread", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');\nCREATE TABLE spread")
-	r.runToEnd()
-	check := func(client string, out []kafkatest.Record) {
-		t.Helper()
-		checkFolded(t, client, out, want, func(key string, v struct{ N, Users, Total int64 }) (string, error) {
-			if key != strconv.FormatInt(v.N, 10) {
-				return "", fmt.Errorf("row under key %q, want n", key)
-			}
-			return fmt.Sprintf("users %d total %d", v.Users, v.Total), nil
-		})
-	}
-	check("franz-go", readCommitted(t, addr, "out"))
-	check("kcat", kcatRead(t, addr, "out"))
+	crashFoldedSQL(t, rng, dir, addr, "sql-changelog", script, "'format' = 'json');\nCREATE TABLE spread", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');\nCREATE TABLE spread", kills, want, func(key string, v struct{ N, Users, Total int64 }) (string, error) {
+		if key != strconv.FormatInt(v.N, 10) {
+			return "", fmt.Errorf("row under key %q, want n", key)
+		}
+		return fmt.Sprintf("users %d total %d", v.Users, v.Total), nil
+	})
 }
 
 // checkFolded folds an upsert topic read by client (each key's last
@@ -248,31 +234,16 @@ CREATE TABLE per_category (category STRING, products BIGINT, mean_price BIGINT, 
 WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw');
 INSERT INTO per_category SELECT category, COUNT(*), AVG(price) FROM products GROUP BY category;
 `, filepath.Join(dir, "state"), addr, addr)
-	file := filepath.Join(dir, "cdc.sql")
-	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lw := &logWriter{t: t, name: "sql-cdc"}
-	r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
-	r.crashAtKafkaCommitEdges()
-	r.killAtRandom(rng, kills, 150, 500)
-	editJob(t, file, "'format' = 'debezium-json');", "'format' = 'debezium-json', 'scan.bounded.mode' = 'latest-offset');")
-	r.runToEnd()
-	check := func(client string, out []kafkatest.Record) {
-		t.Helper()
-		checkFolded(t, client, out, want, func(key string, v struct {
-			Category  string
-			Products  int64
-			MeanPrice int64 `json:"mean_price"`
-		}) (string, error) {
-			if key != v.Category {
-				return "", fmt.Errorf("row under key %q, want its category", key)
-			}
-			return fmt.Sprintf("products %d mean %d", v.Products, v.MeanPrice), nil
-		})
-	}
-	check("franz-go", readCommitted(t, addr, "out"))
-	check("kcat", kcatRead(t, addr, "out"))
+	crashFoldedSQL(t, rng, dir, addr, "sql-cdc", script, "'format' = 'debezium-json');", "'format' = 'debezium-json', 'scan.bounded.mode' = 'latest-offset');", kills, want, func(key string, v struct {
+		Category  string
+		Products  int64
+		MeanPrice int64 `json:"mean_price"`
+	}) (string, error) {
+		if key != v.Category {
+			return "", fmt.Errorf("row under key %q, want its category", key)
+		}
+		return fmt.Sprintf("products %d mean %d", v.Products, v.MeanPrice), nil
+	})
 }
 
 // TestCrashSQLUpsertKafkaSource reads an upsert-kafka table (each record
@@ -344,28 +315,34 @@ CREATE TABLE per_country (country STRING, users BIGINT, total BIGINT, PRIMARY KE
 WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw');
 INSERT INTO per_country SELECT country, COUNT(*), SUM(score) FROM users WHERE score > 0 GROUP BY country;
 `, filepath.Join(dir, "state"), addr, addr)
-	file := filepath.Join(dir, "upsert.sql")
+	crashFoldedSQL(t, rng, dir, addr, "sql-upsert-source", script, "'value.format' = 'json');", "'value.format' = 'json', 'scan.bounded.mode' = 'latest-offset');", kills, want, func(key string, v struct {
+		Country      string
+		Users, Total int64
+	}) (string, error) {
+		if key != v.Country {
+			return "", fmt.Errorf("row under key %q, want its country", key)
+		}
+		return fmt.Sprintf("users %d total %d", v.Users, v.Total), nil
+	})
+}
+
+// crashFoldedSQL runs script (written as name.sql in dir) crashed at both
+// edges of its first Kafka commit and SIGKILLed kills times, then to the
+// end of its input (bounded by turning from into to in the script), and
+// checks the upsert topic "out", read with franz-go and kcat, with
+// checkFolded.
+func crashFoldedSQL[V any](t *testing.T, rng *rand.Rand, dir, addr, name, script, from, to string, kills int, want map[string]string, describe func(key string, v V) (string, error)) {
+	t.Helper()
+	file := filepath.Join(dir, name+".sql")
 	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lw := &logWriter{t: t, name: "sql-upsert-source"}
+	lw := &logWriter{t: t, name: name}
 	r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
 	r.crashAtKafkaCommitEdges()
 	r.killAtRandom(rng, kills, 150, 500)
-	editJob(t, file, "'value.format' = 'json');", "'value.format' = 'json', 'scan.bounded.mode' = 'latest-offset');")
+	editJob(t, file, from, to)
 	r.runToEnd()
-	check := func(client string, out []kafkatest.Record) {
-		t.Helper()
-		checkFolded(t, client, out, want, func(key string, v struct {
-			Country      string
-			Users, Total int64
-		}) (string, error) {
-			if key != v.Country {
-				return "", fmt.Errorf("row under key %q, want its country", key)
-			}
-			return fmt.Sprintf("users %d total %d", v.Users, v.Total), nil
-		})
-	}
-	check("franz-go", readCommitted(t, addr, "out"))
-	check("kcat", kcatRead(t, addr, "out"))
+	checkFolded(t, "franz-go", readCommitted(t, addr, "out"), want, describe)
+	checkFolded(t, "kcat", kcatRead(t, addr, "out"), want, describe)
 }
