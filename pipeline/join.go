@@ -4,21 +4,30 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/state"
 )
 
-// JoinInner is the one kind of join the join step does today: records of
-// the two inputs with equal keys are paired; a record without a partner
-// emits nothing. Outer joins emit a padded row and retract it when the
-// partner comes, which needs updating results downstream.
-const JoinInner = "inner"
+// The kinds of join (docs/design.md, "Named streams"). JoinInner pairs
+// the records of the two inputs with equal keys; a record without a
+// partner emits nothing, and the output only appends. The outer kinds
+// also emit a record of their preserved side (the left of JoinLeft, the
+// right of JoinRight, either of JoinFull) that finds no partner, padded
+// with null for the other side, and retract it (-D, RowKind) when its
+// first partner comes: their output is a changelog.
+const (
+	JoinInner = "inner"
+	JoinLeft  = "left"
+	JoinRight = "right"
+	JoinFull  = "full"
+)
 
 var joinSpec = Spec{
 	Name:    "join",
-	Summary: "Pairs the records of a stream's two inputs whose keys are equal and that came within ttl of each other (an inner join).",
+	Summary: "Pairs the records of a stream's two inputs whose keys are equal and that came within ttl of each other (an inner, left, right or full outer join).",
 	Doc: "Only the first step of a stream whose `from:` names exactly two inputs: the first is the left side, the second " +
 		"the right. Each record is kept for ttl in the keyed state of its key (the step's id) and meets every record " +
 		"of the other side kept under the same key: for each pair the step emits one record whose key is the join " +
@@ -29,7 +38,16 @@ var joinSpec = Spec{
 		"the same key, 1000.0 is another. A key expression that gives null, or names a missing field, gives no key: " +
 		"the record pairs with nothing and is not kept, as SQL's NULL equals nothing (the record key is text: an " +
 		"empty or absent record key is the key \"\", which pairs with \"\"). ttl bounds the state: a record older " +
-		"than ttl (processing time since it was kept) is forgotten and pairs with nothing later.",
+		"than ttl (processing time since it was kept) is forgotten and pairs with nothing later.\n\n" +
+		"kind: left, right or full makes an outer join: a record of the preserved side (the left, the right, " +
+		"either) that finds no kept record of the other side is emitted padded, `{\"left\": <value>, \"right\": null}` " +
+		"(or the mirror); when the first record of that key arrives on the other side, every kept record emitted " +
+		"padded is retracted (the same value with the header onceflow.rowkind: -D) before the pairs are emitted. " +
+		"So the output is a changelog (docs/design.md, \"Changelogs\"): write it to an upsert sink (a database " +
+		"table with a key, a Kafka topic of upserts) keyed so that the retraction finds its row. A preserved " +
+		"record with no key (null) is emitted padded and not kept. A padded record forgotten by its ttl is not " +
+		"retracted (its output stays); once every kept record of the other side is forgotten, new records are " +
+		"padded again. A retraction arriving at a join is a poison record: its inputs must append only.",
 	Fields: []Field{
 		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.customer_id",
 			Description: "The key of the first input's records. Part of the step's default id."},
@@ -43,7 +61,7 @@ var joinSpec = Spec{
 		{Name: "right-ttl", Type: Duration, Example: "30m",
 			Description: "How long a record of the second input is kept, when not ttl."},
 		{Name: "kind", Type: String, Default: JoinInner, Example: JoinInner,
-			Description: "The kind of join: inner (the only one so far)."},
+			Description: "The kind of join: inner, left, right or full (outer joins emit a changelog)."},
 	},
 	IDField:     "left-key",
 	StateFields: []string{"left-key", "right-key", "kind"},
@@ -100,11 +118,11 @@ func (c joinConfig) ttlText() string {
 
 func (c joinConfig) validate() error {
 	switch c.Kind {
-	case JoinInner:
-	case "left", "right", "full", "full outer", "outer":
-		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not supported yet: a %s join emits a padded record and must retract it when the partner comes, which needs updating results; use inner", c.Kind, c.Kind)}
+	case JoinInner, JoinLeft, JoinRight, JoinFull:
+	case "full outer", "outer", "left outer", "right outer":
+		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q: write kind: %s (left, right and full are the outer joins)", c.Kind, strings.Fields(strings.Replace(c.Kind, "outer", "full", 1))[0])}
 	default:
-		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of join: use inner", c.Kind)}
+		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of join: use inner, left, right or full", c.Kind)}
 	}
 	if c.TTL <= 0 {
 		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: records kept for %s meet nothing", durfmt.Short(c.TTL))}
@@ -133,14 +151,56 @@ func (c joinConfig) operator() (Operator, error) {
 		return Operator{}, fmt.Errorf("right-key: %w", err)
 	}
 	lttl, rttl := c.sideTTLs()
-	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
+	outerL := c.Kind == JoinLeft || c.Kind == JoinFull
+	outerR := c.Kind == JoinRight || c.Kind == JoinFull
+	uses := UsesValue | UsesMeta | UsesNew
+	if outerL || outerR {
+		uses |= UsesWithRowKind
+	}
+	// The inputs append only: a retraction would be paired as an add.
+	prepare := func(r Record) (any, error) {
+		if k := r.RowKind(); k.Retracts() {
+			return nil, recordError(r, "join", fmt.Errorf("the record is a retraction (%s) of an updating result: a join takes rows that are only added; join the inputs before aggregating them", k))
+		}
+		return nil, nil
+	}
+	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: uses, Prepare: prepare, PrepareRight: prepare, Two: func(st *state.Store) TwoInputs {
 		left := state.NewList[[]byte](st, "left", state.WithTTL(lttl))
 		right := state.NewList[[]byte](st, "right", state.WithTTL(rttl))
-		side := func(mine, other *state.List[[]byte], isLeft bool) func(Record, Clock, Out) error {
+		// An outer side's padded count: how many of its kept records,
+		// the last ones of its list, were emitted padded and not yet
+		// retracted (docs/design.md, "Named streams"). Records are padded
+		// only while the other side keeps none, and the other side's
+		// next record retracts them all, so they are always the end of
+		// the list; the count lives as long as the last of them (the
+		// same ttl, set when it was added), and min(count, kept) is
+		// right after the first of them are forgotten.
+		var lpad, rpad *state.Value[int64]
+		if outerL {
+			lpad = state.NewValue[int64](st, "left-padded", state.WithTTL(lttl))
+		}
+		if outerR {
+			rpad = state.NewValue[int64](st, "right-padded", state.WithTTL(rttl))
+		}
+		side := func(mine, other *state.List[[]byte], myPad, otherPad *state.Value[int64], isLeft bool) func(Record, Clock, Out) error {
 			return func(r Record, _ Clock, out Out) error {
 				ts, v := r.Meta().Timestamp, r.Value()
 				key := []byte(r.GroupKey())
-				for _, e := range other.Get() {
+				kept := other.Get()
+				if otherPad != nil {
+					if n, ok := otherPad.Get(); ok {
+						n = min(n, int64(len(kept)))
+						for _, e := range kept[int64(len(kept))-n:] {
+							ots, ov, err := decodeJoinEntry(e)
+							if err != nil {
+								return fmt.Errorf("join state of key %q: %w", r.GroupKey(), err)
+							}
+							out.EmitRetraction(key, paddedValue(ov, !isLeft), ots)
+						}
+						otherPad.Clear()
+					}
+				}
+				for _, e := range kept {
 					ots, ov, err := decodeJoinEntry(e)
 					if err != nil {
 						return fmt.Errorf("join state of key %q: %w", r.GroupKey(), err)
@@ -151,12 +211,40 @@ func (c joinConfig) operator() (Operator, error) {
 					}
 					out.Emit(key, joinedValue(lv, rv), max(ts, ots))
 				}
+				if len(kept) == 0 && myPad != nil {
+					out.Emit(key, paddedValue(v, isLeft), ts)
+					n, _ := myPad.Get()
+					myPad.Set(n + 1)
+				}
 				mine.Add(encodeJoinEntry(ts, v))
 				return nil
 			}
 		}
-		return TwoInputs{OnLeft: side(left, right, true), OnRight: side(right, left, false)}
+		fns := TwoInputs{OnLeft: side(left, right, lpad, rpad, true), OnRight: side(right, left, rpad, lpad, false)}
+		if outerL || outerR {
+			// A record without a key matches nothing, ever: a preserved
+			// one is emitted padded, with no key, and not kept.
+			fns.OnNoKey = func(r Record, isLeft bool, out Out) error {
+				if k := r.RowKind(); k.Retracts() {
+					return recordError(r, "join", fmt.Errorf("the record is a retraction (%s) of an updating result: a join takes rows that are only added; join the inputs before aggregating them", k))
+				}
+				if isLeft && outerL || !isLeft && outerR {
+					out.Emit(nil, paddedValue(r.Value(), isLeft), r.Meta().Timestamp)
+				}
+				return nil
+			}
+		}
+		return fns
 	}}, nil
+}
+
+// paddedValue is a record of an outer join's preserved side without a
+// partner: {"left": v, "right": null} (the mirror for the right side).
+func paddedValue(v []byte, isLeft bool) []byte {
+	if isLeft {
+		return joinedValue(v, nil)
+	}
+	return joinedValue(nil, v)
 }
 
 // encodeJoinEntry is a kept record: its timestamp (8 bytes, big endian)
