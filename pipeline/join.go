@@ -62,6 +62,10 @@ var joinSpec = Spec{
 			Description: "How long a record of the second input is kept, when not ttl."},
 		{Name: "kind", Type: String, Default: JoinInner, Example: JoinInner,
 			Description: "The kind of join: inner, left, right or full (outer joins emit a changelog)."},
+		{Name: "left-match", Type: String, Example: "value.amount > 10",
+			Description: "A condition a record of the first input must meet to match: one that does not has no key (it pairs with nothing, and an outer join emits it padded). SQL's ON condition of a preserved side's own columns."},
+		{Name: "right-match", Type: String, Example: "value.active",
+			Description: "The same for the second input."},
 	},
 	IDField:     "left-key",
 	StateFields: []string{"left-key", "right-key", "kind"},
@@ -75,7 +79,13 @@ var joinSpec = Spec{
 	Build: func(p Params, _ Env) (Operator, error) { return joinConfigOf(p).operator() },
 	Describe: func(p Params) string {
 		c := joinConfigOf(p)
-		return fmt.Sprintf("%s join on %s = %s, %s", c.Kind, c.LeftKey, c.RightKey, c.ttlText())
+		d := fmt.Sprintf("%s join on %s = %s", c.Kind, c.LeftKey, c.RightKey)
+		for _, m := range []struct{ side, cond string }{{"left", c.LeftMatch}, {"right", c.RightMatch}} {
+			if m.cond != "" {
+				d += fmt.Sprintf(", %s rows match if %s", m.side, m.cond)
+			}
+		}
+		return d + ", " + c.ttlText()
 	},
 	GoFunc:  "flow.CoProcess",
 	Example: "- join: { left-key: value.customer_id, right-key: value.id, ttl: 1h }",
@@ -85,13 +95,16 @@ func init() { Register(joinSpec) }
 
 type joinConfig struct {
 	LeftKey, RightKey, Kind string
-	TTL                     time.Duration
+	// LeftMatch and RightMatch are the sides' match conditions ("": none).
+	LeftMatch, RightMatch string
+	TTL                   time.Duration
 	// LeftTTL and RightTTL override TTL for one side (0: TTL).
 	LeftTTL, RightTTL time.Duration
 }
 
 func joinConfigOf(p Params) joinConfig {
 	return joinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), Kind: p.Text("kind"), TTL: p.Duration("ttl"),
+		LeftMatch: p.Text("left-match"), RightMatch: p.Text("right-match"),
 		LeftTTL: p.Duration("left-ttl"), RightTTL: p.Duration("right-ttl")}
 }
 
@@ -142,13 +155,13 @@ func (c joinConfig) operator() (Operator, error) {
 	if err := c.validate(); err != nil {
 		return Operator{}, err
 	}
-	lk, err := keyExpr(c.LeftKey)
+	lk, err := matchKeyExpr(c.LeftKey, c.LeftMatch, "left")
 	if err != nil {
-		return Operator{}, fmt.Errorf("left-key: %w", err)
+		return Operator{}, err
 	}
-	rk, err := keyExpr(c.RightKey)
+	rk, err := matchKeyExpr(c.RightKey, c.RightMatch, "right")
 	if err != nil {
-		return Operator{}, fmt.Errorf("right-key: %w", err)
+		return Operator{}, err
 	}
 	lttl, rttl := c.sideTTLs()
 	outerL := c.Kind == JoinLeft || c.Kind == JoinFull
@@ -236,6 +249,28 @@ func (c joinConfig) operator() (Operator, error) {
 		}
 		return fns
 	}}, nil
+}
+
+// matchKeyExpr is a side's key expression: key, or with a match
+// condition, the key when it holds and none (null) when it does not.
+func matchKeyExpr(key, match, side string) (*Expr, error) {
+	if key == "" {
+		key = KeyRecordKey
+	}
+	if _, err := keyExpr(key); err != nil {
+		return nil, &FieldError{Field: side + "-key", Err: err}
+	}
+	if match == "" {
+		return keyExpr(key)
+	}
+	if _, err := CompileExpr(match, BoolResult); err != nil {
+		return nil, &FieldError{Field: side + "-match", Err: err}
+	}
+	e, err := keyExpr("(" + match + ") == true ? (" + key + ") : nil")
+	if err != nil {
+		return nil, &FieldError{Field: side + "-match", Err: err}
+	}
+	return e, nil
 }
 
 // paddedValue is a record of an outer join's preserved side without a

@@ -30,7 +30,11 @@ type ojHarness struct {
 
 func newOJ(t *testing.T, kind string, lttl, rttl time.Duration) *ojHarness {
 	t.Helper()
-	c := joinConfig{LeftKey: "value.k", RightKey: "value.k", Kind: kind, TTL: lttl, RightTTL: rttl}
+	return newOJConfig(t, joinConfig{LeftKey: "value.k", RightKey: "value.k", Kind: kind, TTL: lttl, RightTTL: rttl})
+}
+
+func newOJConfig(t *testing.T, c joinConfig) *ojHarness {
+	t.Helper()
 	op, err := c.operator()
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +55,20 @@ func (h *ojHarness) feed(t *testing.T, left bool, k, name string, ts int64) {
 	if k != "" {
 		kv = fmt.Sprintf("%q", k)
 	}
-	r := &handle[krec]{acc: &kAccess, rec: krec{Value: fmt.Sprintf(`{"k":%s,"n":%q}`, kv, name), TS: ts}, group: k}
+	r := &handle[krec]{acc: &kAccess, rec: krec{Value: fmt.Sprintf(`{"k":%s,"n":%q}`, kv, name), TS: ts}}
 	if _, err := h.op.Prepare(r); err != nil {
 		t.Fatal(err)
 	}
-	if k == "" {
+	ke := h.op.KeyBy
+	if !left {
+		ke = h.op.KeyByRight
+	}
+	k, null, err := ke.evalKeyOrNull(r, true) // as keyStep does
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.group = k
+	if null {
 		if h.fns.OnNoKey != nil {
 			if err := h.fns.OnNoKey(r, left, h); err != nil {
 				t.Fatal(err)
@@ -166,6 +179,22 @@ func TestOuterJoinPadsAndRetractsOnFirstMatch(t *testing.T) {
 	h = newOJ(t, JoinInner, time.Hour, 0)
 	if h.fns.OnNoKey != nil {
 		t.Error("an inner join handles records without a key: it drops them")
+	}
+}
+
+// TestOuterJoinMatchCondition: a left record failing left-match has no
+// key: padded, never retracted; a right record failing right-match
+// meets nothing.
+func TestOuterJoinMatchCondition(t *testing.T) {
+	h := newOJConfig(t, joinConfig{LeftKey: "value.k", RightKey: "value.k", Kind: JoinLeft, TTL: time.Hour,
+		LeftMatch: `value.n != "l-no"`, RightMatch: `value.n != "r-no"`})
+	h.feed(t, true, "a", "l-no", 1)
+	h.feed(t, true, "a", "l1", 2)
+	h.feed(t, false, "a", "r-no", 3)
+	h.feed(t, false, "a", "r1", 4)
+	wantRows(t, "match conditions", h.rows(t), " l-no--", "a l1--", "-D a l1--", "a l1-r1")
+	if _, err := (joinConfig{LeftKey: "value.k", RightKey: "value.k", Kind: JoinLeft, TTL: time.Hour, LeftMatch: "value.("}).operator(); err == nil || !strings.Contains(err.Error(), "left-match") {
+		t.Errorf("a bad left-match: %v", err)
 	}
 }
 

@@ -57,6 +57,9 @@ type rel struct {
 	rank *rankInfo
 	// join: r is a join of its two branches (the left and right sides).
 	join bool
+	// outer, on an outer join's result, says why it is updating (for a
+	// sink that cannot take it).
+	outer string
 	// csv is set while the records are a csv table's values, before the
 	// first select step reads them into JSON rows.
 	csv *csvFormat

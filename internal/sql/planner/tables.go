@@ -311,6 +311,10 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 				why = "table " + t.name + " is a changelog ('format' = 'debezium-json'): its rows change and are deleted"
 			}
 		}
+		if r.outer != "" {
+			why = r.outer
+			hint += ", keyed by columns that tell the rows apart (a padded row's key is computed with its NULLs, so its retraction deletes it)"
+		}
 		p.errorf(ins.At, "table %s is append-only and the query's result is updating (%s): %s", sink.name, why, hint)
 		return nil
 	}
@@ -334,7 +338,7 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			}
 		}
 	}
-	if upsert && r.updating && r.rank == nil && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
+	if upsert && r.updating && r.rank == nil && r.outer == "" && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
 		p.notes = append(p.notes, fmt.Sprintf("table %s's primary key (%s) is not the query's group key (%s): rows are upserted by the primary key", sink.name, strings.Join(key, ", "), strings.Join(r.key, ", ")))
 	}
 	if p.materializeForce(r, key, ins.At) == nil {
