@@ -263,6 +263,9 @@ func tableText(te ast.TableExpr) string {
 // checkJoinInput refuses an input the join step cannot take.
 func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	switch {
+	case r.updating && r.outer != "":
+		p.errorf(at, "joining the result of an outer join is not supported yet: %s, and a join takes rows that are only added; join the tables in the other order, the outer join last", r.outer)
+		return false
 	case r.updating:
 		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
 		return false
