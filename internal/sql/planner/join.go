@@ -474,7 +474,7 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
 
 // joinRels ends each side with a select keyed by its key expressions
 // and returns the relation of the join step over the two.
-func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec, os outerSides) *rel {
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec, oj outerSides) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
 	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
@@ -520,11 +520,11 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			}
 		}
 	}
-	lcols := p.joinSide(l, lkeys, at, os.preserved[0], os.guards[0])
+	lcols := p.joinSide(l, lkeys, at, oj.preserved[0], oj.guards[0])
 	if lcols == nil {
 		return nil
 	}
-	rcols := p.joinSide(r, rkeys, at, os.preserved[1], os.guards[1])
+	rcols := p.joinSide(r, rkeys, at, oj.preserved[1], oj.guards[1])
 	if rcols == nil {
 		return nil
 	}
@@ -584,10 +584,10 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	}
 	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 		w.linef(at, d, "- join:")
-		if os.kind != "" {
-			w.linef(at, d+2, "kind: %s", strings.ToLower(os.kind))
+		if oj.kind != "" {
+			w.linef(at, d+2, "kind: %s", strings.ToLower(oj.kind))
 			for i, name := range []string{"left-match", "right-match"} {
-				if os.preserved[i] {
+				if oj.preserved[i] {
 					w.linef(at, d+2, "%s: %s", name, q(outerMatch))
 				}
 			}
