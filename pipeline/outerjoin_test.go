@@ -397,7 +397,8 @@ func TestOuterJoinRefusesRetractions(t *testing.T) {
 }
 
 // TestOuterJoinInAJob runs a full join in the engine at parallelism 1 and
-// 3: the folded output (retractions with their header) is the batch join.
+// 3, on the heap and in Pebble: the folded output (retractions with their
+// header) is the batch join.
 func TestOuterJoinInAJob(t *testing.T) {
 	evs := randomOJEvents(5, 200)
 	var left, right []krec
@@ -414,8 +415,16 @@ func TestOuterJoinInAJob(t *testing.T) {
 		}
 	}
 	want := batchOuterJoin(JoinFull, evs)
-	for _, p := range []int{1, 3} {
-		env := flow.New(flow.JobName("oj"), flow.Parallelism(p), flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	for _, tc := range []struct {
+		p       int
+		backend string
+	}{{1, ""}, {3, ""}, {3, flow.PebbleBackend}} {
+		p := tc.p
+		opts := []flow.Option{flow.JobName("oj"), flow.Parallelism(p), flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+		if tc.backend != "" {
+			opts = append(opts, flow.StateBackend(tc.backend), flow.StateDir(t.TempDir()))
+		}
+		env := flow.New(opts...)
 		var ins []flow.Stream[krec]
 		for i, in := range [][]krec{left, right} {
 			ins = append(ins, flow.From(env, flowtest.NewSource(flowtest.Split(in, 2)), flow.UID(fmt.Sprint("src-", i))))
@@ -445,7 +454,7 @@ func TestOuterJoinInAJob(t *testing.T) {
 		}
 		got := foldChangelog(t, h.rows(t))
 		if !maps.Equal(got, want) {
-			t.Errorf("parallelism %d: the folded output (%d rows) differs from the batch join (%d rows)", p, len(got), len(want))
+			t.Errorf("parallelism %d, backend %q: the folded output (%d rows) differs from the batch join (%d rows)", p, tc.backend, len(got), len(want))
 		}
 	}
 }
