@@ -189,6 +189,8 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		r.updating, r.retracts, r.ub, r.key = true, true, new(bool), nil
 		*r.ub = true
 		r.outer = fmt.Sprintf("the %s JOIN at %d:%d retracts a row padded with NULLs when its first partner comes", jp.outer, j.Right.Position().Line, j.Right.Position().Col)
+		keep := preservedSides(jp.outer)
+		r.padded = [2]bool{keep[1], keep[0]} // a side is padded when the other is preserved
 		for _, e := range jp.post {
 			r.where = and(r.where, p.resolve(r, e))
 		}

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"strings"
+
 	"github.com/onceflow/onceflow/internal/sql/ast"
 )
 
@@ -125,4 +127,28 @@ func matchColumn(match ast.Expr) ast.Expr {
 		return &ast.Literal{Kind: ast.LitBool, Value: "TRUE"}
 	}
 	return &ast.Case{At: match.Position(), Whens: []*ast.When{{Cond: match, Result: &ast.Literal{Kind: ast.LitBool, Value: "TRUE"}}}, Else: &ast.Literal{Kind: ast.LitBool, Value: "FALSE"}}
+}
+
+// outerKeyNotNull refuses a database table whose primary key column is
+// written straight from a side of an outer join that is padded with
+// NULLs: the first padded row would fail (a key column cannot be NULL
+// in PostgreSQL or MySQL). r's columns are named as the table's.
+func (p *planner) outerKeyNotNull(r *rel, sink *table, key []string, ins *ast.Insert) bool {
+	if sink.connector != "jdbc" && sink.connector != "postgres" && sink.connector != "mysql" {
+		return true
+	}
+	for _, k := range key {
+		for _, c := range r.cols {
+			ref, ok := unparen(c.expr).(*ast.ColumnRef)
+			if !strings.EqualFold(c.name, k) || !ok || len(ref.Name.Parts) != 2 {
+				continue
+			}
+			side := ref.Name.Parts[0].Name
+			if side == "left" && r.padded[0] || side == "right" && r.padded[1] {
+				p.errorf(ins.At, "table %s's primary key column %s is written from the %s side of an outer join, which is NULL in a row written padded for want of a partner, and a database key column cannot be NULL: write COALESCE(…, -1) (a value no row has) in the query, as in SELECT COALESCE(b.id, -1)", sink.name, k, side)
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -60,6 +60,9 @@ type rel struct {
 	// outer, on an outer join's result, says why it is updating (for a
 	// sink that cannot take it).
 	outer string
+	// padded, on an outer join's result, tells which of its sides (the
+	// join step's left and right members) are padded with NULLs.
+	padded [2]bool
 	// csv is set while the records are a csv table's values, before the
 	// first select step reads them into JSON rows.
 	csv *csvFormat

@@ -341,6 +341,9 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 	if upsert && r.updating && r.rank == nil && r.outer == "" && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
 		p.notes = append(p.notes, fmt.Sprintf("table %s's primary key (%s) is not the query's group key (%s): rows are upserted by the primary key", sink.name, strings.Join(key, ", "), strings.Join(r.key, ", ")))
 	}
+	if r.outer != "" && upsert && !p.outerKeyNotNull(r, sink, key, ins) {
+		return nil
+	}
 	if p.materializeForce(r, key, ins.At) == nil {
 		return nil
 	}
