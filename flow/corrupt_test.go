@@ -111,6 +111,9 @@ func TestDamagedStateFileStopsTheJob(t *testing.T) {
 	if len(files) == 0 { // pebble: the database's private files
 		files, _ = filepath.Glob(filepath.Join(newest, "*.db.MANIFEST-*"))
 	}
+	if len(files) == 0 { // the heap's snapshot chain: its newest file
+		files = heapChainFiles(t, stateDir, newest)[len(heapChainFiles(t, stateDir, newest))-1:]
+	}
 	if len(files) == 0 {
 		t.Fatal("no state files in the newest checkpoint")
 	}
@@ -159,5 +162,61 @@ func TestIncompleteManifestIsIgnored(t *testing.T) {
 	}
 	if err := sink.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// heapChainFiles returns the paths of the heap snapshot chain files the
+// checkpoint in dir references, in order (the memory backend's
+// incremental checkpoints).
+func heapChainFiles(t *testing.T, stateDir, dir string) []string {
+	t.Helper()
+	m, err := storage.LoadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, op := range m.Operators {
+		for _, db := range op.DB {
+			if db.Format != storage.FormatHeapChain {
+				continue
+			}
+			for _, f := range db.Files {
+				if !f.Shared {
+					t.Fatalf("heap chain file %s of a checkpoint is not shared", f.Path)
+				}
+				out = append(out, filepath.Join(stateDir, "c", storage.SharedDir, f.Path))
+			}
+		}
+	}
+	return out
+}
+
+// A checkpoint of the memory backend references the files of its
+// snapshot chain that earlier checkpoints wrote; one missing is refused
+// with its name, and cleanup never removed one a retained checkpoint
+// needs.
+func TestMissingHeapChainFileStopsTheJob(t *testing.T) {
+	if os.Getenv(backendEnv) == flow.PebbleBackend {
+		t.Skip("snapshot chains are the memory backend's; pebble's missing files: TestDamagedStateFileStopsTheJob")
+	}
+	stateDir, _, build := corruptFixture(t)
+	dirs := checkpointDirs(t, stateDir)
+	for _, d := range dirs {
+		for _, f := range heapChainFiles(t, stateDir, d) {
+			if _, err := os.Stat(f); err != nil {
+				t.Fatalf("retained checkpoint %s: %v", d, err)
+			}
+		}
+	}
+	files := heapChainFiles(t, stateDir, dirs[len(dirs)-1])
+	if len(files) == 0 {
+		t.Fatal("the newest checkpoint references no heap chain file")
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	err := build().Run(context.Background())
+	if !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), files[0]) {
+		t.Fatalf("want a refusal naming %s, got %v", files[0], err)
 	}
 }

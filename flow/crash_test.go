@@ -265,14 +265,11 @@ func runFailpointCrashes(t *testing.T, child string, check func(*testing.T, *cra
 }
 
 // protocolFailpoints are the failpoints a keyed job with a durable sink
-// passes through; the upload of incremental state only with pebble.
+// passes through, the upload of incremental state included (both
+// backends' checkpoints are incremental).
 func protocolFailpoints() []string {
-	fps := []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
-		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore}
-	if os.Getenv(backendEnv) == flow.PebbleBackend {
-		fps = append(fps, failpoint.MidStateUpload)
-	}
-	return fps
+	return []string{failpoint.AfterAlignment, failpoint.AfterSnapshotWritten, failpoint.MidManifestWrite,
+		failpoint.AfterSinkPrepare, failpoint.AfterCommitPoint, failpoint.DuringRestore, failpoint.MidStateUpload}
 }
 
 func crashKills() int {

@@ -226,6 +226,12 @@ func TestBackendMigration(t *testing.T) {
 // (a new, empty state directory); started again it restores from the
 // bucket, and every count continues.
 func TestCheckpointsOnS3SurviveTheMachine(t *testing.T) {
+	for _, backend := range []string{flow.PebbleBackend, flow.MemoryBackend} {
+		t.Run(backend, func(t *testing.T) { checkpointsOnS3SurviveTheMachine(t, backend) })
+	}
+}
+
+func checkpointsOnS3SurviveTheMachine(t *testing.T, backend string) {
 	srv := s3test.Start(t, true)
 	onS3 := s3.Checkpoints("s3://"+s3test.Bucket+"/jobs", s3.Options{Endpoint: srv.URL, Transport: srv.Transport})
 	const keys, perKey = 100, 10
@@ -233,7 +239,7 @@ func TestCheckpointsOnS3SurviveTheMachine(t *testing.T) {
 	var failed atomic.Bool
 	build := func(perKey int, stateDir string, fail bool) *flow.Env {
 		src := flowtest.NewSource(flowtest.Split(events(keys, perKey), 2), flowtest.Unbounded())
-		env := flow.New(quiet(), flow.JobName("s3"), flow.StateBackend(flow.PebbleBackend), flow.StateDir(stateDir), onS3,
+		env := flow.New(quiet(), flow.JobName("s3"), flow.StateBackend(backend), flow.StateDir(stateDir), onS3,
 			flow.Checkpointing(5*time.Millisecond), flow.Restart(flow.RestartConfig{Strategy: flow.FixedDelay, Attempts: 1, Delay: time.Millisecond}))
 		var seen atomic.Int64
 		in := flow.Map(flow.From(env, src, flow.UID("src")), func(e event) event {

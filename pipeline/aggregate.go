@@ -43,6 +43,11 @@ type AggregateConfig struct {
 }
 
 var aggregateSpec = Spec{
+	Retractions: func(p Params, in bool) (bool, bool) {
+		// Without retractions: true it refuses them; its output retracts
+		// with update-before, or when groups can empty (retractions).
+		return p.Bool("retractions"), p.Bool("update-before") || p.Bool("retractions")
+	},
 	Name:    "aggregate",
 	Summary: "Keeps running aggregates per key (count, sum, min, max, avg, first, last, distinct) and emits the group's new figures for every record.",
 	Doc: "The output record has the group's key as its key and, as its value, a JSON object with the key (field " +
@@ -64,7 +69,7 @@ var aggregateSpec = Spec{
 		{Name: "update-before", Type: Bool, Example: "true",
 			Description: "Emit a group's previous figures as a retraction (row kind -U, the header onceflow.rowkind) before its new ones, and a -D when a group loses its last row: what a filter, an aggregate or a sink keyed otherwise after the step needs to take the old row out."},
 		{Name: "retractions", Type: Bool, Example: "true",
-			Description: "The input is an updating result: a retraction (-U or -D) takes its row out of its group (count, sum and avg; first keeps the first row's value while the group has rows, for values every row of the group shares); a group left with no row is deleted (-D). Without it a retraction is a poison record."},
+			Description: "The input is an updating result: a retraction (-U or -D) takes its row out of its group (count, sum, avg; min, max and distinct keep a count of each value of the group to find the next min or max; first keeps the first row's value while the group has rows, for values every row of the group shares); a group left with no row is deleted (-D). Without it a retraction is a poison record."},
 	},
 	IDField:     "key",
 	StateFields: []string{"key", "fields", "retractions"},
@@ -368,9 +373,9 @@ func (c AggregateConfig) operator() (Operator, error) {
 	if c.Retractions {
 		for _, f := range fields {
 			switch f.fn {
-			case AggCount, AggSum, AggAvg, AggFirst:
+			case AggCount, AggSum, AggAvg, AggFirst, AggMin, AggMax, AggDistinct:
 			default:
-				return Operator{}, &FieldError{Field: "retractions", Msg: fmt.Sprintf("takes rows out of count, sum, avg and first only: %s = %s(…) would need every value of the group kept to find the next one when one is taken out; not supported", f.name, f.fn)}
+				return Operator{}, &FieldError{Field: "retractions", Msg: fmt.Sprintf("takes rows out of count, sum, avg, min, max, distinct and first only: %s = %s(…) cannot say which value came last once the last one is taken out; not supported", f.name, f.fn)}
 			}
 		}
 	}
@@ -413,7 +418,7 @@ func (c AggregateConfig) operator() (Operator, error) {
 		return inputs, nil
 	}
 	if c.UpdateBefore || c.Retractions {
-		return Operator{Uses: uses, KeyBy: key, Prepare: prepare, Timed: func(st *state.Store) Timed {
+		return Operator{Uses: uses, KeyBy: key, Prepare: prepare, TakesRetractions: c.Retractions, Timed: func(st *state.Store) Timed {
 			return changelogAggregate(st, fields, opts, c)
 		}}, nil
 	}
@@ -483,8 +488,21 @@ func (c AggregateConfig) operator() (Operator, error) {
 // row count ("agg/#rows"): a group exists while it has rows.
 func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option, c AggregateConfig) Timed {
 	accs := make([]*state.Value[Acc], len(fields))
+	// vals, for min, max and distinct over retractions, counts each
+	// value of the group (by its JSON text): a retraction of the group's
+	// min finds the next one there, and distinct is the number of values.
+	vals := make([]*state.Map[string, int64], len(fields))
+	// seen, for distinct without retractions, is the values seen, as
+	// the aggregate without a changelog keeps them (the same state).
+	seen := make([]*state.Map[string, bool], len(fields))
 	for i, f := range fields {
 		accs[i] = state.NewValue[Acc](st, "agg/"+f.name, opts...)
+		switch {
+		case c.Retractions && (f.fn == AggMin || f.fn == AggMax || f.fn == AggDistinct):
+			vals[i] = state.NewMap[string, int64](st, "vals/"+f.name, opts...)
+		case f.fn == AggDistinct:
+			seen[i] = state.NewMap[string, bool](st, "distinct/"+f.name, opts...)
+		}
 	}
 	var rows *state.Value[int64]
 	if c.Retractions {
@@ -540,9 +558,24 @@ func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option,
 			}
 			for i, f := range fields {
 				var err error
-				if retract {
+				switch {
+				case vals[i] != nil:
+					err = next[i].countValue(f.fn, vals[i], inputs[i], retract)
+				case seen[i] != nil:
+					if inputs[i] != nil {
+						k, ok := keyText(inputs[i])
+						if !ok {
+							b, _ := EncodeJSON(inputs[i])
+							k = string(b)
+						}
+						if _, dup := seen[i].Get(k); !dup {
+							next[i].N++
+							seen[i].Put(k, true)
+						}
+					}
+				case retract:
 					err = next[i].sub(f.fn, inputs[i])
-				} else {
+				default:
 					err = next[i].add(f.fn, inputs[i])
 				}
 				if err != nil {
@@ -559,6 +592,9 @@ func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option,
 				rows.Clear()
 				for i := range fields {
 					accs[i].Clear()
+					if vals[i] != nil {
+						vals[i].Clear()
+					}
 				}
 				return emit(r, o, gk, RowDelete, prev)
 			}
@@ -579,6 +615,75 @@ func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option,
 			return fmt.Errorf("aggregate: a timer of key %q at %d: the step sets none", key, at)
 		},
 	}
+}
+
+// countValue adds (or, retract, takes out) one input of min, max or
+// distinct over a changelog: m counts the group's values by their JSON
+// text. min and max keep their figure in a.V and look for the next one
+// in m only when the last copy of the current one is taken out.
+func (a *Acc) countValue(fn AggFunc, m *state.Map[string, int64], v any, retract bool) error {
+	if v == nil {
+		return nil
+	}
+	b, err := EncodeJSON(v)
+	if err != nil {
+		return err
+	}
+	k := string(b)
+	n, _ := m.Get(k)
+	if !retract {
+		m.Put(k, n+1)
+		if fn == AggDistinct {
+			if n == 0 {
+				a.N++
+			}
+			return nil
+		}
+		return a.add(fn, v)
+	}
+	if n == 0 {
+		return nil // a value the group does not have (forgotten by ttl)
+	}
+	if n > 1 {
+		m.Put(k, n-1)
+		if fn != AggDistinct {
+			a.N--
+		}
+		return nil
+	}
+	m.Delete(k)
+	if fn == AggDistinct {
+		a.N--
+		return nil
+	}
+	a.N--
+	if cur, err := EncodeJSON(a.V); err != nil || string(cur) != k {
+		return err // another value is still the min (max)
+	}
+	// The last copy of the min (max) is gone: the next is among the rest.
+	a.V = nil
+	var ferr error
+	m.All(func(text string, _ int64) bool {
+		x, err := ParseJSON([]byte(text))
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if a.V == nil {
+			a.V = x
+			return true
+		}
+		less, err := lessThan(x, a.V)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if less == (fn == AggMin) {
+			a.V = x
+		}
+		return true
+	})
+	return ferr
 }
 
 // sub takes one input of fn out of the figure: count, sum and avg only

@@ -73,6 +73,10 @@ type Operator struct {
 	// functions do not see it (a join pairs it with nothing). Without
 	// it, such a record is a poison record.
 	NullKeyNone bool
+	// TakesRetractions: a keyed operator that folds a changelog's
+	// retractions in (RowKind). Without it, a retraction reaching the
+	// operator is a poison record, never a silent add.
+	TakesRetractions bool
 }
 
 // TwoInputs are the functions of a keyed operator of two inputs: one per
@@ -326,6 +330,9 @@ func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Op
 			h := &handle[T]{acc: &acc}
 			return func(ctx flow.Context, rec T, out flow.Collector[T]) error {
 				h.rec, h.group = rec, ctx.Key()
+				if kind := h.RowKind(); !op.TakesRetractions && kind.Retracts() {
+					return flow.Unrecoverable(fmt.Errorf("record %s: %s does not take retractions (this record is a %s of an updating result): a step before it emits a changelog (docs/design.md, \"Changelogs\"); aggregate it with retractions: true, or normalize it with changelog-normalize", h.Position(), name, kind))
+				}
 				keep, err := fn(h)
 				rec = h.rec
 				var zero T
@@ -438,6 +445,11 @@ func applyEach[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, o
 func keyStep[T any](acc RecordAccess[T], name string, op Operator) func(T) (keyed[T], error) {
 	return func(rec T) (keyed[T], error) {
 		h := &handle[T]{acc: &acc, rec: rec}
+		if !op.TakesRetractions {
+			if kind := h.RowKind(); kind.Retracts() {
+				return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s does not take retractions (this record is a %s of an updating result): a step before it emits a changelog (docs/design.md, \"Changelogs\"); aggregate it with retractions: true, or normalize it with changelog-normalize", h.Position(), name, kind))
+			}
+		}
 		var k string
 		if op.KeyBy == nil || op.KeyBy.IsRecordKey() {
 			k = acc.Key(rec)

@@ -20,8 +20,9 @@ type ExplodeConfig struct {
 }
 
 var explodeSpec = Spec{
-	Name:    "explode",
-	Summary: "Emits one record per element of a JSON list in the record (flat-map), with the element or a value built from it.",
+	Retractions: passesRetractions,
+	Name:        "explode",
+	Summary:     "Emits one record per element of a JSON list in the record (flat-map), with the element or a value built from it.",
 	Doc: "Every output keeps the input's key, headers and timestamp. A record whose list is missing, null or empty " +
 		"emits nothing; one where the expression gives something other than a list is a poison record: the job's " +
 		"errors.policy decides. In value, item is the element and index its position from 0, besides the record's names " +

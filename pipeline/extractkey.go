@@ -20,8 +20,9 @@ type ExtractKeyConfig struct {
 }
 
 var extractKeySpec = Spec{
-	Name:    "extract-key",
-	Summary: "Makes the value of a top-level field of the JSON object in the record's value the record's key.",
+	Retractions: passesRetractions,
+	Name:        "extract-key",
+	Summary:     "Makes the value of a top-level field of the JSON object in the record's value the record's key.",
 	Doc: "A string is used as it is, a number as written in the JSON (so 42 and 4.2e1 are different keys). A record " +
 		"whose value is not a JSON object, or whose object lacks the field or holds something else in it (null, a " +
 		"boolean, an object, a list), is a poison record: the job's errors.policy decides what happens to it.",

@@ -18,8 +18,9 @@ type FilterConfig struct {
 }
 
 var filterSpec = Spec{
-	Name:    "filter",
-	Summary: "Keeps the records for which a condition holds and drops the others.",
+	Retractions: passesRetractions,
+	Name:        "filter",
+	Summary:     "Keeps the records for which a condition holds and drops the others.",
 	Doc: "The condition is an expression whose value is true or false. A record it cannot be evaluated on (a " +
 		"compared field is missing, so null is compared with a number; the value is not JSON) is a poison record: " +
 		"the job's errors.policy decides. Write `value.amount ?? 0 > 100` to treat a missing field as 0.",

@@ -67,7 +67,10 @@ var joinSpec = Spec{
 		{Name: "right-match", Type: String, Example: "value.active",
 			Description: "The same for the second input."},
 	},
-	IDField:     "left-key",
+	IDField: "left-key",
+	// An outer join emits retractions; no join takes them (its inputs
+	// must append only: a retraction would be paired as a row).
+	Retractions: func(p Params, _ bool) (bool, bool) { return false, p.Text("kind") != JoinInner },
 	StateFields: []string{"left-key", "right-key", "kind"},
 	Stateful:    true,
 	Inputs:      2,
@@ -170,14 +173,9 @@ func (c joinConfig) operator() (Operator, error) {
 	if outerL || outerR {
 		uses |= UsesWithRowKind
 	}
-	// The inputs append only: a retraction would be paired as an add.
-	prepare := func(r Record) (any, error) {
-		if k := r.RowKind(); k.Retracts() {
-			return nil, recordError(r, "join", fmt.Errorf("the record is a retraction (%s) of an updating result: a join takes rows that are only added; join the inputs before aggregating them", k))
-		}
-		return nil, nil
-	}
-	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: uses, Prepare: prepare, PrepareRight: prepare, Two: func(st *state.Store) TwoInputs {
+	// The inputs append only: a retraction reaching the join is a poison
+	// record (keyStep: the operator does not take retractions).
+	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: uses, Two: func(st *state.Store) TwoInputs {
 		left := state.NewList[[]byte](st, "left", state.WithTTL(lttl))
 		right := state.NewList[[]byte](st, "right", state.WithTTL(rttl))
 		// An outer side's padded count: how many of its kept records,
@@ -238,9 +236,6 @@ func (c joinConfig) operator() (Operator, error) {
 			// A record without a key matches nothing, ever: a preserved
 			// one is emitted padded, with no key, and not kept.
 			fns.OnNoKey = func(r Record, isLeft bool, out Out) error {
-				if k := r.RowKind(); k.Retracts() {
-					return recordError(r, "join", fmt.Errorf("the record is a retraction (%s) of an updating result: a join takes rows that are only added; join the inputs before aggregating them", k))
-				}
 				if isLeft && outerL || !isLeft && outerR {
 					out.Emit(nil, paddedValue(r.Value(), isLeft), r.Meta().Timestamp)
 				}

@@ -12,8 +12,9 @@ type KeyByConfig struct {
 }
 
 var keyBySpec = Spec{
-	Name:    "key-by",
-	Summary: "Makes an expression's value the record's key, so the keyed steps after it and the sink's partitioner use it.",
+	Retractions: passesRetractions,
+	Name:        "key-by",
+	Summary:     "Makes an expression's value the record's key, so the keyed steps after it and the sink's partitioner use it.",
 	Doc: "A string is used as it is, a number in its shortest decimal form (42, 4.2), a boolean as true or false. A " +
 		"record for which the expression gives null (a missing field), a list or an object is a poison record: the " +
 		"job's errors.policy decides. A keyed step can also take the expression itself as its key (aggregate's key: " +

@@ -48,8 +48,9 @@ const (
 )
 
 var mapSpec = Spec{
-	Name:    "map",
-	Summary: "Reshapes each record: builds a new JSON value, sets or removes fields, sets the key, the topic or headers.",
+	Retractions: passesRetractions,
+	Name:        "map",
+	Summary:     "Reshapes each record: builds a new JSON value, sets or removes fields, sets the key, the topic or headers.",
 	Doc: "Every expression sees the record as it came in, and the results are applied in this order: value, set, " +
 		"remove, key, topic, headers. A value that is not a JSON object, when set or remove need one, or an expression " +
 		"that fails on a record makes it a poison record: the job's errors.policy decides. set and remove edit the JSON " +

@@ -56,9 +56,6 @@ func (h *ojHarness) feed(t *testing.T, left bool, k, name string, ts int64) {
 		kv = fmt.Sprintf("%q", k)
 	}
 	r := &handle[krec]{acc: &kAccess, rec: krec{Value: fmt.Sprintf(`{"k":%s,"n":%q}`, kv, name), TS: ts}}
-	if _, err := h.op.Prepare(r); err != nil {
-		t.Fatal(err)
-	}
 	ke := h.op.KeyBy
 	if !left {
 		ke = h.op.KeyByRight
@@ -381,10 +378,21 @@ func TestOuterJoinRefusesRetractions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &handle[krec]{acc: &kAccess, rec: krec{Value: `{"k":"a"}`, Headers: map[string]string{RowKindHeader: "-D"}}}
-	for _, prep := range []func(Record) (any, error){op.Prepare, op.PrepareRight} {
-		if _, err := prep(r); err == nil || !strings.Contains(err.Error(), "retraction (-D)") {
-			t.Errorf("a retraction into a join: %v", err)
+	for _, v := range []string{`{"k":"a"}`, `{"k":null}`} { // with a key and without
+		r := krec{Value: v, Headers: map[string]string{RowKindHeader: "-D"}}
+		if _, err := keyStep(kAccess, "join", op)(r); err == nil || !strings.Contains(err.Error(), "does not take retractions") {
+			t.Errorf("a retraction %s into a join: %v", v, err)
+		}
+	}
+	// The job-file reader refuses a changelog into a join, and knows an
+	// outer join's output is one.
+	for _, kind := range []string{JoinInner, JoinLeft, JoinFull} {
+		p := joinSpec.WithDefaults(Params{"ttl": time.Hour, "kind": kind})
+		if ok, _ := joinSpec.ChangelogOf(p, true); ok {
+			t.Errorf("%s join takes a changelog", kind)
+		}
+		if _, out := joinSpec.ChangelogOf(p, false); out != (kind != JoinInner) {
+			t.Errorf("%s join: output a changelog %v", kind, out)
 		}
 	}
 	for _, tc := range []struct{ kind, want string }{

@@ -12,7 +12,8 @@ import (
 // them for every operator and the params that change them, so moving the
 // planner onto Props changes no job's plan (docs/design.md, "Scale-out").
 func oldKeepsPartitioning(op string) bool {
-	return op == "filter" || op == "route" || op == "dedupe"
+	return op == "filter" || op == "route" || op == "dedupe" ||
+		op == "changelog-normalize" // came later, keeps keys as dedupe does
 }
 
 func oldRoutes(op string, p Params) bool {
@@ -38,18 +39,19 @@ func oldStaticTopics(op string, p Params) []string {
 func TestPropsMatchTheOldRules(t *testing.T) {
 	cases := []Case{{If: "value.a > 1", Topic: "big"}, {If: "true", Topic: "rest"}}
 	variants := map[string][]Params{
-		"filter":      {{"if": "true"}},
-		"route":       {{"cases": cases}, {"cases": cases, "default": "other"}, {"cases": cases, "default": RouteDrop}},
-		"map":         {{"value": "value"}, {"value": "value", "topic": `"t-" + key`}},
-		"explode":     {{"array": "value.items"}},
-		"key-by":      {{"key": "value.user"}},
-		"extract-key": {{"json-field": "user"}},
-		"dedupe":      {{"ttl": "24h"}, {"ttl": "1h", "key": "value.id"}},
-		"count":       {{}, {"key": "value.user"}},
-		"aggregate":   {{"fields": map[string]string{"n": "count()"}}, {"fields": map[string]string{"n": "count()"}, "key": "value.k"}},
-		"window":      {{"size": "1m"}, {"size": "1m", "late-topic": "late"}, {"size": "1m", "key": "value.u"}},
-		"select":      {{"schema": []Named{{"a", "INT"}}}, {"schema": []Named{{"a", "INT"}}, "key": []string{"a"}}},
-		"top-n":       {{"n": 3, "order": []string{"value.p desc"}}, {"n": 1, "order": []string{"value.p"}, "key": "value.k", "ttl": time.Hour}},
+		"filter":              {{"if": "true"}},
+		"route":               {{"cases": cases}, {"cases": cases, "default": "other"}, {"cases": cases, "default": RouteDrop}},
+		"map":                 {{"value": "value"}, {"value": "value", "topic": `"t-" + key`}},
+		"explode":             {{"array": "value.items"}},
+		"key-by":              {{"key": "value.user"}},
+		"extract-key":         {{"json-field": "user"}},
+		"dedupe":              {{"ttl": "24h"}, {"ttl": "1h", "key": "value.id"}},
+		"changelog-normalize": {{}, {"key": "value.id", "ttl": time.Hour}},
+		"count":               {{}, {"key": "value.user"}},
+		"aggregate":           {{"fields": map[string]string{"n": "count()"}}, {"fields": map[string]string{"n": "count()"}, "key": "value.k"}},
+		"window":              {{"size": "1m"}, {"size": "1m", "late-topic": "late"}, {"size": "1m", "key": "value.u"}},
+		"select":              {{"schema": []Named{{"a", "INT"}}}, {"schema": []Named{{"a", "INT"}}, "key": []string{"a"}}},
+		"top-n":               {{"n": 3, "order": []string{"value.p desc"}}, {"n": 1, "order": []string{"value.p"}, "key": "value.k", "ttl": time.Hour}},
 	}
 	for _, name := range Names() {
 		if name == "suffix" { // registered by TestRegisteredOperator

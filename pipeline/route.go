@@ -23,8 +23,9 @@ type RouteConfig struct {
 const RouteDrop = "drop"
 
 var routeSpec = Spec{
-	Name:    "route",
-	Summary: "Sends each record to the topic of the first case whose condition holds (records to different output topics).",
+	Retractions: passesRetractions,
+	Name:        "route",
+	Summary:     "Sends each record to the topic of the first case whose condition holds (records to different output topics).",
 	Doc: "All topics are written in the same transaction as the rest of the job's output, so routing keeps " +
 		"exactly-once. A record no case matches goes to default: the sink's topic when default is not set, nowhere " +
 		"when it is drop. A case's topic cannot be an input topic of the job (that would feed its own output back).",

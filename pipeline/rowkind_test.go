@@ -53,19 +53,19 @@ func TestAggregateRetractionsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dead) != 1 || !strings.Contains(dead[0].Err.Error(), "set retractions: true") {
+	if len(dead) != 1 || !strings.Contains(dead[0].Err.Error(), "does not take retractions") {
 		t.Errorf("dead letters %v, want the retraction refused", dead)
 	}
-	_, _, err = runK(t, in, 1, []Step{{Op: "aggregate", Params: Params{"key": "value.u", "retractions": true, "fields": map[string]string{"m": "min(value.n)"}}}}, flow.FailOnError)
+	_, _, err = runK(t, in, 1, []Step{{Op: "aggregate", Params: Params{"key": "value.u", "retractions": true, "fields": map[string]string{"m": "last(value.n)"}}}}, flow.FailOnError)
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "retractions" {
-		t.Errorf("min with retractions: %v, want a retractions field error", err)
+		t.Errorf("last with retractions: %v, want a retractions field error", err)
 	}
 }
 
 // Two aggregates, the second over the first's changelog through a filter
 // (SQL: SELECT COUNT(*), SUM(total) FROM (SELECT u, SUM(n) total … GROUP
-// BY u) WHERE total > 10): the -U rows take the old totals out, a total
+// BY u) WHERE total > 10, with MIN, MAX and COUNT(DISTINCT total % 3) too): the -U rows take the old totals out, a total
 // that stops passing the filter takes its row out for good, and a group
 // left with no row is deleted. At parallelism 1 and 3 the final figures
 // equal a batch computation.
@@ -79,17 +79,22 @@ func TestAggregateOverChangelog(t *testing.T) {
 		vals = append(vals, fmt.Sprintf(`{"u":%q,"n":%d}`, u, n))
 	}
 	wantN, wantS := 0, 0
+	wantLo, wantHi := 1<<30, -1<<30
+	parity := map[int]bool{}
 	for _, tot := range totals {
 		if tot > 10 {
 			wantN++
 			wantS += tot
+			wantLo, wantHi = min(wantLo, tot), max(wantHi, tot)
+			parity[tot%3] = true
 		}
 	}
 	steps := []Step{
 		{Op: "aggregate", UID: "per-user", Params: Params{"key": "value.u", "update-before": true, "fields": map[string]string{"total": "sum(value.n)"}}},
 		{Op: "filter", Params: Params{"if": "value.total > 10"}},
 		{Op: "aggregate", UID: "all", Params: Params{"key": `"all"`, "retractions": true,
-			"fields": map[string]string{"users": "count()", "sum": "sum(value.total)"}}},
+			"fields": map[string]string{"users": "count()", "sum": "sum(value.total)", "lo": "min(value.total)", "hi": "max(value.total)",
+				"mods": "distinct(value.total % 3)"}}},
 	}
 	for _, par := range []int{1, 3} {
 		out, _, err := runK(t, orders(vals...), par, steps, flow.FailOnError)
@@ -100,7 +105,7 @@ func TestAggregateOverChangelog(t *testing.T) {
 			t.Fatal("no output")
 		}
 		last := out[len(out)-1]
-		want := fmt.Sprintf(`{"key":"all","sum":%d,"users":%d}`, wantS, wantN)
+		want := fmt.Sprintf(`{"hi":%d,"key":"all","lo":%d,"mods":%d,"sum":%d,"users":%d}`, wantHi, wantLo, len(parity), wantS, wantN)
 		if wantN == 0 {
 			t.Fatal("the data lets no user pass: change it")
 		}
@@ -168,5 +173,27 @@ func TestSelectDebezium(t *testing.T) {
 	}
 	if len(dead) != 1 || !strings.Contains(dead[0].Err.Error(), "REPLICA IDENTITY FULL") {
 		t.Errorf("dead letters %v, want the update without a before row", dead)
+	}
+}
+
+// changelog-normalize turns upserts and tombstones into a changelog with
+// retractions, dropping an upsert equal to the row it has.
+func TestChangelogNormalize(t *testing.T) {
+	in := orders(`{"v":1}`, `{"v":2}`, `{"v":2}`, ``, ``, `{"v":3}`, `{"v":4}`)
+	for i := range in {
+		in[i].Key = "k"
+	}
+	in[6].Headers = map[string]string{RowKindHeader: "-U"}
+	out, _, err := runK(t, in, 1, []Step{{Op: "changelog-normalize", Params: Params{}}}, flow.FailOnError)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range out {
+		got = append(got, kind(r)+r.Value)
+	}
+	want := []string{`+{"v":1}`, `-U{"v":1}`, `+{"v":2}`, `-D{"v":2}`, `+{"v":3}`, `-D{"v":3}`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %s, want %s", strings.Join(got, " "), strings.Join(want, " "))
 	}
 }

@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +14,7 @@ import (
 	"github.com/onceflow/onceflow/internal/sql/ast"
 	"github.com/onceflow/onceflow/internal/sql/eval"
 	"github.com/onceflow/onceflow/internal/sql/parser"
+	"github.com/onceflow/onceflow/internal/sql/types"
 )
 
 // SelectConfig configures Select: SQL expressions over the typed columns
@@ -41,9 +45,17 @@ type SelectConfig struct {
 	// none) apply to csv.
 	Format                                               string
 	CSVFieldDelimiter, CSVQuoteCharacter, CSVNullLiteral string
+	// OutputFormat is how the output value is written: "json" (the
+	// default), "csv" (OutputCSVFieldDelimiter, one byte, "": ","; NULL
+	// as OutputCSVNullLiteral) or "raw" (the one column's text or bytes).
+	OutputFormat                                  string
+	OutputCSVFieldDelimiter, OutputCSVNullLiteral string
 }
 
 var selectSpec = Spec{
+	Retractions: func(p Params, in bool) (bool, bool) {
+		return true, in || p.Text("format") == FormatDebezium // a debezium-json select emits the retractions of its events
+	},
 	Name:    "select",
 	Summary: "Projects and filters records with SQL expressions over typed columns of the JSON value (SQL jobs compile to it).",
 	Doc: "The record's JSON value is read once into a row of the `schema`'s columns (Flink SQL types; nested `ROW`s are " +
@@ -82,6 +94,12 @@ var selectSpec = Spec{
 			Description: "With `format: csv`: the one character a field may be enclosed in (written twice inside it); unset: `\"`."},
 		{Name: "csv-null-literal", Type: String, Example: `\N`,
 			Description: "With `format: csv`: a field's text that means NULL (also for a STRING); unset: none."},
+		{Name: "output-format", Type: String, Default: "json", Example: "csv",
+			Description: "How the output value is written: `json` (an object, by column), `csv` (one line of the columns in order, RFC 4180 quoting with `\"`, NULL as `output-csv-null-literal`; no ROW, ARRAY or MAP columns) or `raw` (the one output column's text or bytes as they are; NULL: no value)."},
+		{Name: "output-csv-field-delimiter", Type: String, Example: "|",
+			Description: "With `output-format: csv`: the one character between fields; unset: `,`."},
+		{Name: "output-csv-null-literal", Type: String, Example: `\N`,
+			Description: "With `output-format: csv`: the text written for NULL; unset: an empty field."},
 	},
 	Validate: func(p Params) error {
 		_, err := selectConfig(p, Env{}).compile()
@@ -103,7 +121,9 @@ func init() { Register(selectSpec) }
 func selectConfig(p Params, env Env) SelectConfig {
 	return SelectConfig{Schema: p.Ordered("schema"), Columns: p.Ordered("columns"), Where: p.Text("where"),
 		Key: p.List("key"), OnError: env.Policy, Format: p.Text("format"), CSVFieldDelimiter: p.Text("csv-field-delimiter"),
-		CSVQuoteCharacter: p.Text("csv-quote-character"), CSVNullLiteral: p.Text("csv-null-literal")}
+		CSVQuoteCharacter: p.Text("csv-quote-character"), CSVNullLiteral: p.Text("csv-null-literal"),
+		OutputFormat: p.Text("output-format"), OutputCSVFieldDelimiter: p.Text("output-csv-field-delimiter"),
+		OutputCSVNullLiteral: p.Text("output-csv-null-literal")}
 }
 
 // format checks the format fields and returns eval's Format.
@@ -252,6 +272,10 @@ func (c SelectConfig) operator() (Operator, error) {
 	if c.Format == FormatDebezium {
 		return c.debeziumOperator(sel, uses, &pool)
 	}
+	out, err := c.outputWriter(sel)
+	if err != nil {
+		return Operator{}, err
+	}
 	return Operator{Uses: uses, Each: func(r Record, emit func()) error {
 		st := pool.Get().(*selectState)
 		var m eval.Meta
@@ -279,16 +303,104 @@ func (c SelectConfig) operator() (Operator, error) {
 			return nil
 		}
 		st.buf = res.Value
-		out := make([]byte, len(res.Value))
-		copy(out, res.Value)
+		v, err := out(res.Value)
 		pool.Put(st)
-		r.SetValue(out)
+		if err != nil {
+			return recordError(r, "select", err)
+		}
+		r.SetValue(v)
 		if setsKey {
 			r.SetKey(res.Key)
 		}
 		emit()
 		return nil
 	}}, nil
+}
+
+// outputWriter returns what writes a row's JSON (buf, reused by the next
+// row) as the output value, in c.OutputFormat.
+func (c SelectConfig) outputWriter(sel *eval.Select) (func(row []byte) ([]byte, error), error) {
+	cols := sel.Columns()
+	switch c.OutputFormat {
+	case "", "json":
+		if c.OutputCSVFieldDelimiter != "" || c.OutputCSVNullLiteral != "" {
+			return nil, &FieldError{Field: "output-csv-field-delimiter", Msg: "applies with output-format: csv only"}
+		}
+		return func(row []byte) ([]byte, error) { return bytes.Clone(row), nil }, nil
+	case "raw":
+		if len(cols) != 1 {
+			return nil, &FieldError{Field: "output-format", Msg: fmt.Sprintf("raw writes one column, and the select has %d", len(cols))}
+		}
+		name := cols[0].Name
+		return func(row []byte) ([]byte, error) {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(row, &m); err != nil {
+				return nil, err
+			}
+			v := m[name]
+			switch {
+			case len(v) == 0 || string(v) == "null":
+				return nil, nil
+			case v[0] == '"':
+				var s string
+				if err := json.Unmarshal(v, &s); err != nil {
+					return nil, err
+				}
+				if cols[0].Type.Kind == types.Bytes {
+					return base64.StdEncoding.DecodeString(s)
+				}
+				return []byte(s), nil
+			}
+			return bytes.Clone(v), nil
+		}, nil
+	case "csv":
+		delim := ','
+		switch d := c.OutputCSVFieldDelimiter; len(d) {
+		case 0:
+		case 1:
+			delim = rune(d[0])
+		default:
+			return nil, &FieldError{Field: "output-csv-field-delimiter", Msg: fmt.Sprintf("is %q: give one character (one byte)", d)}
+		}
+		names := make([]string, len(cols))
+		for i, oc := range cols {
+			switch oc.Type.Kind {
+			case types.Row, types.Array, types.Map:
+				return nil, &FieldError{Field: "output-format", Msg: fmt.Sprintf("csv writes flat columns, and %s is a %s", oc.Name, oc.Type)}
+			}
+			names[i] = oc.Name
+		}
+		null := c.OutputCSVNullLiteral
+		return func(row []byte) ([]byte, error) {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(row, &m); err != nil {
+				return nil, err
+			}
+			fields := make([]string, len(names))
+			for i, n := range names {
+				v := m[n]
+				switch {
+				case len(v) == 0 || string(v) == "null":
+					fields[i] = null
+				case v[0] == '"':
+					if err := json.Unmarshal(v, &fields[i]); err != nil {
+						return nil, err
+					}
+				default:
+					fields[i] = string(v)
+				}
+			}
+			var b bytes.Buffer
+			w := csv.NewWriter(&b)
+			w.Comma = delim
+			if err := w.Write(fields); err != nil {
+				return nil, err
+			}
+			w.Flush()
+			return bytes.TrimSuffix(b.Bytes(), []byte("\n")), w.Error()
+		}, nil
+	}
+	return nil, &FieldError{Field: "output-format", Msg: fmt.Sprintf("is %q: json, csv or raw", c.OutputFormat)}
 }
 
 // FormatDebezium is SelectConfig.Format of Debezium's change events.

@@ -387,3 +387,31 @@ func BenchmarkSelect(b *testing.B) {
 		}
 	})
 }
+
+// A select writes its output as a csv line or as the raw text of its one
+// column when asked.
+func TestSelectOutputFormats(t *testing.T) {
+	in := []krec{{Key: "k", Value: `{"id": 7, "name": "a, \"b\"", "score": null}`}, {Key: "k", Value: `{"id": 8, "name": "c", "score": 1.5}`}}
+	schema := []Named{{Name: "id", Text: "BIGINT"}, {Name: "name", Text: "STRING"}, {Name: "score", Text: "DOUBLE"}}
+	for _, tc := range []struct {
+		params Params
+		want   []string
+	}{
+		{Params{"schema": schema, "output-format": "csv"}, []string{`7,"a, ""b""",`, `8,c,1.5`}},
+		{Params{"schema": schema, "output-format": "csv", "output-csv-field-delimiter": "|", "output-csv-null-literal": `\N`}, []string{`7|"a, ""b"""|\N`, `8|c|1.5`}},
+		{Params{"schema": schema, "columns": []Named{{Name: "name", Text: "name"}}, "output-format": "raw"}, []string{`a, "b"`, `c`}},
+		{Params{"schema": schema, "columns": []Named{{Name: "s", Text: "score"}}, "output-format": "raw"}, []string{``, `1.5`}},
+	} {
+		res := runSteps(t, in, []Step{{Op: "select", Params: tc.params}}, flow.FailOnError)
+		var got []string
+		for _, r := range res.out {
+			got = append(got, r.Value)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%v: got %q, want %q", tc.params["output-format"], got, tc.want)
+		}
+	}
+	if _, err := (SelectConfig{Schema: schema, OutputFormat: "raw"}).operator(); err == nil || !strings.Contains(err.Error(), "raw writes one column, and the select has 3") {
+		t.Errorf("raw of three columns: %v", err)
+	}
+}

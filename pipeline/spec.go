@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -33,6 +34,15 @@ type Spec struct {
 	// (name:value, such as dedupe:record.key): the one that says what the
 	// step's state is about. Empty: the id is the name.
 	IDField string
+	// Retractions says what the step does with a changelog's retractions
+	// (docs/design.md, "Changelogs"): nil refuses them (the job-file
+	// reader refuses a step after one that emits a changelog, and a
+	// retraction reaching it at run time is a poison record). Otherwise
+	// it returns whether the step takes them (passes them on, as a
+	// stateless select or filter does, or folds them in, as an aggregate
+	// with retractions does) and whether its output is a changelog
+	// (emits retractions of its own, or passes its input's on).
+	Retractions func(p Params, in bool) (takes, out bool)
 	// StateFields, for a stateful operator, name the fields whose values
 	// shape its state: a restore from a checkpoint taken while any of them
 	// had another value is refused (StateLayout; docs/design.md, "State
@@ -335,13 +345,27 @@ func (s Spec) StateLayout(p Params) string {
 	var b strings.Builder
 	b.WriteString(s.Name)
 	for _, f := range s.StateFields {
-		// A field at its default is left out, so a field added to a
-		// spec later does not change the layout of steps that leave it.
-		if fd, ok := s.Field(f); !ok || p[f] == nil || fmt.Sprint(p[f]) == fmt.Sprint(fd.Default) {
+		// A field at its default (or, without one, at its zero value) is
+		// left out, so a field added to a spec later does not change the
+		// layout of steps that leave it, nor one written as its default.
+		fd, ok := s.Field(f)
+		val := p[f]
+		if !ok || val == nil || fmt.Sprint(val) == fmt.Sprint(fd.Default) || fd.Default == nil && reflect.ValueOf(val).IsZero() {
 			continue
 		}
+		if str, isStr := val.(string); isStr {
+			if f == "time" {
+				// A window's time: what matters to its state is only
+				// whether its timers are processing-time ones.
+				if str != "processing" {
+					continue
+				}
+			} else if d, err := time.ParseDuration(str); err == nil {
+				val = d // a signed duration held as text: one form for one span
+			}
+		}
 		fmt.Fprintf(&b, " %s=", f)
-		switch v := p[f].(type) {
+		switch v := val.(type) {
 		case map[string]string:
 			b.WriteString("{")
 			for i, k := range sortedKeys(v) {
@@ -359,6 +383,21 @@ func (s Spec) StateLayout(p Params) string {
 	}
 	return b.String()
 }
+
+// ChangelogOf says whether a step with params p takes its input (a
+// changelog when in) and whether its output is a changelog.
+func (s Spec) ChangelogOf(p Params, in bool) (ok, out bool) {
+	if s.Retractions == nil {
+		return !in, false
+	}
+	takes, out := s.Retractions(p, in)
+	return !in || takes, out
+}
+
+// passesRetractions is the Retractions of a stateless step that changes
+// each record alone and keeps its row kind: it takes a changelog, and its
+// output is one when its input is.
+func passesRetractions(_ Params, in bool) (takes, out bool) { return true, in }
 
 // Bool returns the bool value of field name, or false.
 func (p Params) Bool(name string) bool {

@@ -145,7 +145,7 @@ var windowSpec = Spec{
 			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow. `processing`: processing-time windows (see above)."},
 	},
 	IDField:     "key",
-	StateFields: []string{"key", "size", "slide", "step", "gap", "offset", "fields"},
+	StateFields: []string{"key", "size", "slide", "step", "gap", "offset", "time", "fields"},
 	Stateful:    true,
 	Validate: func(p Params) error {
 		_, err := windowConfig(p, Env{}).operator(nil)

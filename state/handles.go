@@ -15,7 +15,8 @@ type options struct {
 
 // WithTTL makes entries expire ttl after they were last written (processing
 // time). Expired entries are invisible to reads at once and are dropped from
-// the next snapshot. Default: no expiry.
+// the next full snapshot (in the heap; a Backend sweeps them as records
+// flow). Default: no expiry.
 func WithTTL(ttl time.Duration) Option {
 	if ttl < 0 {
 		panic(fmt.Sprintf("onceflow: state TTL %v is negative; use a positive duration, or no WithTTL for state that never expires", ttl))
@@ -84,6 +85,7 @@ type Value[V any] struct {
 	// In the heap: one map per local key group. With a Backend: nil.
 	groups []map[string]entry[V]
 	buf    []byte
+	chg    changes
 }
 
 // NewValue registers a value state called name in s, encoded with the
@@ -141,7 +143,9 @@ func (v *Value[V]) Get() (V, bool) {
 // Set stores the current key's value (and restarts its TTL).
 func (v *Value[V]) Set(x V) {
 	if v.groups != nil {
-		v.groups[v.s.cur()][v.s.key] = entry[V]{v: x, exp: v.o.expiry(v.s)}
+		g := v.s.cur()
+		v.groups[g][v.s.key] = entry[V]{v: x, exp: v.o.expiry(v.s)}
+		v.chg.note(g, v.s.key)
 		return
 	}
 	exp := v.o.expiry(v.s)
@@ -157,7 +161,9 @@ func (v *Value[V]) Set(x V) {
 // Clear removes the current key's value.
 func (v *Value[V]) Clear() {
 	if v.groups != nil {
-		delete(v.groups[v.s.cur()], v.s.key)
+		g := v.s.cur()
+		delete(v.groups[g], v.s.key)
+		v.chg.note(g, v.s.key)
 		return
 	}
 	if err := v.s.backend.Delete(v.kg(), v.nm, v.s.kvPrefix()); err != nil {
@@ -166,6 +172,31 @@ func (v *Value[V]) Clear() {
 }
 
 func (v *Value[V]) name() string { return v.nm }
+
+func (v *Value[V]) changeLog() *changes { return &v.chg }
+func (v *Value[V]) kind() byte          { return kindValue }
+func (v *Value[V]) liveKeys() int       { return liveKeys(v.groups) }
+
+func (v *Value[V]) encodeKey(g int, k string, dst []byte, now int64) []byte {
+	e, ok := v.groups[g][k]
+	if !ok || (e.exp != 0 && e.exp <= now) {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(k)))
+	dst = append(dst, k...)
+	dst = appendEntryHeader(dst, e.exp)
+	n := len(dst)
+	dst = v.codec.Append(binary.AppendUvarint(dst, 0), e.v)
+	return fixLen(dst, n)
+}
+
+func (v *Value[V]) clearKey(g int, k []byte) error {
+	if v.groups != nil {
+		delete(v.groups[g], string(k))
+		return nil
+	}
+	return v.s.backend.Delete(v.s.first+g, v.nm, kvPrefixOf(k))
+}
 
 // Snapshot format: per key, uvarint len + key, varint expiry, uvarint len +
 // value.
@@ -261,6 +292,7 @@ type Map[UK comparable, V any] struct {
 	groups []map[string]map[UK]entry[V] // nil with a Backend
 	buf    []byte
 	key    []byte
+	chg    changes
 }
 
 // NewMap registers a map state called name in s with default codecs.
@@ -330,6 +362,7 @@ func (m *Map[UK, V]) Put(uk UK, v V) {
 			g[m.s.key] = inner
 		}
 		inner[uk] = entry[V]{v: v, exp: m.o.expiry(m.s)}
+		m.chg.note(m.s.cur(), m.s.key)
 		return
 	}
 	exp := m.o.expiry(m.s)
@@ -352,6 +385,7 @@ func (m *Map[UK, V]) Delete(uk UK) {
 		if len(inner) == 0 {
 			delete(g, m.s.key)
 		}
+		m.chg.note(m.s.cur(), m.s.key)
 		return
 	}
 	if err := m.s.backend.Delete(m.kg(), m.nm, m.kvKey(uk)); err != nil {
@@ -416,6 +450,7 @@ func (m *Map[UK, V]) Len() int {
 func (m *Map[UK, V]) Clear() {
 	if m.groups != nil {
 		delete(m.groups[m.s.cur()], m.s.key)
+		m.chg.note(m.s.cur(), m.s.key)
 		return
 	}
 	if err := m.s.backend.DeletePrefix(m.kg(), m.nm, m.s.kvPrefix()); err != nil {
@@ -424,6 +459,45 @@ func (m *Map[UK, V]) Clear() {
 }
 
 func (m *Map[UK, V]) name() string { return m.nm }
+
+func (m *Map[UK, V]) changeLog() *changes { return &m.chg }
+func (m *Map[UK, V]) kind() byte          { return kindMap }
+func (m *Map[UK, V]) liveKeys() int       { return liveKeys(m.groups) }
+
+func (m *Map[UK, V]) encodeKey(g int, k string, dst []byte, now int64) []byte {
+	inner := m.groups[g][k]
+	live := 0
+	for _, e := range inner {
+		if e.exp == 0 || e.exp > now {
+			live++
+		}
+	}
+	if live == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(k)))
+	dst = append(dst, k...)
+	dst = binary.AppendUvarint(dst, uint64(live))
+	for uk, e := range inner {
+		if e.exp != 0 && e.exp <= now {
+			continue
+		}
+		n := len(dst)
+		dst = fixLen(m.kc.Append(binary.AppendUvarint(dst, 0), uk), n)
+		dst = appendEntryHeader(dst, e.exp)
+		n = len(dst)
+		dst = fixLen(m.vc.Append(binary.AppendUvarint(dst, 0), e.v), n)
+	}
+	return dst
+}
+
+func (m *Map[UK, V]) clearKey(g int, k []byte) error {
+	if m.groups != nil {
+		delete(m.groups[g], string(k))
+		return nil
+	}
+	return m.s.backend.DeletePrefix(m.s.first+g, m.nm, kvPrefixOf(k))
+}
 
 // Snapshot format: per key, uvarint len + key, uvarint count, then per
 // entry uvarint len + user key, varint expiry, uvarint len + value.
@@ -597,6 +671,7 @@ type List[V any] struct {
 	groups []map[string][]entry[V] // nil with a Backend
 	buf    []byte
 	key    []byte
+	chg    changes
 }
 
 // NewList registers a list state called name in s with the default codec.
@@ -652,6 +727,7 @@ func (l *List[V]) Add(v V) {
 	if l.groups != nil {
 		g := l.groups[l.s.cur()]
 		g[l.s.key] = append(g[l.s.key], entry[V]{v: v, exp: l.o.expiry(l.s)})
+		l.chg.note(l.s.cur(), l.s.key)
 		return
 	}
 	l.put(l.next(), v, l.o.expiry(l.s))
@@ -708,6 +784,7 @@ func (l *List[V]) Get() []V {
 func (l *List[V]) Update(vs []V) {
 	if l.groups != nil {
 		g := l.groups[l.s.cur()]
+		l.chg.note(l.s.cur(), l.s.key)
 		if len(vs) == 0 {
 			delete(g, l.s.key)
 			return
@@ -731,6 +808,7 @@ func (l *List[V]) Update(vs []V) {
 func (l *List[V]) Clear() {
 	if l.groups != nil {
 		delete(l.groups[l.s.cur()], l.s.key)
+		l.chg.note(l.s.cur(), l.s.key)
 		return
 	}
 	if err := l.s.backend.DeletePrefix(l.kg(), l.nm, l.s.kvPrefix()); err != nil {
@@ -739,6 +817,43 @@ func (l *List[V]) Clear() {
 }
 
 func (l *List[V]) name() string { return l.nm }
+
+func (l *List[V]) changeLog() *changes { return &l.chg }
+func (l *List[V]) kind() byte          { return kindList }
+func (l *List[V]) liveKeys() int       { return liveKeys(l.groups) }
+
+func (l *List[V]) encodeKey(g int, k string, dst []byte, now int64) []byte {
+	es := l.groups[g][k]
+	live := 0
+	for _, e := range es {
+		if e.exp == 0 || e.exp > now {
+			live++
+		}
+	}
+	if live == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(k)))
+	dst = append(dst, k...)
+	dst = binary.AppendUvarint(dst, uint64(live))
+	for _, e := range es {
+		if e.exp != 0 && e.exp <= now {
+			continue
+		}
+		dst = appendEntryHeader(dst, e.exp)
+		n := len(dst)
+		dst = fixLen(l.codec.Append(binary.AppendUvarint(dst, 0), e.v), n)
+	}
+	return dst
+}
+
+func (l *List[V]) clearKey(g int, k []byte) error {
+	if l.groups != nil {
+		delete(l.groups[g], string(k))
+		return nil
+	}
+	return l.s.backend.DeletePrefix(l.s.first+g, l.nm, kvPrefixOf(k))
+}
 
 // Snapshot format: per key, uvarint len + key, uvarint count, then per
 // element varint expiry, uvarint len + value.
@@ -825,4 +940,30 @@ func (l *List[V]) decode(g int, src []byte) error {
 		src = rest
 	}
 	return nil
+}
+
+// liveKeys counts the record keys of a heap table.
+func liveKeys[M ~map[string]E, E any](groups []M) int {
+	n := 0
+	for _, m := range groups {
+		n += len(m)
+	}
+	return n
+}
+
+// fixLen turns the one-byte zero length that was appended at dst[n] into
+// the length of what follows it (a value's codec bytes), moving those
+// bytes when the length needs more than one byte.
+func fixLen(dst []byte, n int) []byte {
+	l := len(dst) - n - 1
+	if l < 0x80 {
+		dst[n] = byte(l)
+		return dst
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(hdr[:], uint64(l))
+	dst = append(dst, hdr[:h-1]...)
+	copy(dst[n+h:], dst[n+1:len(dst)-(h-1)])
+	copy(dst[n:], hdr[:h])
+	return dst
 }

@@ -46,6 +46,7 @@ type scope struct {
 	sweepKeys           [][]byte       // due TTL index keys of one Sweep
 	orphanNames         map[string]bool
 	ttl                 bool // a handle has a TTL: Sweep has work
+	tracking            bool // heap tables log their writes (TrackChanges)
 }
 
 // NewRuntime returns keyed state for the key groups first..last (inclusive)
@@ -187,6 +188,7 @@ func (r *Runtime) Snapshot() (map[int][]byte, error) {
 			out[kg] = blob
 		}
 	}
+	s.resetChanges()
 	return out, nil
 }
 
@@ -235,6 +237,7 @@ func (r *Runtime) Restore(groups map[int][]byte) error {
 			}
 		}
 	}
+	s.loseChanges()
 	return nil
 }
 

@@ -40,6 +40,7 @@ type Timers struct {
 	// Backend: nil.
 	groups []map[string]map[Timer]struct{}
 	key    []byte
+	chg    changes
 }
 
 // Timers registers the subtask's timer set; call it before Seal, at most
@@ -65,6 +66,25 @@ func (r *Runtime) Timers() *Timers {
 }
 
 func (t *Timers) name() string { return timersTable }
+
+func (t *Timers) changeLog() *changes { return &t.chg }
+func (t *Timers) kind() byte          { return kindTimers }
+func (t *Timers) liveKeys() int       { return liveKeys(t.groups) }
+
+func (t *Timers) encodeKey(g int, k string, dst []byte, _ int64) []byte {
+	for tm := range t.groups[g][k] {
+		dst = appendTimer(dst, []byte(k), tm)
+	}
+	return dst
+}
+
+func (t *Timers) clearKey(g int, k []byte) error {
+	if t.groups != nil {
+		delete(t.groups[g], string(k))
+		return nil
+	}
+	return t.s.backend.DeletePrefix(t.s.first+g, timersTable, kvPrefixOf(k))
+}
 
 // kvKey returns the backend key of tm for the current key: the record key
 // length-prefixed, the domain, the time (8 bytes big-endian, sign bit
@@ -101,6 +121,7 @@ func (t *Timers) Add(tm Timer) bool {
 			g[t.s.key] = set
 		}
 		set[tm] = struct{}{}
+		t.chg.note(t.s.cur(), t.s.key)
 		return true
 	}
 	if err := t.s.backend.Put(t.s.first+t.s.cur(), timersTable, t.kvKey(tm), nil); err != nil {
@@ -122,6 +143,7 @@ func (t *Timers) Remove(tm Timer) bool {
 		if len(set) == 0 {
 			delete(g, t.s.key)
 		}
+		t.chg.note(t.s.cur(), t.s.key)
 		return true
 	}
 	if err := t.s.backend.Delete(t.s.first+t.s.cur(), timersTable, t.kvKey(tm)); err != nil {

@@ -41,7 +41,7 @@ func (s *scope) indexExpiry(kg int, state string, key []byte, exp int64) error {
 // Sweep removes up to limit entries of the TTL index that are due, and the
 // state entries they name that are still expired, from the backend; it
 // returns how many state entries it removed. Without a Backend it does
-// nothing: the heap drops expired entries at each snapshot. The runtime
+// nothing: the heap drops expired entries at each full snapshot. The runtime
 // calls it from the subtask's goroutine, between records. It does nothing
 // when no handle has a TTL.
 func (r *Runtime) Sweep(limit int) (removed int, err error) {

@@ -274,3 +274,98 @@ INSERT INTO per_category SELECT category, COUNT(*), AVG(price) FROM products GRO
 	check("franz-go", readCommitted(t, addr, "out"))
 	check("kcat", kcatRead(t, addr, "out"))
 }
+
+// TestCrashSQLUpsertKafkaSource reads an upsert-kafka table (each record
+// its key's row now, a tombstone deleting it) as a changelog: the users
+// per country with a positive score and their total, into another
+// upsert-kafka table, crashed at both edges of its first commit and
+// SIGKILLed. The folded output, read with franz-go and kcat, must equal the
+// countries of the input table's final rows, computed in Go.
+func TestCrashSQLUpsertKafkaSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	records, kills := e2eSize()
+	records /= 10
+	kills /= 2
+	rng := seed(t)
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "users", 4)
+	createTopic(t, addr, "out", 4)
+	type user struct {
+		UserID  string `json:"user_id"`
+		Country string `json:"country"`
+		Score   int64  `json:"score"`
+	}
+	table := map[string]user{}
+	var recs []*kgo.Record
+	for i := 0; i < records; i++ {
+		id := "u" + strconv.Itoa(rng.IntN(records/20))
+		if _, ok := table[id]; ok && rng.IntN(5) == 0 {
+			delete(table, id)
+			recs = append(recs, &kgo.Record{Key: []byte(id)}) // a tombstone
+			continue
+		}
+		u := user{UserID: id, Country: "c" + strconv.Itoa(rng.IntN(60)), Score: rng.Int64N(100) - 20}
+		table[id] = u
+		v, _ := json.Marshal(u)
+		recs = append(recs, &kgo.Record{Key: []byte(id), Value: v})
+	}
+	cl := client(t, addr, kgo.DefaultProduceTopic("users"))
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	type agg struct{ n, sum int64 }
+	per := map[string]*agg{}
+	for _, u := range table {
+		if u.Score <= 0 {
+			continue
+		}
+		if per[u.Country] == nil {
+			per[u.Country] = &agg{}
+		}
+		per[u.Country].n++
+		per[u.Country].sum += u.Score
+	}
+	want := map[string]string{}
+	for c, a := range per {
+		want[c] = fmt.Sprintf("users %d total %d", a.n, a.sum)
+	}
+	t.Logf("produced %d upserts and tombstones, %d users left, %d countries in the result; %d kills", records, len(table), len(want), kills)
+	script := fmt.Sprintf(`SET 'pipeline.name' = 'sql-upsert-source';
+SET 'execution.checkpointing.interval' = '100ms';
+SET 'restart-strategy.type' = 'none';
+SET 'state.checkpoints.dir' = '%s';
+CREATE TABLE users (user_id STRING, country STRING, score BIGINT, PRIMARY KEY (user_id) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'users', 'properties.bootstrap.servers' = '%s', 'properties.group.id' = 'sql-upsert-source',
+      'key.format' = 'raw', 'value.format' = 'json');
+CREATE TABLE per_country (country STRING, users BIGINT, total BIGINT, PRIMARY KEY (country) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'properties.bootstrap.servers' = '%s', 'key.format' = 'raw');
+INSERT INTO per_country SELECT country, COUNT(*), SUM(score) FROM users WHERE score > 0 GROUP BY country;
+`, filepath.Join(dir, "state"), addr, addr)
+	file := filepath.Join(dir, "upsert.sql")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lw := &logWriter{t: t, name: "sql-upsert-source"}
+	r := &jobRunner{t: t, bin: binary(t), file: file, log: lw}
+	r.crashAtKafkaCommitEdges()
+	r.killAtRandom(rng, kills, 150, 500)
+	editJob(t, file, "'value.format' = 'json');", "'value.format' = 'json', 'scan.bounded.mode' = 'latest-offset');")
+	r.runToEnd()
+	check := func(client string, out []kafkatest.Record) {
+		t.Helper()
+		checkFolded(t, client, out, want, func(key string, v struct {
+			Country      string
+			Users, Total int64
+		}) (string, error) {
+			if key != v.Country {
+				return "", fmt.Errorf("row under key %q, want its country", key)
+			}
+			return fmt.Sprintf("users %d total %d", v.Users, v.Total), nil
+		})
+	}
+	check("franz-go", readCommitted(t, addr, "out"))
+	check("kcat", kcatRead(t, addr, "out"))
+}

@@ -195,6 +195,28 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			cols: "item, rn, seq, amount",
 		},
 		{
+			// A Top-N without PARTITION BY: one ranking of every row.
+			name:    "topn_global",
+			ddl:     "(rn bigint PRIMARY KEY, seq int, amount bigint)",
+			sinkSQL: "(rn BIGINT, seq INT, amount BIGINT, PRIMARY KEY (rn) NOT ENFORCED)",
+			query:   "SELECT rn, seq, amount FROM (SELECT seq, amount, ROW_NUMBER() OVER (ORDER BY amount DESC, seq) AS rn FROM src WHERE amount IS NOT NULL) WHERE rn <= 5",
+			pg:      "SELECT rn, seq, amount FROM (SELECT seq, amount, ROW_NUMBER() OVER (ORDER BY amount DESC, seq) AS rn FROM src WHERE amount IS NOT NULL) t WHERE rn <= 5",
+			cols:    "rn, seq, amount",
+		},
+		{
+			// A Top-N read by a filter and an aggregate: each rank's old
+			// row is retracted (changelog-normalize) as a better one
+			// takes the rank.
+			name:    "topn_sum",
+			ddl:     "(item text PRIMARY KEY, total bigint, n bigint)",
+			sinkSQL: "(item STRING, total BIGINT, n BIGINT, PRIMARY KEY (item) NOT ENFORCED)",
+			query: "SELECT item, SUM(amount), COUNT(*) FROM (SELECT item, rn, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY item ORDER BY amount DESC, seq) AS rn " +
+				"FROM src WHERE amount IS NOT NULL) WHERE rn <= 3) WHERE amount < 97 GROUP BY item",
+			pg: "SELECT item, SUM(amount), COUNT(*) FROM (SELECT item, rn, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY item ORDER BY amount DESC, seq) AS rn " +
+				"FROM src WHERE amount IS NOT NULL) t1 WHERE rn <= 3) t2 WHERE amount < 97 GROUP BY item",
+			cols: "item, total, n",
+		},
+		{
 			// HAVING on an updating result: a group whose count becomes a
 			// multiple of 3 enters, the next row takes it out again (a
 			// delete in the table), over and over.
@@ -214,6 +236,29 @@ func TestSQLDifferentialPostgres(t *testing.T) {
 			query:   "SELECT user_id, total FROM (SELECT user_id, SUM(amount) AS total FROM src WHERE user_id IS NOT NULL GROUP BY user_id) WHERE MOD(total, 7) < 3",
 			pg:      "SELECT user_id, total FROM (SELECT user_id, SUM(amount) AS total FROM src WHERE user_id IS NOT NULL GROUP BY user_id) t WHERE mod(total, 7) < 3",
 			cols:    "user_id, total",
+		},
+		{
+			// A keep-last deduplication read by an aggregate: each id's
+			// previous row is retracted from its item's count when a newer
+			// one comes (a changelog-normalize step keeps the last rows).
+			name:    "lastrow",
+			ddl:     "(item text PRIMARY KEY, ids bigint, total bigint)",
+			sinkSQL: "(item STRING, ids BIGINT, total BIGINT, PRIMARY KEY (item) NOT ENFORCED)",
+			query: "SELECT item, COUNT(*), SUM(amount) FROM (SELECT id, item, amount FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY id ORDER BY proc DESC) AS rn FROM src) " +
+				"WHERE rn = 1) GROUP BY item",
+			pg:   "SELECT item, COUNT(*), SUM(amount) FROM (SELECT DISTINCT ON (id) id, item, amount FROM src ORDER BY id, seq DESC) t GROUP BY item",
+			cols: "item, ids, total",
+		},
+		{
+			// MIN, MAX and COUNT(DISTINCT) of an updating result: each
+			// bucket counts its items' totals, to find the next min or max
+			// when one is retracted.
+			name:    "nested_minmax",
+			ddl:     "(n bigint PRIMARY KEY, lo bigint, hi bigint, totals bigint)",
+			sinkSQL: "(n BIGINT, lo BIGINT, hi BIGINT, totals BIGINT, PRIMARY KEY (n) NOT ENFORCED)",
+			query:   "SELECT n, MIN(total), MAX(total), COUNT(DISTINCT total) FROM (SELECT item, COUNT(*) AS n, SUM(amount) AS total FROM src GROUP BY item) GROUP BY n",
+			pg:      "SELECT n, MIN(total), MAX(total), COUNT(DISTINCT total) FROM (SELECT item, COUNT(*) AS n, SUM(amount) AS total FROM src GROUP BY item) t GROUP BY n",
+			cols:    "n, lo, hi, totals",
 		},
 		{
 			// An aggregate of an aggregate: each item's old count is

@@ -155,6 +155,14 @@ func (att *attempt) restoreKeyed(uid string, s *state.Runtime) error {
 			return fmt.Errorf("%w: operator %q: %w", ErrRestoreRefused, uid, err)
 		}
 	}
+	for _, snap := range op.DB {
+		if snap.Format != storage.FormatHeapChain || snap.LastKeyGroup < first || snap.FirstKeyGroup > last {
+			continue
+		}
+		if err := att.restoreHeapChain(uid, snap, s); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

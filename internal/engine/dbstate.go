@@ -133,7 +133,9 @@ func (att *attempt) openKeyedDB(n *Node, subtask, first, last int) (*dbState, er
 	if att.restored != nil {
 		if op := att.restored.Operators[n.uid]; op != nil {
 			for _, s := range op.DB {
-				if s.LastKeyGroup >= first && s.FirstKeyGroup <= last {
+				// A heap chain restores through the handles
+				// (restoreKeyed), as keyed files do.
+				if s.Format == "" && s.LastKeyGroup >= first && s.FirstKeyGroup <= last {
 					snaps = append(snaps, s)
 				}
 			}

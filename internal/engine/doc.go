@@ -50,5 +50,6 @@
 //	eventtime.go  watermark generation per split and combination over channels
 //	timers.go     event- and processing-time timers of keyed operators
 //	dbstate.go    Pebble-backed keyed state: open, checkpoint incrementally, import
+//	heapstate.go  heap keyed state: incremental snapshot chains, their restore
 //	sampler.go    time per operator and the slow-call warning
 package engine

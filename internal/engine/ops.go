@@ -188,7 +188,8 @@ type keyedOp[T, U any] struct {
 	n       *Node
 	part    int
 	store   *state.Runtime
-	db      *dbState // nil: state in the heap
+	db      *dbState   // nil: state in the heap
+	heap    *heapChain // the heap's incremental snapshots; nil with a database or without a store
 	fn      func(T) error
 	out     input[U]
 	lastKey string
@@ -247,6 +248,14 @@ func newKeyedOp[T, U any](st *subtask, n *Node, setup KeyedTimedSetup[T, U], out
 	if err := op.restoreTime(); err != nil {
 		panic(userError{err})
 	}
+	if ds == nil && att.store != nil {
+		store.TrackChanges()
+		op.heap = newHeapChain()
+		if files := att.inheritedHeapChain(n.uid, first, last); files != nil {
+			op.heap.inherit(files)
+			store.ResumeChanges()
+		}
+	}
 	if names := store.Unclaimed(); len(names) > 0 {
 		att.log.Warn("restored keyed state that no handle registered is kept but unused", "operator", n.uid, "states", names)
 	}
@@ -290,16 +299,27 @@ func (k *keyedOp[T, U]) control(c ctl) {
 		k.store.ClearKey()
 		first, last := k.store.KeyGroups()
 		wm := watermarkBlob(first, last, k.time.wm)
-		if k.db != nil && !c.b.Savepoint {
+		switch {
+		case k.db != nil && !c.b.Savepoint:
 			k.sweep(sweepBatch)
 			if err := k.st.att.checkpointDB(c.b.ID, k.n, k.part, k.db, first, last, wm); err != nil {
 				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
 			}
-		} else {
+		case k.heap != nil && !c.b.Savepoint:
+			if err := k.st.att.checkpointHeap(c.b.ID, k.n, k.st.index, k.part, k.store, k.heap, wm); err != nil {
+				fail(fmt.Errorf("operator %q: %w", k.n.uid, err))
+			}
+		default:
 			// The heap's snapshot, and every savepoint: the portable
 			// format, which restores into either backend.
 			if k.db != nil {
 				k.db.forgetStored(c.b.ID)
+			}
+			if k.heap != nil {
+				// Once the savepoint commits, GC may remove every
+				// file of the chain (docs/design.md, "Incremental
+				// checkpoints").
+				k.heap.restart = true
 			}
 			snap, err := k.store.Snapshot()
 			if err != nil {

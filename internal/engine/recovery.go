@@ -220,7 +220,7 @@ func (j *RunningJob) checkRestore(m *storage.Manifest) error {
 			}
 			changed = append(changed, uid)
 		}
-		if _, db := state.LookupDBBackend(j.cfg.StateBackend); len(op.DB) > 0 && !db {
+		if _, db := state.LookupDBBackend(j.cfg.StateBackend); hasDBFiles(op) && !db {
 			return fmt.Errorf("%w: checkpoint %d in %s keeps the keyed state of operator %q as Pebble database files, and the job now keeps state in memory; set the state backend back to pebble (state.backend in a job file, flow.StateBackend in Go), or take a savepoint with it (savepoints use a portable format) and start the memory job from that savepoint",
 				ErrRestoreRefused, m.CheckpointID, m.Dir, uid)
 		}
@@ -317,4 +317,15 @@ func (j *RunningJob) markStart(ctx context.Context, store storage.Storage, rec r
 		return fmt.Errorf("record the job's start at the commit point (%s): %w", cp.Name(), err)
 	}
 	return nil
+}
+
+// hasDBFiles reports whether op keeps keyed state as an embedded
+// database's files (a heap snapshot chain restores into either backend).
+func hasDBFiles(op *storage.OperatorState) bool {
+	for _, s := range op.DB {
+		if s.Format == "" {
+			return true
+		}
+	}
+	return false
 }

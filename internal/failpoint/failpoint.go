@@ -41,7 +41,7 @@ import (
 const (
 	AfterAlignment       = "after-alignment"        // a multi-input operator aligned barrier n, before it snapshots
 	AfterSnapshotWritten = "after-snapshot-written" // a keyed state file of checkpoint n is written, before the ack
-	MidStateUpload       = "mid-state-upload"       // pebble: one file of an incremental snapshot is stored, the rest not yet
+	MidStateUpload       = "mid-state-upload"       // pebble: one file of an incremental snapshot is stored, the rest not yet; memory: a file of a snapshot chain is written, not yet stored
 	MidManifestWrite     = "mid-manifest-write"     // the manifest temp file is written, before the rename
 	AfterSinkPrepare     = "after-sink-prepare"     // a sink pre-committed epoch n, before the ack
 	BeforeEndTxn         = "before-end-txn"         // Kafka: offsets and marker are in the transaction, before EndTxn

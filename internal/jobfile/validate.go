@@ -3,6 +3,7 @@ package jobfile
 import (
 	"errors"
 	"fmt"
+	"github.com/onceflow/onceflow/pipeline"
 	"os"
 	"regexp"
 	"sort"
@@ -53,6 +54,7 @@ func (d *decoder) validate(jf *JobFile) {
 	d.validateCheckpointing(jf)
 	d.validateState(jf)
 	d.validateUIDs(jf.Pipeline)
+	d.validateChangelogs(jf)
 	d.validateScaleOut(jf)
 	if jf.RestartSet {
 		d.configErrors("restart", jf.Restart.Validate())
@@ -439,5 +441,46 @@ func (d *decoder) validateStreamTimes(jf *JobFile) {
 				check("right-time", inputs[st.Name][1], st.From[1])
 			}
 		}
+	}
+}
+
+// validateChangelogs refuses a step that cannot take a changelog after
+// one whose output is a changelog (docs/design.md, "Changelogs"): count,
+// dedupe, a window, a join, top-n or a union would take each retraction
+// as a row (a union also rebalances, so a key's retraction could overtake
+// its add). Only steps that pass a record's row kind on (select, filter,
+// map, …), an aggregate with retractions: true and changelog-normalize
+// take one; sinks do too.
+func (d *decoder) validateChangelogs(jf *JobFile) {
+	walk := func(where string, steps []Step, in bool) bool {
+		for i, st := range steps {
+			spec, ok := pipeline.Lookup(st.Op)
+			if !ok {
+				return false // reported where the step was read
+			}
+			takes, out := spec.ChangelogOf(spec.WithDefaults(st.AllParams()), in)
+			if !takes {
+				d.errorf(st.Line, "%s[%d].%s does not take a changelog, and its input is one (an aggregate with update-before or retractions, a debezium-json select, changelog-normalize): it would take each retraction as a row; aggregate it with retractions: true, or move the step before the one that emits the changelog", where, i, st.Op)
+				return false
+			}
+			in = out
+		}
+		return in
+	}
+	if jf.Graph == nil {
+		walk("pipeline", jf.Pipeline, false)
+		return
+	}
+	order, err := jf.Graph.StreamOrder()
+	if err != nil {
+		return // reported by validateGraph
+	}
+	changelog := map[string]bool{}
+	for _, st := range order {
+		in := false
+		for _, f := range st.From {
+			in = in || changelog[f]
+		}
+		changelog[st.Name] = walk("streams."+st.Name+".steps", st.Steps, in)
 	}
 }

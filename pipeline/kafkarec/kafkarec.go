@@ -105,14 +105,16 @@ const Routed = -1
 // group, a deleted group) becomes a tombstone, the key with no value and
 // no row-kind header: a topic of upserts keyed by the key, as Kafka's
 // compaction and every upsert reader (Flink's upsert-kafka, a KTable)
-// take it. So a key's last record is its row, or none.
+// take it. So a key's last record is its row, or none. An empty key (a
+// one-column key whose value is the empty string) is a key too; only a
+// record without one (nil) is written as it is.
 func ToSink(topic string) func(kafka.Record) kafka.Record {
 	return func(r kafka.Record) kafka.Record {
 		if r.Partition != Routed {
 			r.Topic = topic
 		}
 		r.Partition, r.Offset = 0, 0
-		if len(r.Headers) > 0 && len(r.Key) > 0 && RowKind(r).Retracts() {
+		if len(r.Headers) > 0 && r.Key != nil && RowKind(r).Retracts() {
 			r = WithRowKind(r, pipeline.RowAdd)
 			r.Value = nil
 		}

@@ -149,11 +149,49 @@ func Conformance(t *testing.T, newBackend func() state.Backend) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	clock := time.Unix(1_000_000, 0)
 	now := func() time.Time { return clock }
-	heap := newHandles(0, 31, now, nil)
-	kv := newHandles(0, 31, now, newBackend())
 	keys := make([]string, 40)
 	for i := range keys {
 		keys[i] = "key-" + strconv.Itoa(i)
+	}
+	heap := newHandles(0, 31, now, nil)
+	heap.rt.TrackChanges()
+	kv := newHandles(0, 31, now, newBackend())
+	// The heap's incremental snapshots: a full one, then deltas.
+	var base map[int][]byte
+	var deltas []map[int][]byte
+	takeIncremental := func(step int) {
+		d, ok, err := heap.rt.SnapshotChanges()
+		if err != nil {
+			t.Fatalf("step %d: incremental snapshot: %v", step, err)
+		}
+		if ok == (base == nil) {
+			t.Fatalf("step %d: SnapshotChanges says ok=%v with %d deltas taken (want a full snapshot first, deltas after)", step, ok, len(deltas))
+		}
+		if !ok {
+			if base, err = heap.rt.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		deltas = append(deltas, d)
+		if len(deltas)%4 != 0 {
+			return
+		}
+		// What the chain restores so far reads as the heap does now.
+		r := newHandles(0, 31, now, nil)
+		if err := r.rt.Restore(base); err != nil {
+			t.Fatalf("step %d: restore the full snapshot: %v", step, err)
+		}
+		for i, d := range deltas {
+			if err := r.rt.RestoreChanges(d); err != nil {
+				t.Fatalf("step %d: restore delta %d: %v", step, i, err)
+			}
+		}
+		for _, k := range keys {
+			if a, b := heap.read(k), r.read(k); a != b {
+				t.Fatalf("step %d, key %s: the full snapshot and %d deltas restore %s, want %s", step, k, len(deltas), b, a)
+			}
+		}
 	}
 	for step := 0; step < 5000; step++ {
 		k := keys[rng.IntN(len(keys))]
@@ -198,6 +236,73 @@ func Conformance(t *testing.T, newBackend func() state.Backend) {
 		}
 		if a, b := heap.read(k), kv.read(k); a != b {
 			t.Fatalf("step %d, key %s: the heap reads %s, the backend %s", step, k, a, b)
+		}
+		if rng.IntN(8) == 0 {
+			takeIncremental(step)
+		}
+	}
+	takeIncremental(-1)
+	if len(deltas) < 100 {
+		t.Fatalf("%d deltas taken, want at least 100", len(deltas))
+	}
+	if d, ok, err := heap.rt.SnapshotChanges(); err != nil || !ok || len(d) != 0 {
+		t.Fatalf("a delta with no change in between: %d key groups, ok %v, err %v; want none, true, nil", len(d), ok, err)
+	}
+	// The full snapshot and its deltas restore what the heap holds, into
+	// either kind of state, rescaled too, and with a handle missing (its
+	// state kept unclaimed, deltas applied to its bytes, written by the
+	// next snapshot).
+	for _, c := range []struct {
+		name        string
+		first, last int
+		b           state.Backend
+		drop        bool
+	}{
+		{"heap deltas into the heap", 0, 31, nil, false},
+		{"heap deltas into the backend", 0, 31, newBackend(), false},
+		{"heap deltas into a narrower heap", 8, 15, nil, false},
+		{"heap deltas into a narrower backend", 8, 15, newBackend(), false},
+		{"heap deltas into a heap without the map", 0, 31, nil, true},
+		{"heap deltas into a backend without the map", 0, 31, newBackend(), true},
+	} {
+		var r *handles
+		if c.drop {
+			rt := state.NewRuntime(c.first, c.last, 32, now, c.b)
+			s := rt.Store()
+			r = &handles{rt: rt, v: state.NewValue[int64](s, "v"), l: state.NewList[int](s, "l"),
+				vt: state.NewValue[string](s, "vt", state.WithTTL(30*time.Second)), tm: rt.Timers()}
+			rt.Seal()
+		} else {
+			r = newHandles(c.first, c.last, now, c.b)
+		}
+		if err := r.rt.Restore(base); err != nil {
+			t.Fatalf("%s: restore the full snapshot: %v", c.name, err)
+		}
+		for i, d := range deltas {
+			if err := r.rt.RestoreChanges(d); err != nil {
+				t.Fatalf("%s: restore delta %d: %v", c.name, i, err)
+			}
+		}
+		if c.drop {
+			if got := r.rt.Unclaimed(); !reflect.DeepEqual(got, []string{"m"}) {
+				t.Fatalf("%s: unclaimed %v, want [m]", c.name, got)
+			}
+			snap, err := r.rt.Snapshot()
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			r = newHandles(c.first, c.last, now, nil)
+			if err := r.rt.Restore(snap); err != nil {
+				t.Fatalf("%s: restore its snapshot: %v", c.name, err)
+			}
+		}
+		for _, k := range keys {
+			if kg := state.KeyGroup(k, 32); kg < c.first || kg > c.last {
+				continue
+			}
+			if a, b := heap.read(k), r.read(k); a != b {
+				t.Fatalf("%s, key %s: %s, want %s", c.name, k, b, a)
+			}
 		}
 	}
 	snapH, err := heap.rt.Snapshot()

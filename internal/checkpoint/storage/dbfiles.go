@@ -26,6 +26,10 @@ import (
 //	R/shared/<checkpoint id, 20 digits>-<rest>   written by that checkpoint, read by later ones
 //	R/checkpoints/chk-<id>/<private files>
 //
+// A memory-backend subtask stores its snapshot chain (a full snapshot
+// and its deltas, keyed state files) the same way: every file in the
+// shared area, listed by a DBSnapshot of format FormatHeapChain.
+//
 // A shared file is needed as long as any checkpoint directory (committed
 // or pending) lists it; GC deletes it when none does. The checkpoint id at
 // the front of its name is the checkpoint that wrote it: GC never deletes a
@@ -39,8 +43,26 @@ type DBSnapshot struct {
 	// FirstKeyGroup and LastKeyGroup are the range the database held.
 	FirstKeyGroup int `json:"first_key_group"`
 	LastKeyGroup  int `json:"last_key_group"`
+	// Format is what the files are: "" the files of an embedded database
+	// (Pebble); FormatHeapChain keyed state files (the keyed file format)
+	// of state kept in the heap, a full snapshot then its deltas in the
+	// order they apply (manifest version 2).
+	Format string `json:"format,omitempty"`
 	// Files are the database's files.
 	Files []DBFile `json:"files"`
+}
+
+// FormatHeapChain marks a DBSnapshot of heap state: Files[0] is a full
+// snapshot, every later file a delta over the ones before it
+// (state.Runtime.SnapshotChanges), all in the keyed state file format
+// covering FirstKeyGroup..LastKeyGroup. docs/design.md, "Incremental
+// checkpoints".
+const FormatHeapChain = "heap-chain"
+
+// KeyedFileOf is the keyed state file that f, a file of the heap chain
+// db, holds, named by its Name in a directory GetDBFile put it in.
+func KeyedFileOf(db DBSnapshot, f DBFile) KeyedFile {
+	return KeyedFile{Path: f.Name, FirstKeyGroup: db.FirstKeyGroup, LastKeyGroup: db.LastKeyGroup, Size: f.Size, SHA256: f.SHA256}
 }
 
 // DBFile is one file of a DBSnapshot.
@@ -259,6 +281,14 @@ func validateDB(m *Manifest, uid string, op *OperatorState, paths map[string]str
 		}
 		if db.LastKeyGroup >= m.MaxParallelism {
 			return fmt.Errorf("operator %q: a database snapshot covers key group %d but there are only %d key groups", uid, db.LastKeyGroup, m.MaxParallelism)
+		}
+		switch {
+		case db.Format != "" && db.Format != FormatHeapChain:
+			return fmt.Errorf("operator %q: a state snapshot has the unknown format %q", uid, db.Format)
+		case db.Format == FormatHeapChain && m.Version < 2:
+			return fmt.Errorf("operator %q: a heap snapshot chain in a manifest of version %d (chains came with version 2)", uid, m.Version)
+		case db.Format == FormatHeapChain && len(db.Files) == 0:
+			return fmt.Errorf("operator %q: a heap snapshot chain without files", uid)
 		}
 		names := map[string]bool{}
 		for _, f := range db.Files {

@@ -16,8 +16,14 @@ import (
 	"time"
 )
 
-// ManifestVersion is the manifest format this build writes and reads.
-const ManifestVersion = 1
+// ManifestVersion is the manifest format this build writes. Version 2
+// added heap snapshot chains (DBSnapshot.Format FormatHeapChain); this
+// build reads versions MinManifestVersion..ManifestVersion, so a version-1
+// checkpoint (full keyed files, Pebble snapshots) restores unchanged.
+const ManifestVersion = 2
+
+// MinManifestVersion is the oldest manifest format this build reads.
+const MinManifestVersion = 1
 
 const (
 	// manifestHeader starts the first line of a manifest file; the hex
@@ -331,8 +337,8 @@ func DecodeManifest(data []byte, path string, o Owner) (*Manifest, error) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, o.Corrupt(path, "the manifest body is not valid JSON", err)
 	}
-	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("storage: %s: %w %d (this build reads version %d; was it written by a newer onceflow?)", path, ErrUnsupportedVersion, m.Version, ManifestVersion)
+	if m.Version < MinManifestVersion || m.Version > ManifestVersion {
+		return nil, fmt.Errorf("storage: %s: %w %d (this build reads versions %d to %d; was it written by a newer onceflow?)", path, ErrUnsupportedVersion, m.Version, MinManifestVersion, ManifestVersion)
 	}
 	// From here on the manifest knows better than the directory name.
 	o = OwnerOf(&m)

@@ -199,7 +199,7 @@ func TestCommitRejects(t *testing.T) {
 		wantMsg string
 	}{
 		{"savepoint flag", func(m *Manifest) { m.Savepoint = true }, "savepoint"},
-		{"newer version", func(m *Manifest) { m.Version = 2 }, "unsupported"},
+		{"newer version", func(m *Manifest) { m.Version = ManifestVersion + 1 }, "unsupported"},
 		{"no key groups", func(m *Manifest) { m.MaxParallelism = 0 }, "max parallelism"},
 		{"range beyond max parallelism", func(m *Manifest) { m.MaxParallelism = 5 }, "only 5 key groups"},
 		{"zero parallelism", func(m *Manifest) { m.Operators["op"].Parallelism = 0 }, "parallelism 0"},
@@ -367,7 +367,7 @@ func TestManifestDamage(t *testing.T) {
 	}
 
 	t.Run("newer version is not damage", func(t *testing.T) {
-		mustWrite(t, path, reseal(`{"version":2,"checkpoint_id":2}`))
+		mustWrite(t, path, reseal(`{"version":3,"checkpoint_id":2}`))
 		_, err := s.Load(2)
 		var ce *CorruptError
 		if !errors.Is(err, ErrUnsupportedVersion) || errors.As(err, &ce) {

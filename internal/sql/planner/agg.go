@@ -281,9 +281,9 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 	if retractIn {
 		for _, a := range aggs {
 			switch a.fn {
-			case "count", "sum", "avg":
+			case "count", "sum", "avg", "min", "max", "distinct":
 			default:
-				p.errorf(a.call.At, "%s over an updating result (the rows of a GROUP BY without a window): when a row is retracted, the next %s would need every value of the group kept; not supported yet (COUNT, SUM and AVG are)", strings.ToUpper(a.call.Name.Last()), strings.ToUpper(a.call.Name.Last()))
+				p.errorf(a.call.At, "%s over an updating result (the rows of a GROUP BY without a window): when a row is retracted, the %s before it is not known; not supported (COUNT, SUM, AVG, MIN, MAX and COUNT(DISTINCT) are)", strings.ToUpper(a.call.Name.Last()), strings.ToUpper(a.call.Name.Last()))
 			}
 		}
 		if len(p.errs) == 0 && !p.needRetractions(r, s.At, "aggregating") {
@@ -444,11 +444,13 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			return nil, false
 		})
 	}
+	keyed := map[string]bool{} // the group columns selected as they are
 	for i, it := range s.Items {
 		e := post(it.Expr)
 		name := itemName(it, i)
 		r.cols = append(r.cols, relCol{name: name, expr: e})
-		if cr, ok := e.(*ast.ColumnRef); ok && strings.HasPrefix(cr.Name.Last(), "g") {
+		if cr, ok := e.(*ast.ColumnRef); ok && strings.HasPrefix(cr.Name.Last(), "g") && !keyed[cr.Name.Last()] {
+			keyed[cr.Name.Last()] = true
 			outKey = append(outKey, name)
 		}
 	}

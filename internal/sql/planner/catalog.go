@@ -90,7 +90,7 @@ func (t *table) optAt(key string) ast.Pos {
 // The connectors a CREATE TABLE may name, and what each can be.
 var connectors = map[string]struct{ source, sink bool }{
 	"kafka":        {true, true},
-	"upsert-kafka": {false, true},
+	"upsert-kafka": {true, true},
 	"jdbc":         {false, true},
 	"postgres":     {false, true},
 	"mysql":        {false, true},

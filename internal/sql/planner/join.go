@@ -274,6 +274,12 @@ func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	case r.win != nil && r.win.kind != "TUMBLE":
 		p.errorf(r.win.at, "a window join of %s windows is not supported yet: only TUMBLE windows join (each row in one window); join the tables, or aggregate each window in a query of its own", r.win.kind)
 		return false
+	case r.win != nil && r.win.offset != 0:
+		p.errorf(r.win.at, "a window join of TUMBLE windows with an OFFSET is not supported yet: the window-join step's windows start at multiples of the size; leave the OFFSET out")
+		return false
+	case r.win != nil && r.win.proc:
+		p.errorf(r.win.at, "a window join over a PROCTIME() column is not supported: window joins pair rows by event time; window by the table's WATERMARK column")
+		return false
 	}
 	return true
 }

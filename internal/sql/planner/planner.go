@@ -291,6 +291,10 @@ func (p *planner) plan() *Job {
 	}
 	set.write(w, p)
 	for _, t := range sources {
+		if t.connector == "upsert-kafka" {
+			p.checkOptions(t, upsertSourceOptions)
+			continue
+		}
 		p.checkOptions(t, kafkaSourceOptions)
 	}
 	for _, o := range outs {

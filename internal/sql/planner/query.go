@@ -37,6 +37,9 @@ type rel struct {
 	// (a filter, an aggregate) turns it on. nil: the step that made the
 	// result cannot emit them (Top-N, a keep-last deduplication).
 	ub *bool
+	// lastRows: the updating result is a keep-last deduplication's, upserts
+	// keyed by key, which needRetractions can normalize.
+	lastRows bool
 	// keyless is where an updating result leaves some of its group
 	// columns out of its select list: an aggregate can read it, a sink
 	// cannot upsert it.
@@ -69,6 +72,9 @@ type rel struct {
 	// cdc is set while the records are a debezium-json table's change
 	// events, before the first select step reads them into rows.
 	cdc bool
+	// out, when set, is how the next select step writes its output (a
+	// csv or raw sink table).
+	out *outFormat
 }
 
 // sources lists the tables r reads.
@@ -174,6 +180,9 @@ func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
 	raw := t.format() == "raw"
 	if t.format() == "csv" {
 		r.csv = p.csvFormat(t)
+	}
+	if t.connector == "upsert-kafka" && !p.upsertSource(t, r) {
+		return nil
 	}
 	if t.format() == "debezium-json" {
 		// A changelog: each change is its row's retraction and add
@@ -517,14 +526,68 @@ func (p *planner) selectBlock(s *ast.Select) *rel {
 	return r
 }
 
+// upsertSource makes r, the relation of an upsert-kafka table, the
+// changelog its records describe: each record is its key's row now (the
+// key, the PRIMARY KEY; the value, the whole row) and a tombstone deletes
+// it. A changelog-normalize step keyed by the record key keeps each key's
+// last row, so the rows after it retract the old ones (docs/design.md,
+// "Changelogs"); it comes first, before any select reads a value (a
+// tombstone has none).
+func (p *planner) upsertSource(t *table, r *rel) bool {
+	if len(t.pk) == 0 {
+		p.errorf(t.at, "an upsert-kafka table needs a PRIMARY KEY (…) NOT ENFORCED: it is the records' key, by which a record replaces the one before")
+		return false
+	}
+	if f, ok := t.opt("key.format"); ok && f != "json" && !(f == "raw" && len(t.pk) == 1) {
+		p.errorf(t.optAt("key.format"), "'key.format' = '%s': the key is read as text (one column, 'raw') or a JSON array ('json')", f)
+	}
+	if v, ok := t.opt("value.fields-include"); ok && !strings.EqualFold(v, "ALL") {
+		p.errorf(t.optAt("value.fields-include"), "'value.fields-include' = '%s': onceflow reads every column from the value ('ALL', as its upsert-kafka sink writes it)", v)
+	}
+	if t.watermark != nil {
+		p.errorf(t.watermark.At, "table %s: event time (WATERMARK) on an upsert-kafka table is not supported yet (a tombstone has no value to read the time from)", t.name)
+		return false
+	}
+	ttl := p.stateTTL()
+	r.steps = append(r.steps, step{at: t.at, write: func(w *yamlWriter, d int) {
+		w.linef(t.at, d, "- changelog-normalize:  # table %s: upserts keyed by its primary key", t.name)
+		if ttl > 0 {
+			w.linef(p.settings["table.exec.state.ttl"].ValueAt, d+2, "ttl: %s", goDuration(ttl))
+		}
+	}})
+	r.updating, r.retracts, r.key = true, true, t.pk
+	r.ub = new(bool) // the normalize step retracts anyway
+	return true
+}
+
 // needRetractions makes the updating result r emit the old version of
 // each changed row (update-before), for what reads r to take it out: a
 // filter must retract a row that stops passing, an aggregate the old
 // row's contribution. Results that cannot (Top-N, a keep-last
 // deduplication) are refused at at.
 func (p *planner) needRetractions(r *rel, at ast.Pos, what string) bool {
+	if r.ub == nil && r.rank != nil && len(r.key) > 0 {
+		// A Top-N's rows are upserts keyed by the partition columns and
+		// rn: normalized the same way, each rank's old row is retracted.
+		r.lastRows, r.rank = true, nil
+	}
+	if r.ub == nil && r.lastRows {
+		// A keep-last deduplication's rows are upserts of its key: a
+		// changelog-normalize keyed by it keeps each key's last row and
+		// retracts it when the next comes.
+		if p.materialize(r, r.key, at) == nil {
+			return false
+		}
+		ttl := p.stateTTL()
+		p.stateful(r, at, "changelog-normalize", func(w *yamlWriter, d int) {
+			if ttl > 0 {
+				w.linef(p.settings["table.exec.state.ttl"].ValueAt, d, "ttl: %s", goDuration(ttl))
+			}
+		})
+		r.ub = new(bool)
+	}
 	if r.ub == nil {
-		p.errorf(at, "%s an updating result of a Top-N or a keep-last deduplication needs its old rows retracted, which those steps do not emit yet; filter or aggregate before the ranking", what)
+		p.errorf(at, "%s an updating result of a Top-N needs its rows keyed by the partition columns and the rank: select them as they are in the subquery's outer select", what)
 		return false
 	}
 	*r.ub = true

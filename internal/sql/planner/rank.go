@@ -91,10 +91,6 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 		return nil, true
 	}
 	over := call.Over
-	if len(over.PartitionBy) == 0 {
-		p.errorf(call.At, "ROW_NUMBER() OVER (…) needs PARTITION BY: the columns that make two rows duplicates, or whose rows are ranked together")
-		return nil, true
-	}
 	if len(over.OrderBy) == 0 {
 		p.errorf(call.At, "ROW_NUMBER() OVER (…) needs ORDER BY: a time column for deduplication (proc_time ASC keeps the first row, DESC the last), or the columns that rank the rows of a Top-N")
 		return nil, true
@@ -126,6 +122,10 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 	if n > 1 || len(over.OrderBy) > 1 || !p.isProctime(r, ob.Expr) {
 		return p.topN(s, sub, inner, r, rnAt, n, bound, rest), true
 	}
+	if len(over.PartitionBy) == 0 {
+		p.errorf(call.At, "deduplication with ROW_NUMBER() OVER (…) needs PARTITION BY: the columns that make two rows duplicates")
+		return nil, true
+	}
 	if inner.Where != nil {
 		r.where = p.resolve(r, inner.Where)
 	}
@@ -143,7 +143,7 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 	r.cols = append(keyCols, r.cols...)
 	if ob.Desc {
 		// Keep last: every row is the newest of its key so far.
-		r.updating = true
+		r.updating, r.lastRows = true, true
 	} else {
 		if p.materialize(r, key, s.At) == nil {
 			return nil, true
@@ -190,6 +190,9 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 			for i, it := range items {
 				if it.Expr != nil && it.Expr.String() == e.String() {
 					name = itemName(it, i)
+				}
+				if c, ok := e.(*ast.ColumnRef); ok && it.Star && it.Qualifier == nil && name == "" {
+					name = c.Name.Last() // SELECT *: the column as it is
 				}
 			}
 			if name == "" {
@@ -331,6 +334,13 @@ func (p *planner) topN(s *ast.Select, sub *ast.SubqueryRef, inner *ast.Select, r
 		keyCols = append(keyCols, relCol{name: name, expr: p.resolve(r, e)})
 		key = append(key, name)
 	}
+	global := len(over.PartitionBy) == 0
+	if global {
+		// No PARTITION BY: one ranking of every row, under one key (one
+		// subtask keeps it, as in Flink); the result is keyed by rn alone.
+		keyCols = append(keyCols, relCol{name: "__k0", expr: &ast.Literal{Kind: ast.LitString, Value: "all"}})
+		key = append(key, "__k0")
+	}
 	orderExprs := make([]ast.Expr, len(over.OrderBy))
 	for i, ob := range over.OrderBy {
 		orderExprs[i] = p.resolve(r, ob.Expr)
@@ -351,6 +361,9 @@ func (p *planner) topN(s *ast.Select, sub *ast.SubqueryRef, inner *ast.Select, r
 	// The partition columns as the subquery selects them: the sink's key.
 	info := &rankInfo{at: call.At, n: n, rn: rn, bound: bound.String()}
 	for i, kc := range keyCols {
+		if global {
+			break
+		}
 		name := ""
 		for _, c := range r.cols {
 			if c.expr.String() == kc.expr.String() {

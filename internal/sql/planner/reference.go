@@ -22,7 +22,7 @@ var optionDocs = map[string]string{
 	"properties.isolation.level":              "`read_committed` (the default) or `read_uncommitted`.",
 	"scan.topic-partition-discovery.interval": "How often new partitions (and topics matching `topic-pattern`) are looked for; default 10 s, `0` never.",
 	"scan.bounded.mode":                       "`unbounded` (the default) or `latest-offset`: stop at the end offsets seen at the start, so the job ends.",
-	"format":                                  "The value format: `json` (the default); a source also reads `csv` (one line, the physical columns in order; each field read as `CAST(field AS type)` reads it; no nested types), `raw` (the value as the one STRING column) and `debezium-json` (Debezium's change events: the table is a changelog, an update retracting the old row, a delete deleting it; give the table the PRIMARY KEY its rows are upserted by).",
+	"format":                                  "The value format: `json` (the default); a source also reads `csv` (one line, the physical columns in order; each field read as `CAST(field AS type)` reads it; no nested types), `raw` (the value as the one STRING column) and `debezium-json` (Debezium's change events: the table is a changelog, an update retracting the old row, a delete deleting it; give the table the PRIMARY KEY its rows are upserted by). A `kafka` table written to also takes `csv` (a line of the columns in order; `csv.field-delimiter`, `csv.null-literal`, default an empty field) and `raw` (one column's text or bytes).",
 	"debezium-json.schema-include":            "Accepted: an event inside `payload` (Debezium's JSON converter with schemas) is read either way.",
 	"value.format":                            "The same as `format`.",
 	"json.ignore-parse-errors":                "`true`: a record whose value is not JSON of the columns is skipped and counted (`errors.policy: skip`) instead of failing the job.",
@@ -33,6 +33,7 @@ var optionDocs = map[string]string{
 	"key.fields":                              "The columns written as the record key, separated by `;`; without it records have no key.",
 	"key.format":                              "How the key is written: `json` (a JSON array of the key columns) or `raw` (one column, as text).",
 	"upsert-kafka/key.format":                 "How the primary key is written as the record key: `json` (a JSON array of the key columns) or `raw` (one column, as text).",
+	"value.fields-include":                    "Read from an upsert-kafka table: `ALL` (the default, every column in the value, as onceflow's sink writes it); `EXCEPT_KEY` is refused.",
 	"sink.delivery-guarantee":                 "`exactly-once` (the default), `at-least-once` or `none`. Becomes `sink.delivery`.",
 	"sink.transactional-id-prefix":            "Accepted and not needed: the transactional id is derived from the job's name.",
 
@@ -48,7 +49,7 @@ var optionDocs = map[string]string{
 // connectorDocs says what each connector is, for docs/sql.md.
 var connectorDocs = map[string]string{
 	"kafka":        "A Kafka topic of JSON values: read by a query (the job's source) or written by `INSERT INTO` (append-only; the sink's transaction commits the source offsets too).",
-	"upsert-kafka": "A Kafka topic written as upserts: the `PRIMARY KEY (…) NOT ENFORCED` columns are the record key, so a compacted topic keeps each key's last row. Takes updating results.",
+	"upsert-kafka": "A Kafka topic of upserts: the `PRIMARY KEY (…) NOT ENFORCED` columns are the record key, so a compacted topic keeps each key's last row; a retraction is written as a tombstone. Takes updating results. Read, it is a changelog: each record replaces its key's row, a tombstone deletes it (a changelog-normalize step keeps each key's last row to retract it).",
 	"jdbc":         "A PostgreSQL or MySQL/MariaDB table, by Flink's JDBC options. With a primary key rows are upserted by it (updating results allowed); without one they are appended.",
 	"postgres":     "A PostgreSQL table, by a Go DSN. Upserts by the primary key when one is declared.",
 	"mysql":        "A MySQL or MariaDB table, by a Go DSN. Upserts by the primary key when one is declared.",

@@ -23,7 +23,7 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 		return nil
 	}
 	if !r.identity() || key != nil {
-		in, cols, where, csv, cdc := r.in, r.cols, r.where, r.csv, r.cdc
+		in, cols, where, csv, cdc, of := r.in, r.cols, r.where, r.csv, r.cdc, r.out
 		r.steps = append(r.steps, step{at: at, write: func(w *yamlWriter, d int) {
 			w.linef(at, d, "- select:")
 			if csv != nil {
@@ -50,6 +50,15 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 			if key != nil {
 				w.linef(at, d+2, "key: %s", qlist(key))
 			}
+			if of != nil {
+				w.linef(of.at, d+2, "output-format: %s", of.format)
+				if of.delim != "" {
+					w.linef(of.at, d+2, "output-csv-field-delimiter: %s", q(of.delim))
+				}
+				if of.null != "" {
+					w.linef(of.at, d+2, "output-csv-null-literal: %s", q(of.null))
+				}
+			}
 		}})
 	}
 	r.in = out
@@ -58,14 +67,14 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 		r.cols = append(r.cols, relCol{name: c.name, expr: ref(c.name)})
 	}
 	r.where = nil
-	r.csv, r.cdc = nil, false
+	r.csv, r.cdc, r.out = nil, false, nil
 	return types
 }
 
 // identity tells whether r's open select changes nothing: every column
 // of the schema, in order, unfiltered, read from the JSON value.
 func (r *rel) identity() bool {
-	if r.where != nil || len(r.cols) != len(r.in) || r.csv != nil || r.cdc {
+	if r.where != nil || len(r.cols) != len(r.in) || r.csv != nil || r.cdc || r.out != nil {
 		return false
 	}
 	for i, c := range r.cols {

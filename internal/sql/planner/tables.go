@@ -23,8 +23,12 @@ var kafkaSourceOptions = []string{
 	"debezium-json.schema-include",
 }
 
+// Options of an upsert-kafka source table: a Kafka table's, and how its
+// key is written.
+var upsertSourceOptions = append(append([]string(nil), kafkaSourceOptions...), "key.format", "value.fields-include")
+
 var sinkOptions = map[string][]string{
-	"kafka":        {"connector", "topic", "properties.bootstrap.servers", "format", "value.format", "key.fields", "key.format", "sink.delivery-guarantee", "sink.transactional-id-prefix"},
+	"kafka":        {"connector", "topic", "properties.bootstrap.servers", "format", "value.format", "key.fields", "key.format", "sink.delivery-guarantee", "sink.transactional-id-prefix", "csv.field-delimiter", "csv.null-literal"},
 	"upsert-kafka": {"connector", "topic", "properties.bootstrap.servers", "key.format", "value.format", "format", "sink.delivery-guarantee", "sink.transactional-id-prefix"},
 	"jdbc":         {"connector", "url", "table-name", "username", "password", "sink.delivery-guarantee"},
 	"postgres":     {"connector", "dsn", "table-name", "table", "batch-rows", "sink.delivery-guarantee"},
@@ -338,8 +342,30 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			}
 		}
 	}
-	if upsert && r.updating && r.rank == nil && r.outer == "" && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
+	if upsert && r.updating && r.rank == nil && len(r.key) > 0 && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
+		if r.retracts && len(r.key) > 0 && !sink.shell {
+			// A retraction deletes its row's primary key: with another key
+			// than the result's, it would delete a row another group wrote.
+			p.errorf(ins.At, "table %s's primary key (%s) is not the key of the query's result (%s), whose rows are retracted (a filter or aggregate over an updating result, a changelog source): deleting one row's key would delete another's; declare PRIMARY KEY (%s) NOT ENFORCED", sink.name, strings.Join(key, ", "), strings.Join(r.key, ", "), strings.Join(r.key, ", "))
+			return nil
+		}
 		p.notes = append(p.notes, fmt.Sprintf("table %s's primary key (%s) is not the query's group key (%s): rows are upserted by the primary key", sink.name, strings.Join(key, ", "), strings.Join(r.key, ", ")))
+	}
+	if sink.connector == "kafka" {
+		switch f := sink.format(); f {
+		case "csv", "raw":
+			if f == "raw" && len(r.cols) != 1 {
+				p.errorf(ins.At, "table %s is 'format' = 'raw': it writes one column, and the query gives %d", sink.name, len(r.cols))
+				return nil
+			}
+			r.out = &outFormat{format: f, at: sink.at}
+			if v, ok := sink.opt("csv.field-delimiter"); ok && f == "csv" {
+				r.out.delim = strings.ReplaceAll(v, `\t`, "\t")
+			}
+			if v, ok := sink.opt("csv.null-literal"); ok && f == "csv" {
+				r.out.null = v
+			}
+		}
 	}
 	if r.outer != "" && upsert && !p.outerKeyNotNull(r, sink, key, ins) {
 		return nil
@@ -391,11 +417,19 @@ func (p *planner) sinkSection(w *yamlWriter, t *table, set *settings, header, fr
 		if !ok {
 			p.errorf(t.at, "table %s has no 'topic': add 'topic' = 'TOPIC_NAME'", t.name)
 		}
-		if f, ok := t.opt("value.format"); ok && f != "json" {
-			p.errorf(t.optAt("value.format"), "'value.format' = '%s' is not supported yet; SQL jobs write 'json'", f)
+		for _, k := range []string{"value.format", "format"} {
+			f, ok := t.opt(k)
+			switch {
+			case !ok || f == "json":
+			case t.connector == "kafka" && (f == "csv" || f == "raw"):
+			default:
+				p.errorf(t.optAt(k), "'%s' = '%s' is not supported yet; SQL jobs write 'json' (and a 'kafka' table 'csv' or 'raw')", k, f)
+			}
 		}
-		if f, ok := t.opt("format"); ok && f != "json" {
-			p.errorf(t.optAt("format"), "'format' = '%s' is not supported yet; SQL jobs write 'json'", f)
+		for _, k := range []string{"csv.field-delimiter", "csv.null-literal"} {
+			if _, ok := t.opt(k); ok && t.format() != "csv" {
+				p.errorf(t.optAt(k), "'%s' applies to 'format' = 'csv', and the table's format is '%s'", k, t.format())
+			}
 		}
 		w.linef(t.at, d, "%s", header)
 		if from != "" {
@@ -474,6 +508,13 @@ func fieldPath(name string) string {
 		}
 	}
 	return "." + name
+}
+
+// outFormat is how a sink table's values are written when not as JSON
+// (the last select's output-format).
+type outFormat struct {
+	format, delim, null string
+	at                  ast.Pos
 }
 
 // csvFormat is a csv table's format options, Flink's names.
