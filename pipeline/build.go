@@ -89,6 +89,11 @@ type TwoInputs struct {
 	// OnTimer handles a due event-time timer of key; nil when the
 	// operator registers none.
 	OnTimer func(key string, at int64, clk Clock, out Out) error
+	// OnNoKey, when set, handles a record whose key expression gave no
+	// key (Operator.NullKeyNone) of the left input (isLeft) or the right;
+	// there is no current key, so it must not touch state. Nil: such
+	// records are dropped.
+	OnNoKey func(r Record, isLeft bool, out Out) error
 }
 
 // Timed are the functions of a keyed operator with timers.
@@ -131,6 +136,9 @@ type Out interface {
 	Forward()
 	// Emit sends a new record (RecordAccess.New).
 	Emit(key, value []byte, timestamp int64)
+	// EmitRetraction sends a new record that retracts the row value
+	// (RowDelete: RecordAccess.New, then WithRowKind).
+	EmitRetraction(key, value []byte, timestamp int64)
 }
 
 // Env is what steps are built with besides their params.
@@ -528,4 +536,8 @@ func (c *timedCtx[T]) Forward() {
 
 func (c *timedCtx[T]) Emit(key, value []byte, ts int64) {
 	c.out.Emit(c.h.acc.New(key, value, ts))
+}
+
+func (c *timedCtx[T]) EmitRetraction(key, value []byte, ts int64) {
+	c.out.Emit(c.h.acc.WithRowKind(c.h.acc.New(key, value, ts), RowDelete))
 }

@@ -4,21 +4,30 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/durfmt"
 	"github.com/onceflow/onceflow/state"
 )
 
-// JoinInner is the one kind of join the join step does today: records of
-// the two inputs with equal keys are paired; a record without a partner
-// emits nothing. Outer joins emit a padded row and retract it when the
-// partner comes, which needs updating results downstream.
-const JoinInner = "inner"
+// The kinds of join (docs/design.md, "Named streams"). JoinInner pairs
+// the records of the two inputs with equal keys; a record without a
+// partner emits nothing, and the output only appends. The outer kinds
+// also emit a record of their preserved side (the left of JoinLeft, the
+// right of JoinRight, either of JoinFull) that finds no partner, padded
+// with null for the other side, and retract it (-D, RowKind) when its
+// first partner comes: their output is a changelog.
+const (
+	JoinInner = "inner"
+	JoinLeft  = "left"
+	JoinRight = "right"
+	JoinFull  = "full"
+)
 
 var joinSpec = Spec{
 	Name:    "join",
-	Summary: "Pairs the records of a stream's two inputs whose keys are equal and that came within ttl of each other (an inner join).",
+	Summary: "Pairs the records of a stream's two inputs whose keys are equal and that came within ttl of each other (an inner, left, right or full outer join).",
 	Doc: "Only the first step of a stream whose `from:` names exactly two inputs: the first is the left side, the second " +
 		"the right. Each record is kept for ttl in the keyed state of its key (the step's id) and meets every record " +
 		"of the other side kept under the same key: for each pair the step emits one record whose key is the join " +
@@ -29,7 +38,16 @@ var joinSpec = Spec{
 		"the same key, 1000.0 is another. A key expression that gives null, or names a missing field, gives no key: " +
 		"the record pairs with nothing and is not kept, as SQL's NULL equals nothing (the record key is text: an " +
 		"empty or absent record key is the key \"\", which pairs with \"\"). ttl bounds the state: a record older " +
-		"than ttl (processing time since it was kept) is forgotten and pairs with nothing later.",
+		"than ttl (processing time since it was kept) is forgotten and pairs with nothing later.\n\n" +
+		"kind: left, right or full makes an outer join: a record of the preserved side (the left, the right, " +
+		"either) that finds no kept record of the other side is emitted padded, `{\"left\": <value>, \"right\": null}` " +
+		"(or the mirror); when the first record of that key arrives on the other side, every kept record emitted " +
+		"padded is retracted (the same value with the header onceflow.rowkind: -D) before the pairs are emitted. " +
+		"So the output is a changelog (docs/design.md, \"Changelogs\"): write it to an upsert sink (a database " +
+		"table with a key, a Kafka topic of upserts) keyed so that the retraction finds its row. A preserved " +
+		"record with no key (null) is emitted padded and not kept. A padded record forgotten by its ttl is not " +
+		"retracted (its output stays); once every kept record of the other side is forgotten, new records are " +
+		"padded again. A retraction arriving at a join is a poison record: its inputs must append only.",
 	Fields: []Field{
 		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.customer_id",
 			Description: "The key of the first input's records. Part of the step's default id."},
@@ -43,9 +61,16 @@ var joinSpec = Spec{
 		{Name: "right-ttl", Type: Duration, Example: "30m",
 			Description: "How long a record of the second input is kept, when not ttl."},
 		{Name: "kind", Type: String, Default: JoinInner, Example: JoinInner,
-			Description: "The kind of join: inner (the only one so far)."},
+			Description: "The kind of join: inner, left, right or full (outer joins emit a changelog)."},
+		{Name: "left-match", Type: String, Example: "value.amount > 10",
+			Description: "A condition a record of the first input must meet to match: one that does not has no key (it pairs with nothing, and an outer join emits it padded). SQL's ON condition of a preserved side's own columns."},
+		{Name: "right-match", Type: String, Example: "value.active",
+			Description: "The same for the second input."},
 	},
-	IDField:     "left-key",
+	IDField: "left-key",
+	// An outer join emits retractions; no join takes them (its inputs
+	// must append only: a retraction would be paired as a row).
+	Retractions: func(p Params, _ bool) (bool, bool) { return false, p.Text("kind") != JoinInner },
 	StateFields: []string{"left-key", "right-key", "kind"},
 	Stateful:    true,
 	Inputs:      2,
@@ -57,7 +82,13 @@ var joinSpec = Spec{
 	Build: func(p Params, _ Env) (Operator, error) { return joinConfigOf(p).operator() },
 	Describe: func(p Params) string {
 		c := joinConfigOf(p)
-		return fmt.Sprintf("%s join on %s = %s, %s", c.Kind, c.LeftKey, c.RightKey, c.ttlText())
+		d := fmt.Sprintf("%s join on %s = %s", c.Kind, c.LeftKey, c.RightKey)
+		for _, m := range []struct{ side, cond string }{{"left", c.LeftMatch}, {"right", c.RightMatch}} {
+			if m.cond != "" {
+				d += fmt.Sprintf(", %s rows match if %s", m.side, m.cond)
+			}
+		}
+		return d + ", " + c.ttlText()
 	},
 	GoFunc:  "flow.CoProcess",
 	Example: "- join: { left-key: value.customer_id, right-key: value.id, ttl: 1h }",
@@ -67,13 +98,16 @@ func init() { Register(joinSpec) }
 
 type joinConfig struct {
 	LeftKey, RightKey, Kind string
-	TTL                     time.Duration
+	// LeftMatch and RightMatch are the sides' match conditions ("": none).
+	LeftMatch, RightMatch string
+	TTL                   time.Duration
 	// LeftTTL and RightTTL override TTL for one side (0: TTL).
 	LeftTTL, RightTTL time.Duration
 }
 
 func joinConfigOf(p Params) joinConfig {
 	return joinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), Kind: p.Text("kind"), TTL: p.Duration("ttl"),
+		LeftMatch: p.Text("left-match"), RightMatch: p.Text("right-match"),
 		LeftTTL: p.Duration("left-ttl"), RightTTL: p.Duration("right-ttl")}
 }
 
@@ -100,11 +134,11 @@ func (c joinConfig) ttlText() string {
 
 func (c joinConfig) validate() error {
 	switch c.Kind {
-	case JoinInner:
-	case "left", "right", "full", "full outer", "outer":
-		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not supported yet: a %s join emits a padded record and must retract it when the partner comes, which needs updating results; use inner", c.Kind, c.Kind)}
+	case JoinInner, JoinLeft, JoinRight, JoinFull:
+	case "full outer", "outer", "left outer", "right outer":
+		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q: write kind: %s (left, right and full are the outer joins)", c.Kind, strings.Fields(strings.Replace(c.Kind, "outer", "full", 1))[0])}
 	default:
-		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of join: use inner", c.Kind)}
+		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of join: use inner, left, right or full", c.Kind)}
 	}
 	if c.TTL <= 0 {
 		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: records kept for %s meet nothing", durfmt.Short(c.TTL))}
@@ -124,23 +158,60 @@ func (c joinConfig) operator() (Operator, error) {
 	if err := c.validate(); err != nil {
 		return Operator{}, err
 	}
-	lk, err := keyExpr(c.LeftKey)
+	lk, err := matchKeyExpr(c.LeftKey, c.LeftMatch, "left")
 	if err != nil {
-		return Operator{}, fmt.Errorf("left-key: %w", err)
+		return Operator{}, err
 	}
-	rk, err := keyExpr(c.RightKey)
+	rk, err := matchKeyExpr(c.RightKey, c.RightMatch, "right")
 	if err != nil {
-		return Operator{}, fmt.Errorf("right-key: %w", err)
+		return Operator{}, err
 	}
 	lttl, rttl := c.sideTTLs()
-	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: UsesValue | UsesMeta | UsesNew, Two: func(st *state.Store) TwoInputs {
+	outerL := c.Kind == JoinLeft || c.Kind == JoinFull
+	outerR := c.Kind == JoinRight || c.Kind == JoinFull
+	uses := UsesValue | UsesMeta | UsesNew
+	if outerL || outerR {
+		uses |= UsesWithRowKind
+	}
+	// The inputs append only: a retraction reaching the join is a poison
+	// record (keyStep: the operator does not take retractions).
+	return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: uses, Two: func(st *state.Store) TwoInputs {
 		left := state.NewList[[]byte](st, "left", state.WithTTL(lttl))
 		right := state.NewList[[]byte](st, "right", state.WithTTL(rttl))
-		side := func(mine, other *state.List[[]byte], isLeft bool) func(Record, Clock, Out) error {
+		// An outer side's padded count: how many of its kept records,
+		// the last ones of its list, were emitted padded and not yet
+		// retracted (docs/design.md, "Named streams"). Records are padded
+		// only while the other side keeps none, and the other side's
+		// next record retracts them all, so they are always the end of
+		// the list; the count lives as long as the last of them (the
+		// same ttl, set when it was added), and min(count, kept) is
+		// right after the first of them are forgotten.
+		var lpad, rpad *state.Value[int64]
+		if outerL {
+			lpad = state.NewValue[int64](st, "left-padded", state.WithTTL(lttl))
+		}
+		if outerR {
+			rpad = state.NewValue[int64](st, "right-padded", state.WithTTL(rttl))
+		}
+		side := func(mine, other *state.List[[]byte], myPad, otherPad *state.Value[int64], isLeft bool) func(Record, Clock, Out) error {
 			return func(r Record, _ Clock, out Out) error {
 				ts, v := r.Meta().Timestamp, r.Value()
 				key := []byte(r.GroupKey())
-				for _, e := range other.Get() {
+				kept := other.Get()
+				if otherPad != nil {
+					if n, ok := otherPad.Get(); ok {
+						n = min(n, int64(len(kept)))
+						for _, e := range kept[int64(len(kept))-n:] {
+							ots, ov, err := decodeJoinEntry(e)
+							if err != nil {
+								return fmt.Errorf("join state of key %q: %w", r.GroupKey(), err)
+							}
+							out.EmitRetraction(key, paddedValue(ov, !isLeft), ots)
+						}
+						otherPad.Clear()
+					}
+				}
+				for _, e := range kept {
 					ots, ov, err := decodeJoinEntry(e)
 					if err != nil {
 						return fmt.Errorf("join state of key %q: %w", r.GroupKey(), err)
@@ -151,12 +222,59 @@ func (c joinConfig) operator() (Operator, error) {
 					}
 					out.Emit(key, joinedValue(lv, rv), max(ts, ots))
 				}
+				if len(kept) == 0 && myPad != nil {
+					out.Emit(key, paddedValue(v, isLeft), ts)
+					n, _ := myPad.Get()
+					myPad.Set(n + 1)
+				}
 				mine.Add(encodeJoinEntry(ts, v))
 				return nil
 			}
 		}
-		return TwoInputs{OnLeft: side(left, right, true), OnRight: side(right, left, false)}
+		fns := TwoInputs{OnLeft: side(left, right, lpad, rpad, true), OnRight: side(right, left, rpad, lpad, false)}
+		if outerL || outerR {
+			// A record without a key matches nothing, ever: a preserved
+			// one is emitted padded, with no key, and not kept.
+			fns.OnNoKey = func(r Record, isLeft bool, out Out) error {
+				if isLeft && outerL || !isLeft && outerR {
+					out.Emit(nil, paddedValue(r.Value(), isLeft), r.Meta().Timestamp)
+				}
+				return nil
+			}
+		}
+		return fns
 	}}, nil
+}
+
+// matchKeyExpr is a side's key expression: key, or with a match
+// condition, the key when it holds and none (null) when it does not.
+func matchKeyExpr(key, match, side string) (*Expr, error) {
+	if key == "" {
+		key = KeyRecordKey
+	}
+	if _, err := keyExpr(key); err != nil {
+		return nil, &FieldError{Field: side + "-key", Err: err}
+	}
+	if match == "" {
+		return keyExpr(key)
+	}
+	if _, err := CompileExpr(match, BoolResult); err != nil {
+		return nil, &FieldError{Field: side + "-match", Err: err}
+	}
+	e, err := keyExpr("(" + match + ") == true ? (" + key + ") : nil")
+	if err != nil {
+		return nil, &FieldError{Field: side + "-match", Err: err}
+	}
+	return e, nil
+}
+
+// paddedValue is a record of an outer join's preserved side without a
+// partner: {"left": v, "right": null} (the mirror for the right side).
+func paddedValue(v []byte, isLeft bool) []byte {
+	if isLeft {
+		return joinedValue(v, nil)
+	}
+	return joinedValue(nil, v)
 }
 
 // encodeJoinEntry is a kept record: its timestamp (8 bytes, big endian)

@@ -76,7 +76,11 @@ func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string,
 		}
 	}
 	if missing := acc.missing(uses); len(missing) > 0 {
-		return l, nil, fmt.Errorf("%s are nil: %s needs them", describeAccess(missing), name)
+		verb := "are"
+		if len(missing) == 1 {
+			verb = "is"
+		}
+		return l, nil, fmt.Errorf("%s %s nil: %s needs them", describeAccessList(missing), verb, name)
 	}
 	right := op
 	right.KeyBy, right.Prepare = op.KeyByRight, op.PrepareRight
@@ -89,20 +93,25 @@ func applyTwo[T any](l, r flow.Stream[T], acc RecordAccess[T], name, uid string,
 		fns := op.Two(st)
 		h := &handle[T]{acc: &acc}
 		tc := &timedCtx[T]{h: h}
-		side := func(f func(Record, Clock, Out) error) flow.ProcessFunc[keyed[T], T] {
+		side := func(f func(Record, Clock, Out) error, isLeft bool) flow.ProcessFunc[keyed[T], T] {
 			return func(ctx flow.Context, k keyed[T], out flow.Collector[T]) error {
-				if k.null {
+				if k.null && fns.OnNoKey == nil {
 					return nil // no key: it meets nothing (Operator.NullKeyNone)
 				}
 				h.rec, h.group, h.prep = k.rec, k.key, k.prep
 				tc.ctx, tc.out, tc.inRecord = ctx, out, true
-				err := f(h, tc, tc)
+				var err error
+				if k.null {
+					err = fns.OnNoKey(h, isLeft, tc)
+				} else {
+					err = f(h, tc, tc)
+				}
 				var zero T
 				h.rec, h.prep, tc.inRecord = zero, nil, false // do not hold on to the record
 				return err
 			}
 		}
-		cf := flow.CoProcessFuncs[keyed[T], keyed[T], T]{OnLeft: side(fns.OnLeft), OnRight: side(fns.OnRight)}
+		cf := flow.CoProcessFuncs[keyed[T], keyed[T], T]{OnLeft: side(fns.OnLeft, true), OnRight: side(fns.OnRight, false)}
 		if fns.OnTimer != nil {
 			onTimer := fns.OnTimer
 			cf.OnTimer = func(ctx flow.Context, out flow.Collector[T]) error {

@@ -139,7 +139,7 @@ func TestBuildFromRefusesWhatDoesNotFit(t *testing.T) {
 		{[]flow.Stream[rec]{a, b, c}, []Step{{Op: "join", Params: Params{"ttl": time.Hour}}}, "join takes 2 inputs and the stream has 3"},
 		{[]flow.Stream[rec]{a}, []Step{{Op: "union"}}, "union takes two or more inputs: it can only be the first step"},
 		{[]flow.Stream[rec]{a, b}, []Step{{Op: "union"}, {Op: "union"}}, "union takes two or more inputs"},
-		{[]flow.Stream[rec]{a, b}, []Step{{Op: "join", Params: Params{"ttl": time.Hour, "kind": "left"}}}, `"left" is not supported yet`},
+		{[]flow.Stream[rec]{a, b}, []Step{{Op: "join", Params: Params{"ttl": time.Hour, "kind": "outer"}}}, `"outer": write kind: full`},
 	} {
 		_, _, err := BuildFrom(tc.ins, joinAccess, tc.steps, Env{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

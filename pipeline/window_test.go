@@ -92,6 +92,11 @@ func (f *fakeTime) Emit(key, value []byte, ts int64) {
 	f.emitted = append(f.emitted, fmt.Sprintf("%s@%d %s", key, ts, value))
 }
 
+// EmitRetraction records a retraction as an emitted record marked -D.
+func (f *fakeTime) EmitRetraction(key, value []byte, ts int64) {
+	f.emitted = append(f.emitted, fmt.Sprintf("-D %s@%d %s", key, ts, value))
+}
+
 func (f *fakeTime) setKey(k string) {
 	f.key = k
 	f.rt.SetKey(k)

@@ -19,6 +19,7 @@ import (
 	"github.com/onceflow/onceflow/internal/sql/ast"
 	"github.com/onceflow/onceflow/internal/sql/parser"
 	"github.com/onceflow/onceflow/internal/sql/planner"
+	"github.com/onceflow/onceflow/pipeline"
 )
 
 // `onceflow sql`: try queries against topics. CREATE TABLE, CREATE VIEW
@@ -298,12 +299,19 @@ func rowLine(cols []string, updating bool, r *kgo.Record) string {
 		if s := ""; json.Unmarshal(row[c], &s) == nil {
 			v = s
 		}
-		if v == "" && row[c] == nil {
+		if v == "" && (row[c] == nil || string(row[c]) == "null") {
 			v = "NULL"
 		}
 		vals[i] = v
 	}
 	line := strings.Join(vals, " | ")
+	for _, h := range r.Headers {
+		if h.Key == pipeline.RowKindHeader && pipeline.ParseRowKind(h.Value).Retracts() {
+			// A retraction without a key, whole: an outer join's padded
+			// row taken back when its partner came.
+			return "-D | " + line
+		}
+	}
 	if updating {
 		return "+U | " + line
 	}

@@ -37,6 +37,9 @@ type joinCond struct {
 	e      ast.Expr
 	leaves uint64
 	used   bool
+	// on: the conjunct is of an outer join's ON (not pooled with the
+	// WHERE: see outerPlace).
+	on bool
 }
 
 type joinPlan struct {
@@ -52,15 +55,27 @@ type joinPlan struct {
 	using []usingCol
 	// win is set on a window join: both leaves' window (joinWindows).
 	win *windowSpec
+	// outer is the outer join's kind (LEFT, RIGHT, FULL), "" for an
+	// inner join; guards are, per leaf of a preserved side, the ON
+	// conditions of that side alone (resolved over it): a row that fails
+	// them matches nothing and is emitted padded (outerjoin.go).
+	outer  string
+	guards [2]ast.Expr
+	// post are the WHERE conditions of a table an outer join pads with
+	// NULLs: they filter the joined rows.
+	post []ast.Expr
 }
 
 // joinFrom plans a FROM that is a join, with the select's WHERE (nil:
 // none) and hints; the WHERE is consumed.
 func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel {
-	if !p.checkJoinKinds(j) {
+	if !p.checkJoinKinds(j, true) {
 		return nil
 	}
 	jp := &joinPlan{p: p, all: &rel{}}
+	if isOuter(j.Kind) {
+		jp.outer = j.Kind
+	}
 	var collect func(te ast.TableExpr)
 	collect = func(te ast.TableExpr) {
 		if jn, ok := te.(*ast.Join); ok {
@@ -98,6 +113,7 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		return nil
 	}
 	// The pool of conjuncts.
+	inOn := false
 	var split func(e ast.Expr)
 	split = func(e ast.Expr) {
 		e = jp.qualifyUsing(e)
@@ -116,13 +132,14 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		if !ok {
 			return
 		}
-		jp.conds = append(jp.conds, &joinCond{e: e, leaves: set})
+		jp.conds = append(jp.conds, &joinCond{e: e, leaves: set, on: inOn && jp.outer != ""})
 	}
 	var ons func(te ast.TableExpr)
 	ons = func(te ast.TableExpr) {
 		if jn, ok := te.(*ast.Join); ok {
 			ons(jn.Left)
 			ons(jn.Right)
+			inOn = true
 			if jn.On != nil {
 				split(jn.On)
 			} else if len(jn.Using) > 0 {
@@ -130,6 +147,7 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 					split(on)
 				}
 			}
+			inOn = false
 		}
 	}
 	ons(j)
@@ -146,8 +164,14 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	if !jp.joinWindows(j) {
 		return nil
 	}
+	if jp.outer != "" && !jp.outerPlace(j) {
+		return nil
+	}
 	// A conjunct of one table filters it before the join.
 	for _, c := range jp.conds {
+		if c.used {
+			continue
+		}
 		for i, l := range jp.leaves {
 			if c.leaves == 1<<i {
 				c.used = true
@@ -158,6 +182,18 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	r, _ := jp.build(j)
 	if r == nil {
 		return nil
+	}
+	if jp.outer != "" {
+		// A changelog: a padded row is retracted when its partner comes
+		// (docs/design.md, "Changelogs").
+		r.updating, r.retracts, r.ub, r.key = true, true, new(bool), nil
+		*r.ub = true
+		r.outer = fmt.Sprintf("the %s JOIN at %d:%d retracts a row padded with NULLs when its first partner comes", jp.outer, j.Right.Position().Line, j.Right.Position().Col)
+		keep := preservedSides(jp.outer)
+		r.padded = [2]bool{keep[1], keep[0]} // a side is padded when the other is preserved
+		for _, e := range jp.post {
+			r.where = and(r.where, p.resolve(r, e))
+		}
 	}
 	// What is left refers to no table (a constant condition).
 	for _, c := range jp.conds {
@@ -178,11 +214,12 @@ func and(x, y ast.Expr) ast.Expr {
 }
 
 // checkJoinKinds refuses what is not an inner join with ON (or a comma
-// join, whose condition is in the WHERE).
-func (p *planner) checkJoinKinds(j *ast.Join) bool {
+// join, whose condition is in the WHERE), or an outer join of two
+// tables (top: j is the FROM's whole join).
+func (p *planner) checkJoinKinds(j *ast.Join, top bool) bool {
 	ok := true
 	for _, side := range []ast.TableExpr{j.Left, j.Right} {
-		if jn, isJoin := side.(*ast.Join); isJoin && !p.checkJoinKinds(jn) {
+		if jn, isJoin := side.(*ast.Join); isJoin && !p.checkJoinKinds(jn, false) {
 			ok = false
 		}
 	}
@@ -192,9 +229,8 @@ func (p *planner) checkJoinKinds(j *ast.Join) bool {
 	at := j.Right.Position()
 	what := fmt.Sprintf("%s JOIN %s", j.Kind, tableText(j.Right))
 	switch {
-	case j.Kind == "LEFT" || j.Kind == "RIGHT" || j.Kind == "FULL":
-		p.errorf(at, "%s: an outer join needs retractions, not yet: a row without a partner is written padded with NULLs and must be retracted when its partner comes, which needs update-before rows (issue 24); an inner JOIN … ON keeps only the pairs", what)
-		return false
+	case isOuter(j.Kind):
+		return p.checkOuterJoin(j, top, what)
 	case j.Kind == "CROSS" && !j.Comma:
 		p.errorf(at, "%s pairs every row with every row of the other table, keeping both for ever: join ON an equality of their columns instead", what)
 		return false
@@ -229,6 +265,9 @@ func tableText(te ast.TableExpr) string {
 // checkJoinInput refuses an input the join step cannot take.
 func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	switch {
+	case r.updating && r.outer != "":
+		p.errorf(at, "joining the result of an outer join is not supported yet: %s, and a join takes rows that are only added; join the tables in the other order, the outer join last", r.outer)
+		return false
 	case r.updating:
 		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
 		return false
@@ -339,6 +378,10 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 			continue
 		}
 		c.used = true
+		if jp.outer != "" && !c.on {
+			post = append(post, c.e) // an outer join's WHERE filters its result
+			continue
+		}
 		if b, isEq := c.e.(*ast.Binary); isEq && b.Op == "=" {
 			xs, _ := jp.leafSet(b.X)
 			ys, _ := jp.leafSet(b.Y)
@@ -351,6 +394,10 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 				continue
 			}
 		}
+		if c.on {
+			p.errorf(c.e.Position(), "%s: a condition of both tables in the ON of an outer join is part of the match (a row that meets no partner by it is padded with NULLs), which the join step cannot test yet; an outer join's ON holds equalities of a column of each table, and conditions of one table. Move it to the WHERE if it may drop the padded rows, or write an inner JOIN", c.e)
+			return nil, 0
+		}
 		post = append(post, c.e)
 	}
 	at := j.Right.Position()
@@ -359,7 +406,7 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		return nil, 0
 	}
 	var iv *intervalBounds
-	if jp.win == nil {
+	if jp.win == nil && jp.outer == "" {
 		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
 			return nil, 0
 		}
@@ -370,7 +417,7 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 			return nil, 0
 		}
 	}
-	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win)
+	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win, jp.outerSides())
 	if out == nil {
 		return nil, 0
 	}
@@ -435,7 +482,7 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
 
 // joinRels ends each side with a select keyed by its key expressions
 // and returns the relation of the join step over the two.
-func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec) *rel {
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec, oj outerSides) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
 	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
@@ -481,11 +528,11 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			}
 		}
 	}
-	lcols := p.joinSide(l, lkeys, at)
+	lcols := p.joinSide(l, lkeys, at, oj.preserved[0], oj.guards[0])
 	if lcols == nil {
 		return nil
 	}
-	rcols := p.joinSide(r, rkeys, at)
+	rcols := p.joinSide(r, rkeys, at, oj.preserved[1], oj.guards[1])
 	if rcols == nil {
 		return nil
 	}
@@ -545,6 +592,14 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	}
 	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 		w.linef(at, d, "- join:")
+		if oj.kind != "" {
+			w.linef(at, d+2, "kind: %s", strings.ToLower(oj.kind))
+			for i, name := range []string{"left-match", "right-match"} {
+				if oj.preserved[i] {
+					w.linef(at, d+2, "%s: %s", name, q(outerMatch))
+				}
+			}
+		}
 		w.linef(ttl.leftAt, d+2, "ttl: %s", goDuration(ttl.left))
 		if ttl.right != ttl.left {
 			w.linef(ttl.rightAt, d+2, "right-ttl: %s", goDuration(ttl.right))
@@ -601,7 +656,7 @@ func (p *planner) exprTypes(r *rel, exprs []ast.Expr, at ast.Pos) []*ast.Type {
 // of a NULL key, and returns r's columns as they were (names and
 // qualifiers) over the select's output: each a reference to its output
 // column, whose name is made unique.
-func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos) []relCol {
+func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos, preserved bool, guard ast.Expr) []relCol {
 	var out []relCol // the columns as seen by the join's reader
 	taken := map[string]bool{}
 	unique := func(n string) string {
@@ -626,6 +681,7 @@ func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos) []relCol {
 		out = append(out, relCol{name: c.name, expr: ref(n), qual: q})
 	}
 	var key []string
+	var match ast.Expr // a preserved side's: the row has a key and passes guard
 	for i, k := range keys {
 		name := ""
 		for _, c := range cols {
@@ -643,7 +699,21 @@ func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos) []relCol {
 		if _, isRef := k.(*ast.ColumnRef); !isRef {
 			x = &ast.Paren{X: k}
 		}
-		r.where = and(r.where, &ast.IsNull{X: x, Not: true})
+		if preserved {
+			match = and(match, &ast.IsNull{X: x, Not: true})
+		} else {
+			r.where = and(r.where, &ast.IsNull{X: x, Not: true})
+		}
+	}
+	if preserved {
+		if guard != nil {
+			match = and(match, guard)
+		}
+		cols = append(cols, relCol{name: unique(outerMatchCol), expr: matchColumn(match)})
+		if cols[len(cols)-1].name != outerMatchCol {
+			p.errorf(at, "a column of the outer join's side is named %s, which the planner uses for itself: rename it", outerMatchCol)
+			return nil
+		}
 	}
 	r.cols = cols
 	if p.materialize(r, key, at) == nil {

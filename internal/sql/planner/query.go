@@ -60,6 +60,12 @@ type rel struct {
 	rank *rankInfo
 	// join: r is a join of its two branches (the left and right sides).
 	join bool
+	// outer, on an outer join's result, says why it is updating (for a
+	// sink that cannot take it).
+	outer string
+	// padded, on an outer join's result, tells which of its sides (the
+	// join step's left and right members) are padded with NULLs.
+	padded [2]bool
 	// csv is set while the records are a csv table's values, before the
 	// first select step reads them into JSON rows.
 	csv *csvFormat

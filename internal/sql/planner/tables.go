@@ -315,6 +315,10 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 				why = "table " + t.name + " is a changelog ('format' = 'debezium-json'): its rows change and are deleted"
 			}
 		}
+		if r.outer != "" {
+			why = r.outer
+			hint += ", keyed by columns that tell the rows apart (a padded row's key is computed with its NULLs, so its retraction deletes it)"
+		}
 		p.errorf(ins.At, "table %s is append-only and the query's result is updating (%s): %s", sink.name, why, hint)
 		return nil
 	}
@@ -338,7 +342,7 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			}
 		}
 	}
-	if upsert && r.updating && r.rank == nil && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
+	if upsert && r.updating && r.rank == nil && len(r.key) > 0 && strings.Join(lower(r.key), ",") != strings.Join(lower(key), ",") {
 		if r.retracts && len(r.key) > 0 && !sink.shell {
 			// A retraction deletes its row's primary key: with another key
 			// than the result's, it would delete a row another group wrote.
@@ -362,6 +366,9 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 				r.out.null = v
 			}
 		}
+	}
+	if r.outer != "" && upsert && !p.outerKeyNotNull(r, sink, key, ins) {
+		return nil
 	}
 	if p.materializeForce(r, key, ins.At) == nil {
 		return nil
