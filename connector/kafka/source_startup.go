@@ -42,6 +42,19 @@ func (r *reader) init(ctx context.Context, restored map[string][]byte) error {
 		if err := r.fixEnds(ctx); err != nil {
 			return err
 		}
+		if len(restored) > 0 && len(r.pos) > 0 {
+			done := true
+			for _, p := range r.pos {
+				done = done && p.next >= p.end
+			}
+			if done {
+				// A run of a finished bounded job: it keeps the end offsets
+				// of its first start (SourceConfig.Bounded), so it reads
+				// nothing, however many records came since. Say so.
+				r.log.Warn("kafka source: bounded, restored from a checkpoint whose partitions are all read to the end offsets of the job's first start: nothing to read; records written since are not read by this job (start it from a new state directory or savepoint to read them)",
+					"partitions", len(r.pos))
+			}
+		}
 	}
 	r.consume(slices.Collect(maps.Keys(r.pos)))
 	if r.discovers() {

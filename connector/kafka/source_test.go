@@ -131,6 +131,16 @@ func TestBoundedTransactionalInput(t *testing.T) {
 	if p, err := decodePosition(snap["in/0"]); err != nil || p.next != 6 || p.end != 6 || p.id.isZero() {
 		t.Errorf("position %q (%v), want 6:6 and the topic id", snap["in/0"], err)
 	}
+	// Run again from that checkpoint after a new record: the end offsets
+	// are the first start's, so nothing is read, and the log says why.
+	c.produceValues(t, "in", 0, time.Time{}, "later")
+	again, log := openReaderLogged(t, src, 0, 1, snap)
+	if got := pollToEOF(t, again); len(got) != 0 {
+		t.Errorf("the restored bounded source read %q, want nothing (the first start's end offsets)", got)
+	}
+	if !strings.Contains(log.String(), "nothing to read; records written since are not read") {
+		t.Errorf("no warning that the restored bounded source reads nothing; log:\n%s", log)
+	}
 }
 
 func TestSourceConfigValidation(t *testing.T) {
