@@ -199,28 +199,12 @@ func (c IntervalJoinConfig) operator(late lateCounter) (Operator, error) {
 		return Operator{}, err
 	}
 	lower, upper := b[0], b[1]
-	lk, err := keyExpr(c.LeftKey)
-	if err != nil {
-		return Operator{}, fmt.Errorf("left-key: %w", err)
-	}
-	rk, err := keyExpr(c.RightKey)
-	if err != nil {
-		return Operator{}, fmt.Errorf("right-key: %w", err)
-	}
-	lt, lu, err := timeOf("left", c.LeftTime)
+	op, err := eventTimeJoin(c.LeftKey, c.RightKey, c.LeftTime, c.RightTime, c.LateTopic)
 	if err != nil {
 		return Operator{}, err
-	}
-	rt, ru, err := timeOf("right", c.RightTime)
-	if err != nil {
-		return Operator{}, err
-	}
-	uses := UsesValue | UsesNew | lu | ru
-	if c.LateTopic != "" {
-		uses |= UsesWithTopic
 	}
 	lateTopic := c.LateTopic
-	return Operator{KeyBy: lk, KeyByRight: rk, Prepare: lt, PrepareRight: rt, NullKeyNone: true, Uses: uses, Two: func(st *state.Store) TwoInputs {
+	op.Two = func(st *state.Store) TwoInputs {
 		// Each side's kept records of the current key, by event time.
 		codec := state.Codec[[][]byte](rowsCodec{})
 		left := state.NewMapWithCodecs(st, "left", state.DefaultCodec[int64](), codec)
@@ -281,7 +265,8 @@ func (c IntervalJoinConfig) operator(late lateCounter) (Operator, error) {
 				return nil
 			},
 		}
-	}}, nil
+	}
+	return op, nil
 }
 
 // rowsCodec encodes the records kept at one time: each length-prefixed.
@@ -306,4 +291,32 @@ func (rowsCodec) Decode(src []byte) ([][]byte, error) {
 		src = src[k+int(n):]
 	}
 	return rows, nil
+}
+
+// eventTimeJoin is the part of an interval or window join's operator
+// both share: the sides' key expressions, each record's event time
+// computed before the exchange, and what the records need; the caller
+// sets Two.
+func eventTimeJoin(leftKey, rightKey, leftTime, rightTime, lateTopic string) (Operator, error) {
+	lk, err := keyExpr(leftKey)
+	if err != nil {
+		return Operator{}, fmt.Errorf("left-key: %w", err)
+	}
+	rk, err := keyExpr(rightKey)
+	if err != nil {
+		return Operator{}, fmt.Errorf("right-key: %w", err)
+	}
+	lt, lu, err := timeOf("left", leftTime)
+	if err != nil {
+		return Operator{}, err
+	}
+	rt, ru, err := timeOf("right", rightTime)
+	if err != nil {
+		return Operator{}, err
+	}
+	uses := UsesValue | UsesNew | lu | ru
+	if lateTopic != "" {
+		uses |= UsesWithTopic
+	}
+	return Operator{KeyBy: lk, KeyByRight: rk, Prepare: lt, PrepareRight: rt, NullKeyNone: true, Uses: uses}, nil
 }

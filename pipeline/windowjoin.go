@@ -107,28 +107,12 @@ func (c WindowJoinConfig) operator(late lateCounter) (Operator, error) {
 		return Operator{}, err
 	}
 	size := c.Size.Milliseconds()
-	lk, err := keyExpr(c.LeftKey)
-	if err != nil {
-		return Operator{}, fmt.Errorf("left-key: %w", err)
-	}
-	rk, err := keyExpr(c.RightKey)
-	if err != nil {
-		return Operator{}, fmt.Errorf("right-key: %w", err)
-	}
-	lt, lu, err := timeOf("left", c.LeftTime)
+	op, err := eventTimeJoin(c.LeftKey, c.RightKey, c.LeftTime, c.RightTime, c.LateTopic)
 	if err != nil {
 		return Operator{}, err
-	}
-	rt, ru, err := timeOf("right", c.RightTime)
-	if err != nil {
-		return Operator{}, err
-	}
-	uses := UsesValue | UsesNew | lu | ru
-	if c.LateTopic != "" {
-		uses |= UsesWithTopic
 	}
 	lateTopic := c.LateTopic
-	return Operator{KeyBy: lk, KeyByRight: rk, Prepare: lt, PrepareRight: rt, NullKeyNone: true, Uses: uses, Two: func(st *state.Store) TwoInputs {
+	op.Two = func(st *state.Store) TwoInputs {
 		// Each side's kept records of the current key, by window start.
 		codec := state.Codec[[][]byte](rowsCodec{})
 		left := state.NewMapWithCodecs(st, "left", state.DefaultCodec[int64](), codec)
@@ -171,7 +155,8 @@ func (c WindowJoinConfig) operator(late lateCounter) (Operator, error) {
 				return nil
 			},
 		}
-	}}, nil
+	}
+	return op, nil
 }
 
 // windowJoinedValue is joinedValue with the window's members.
