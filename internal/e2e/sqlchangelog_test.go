@@ -26,18 +26,8 @@ import (
 // removes the key), read with franz-go and with kcat, must give exactly
 // the result computed in Go over the whole input.
 func TestCrashSQLChangelogUpsertKafka(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test skipped in -short mode")
-	}
-	records, kills := e2eSize()
-	records /= 10
-	kills /= 2
 	const users = 300
-	rng := seed(t)
-	dir := t.TempDir()
-	addr := startBroker(t, filepath.Join(dir, "broker"))
-	createTopic(t, addr, "in", 4)
-	createTopic(t, addr, "out", 4)
+	records, kills, rng, dir, addr := changelogSetup(t, "in")
 	type fig struct{ n, total int64 }
 	per := map[string]*fig{}
 	var values [][]byte
@@ -157,17 +147,7 @@ func checkFolded[V any](t *testing.T, client string, out []kafkatest.Record, wan
 // kcat, must equal the categories of the table's final rows, computed in
 // Go.
 func TestCrashSQLDebeziumUpsertKafka(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test skipped in -short mode")
-	}
-	records, kills := e2eSize()
-	records /= 10
-	kills /= 2
-	rng := seed(t)
-	dir := t.TempDir()
-	addr := startBroker(t, filepath.Join(dir, "broker"))
-	createTopic(t, addr, "cdc", 4)
-	createTopic(t, addr, "out", 4)
+	records, kills, rng, dir, addr := changelogSetup(t, "cdc")
 	type product struct {
 		ID       int64  `json:"id"`
 		Category string `json:"category"`
@@ -253,17 +233,7 @@ INSERT INTO per_category SELECT category, COUNT(*), AVG(price) FROM products GRO
 // SIGKILLed. The folded output, read with franz-go and kcat, must equal the
 // countries of the input table's final rows, computed in Go.
 func TestCrashSQLUpsertKafkaSource(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test skipped in -short mode")
-	}
-	records, kills := e2eSize()
-	records /= 10
-	kills /= 2
-	rng := seed(t)
-	dir := t.TempDir()
-	addr := startBroker(t, filepath.Join(dir, "broker"))
-	createTopic(t, addr, "users", 4)
-	createTopic(t, addr, "out", 4)
+	records, kills, rng, dir, addr := changelogSetup(t, "users")
 	type user struct {
 		UserID  string `json:"user_id"`
 		Country string `json:"country"`
@@ -345,4 +315,24 @@ func crashFoldedSQL[V any](t *testing.T, rng *rand.Rand, dir, addr, name, script
 	r.runToEnd()
 	checkFolded(t, "franz-go", readCommitted(t, addr, "out"), want, describe)
 	checkFolded(t, "kcat", kcatRead(t, addr, "out"), want, describe)
+}
+
+// changelogSetup starts what each changelog crash test needs: a tenth of
+// the e2e input size and half its kills, the seeded random source, a
+// directory, a broker, and the topics in (its input) and out, 4
+// partitions each. It skips the test in -short mode.
+func changelogSetup(t *testing.T, in string) (records, kills int, rng *rand.Rand, dir, addr string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end crash test skipped in -short mode")
+	}
+	records, kills = e2eSize()
+	records /= 10
+	kills /= 2
+	rng = seed(t)
+	dir = t.TempDir()
+	addr = startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, in, 4)
+	createTopic(t, addr, "out", 4)
+	return records, kills, rng, dir, addr
 }
