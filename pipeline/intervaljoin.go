@@ -47,24 +47,13 @@ var intervalJoinSpec = Spec{
 		"select); not set: the event-time timestamp of the side's sources. Keys are as join's: a null key pairs with nothing and is " +
 		"not kept. A restore resumes from the checkpoint with the kept records and their timers, so no pair is " +
 		"emitted twice by an exactly-once job.",
-	Fields: []Field{
-		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.auction",
-			Description: "The key of the first input's records. Part of the step's default id."},
-		{Name: "right-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.id",
-			Description: "The key of the second input's records."},
-		{Name: "lower", Type: String, Required: true, Example: "-10m",
-			Missing:     "give the lower bound of left time - right time, such as lower: -10m (a left record pairs with right records up to 10 minutes later than it)",
-			Description: "The smallest left time - right time of a pair, a signed duration (inclusive)."},
-		{Name: "upper", Type: String, Required: true, Example: "0s",
+	Fields: eventJoinFields(Field{Name: "lower", Type: String, Required: true, Example: "-10m",
+		Missing:     "give the lower bound of left time - right time, such as lower: -10m (a left record pairs with right records up to 10 minutes later than it)",
+		Description: "The smallest left time - right time of a pair, a signed duration (inclusive)."},
+		Field{Name: "upper", Type: String, Required: true, Example: "0s",
 			Missing:     "give the upper bound of left time - right time, such as upper: 5m",
 			Description: "The largest left time - right time of a pair, a signed duration (inclusive); at least lower."},
-		{Name: "left-time", Type: Expression, Example: "to_timestamp(value.ts)",
-			Description: "A left record's event time in ms; not set: the left input's sources' event-time timestamp. It must be the time the left input's watermarks follow."},
-		{Name: "right-time", Type: Expression, Example: "to_timestamp(value.ts)",
-			Description: "A right record's event time in ms; not set: the right input's sources' event-time timestamp."},
-		{Name: "late-topic", Type: String, Example: "late-rows",
-			Description: "The topic late records go to, unchanged; not set: they are dropped (and counted)."},
-	},
+	),
 	IDField:     "left-key",
 	StateFields: []string{"left-key", "right-key", "lower", "upper"},
 	Stateful:    true,
@@ -319,4 +308,25 @@ func eventTimeJoin(leftKey, rightKey, leftTime, rightTime, lateTopic string) (Op
 		uses |= UsesWithTopic
 	}
 	return Operator{KeyBy: lk, KeyByRight: rk, Prepare: lt, PrepareRight: rt, NullKeyNone: true, Uses: uses}, nil
+}
+
+// eventJoinFields are the fields of an interval or window join: the two
+// keys, then own (the bounds, the window size), then each side's time
+// and late-topic.
+func eventJoinFields(own ...Field) []Field {
+	fs := []Field{
+		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.auction",
+			Description: "The key of the first input's records. Part of the step's default id."},
+		{Name: "right-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.id",
+			Description: "The key of the second input's records."},
+	}
+	fs = append(fs, own...)
+	return append(fs, []Field{
+		{Name: "left-time", Type: Expression, Example: "to_timestamp(value.ts)",
+			Description: "A left record's event time in ms; not set: the left input's sources' event-time timestamp. It must be the time the left input's watermarks follow."},
+		{Name: "right-time", Type: Expression, Example: "to_timestamp(value.ts)",
+			Description: "A right record's event time in ms; not set: the right input's sources' event-time timestamp."},
+		{Name: "late-topic", Type: String, Example: "late-rows",
+			Description: "The topic late records go to, unchanged; not set: they are dropped (and counted)."},
+	}...)
 }
