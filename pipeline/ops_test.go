@@ -460,7 +460,7 @@ func TestExplain(t *testing.T) {
 
 func TestFieldNamesSorted(t *testing.T) {
 	spec, _ := Lookup("dedupe")
-	if got := spec.FieldNames(); !sort.StringsAreSorted(got) || len(got) != 2 {
+	if got := spec.FieldNames(); !sort.StringsAreSorted(got) || len(got) != 3 {
 		t.Errorf("FieldNames() = %q", got)
 	}
 }

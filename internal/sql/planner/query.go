@@ -575,11 +575,13 @@ func (p *planner) needRetractions(r *rel, at ast.Pos, what string) bool {
 		// A keep-last deduplication's rows are upserts of its key: a
 		// changelog-normalize keyed by it keeps each key's last row and
 		// retracts it when the next comes.
-		if p.materialize(r, r.key, at) == nil {
+		if p.materializeKeyed(r, r.key, at) == nil {
 			return false
 		}
 		ttl := p.stateTTL()
+		keyOf := append([]string(nil), r.key...)
 		p.stateful(r, at, "changelog-normalize", func(w *yamlWriter, d int) {
+			writeKeyOf(w, at, d, keyOf)
 			if ttl > 0 {
 				w.linef(p.settings["table.exec.state.ttl"].ValueAt, d, "ttl: %s", goDuration(ttl))
 			}
