@@ -96,12 +96,12 @@ func (p *planner) stateful(r *rel, at ast.Pos, kind string, write func(w *yamlWr
 
 // stateKeyCol is the column that makes a one-column state key a JSON
 // array: the select's key of one column is its text, and NULL's (no key)
-// would be the same as ”s.
+// would be the same as the empty string's.
 const stateKeyCol = "__group"
 
 // materializeKeyed is materialize for the select before a keyed step,
 // key the columns its rows are grouped by. With one column the select's
-// key would be that column's text, and NULL's (no key) the same as ”s:
+// key would be that column's text, and NULL's (no key) the empty string's:
 // stateKeyCol beside it makes the key a JSON array, which keeps them
 // apart as several columns' does (docs/design.md, "### SQL"). The column
 // stays in the records' values, not among r's columns.
