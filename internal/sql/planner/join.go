@@ -64,6 +64,8 @@ type joinPlan struct {
 	// post are the WHERE conditions of a table an outer join pads with
 	// NULLs: they filter the joined rows.
 	post []ast.Expr
+	// temporal is set on a temporal join: its versioned table (temporal.go).
+	temporal *temporalJoin
 }
 
 // joinFrom plans a FROM that is a join, with the select's WHERE (nil:
@@ -90,12 +92,22 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		p.errorf(j.At, "a join of %d tables: at most 64", len(jp.leaves))
 		return nil
 	}
+	if !jp.findTemporal(j) {
+		return nil
+	}
 	for i, l := range jp.leaves {
-		l.r = p.from(l.te)
+		versioned := jp.temporal != nil && i == jp.temporal.leaf
+		if versioned {
+			p.versionedScan = true
+			l.r = p.from(jp.temporal.plain)
+			p.versionedScan = false
+		} else {
+			l.r = p.from(l.te)
+		}
 		if l.r == nil {
 			return nil
 		}
-		if !p.checkJoinInput(l.r, l.te.Position()) {
+		if versioned && !jp.checkVersioned(l.r) || !versioned && !p.checkJoinInput(l.r, l.te.Position()) {
 			return nil
 		}
 		for _, c := range l.r.cols {
@@ -110,6 +122,9 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		}
 	}
 	if !jp.readHints(hints) {
+		return nil
+	}
+	if jp.temporal != nil && !jp.checkAsOf() {
 		return nil
 	}
 	// The pool of conjuncts.
@@ -183,7 +198,13 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	if r == nil {
 		return nil
 	}
-	if jp.outer != "" {
+	if jp.outer != "" && jp.temporal != nil {
+		// A temporal join only appends: a padded row is final.
+		r.padded = [2]bool{false, true}
+		for _, e := range jp.post {
+			r.where = and(r.where, p.resolve(r, e))
+		}
+	} else if jp.outer != "" {
 		// A changelog: a padded row is retracted when its partner comes
 		// (docs/design.md, "Changelogs").
 		r.updating, r.retracts, r.ub, r.key = true, true, new(bool), nil
@@ -405,19 +426,22 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
 		return nil, 0
 	}
+	if jp.temporal != nil && !jp.temporalKeys(j, rkeys) {
+		return nil, 0
+	}
 	var iv *intervalBounds
-	if jp.win == nil && jp.outer == "" {
+	if jp.win == nil && jp.outer == "" && jp.temporal == nil {
 		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
 			return nil, 0
 		}
 	}
 	var ttl joinTTLs
-	if iv == nil && jp.win == nil {
+	if iv == nil && jp.win == nil && jp.temporal == nil {
 		if ttl, ok = jp.joinTTL(j, lset, rset); !ok {
 			return nil, 0
 		}
 	}
-	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win, jp.outerSides())
+	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win, jp.temporal, jp.outerSides())
 	if out == nil {
 		return nil, 0
 	}
@@ -482,7 +506,7 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
 
 // joinRels ends each side with a select keyed by its key expressions
 // and returns the relation of the join step over the two.
-func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec, oj outerSides) *rel {
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec, tj *temporalJoin, oj outerSides) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
 	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
@@ -514,6 +538,17 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	}
 	if win != nil {
 		iv = &intervalBounds{cols: [2]string{l.win.timeCol, r.win.timeCol}}
+	}
+	if tj != nil {
+		// A probe row without a time has no place in event time: dropped
+		// as a NULL key is (the versioned side's is the record's).
+		if c, ok := l.find(tj.cols[0]); ok {
+			var x ast.Expr = c.expr
+			if _, isRef := x.(*ast.ColumnRef); !isRef {
+				x = &ast.Paren{X: x}
+			}
+			l.where = and(l.where, &ast.IsNull{X: x, Not: true})
+		}
 	}
 	if iv != nil {
 		// A row without a time has no partner (NULL is within no bound)
@@ -553,6 +588,27 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 				}
 			}
 		}
+	}
+	if tj != nil {
+		var times [2]string
+		for i, cols := range [][]relCol{lcols, rcols} {
+			for _, c := range cols {
+				if strings.EqualFold(c.name, tj.cols[i]) {
+					times[i] = "to_timestamp(" + valuePath(c.expr.(*ast.ColumnRef).Name.Parts[0].Name) + ")"
+				}
+			}
+		}
+		asOf := tj.ref.SystemTime.Position()
+		j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
+			w.linef(asOf, d, "- temporal-join:")
+			if oj.kind != "" {
+				w.linef(at, d+2, "kind: %s", strings.ToLower(oj.kind))
+				w.linef(at, d+2, "left-match: %s", q(outerMatch))
+			}
+			w.linef(asOf, d+2, "left-time: %s", q(times[0]))
+			w.linef(tj.ref.At, d+2, "right-time: %s", q(times[1]))
+		}}}
+		return j
 	}
 	if iv != nil {
 		// Each side's time, as its select writes it.
