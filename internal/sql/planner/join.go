@@ -292,11 +292,11 @@ func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	case r.updating:
 		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
 		return false
-	case r.win != nil && r.win.kind != "TUMBLE":
-		p.errorf(r.win.at, "a window join of %s windows is not supported yet: only TUMBLE windows join (each row in one window); join the tables, or aggregate each window in a query of its own", r.win.kind)
+	case r.win != nil && r.win.kind == "SESSION":
+		p.errorf(r.win.at, "a window join of SESSION windows is not supported: each side's sessions are cut from its own rows, so the two sides' windows need not share a start and an end, and a session's bounds are known only once its gap has passed; join the tables with an interval join (a.ts BETWEEN b.ts - INTERVAL … AND b.ts + INTERVAL …), or join TUMBLE, HOP or CUMULATE windows")
 		return false
 	case r.win != nil && r.win.offset != 0:
-		p.errorf(r.win.at, "a window join of TUMBLE windows with an OFFSET is not supported yet: the window-join step's windows start at multiples of the size; leave the OFFSET out")
+		p.errorf(r.win.at, "a window join of %s windows with an OFFSET is not supported yet: the window-join step's windows start at multiples of the size (HOP: the slide); leave the OFFSET out", r.win.kind)
 		return false
 	case r.win != nil && r.win.proc:
 		p.errorf(r.win.at, "a window join over a PROCTIME() column is not supported: window joins pair rows by event time; window by the table's WATERMARK column")
@@ -632,6 +632,12 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 				w.linef(at, d, "- window-join:")
 				w.linef(win.at, d+2, "size: %s", goDuration(win.size))
+				switch win.kind {
+				case "HOP":
+					w.linef(win.at, d+2, "slide: %s", goDuration(win.slide))
+				case "CUMULATE":
+					w.linef(win.at, d+2, "step: %s", goDuration(win.step))
+				}
 				w.linef(at, d+2, "left-time: %s", q(times[0]))
 				w.linef(at, d+2, "right-time: %s", q(times[1]))
 			}}}
@@ -1045,8 +1051,8 @@ func (jp *joinPlan) joinWindows(j *ast.Join) bool {
 		p.errorf(wins[0].at, "a window table function joins only another one (a window join of two tables, each windowed alike): join the tables first, or window each side")
 		return false
 	}
-	if wins[0].size != wins[1].size {
-		p.errorf(wins[1].at, "a window join needs the same windows on both sides: TUMBLE of %s and of %s", goDuration(wins[0].size), goDuration(wins[1].size))
+	if w0, w1 := wins[0], wins[1]; w0.kind != w1.kind || w0.size != w1.size || w0.slide != w1.slide || w0.step != w1.step {
+		p.errorf(wins[1].at, "a window join needs the same windows on both sides: %s and %s", windowText(w0), windowText(w1))
 		return false
 	}
 	// The window columns: equalities of both sides' window_start and
@@ -1086,6 +1092,17 @@ func (jp *joinPlan) joinWindows(j *ast.Join) bool {
 	}
 	jp.win = wins[0]
 	return true
+}
+
+// windowText writes a window table function's windows for a message.
+func windowText(w *windowSpec) string {
+	switch w.kind {
+	case "HOP":
+		return fmt.Sprintf("HOP of %s every %s", goDuration(w.size), goDuration(w.slide))
+	case "CUMULATE":
+		return fmt.Sprintf("CUMULATE of %s by %s", goDuration(w.size), goDuration(w.step))
+	}
+	return fmt.Sprintf("%s of %s", w.kind, goDuration(w.size))
 }
 
 // unparenRef tells whether b's operand (x, else y) is a column reference.
