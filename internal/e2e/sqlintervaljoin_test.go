@@ -183,7 +183,7 @@ WHERE r.name <> 'n3';
 			r.runToEnd()
 
 			cols := "lseq, rseq, k, to_char(lts, 'YYYY-MM-DD HH24:MI:SS.MS'), name, amount"
-			const orderBy = " ORDER BY 1, 2"
+			const orderBy = " ORDER BY 1, 2, 4" // a pair is in several HOP and CUMULATE windows
 			got, err := srv.Psql(db, "SELECT "+cols+" FROM iout_"+qy.name+orderBy)
 			if err != nil {
 				t.Fatal(err)

@@ -21,8 +21,10 @@ import (
 // upsert-kafka rates table (upserts and tombstones keyed by k, dated by
 // their record timestamps) — "inner": `JOIN rates FOR SYSTEM_TIME AS OF
 // o.ts` with a WHERE on the orders; "left": a LEFT JOIN with a condition
-// of the versioned side in ON (a version that fails it counts as none)
-// — each crashed at both edges of its first commit and SIGKILLed at
+// of the versioned side in ON (a version that fails it counts as none);
+// "debezium": the same LEFT JOIN against the same versions written as
+// Debezium change events (c, u with its before row, d and its tombstone)
+// of a debezium-json table — each crashed at both edges of its first commit and SIGKILLed at
 // random moments, then run to the end of its input: the rows appended to
 // a PostgreSQL table (no primary key, so a row written twice would show)
 // equal, as a multiset, PostgreSQL's batch query of the same semantics: a
@@ -43,6 +45,7 @@ func TestSQLTemporalJoinDifferentialPostgres(t *testing.T) {
 	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "torders", 3)
 	createTopic(t, addr, "trates", 2)
+	createTopic(t, addr, "tcdc", 2)
 
 	keys := rows / 30
 	base := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -50,6 +53,21 @@ func TestSQLTemporalJoinDifferentialPostgres(t *testing.T) {
 	var recs []*kgo.Record
 	var ovals, vvals []string
 	exists := map[int]bool{}
+	// The same versions as Debezium change events: c, u (with the row
+	// before), d, and the tombstone Debezium writes after a delete.
+	last := map[int]json.RawMessage{}
+	cdc := func(k int, vt time.Time, op string, after json.RawMessage) {
+		ev := map[string]any{"op": op, "before": last[k], "after": after}
+		v, _ := json.Marshal(ev)
+		key := fmt.Appendf(nil, `{"k":%d}`, k)
+		recs = append(recs, &kgo.Record{Topic: "tcdc", Key: key, Value: v, Timestamp: vt})
+		if op == "d" {
+			recs = append(recs, &kgo.Record{Topic: "tcdc", Key: key, Timestamp: vt})
+			delete(last, k)
+		} else {
+			last[k] = after
+		}
+	}
 	for i := 0; i < rows; i++ {
 		// A version every other order or so, of a random key, dated by
 		// its record timestamp: in order of production, 10 ms a step,
@@ -59,12 +77,18 @@ func TestSQLTemporalJoinDifferentialPostgres(t *testing.T) {
 			if exists[k] && rng.IntN(5) == 0 {
 				delete(exists, k)
 				recs = append(recs, &kgo.Record{Topic: "trates", Key: fmt.Appendf(nil, "%d", k), Timestamp: vt}) // a tombstone
+				cdc(k, vt, "d", nil)
 				vvals = append(vvals, fmt.Sprintf("(%d, %d, '%s', true, NULL, NULL)", i, k, vt.Format(layout)))
 			} else {
 				exists[k] = true
 				rate, name := rng.IntN(50), fmt.Sprintf("n%d", rng.IntN(6))
 				v, _ := json.Marshal(map[string]any{"k": k, "rate": rate, "name": name})
 				recs = append(recs, &kgo.Record{Topic: "trates", Key: fmt.Appendf(nil, "%d", k), Value: v, Timestamp: vt})
+				op := "c"
+				if last[k] != nil {
+					op = "u"
+				}
+				cdc(k, vt, op, v)
 				vvals = append(vvals, fmt.Sprintf("(%d, %d, '%s', false, %d, '%s')", i, k, vt.Format(layout), rate, name))
 			}
 		}
@@ -92,6 +116,11 @@ func TestSQLTemporalJoinDifferentialPostgres(t *testing.T) {
 	u := strings.TrimPrefix(dsn, "postgres://")
 	for _, qy := range []struct{ name, join, where, pgFrom string }{
 		{
+			// The same LEFT JOIN against the debezium-json table.
+			name: "debezium", join: "LEFT JOIN tcdc FOR SYSTEM_TIME AS OF o.ts AS r ON o.k = r.k AND r.name <> 'n3'",
+			pgFrom: "torders o LEFT JOIN " + version + " ON NOT r.deleted AND r.name <> 'n3' WHERE o.ts IS NOT NULL",
+		},
+		{
 			name: "inner", join: "JOIN trates FOR SYSTEM_TIME AS OF o.ts AS r ON o.k = r.k", where: "WHERE o.amount > 10",
 			pgFrom: "torders o JOIN " + version + " ON NOT r.deleted WHERE o.amount > 10",
 		},
@@ -113,6 +142,10 @@ CREATE TABLE trates (k BIGINT, rate INT, name STRING, vt TIMESTAMP_LTZ(3) METADA
       WATERMARK FOR vt AS vt - INTERVAL '1' SECOND, PRIMARY KEY (k) NOT ENFORCED)
 WITH ('connector' = 'upsert-kafka', 'topic' = 'trates', 'properties.bootstrap.servers' = '%[3]s', 'properties.group.id' = 'tdiff-%[1]s',
       'scan.startup.mode' = 'earliest-offset', 'key.format' = 'raw', 'value.format' = 'json');
+CREATE TABLE tcdc (k BIGINT, rate INT, name STRING, vt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+      WATERMARK FOR vt AS vt - INTERVAL '1' SECOND, PRIMARY KEY (k) NOT ENFORCED)
+WITH ('connector' = 'kafka', 'topic' = 'tcdc', 'properties.bootstrap.servers' = '%[3]s', 'properties.group.id' = 'tdiff-%[1]s',
+      'scan.startup.mode' = 'earliest-offset', 'format' = 'debezium-json');
 CREATE TABLE tout_%[1]s (seq INT, k BIGINT, ts TIMESTAMP(3), rate INT, name STRING, amount INT)
 WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://%[4]s', 'table-name' = 'tout_%[1]s', 'username' = '%[5]s');
 INSERT INTO tout_%[1]s
@@ -125,7 +158,7 @@ FROM torders o %[6]s
 				t.Fatal(err)
 			}
 			out, err := osexec.Command(binary(t), "validate", file).CombinedOutput()
-			for _, want := range []string{"temporal join (" + map[string]string{"inner": "inner", "left": "left"}[qy.name] + ")", "freed by watermark", "torders's event time: to_timestamp(value.ts), watermarks 2s", "trates's event time: timestamp, watermarks 1s"} {
+			for _, want := range []string{"temporal join (" + map[string]string{"inner": "inner", "left": "left", "debezium": "left"}[qy.name] + ")", "freed by watermark", "torders's event time: to_timestamp(value.ts), watermarks 2s", map[bool]string{true: "tcdc", false: "trates"}[qy.name == "debezium"] + "'s event time: timestamp, watermarks 1s"} {
 				if err != nil || !strings.Contains(string(out), want) {
 					t.Fatalf("validate: %v, want %q in\n%s", err, want, out)
 				}
@@ -140,8 +173,9 @@ FROM torders o %[6]s
 			}
 			bounded := strings.ReplaceAll(string(b), "'format' = 'json');", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');")
 			bounded = strings.ReplaceAll(bounded, "'value.format' = 'json');", "'value.format' = 'json', 'scan.bounded.mode' = 'latest-offset');")
-			if strings.Count(bounded, "scan.bounded.mode") != 2 {
-				t.Fatalf("the script's two tables were not made bounded:\n%s", bounded)
+			bounded = strings.ReplaceAll(bounded, "'format' = 'debezium-json');", "'format' = 'debezium-json', 'scan.bounded.mode' = 'latest-offset');")
+			if strings.Count(bounded, "scan.bounded.mode") != 3 {
+				t.Fatalf("the script's three source tables were not made bounded:\n%s", bounded)
 			}
 			if err := os.WriteFile(file, []byte(bounded), 0o644); err != nil {
 				t.Fatal(err)
@@ -174,7 +208,7 @@ FROM torders o %[6]s
 				if err != nil {
 					t.Fatal(err)
 				}
-				if strings.TrimSpace(n) == "0" && (c.what != "padded" || qy.name == "left") {
+				if strings.TrimSpace(n) == "0" && (c.what != "padded" || qy.name != "inner") {
 					t.Fatalf("no order %s: the input proves too little", c.what)
 				}
 				stats = append(stats, c.what+" "+strings.TrimSpace(n))
