@@ -24,9 +24,9 @@ import (
 // with null in a left join, dropped in an inner one without one). The
 // same timers free the versions no later probe row can need: all but the
 // newest at or before the watermark, and that one too when it is a
-// deletion. A version dated at or before the watermark still counts for
-// later probe rows when it is newer than the kept one (it changes no
-// emitted row); a probe row dated at or before the watermark is late.
+// deletion. A record of either side dated at or before the watermark is
+// late: a probe row's version may be freed by then, and a version would
+// change rows already emitted (or follow a freed deletion).
 
 var temporalJoinSpec = Spec{
 	Name:    "temporal-join",
@@ -45,9 +45,9 @@ var temporalJoinSpec = Spec{
 		"dropped. The result only appends.\n\n" +
 		"The versions are kept by version time until no later probe record can need them: the watermark frees every " +
 		"version older than the newest at or before it, and that one too when it ends the version, so the state holds " +
-		"one version per key plus those ahead of the watermark, and needs no ttl. A version dated at or before the " +
-		"watermark still applies to later probe records when it is newer than the one kept (no emitted record changes). " +
-		"A probe record dated at or before the watermark is late: it is joined with nothing, goes to `late-topic` " +
+		"one version per key plus those ahead of the watermark, and needs no ttl. A record of either input dated at " +
+		"or before the watermark is late (a probe record: the versions it needs may be freed; a version: the records " +
+		"it would join were emitted): it is joined with nothing, goes to `late-topic` " +
 		"unchanged or is dropped when none is set, and is counted with the window step's late records " +
 		"(`onceflow_window_late_records_total`). A restore resumes from the checkpoint with the kept records and their " +
 		"timers, so no record is emitted twice by an exactly-once job.",
@@ -174,6 +174,17 @@ func (c TemporalJoinConfig) operator(late lateCounter) (Operator, error) {
 				}
 			}
 		}
+		// onLate counts a late record and sends it to late-topic.
+		onLate := func(r Record, out Out) error {
+			if late != nil {
+				late.Add(1)
+			}
+			if lateTopic != "" {
+				r.SetTopic(lateTopic)
+				out.Forward()
+			}
+			return nil
+		}
 		return TwoInputs{
 			OnLeft: func(r Record, clk Clock, out Out) error {
 				if r.RowKind().Retracts() {
@@ -181,44 +192,24 @@ func (c TemporalJoinConfig) operator(late lateCounter) (Operator, error) {
 				}
 				ts := r.Prepared().(int64)
 				if ts <= clk.Watermark() {
-					if late != nil {
-						late.Add(1)
-					}
-					if lateTopic != "" {
-						r.SetTopic(lateTopic)
-						out.Forward()
-					}
-					return nil
+					return onLate(r, out)
 				}
 				rows, _ := probes.Get(ts)
 				probes.Put(ts, append(rows, append([]byte(nil), r.Value()...)))
 				clk.RegisterEventTimeTimer(ts)
 				return nil
 			},
-			OnRight: func(r Record, clk Clock, _ Out) error {
+			OnRight: func(r Record, clk Clock, out Out) error {
 				vt := r.Prepared().(int64)
+				if vt <= clk.Watermark() {
+					// Too late: rows up to the watermark were emitted
+					// without it, and the versions it would follow may
+					// be freed (a deletion's too).
+					return onLate(r, out)
+				}
 				v := []byte{versionEnded}
 				if !r.RowKind().Retracts() {
 					v = append([]byte{versionRow}, r.Value()...)
-				}
-				wm := clk.Watermark()
-				if vt <= wm {
-					// Too late to change an emitted row; it still applies
-					// to later ones if it is the newest at or before wm.
-					newer := true
-					versions.All(func(t int64, _ []byte) bool {
-						if t > vt && t <= wm {
-							newer = false
-							return false
-						}
-						return true
-					})
-					if !newer {
-						return nil
-					}
-					versions.Put(vt, v)
-					prune(wm)
-					return nil
 				}
 				versions.Put(vt, v)
 				clk.RegisterEventTimeTimer(vt) // frees the versions it replaces

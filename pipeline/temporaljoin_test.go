@@ -158,19 +158,20 @@ func TestTemporalJoinLateRecords(t *testing.T) {
 	h.advance(t, 100)
 	h.feed(t, true, "a", 100, "late") // at the watermark: late
 	h.feed(t, true, "a", 150, "p150")
-	// A version dated before the watermark still applies to later probe
-	// rows when it is newer than the kept one; an older one does not.
+	// Versions dated at or before the watermark are late too: a
+	// deletion at 60 (were it kept, v10 would be freed and v50 below
+	// would bring the key back) and a newer row.
+	h.version(t, "a", 60, "v10", RowDelete)
 	h.version(t, "a", 50, "v50", RowAdd)
-	h.version(t, "a", 40, "v40", RowAdd)
 	h.advance(t, 200)
-	if got := h.joined(t); !slices.Equal(got, []string{"p150-v50"}) {
-		t.Errorf("joined %v, want [p150-v50]", got)
+	if got := h.joined(t); !slices.Equal(got, []string{"p150-v10"}) {
+		t.Errorf("joined %v, want [p150-v10]", got)
 	}
-	if n := h.late.Load(); n != 1 {
-		t.Errorf("late records counted: %d, want 1", n)
+	if n := h.late.Load(); n != 3 {
+		t.Errorf("late records counted: %d, want 3", n)
 	}
-	if h.forward != 1 {
-		t.Errorf("late records forwarded to late-topic: %d, want 1", h.forward)
+	if h.forward != 3 {
+		t.Errorf("late records forwarded to late-topic: %d, want 3", h.forward)
 	}
 }
 
