@@ -544,8 +544,8 @@ func (p *planner) upsertSource(t *table, r *rel) bool {
 	if v, ok := t.opt("value.fields-include"); ok && !strings.EqualFold(v, "ALL") {
 		p.errorf(t.optAt("value.fields-include"), "'value.fields-include' = '%s': onceflow reads every column from the value ('ALL', as its upsert-kafka sink writes it)", v)
 	}
-	if t.watermark != nil {
-		p.errorf(t.watermark.At, "table %s: event time (WATERMARK) on an upsert-kafka table is not supported yet (a tombstone has no value to read the time from)", t.name)
+	if t.watermark != nil && !p.versionedScan {
+		p.errorf(t.watermark.At, "table %s: event time (WATERMARK) on an upsert-kafka table is supported only for a versioned table read by a temporal join (FOR SYSTEM_TIME AS OF), on its record timestamp (a tombstone has no value to read the time from)", t.name)
 		return false
 	}
 	ttl := p.stateTTL()
