@@ -168,3 +168,115 @@ state:
 	check("kcat", kcatRead(t, addr, "enriched"))
 	t.Logf("%d orders, each joined once; killed b after batch %d, added c after batch %d of %d", orders, killAt+1, addAt+1, batches)
 }
+
+// TestScaleOutSQLJoin: a SQL inner join (compiled to the named form, each
+// side re-keyed by its join column) runs in scale-out: validate shows the
+// cut before the join, two instances share the tasks, one is SIGKILLed
+// and started again, and every order comes out joined with its customer
+// exactly once.
+func TestScaleOutSQLJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	rng := seed(t)
+	const orders, customers = 1500, 50
+	dir := t.TempDir()
+	addr := startBroker(t, filepath.Join(dir, "broker"))
+	createTopic(t, addr, "sorders", 3)
+	createTopic(t, addr, "scustomers", 3)
+	createTopic(t, addr, "senriched", 3)
+	script := fmt.Sprintf(`SET 'pipeline.name' = 'sqlj';
+SET 'execution.checkpointing.interval' = '200ms';
+SET 'table.exec.state.ttl' = '1 h';
+CREATE TABLE orders (id BIGINT, customer BIGINT, amount INT) WITH ('connector' = 'kafka', 'topic' = 'sorders', 'properties.bootstrap.servers' = '%[1]s', 'properties.group.id' = 'sqlj', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+CREATE TABLE customers (id BIGINT, name STRING) WITH ('connector' = 'kafka', 'topic' = 'scustomers', 'properties.bootstrap.servers' = '%[1]s', 'properties.group.id' = 'sqlj', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+CREATE TABLE enriched (order_id BIGINT, name STRING, amount INT) WITH ('connector' = 'kafka', 'topic' = 'senriched', 'properties.bootstrap.servers' = '%[1]s', 'key.fields' = 'order_id', 'format' = 'json');
+INSERT INTO enriched SELECT o.id, c.name, o.amount FROM orders AS o JOIN customers AS c ON o.customer = c.id;
+`, addr)
+	sqlFile := filepath.Join(dir, "sqlj.sql")
+	if err := os.WriteFile(sqlFile, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := exec.Command(binary(t), "validate", "--show-job", sqlFile).Output()
+	if err != nil {
+		t.Fatalf("validate --show-job: %v", err)
+	}
+	// The compiled job file, with the state and scale-out sections of an
+	// instance.
+	job := string(compiled)
+	if i := strings.Index(job, "\nstate:"); i >= 0 {
+		job = job[:i+1]
+	}
+	job += fmt.Sprintf("state:\n  dir: %s\n  checkpoints: %s\n%sscale-out:\n  enabled: true\n  session-timeout: 6s\n", filepath.Join(dir, "state"), filepath.Join(dir, "shared"), backendLine())
+	file := filepath.Join(dir, "sqlj.yaml")
+	if err := os.WriteFile(file, []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary(t), "validate", file).CombinedOutput()
+	for _, want := range []string{"→ repartition topic sqlj-repartition-1:", "sub-topology 1, a task per partition of sqlj-repartition-1:", "inner join on record.key = record.key, ttl 1h"} {
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("validate (%v) does not say %q:\n%s", err, want, out)
+		}
+	}
+
+	cl := client(t, addr, kgo.ProducerLinger(5*time.Millisecond))
+	produce := func(from, to int) {
+		t.Helper()
+		var rs []*kgo.Record
+		for i := from; i < to; i++ {
+			rs = append(rs, &kgo.Record{Topic: "sorders", Key: []byte("o" + strconv.Itoa(i)), Value: fmt.Appendf(nil, `{"id":%d,"customer":%d,"amount":%d}`, i, i%customers, i%100)})
+		}
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rs []*kgo.Record
+	for c := range customers {
+		rs = append(rs, &kgo.Record{Topic: "scustomers", Key: []byte("c" + strconv.Itoa(c)), Value: fmt.Appendf(nil, `{"id":%d,"name":"n%d"}`, c, c)})
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produce(0, orders/2)
+	f := &fleet{t: t, file: file, log: &logWriter{t: t, name: "sqlj"}, run: map[string]*instanceProc{}}
+	defer f.stopAll()
+	f.start("a")
+	f.start("b")
+	time.Sleep(time.Duration(1500+rng.IntN(1500)) * time.Millisecond)
+	f.kill("a")
+	produce(orders/2, orders)
+	f.start("a")
+	adm := kadm.NewClient(client(t, addr))
+	for _, topic := range []string{"sorders", "scustomers", "sqlj-repartition-1"} {
+		waitCaughtUp(t, adm, "sqlj", topic, f)
+	}
+	f.stopAll()
+	check := func(client string, recs []kafkatest.Record) {
+		t.Helper()
+		seen := map[int]int{}
+		for _, r := range recs {
+			var v struct {
+				OrderID int `json:"order_id"`
+				Name    string
+				Amount  int
+			}
+			if err := json.Unmarshal([]byte(r.Value), &v); err != nil {
+				t.Fatalf("%s: output %q: %v", client, r.Value, err)
+			}
+			if v.Name != "n"+strconv.Itoa(v.OrderID%customers) || v.Amount != v.OrderID%100 {
+				t.Fatalf("%s: order %d joined wrongly: %s", client, v.OrderID, r.Value)
+			}
+			seen[v.OrderID]++
+		}
+		for i := range orders {
+			if seen[i] != 1 {
+				t.Fatalf("%s: order %d came out %d times (%d records for %d orders)\n%s", client, i, seen[i], len(recs), orders, f.log)
+			}
+		}
+		if len(recs) != orders {
+			t.Fatalf("%s: %d records for %d orders", client, len(recs), orders)
+		}
+	}
+	check("franz-go", readCommitted(t, addr, "senriched"))
+	check("kcat", kcatRead(t, addr, "senriched"))
+}
