@@ -20,7 +20,10 @@ import (
 
 // TestScaleOutRekeyedJoin: orders keyed by their id and customers keyed
 // by theirs, in two topics, joined on the customer (a re-key of the
-// orders) by an interval join on event time, run as scale-out instances:
+// orders) by an interval join on event time (each source's own: the
+// orders' in their value, the customers' their Kafka timestamp, which
+// the join's task after the cut takes by each record's tag), run as
+// scale-out instances:
 // the planner cuts the graph before the join, so the first sub-topology
 // writes both sides into one repartition topic by the customer, tagged,
 // and the second's task of partition p joins partition p with the
@@ -63,18 +66,22 @@ func TestScaleOutRekeyedJoin(t *testing.T) {
 	}
 	produce(rs)
 	order := func(i int) *kgo.Record {
+		// An order's event time is in its value; its Kafka timestamp is
+		// the time it was written, years after its customer's.
 		return &kgo.Record{Topic: "orders", Key: []byte("o" + strconv.Itoa(i)),
-			Value: fmt.Appendf(nil, `{"order":%d,"customer":"c%d"}`, i, i%customers), Timestamp: base.Add(time.Duration(i+1) * 20 * time.Millisecond)}
+			Value: fmt.Appendf(nil, `{"order":%d,"customer":"c%d","ts":%d}`, i, i%customers, base.Add(time.Duration(i+1)*20*time.Millisecond).UnixMilli())}
 	}
 	body := fmt.Sprintf(`job: rj
 kafka:
   brokers: [%s]
 sources:
-  orders:    { topics: [orders], group: rj }
-  customers: { topics: [customers] }
-event-time:
-  max-out-of-orderness: 1s
-  idle-timeout: 1s
+  orders:
+    topics: [orders]
+    group: rj
+    event-time: { timestamp: value.ts, max-out-of-orderness: 1s, idle-timeout: 1s }
+  customers:
+    topics: [customers]
+    event-time: { max-out-of-orderness: 1s, idle-timeout: 1s }
 streams:
   enriched:
     from: [orders, customers]
