@@ -342,6 +342,7 @@ func buildStreams(env *flow.Env, jf *jobfile.JobFile, srcs []*kafka.Source, m *P
 		return map[string]flow.Stream[kafka.Record]{"": out}, failures, err
 	}
 	outs := map[string]flow.Stream[kafka.Record]{}
+	sources := jf.Graph.Sources
 	if jf.Task.ReadsTagged() {
 		// After a cut: the graph's sources are the edges in the one
 		// repartition topic, told apart by their tag (docs/design.md,
@@ -349,13 +350,11 @@ func buildStreams(env *flow.Env, jf *jobfile.JobFile, srcs []*kafka.Source, m *P
 		if err := tagged(outs, jf, srcs[0], from, wm); err != nil {
 			return nil, nil, err
 		}
+		sources = nil
 	}
 	// Each source's own event time, else the job's (docs/design.md,
 	// "Named streams").
-	for i, ns := range jf.Graph.Sources {
-		if jf.Task.ReadsTagged() {
-			break
-		}
+	for i, ns := range sources {
 		swm := wm
 		if ns.EventTime.Set {
 			et, _ := jf.SourceEventTime(ns.Name)
