@@ -212,3 +212,51 @@ sinks:
 		}
 	}
 }
+
+// TestPlanSegmentsEdgesKeepTheirEventTime: with an event-time section
+// per source, the sources a segment after a cut reads (one per edge)
+// take the event time of the stream each edge comes from.
+func TestPlanSegmentsEdgesKeepTheirEventTime(t *testing.T) {
+	file := `job: j
+kafka: {brokers: ["b:9092"]}
+checkpointing: {interval: 1s}
+state: {checkpoints: /shared}
+scale-out: {enabled: true}
+sources:
+  orders:
+    topics: [orders]
+    event-time: { timestamp: value.ts, max-out-of-orderness: 3s }
+  customers:
+    topics: [customers]
+    event-time: { max-out-of-orderness: 1s }
+streams:
+  enriched:
+    from: [orders, customers]
+    steps:
+      - interval-join: { left-key: value.customer, right-key: record.key, lower: 0s, upper: 1h }
+sinks:
+  out: { from: enriched, topic: out }
+`
+	jf, err := ParseJobFile("j.yaml", []byte(file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, err := PlanSegments(jf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 2 {
+		t.Fatalf("%d segments, want 2", len(segs))
+	}
+	var got []string
+	for _, s := range segs[1].Graph.Sources {
+		got = append(got, fmt.Sprintf("%s %v %s %s", s.Name, s.EventTime.Set, s.EventTime.Timestamp, s.EventTime.MaxOutOfOrderness))
+	}
+	want := []string{"enriched.interval-join:value.customer#0 true value.ts 3s", "enriched.interval-join:value.customer#1 true timestamp 1s"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("edge sources of segment 1: %q, want %q", got, want)
+	}
+	if _, inputs := (&JobFile{Graph: segs[1].Graph}).StreamTimes(); !reflect.DeepEqual(inputs["enriched"], []string{"value.ts", "timestamp"}) {
+		t.Errorf("the join's input times after the cut: %q, want value.ts and timestamp", inputs["enriched"])
+	}
+}
