@@ -20,9 +20,10 @@ import (
 
 // TestScaleOutRekeyedJoin: orders keyed by their id and customers keyed
 // by theirs, in two topics, joined on the customer (a re-key of the
-// orders) by an interval join on event time (each source's own: the
-// orders' in their value, the customers' their Kafka timestamp, which
-// the join's task after the cut takes by each record's tag), run as
+// orders) by an interval join on event time (the orders' in their
+// value, by their source's own section, the customers' their Kafka
+// timestamp, by the job's; the join's task after the cut takes each
+// record's by its tag), run as
 // scale-out instances:
 // the planner cuts the graph before the join, so the first sub-topology
 // writes both sides into one repartition topic by the customer, tagged,
@@ -79,9 +80,10 @@ sources:
     topics: [orders]
     group: rj
     event-time: { timestamp: value.ts, max-out-of-orderness: 1s, idle-timeout: 1s }
-  customers:
-    topics: [customers]
-    event-time: { max-out-of-orderness: 1s, idle-timeout: 1s }
+  customers: { topics: [customers] }
+event-time:
+  max-out-of-orderness: 1s
+  idle-timeout: 1s
 streams:
   enriched:
     from: [orders, customers]
@@ -121,7 +123,7 @@ state:
 	defer f.stopAll()
 	f.start("a")
 	f.start("b")
-	killAt, addAt := 1+rng.IntN(batches/2), batches/2+rng.IntN(batches/2-1)
+	killAt, addAt := 1+rng.IntN(batches/2), batches/2+1+rng.IntN(batches/2-2) // killAt < addAt
 	for b, i := 0, 0; b < batches; b++ {
 		var rs []*kgo.Record
 		for ; i < orders*(b+1)/batches; i++ {
