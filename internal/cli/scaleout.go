@@ -184,6 +184,13 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 		// Without a Kafka sink (a database is the task's commit point)
 		// the sources commit their offsets as the instance's member.
 		GroupCommit: t.CommitGroupOffsets}
+	if seg.Graph != nil {
+		// The segment's part of the graph (docs/design.md, "Named
+		// streams"): after a cut, its sources are the edges tagged in
+		// the repartition topic.
+		tj.Graph = seg.Graph
+		tj.Task.Tagged = seg.Index > 0
+	}
 	if seg.CoPartitioned {
 		// Partition p of every input topic: a key's records of every
 		// topic meet in this task (docs/design.md, "Named streams").
@@ -191,9 +198,7 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 		for _, topic := range seg.Topics {
 			tj.Task.Partitions[topic] = []int32{t.Partition.Partition}
 		}
-		return &tj
-	}
-	if seg.Index > 0 {
+	} else if seg.Index > 0 {
 		// A repartition topic is read from its start on a fresh task;
 		// its event time is what the tasks writing it marked
 		// (docs/design.md, "Scale-out").
@@ -202,6 +207,7 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 	}
 	if seg.Out != "" {
 		tj.Task.Out, tj.Task.OutKey, tj.Task.OutPartitions = seg.Out, seg.OutKey, t.RepartitionPartitions(so.stageOf(seg.Out))
+		tj.Task.OutEdges = seg.OutEdges
 		tj.Task.MarkAs = t.MarkAs()
 		tj.Sink = jobfile.SinkConfig{Topic: seg.Out, Delivery: jobfile.DeliveryExactlyOnce, MaxHeldBytes: so.jf.Sink.MaxHeldBytes, TransactionTimeout: so.jf.Sink.TransactionTimeout}
 	}
