@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/onceflow/onceflow/internal/broker"
+	"github.com/onceflow/onceflow/internal/kafkatest"
+	"github.com/onceflow/onceflow/scaleout"
+)
+
+// A job savepoint across instances (docs/design.md, "Scale-out"): a
+// count keyed by a field of the value (two stages joined by a
+// repartition topic) runs on three instances; a stop with a savepoint
+// asked at one instance's API stops them all; the job starts again
+// from it on one instance, stops with a savepoint again, and starts on
+// five. Every user's counts come out exactly 1..n, read committed: no
+// record was lost or counted twice across the stops, the repartition
+// topic included. Refused on the way: a running savepoint of the
+// two-stage job, and a restore after the input gained partitions.
+func TestScaleOutJobSavepoint(t *testing.T) {
+	perRound := 600
+	if os.Getenv("ONCEFLOW_LONG") != "" {
+		perRound = 20000
+	}
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"in": 4, "out": 4}, GroupSessionTimeout: 6 * time.Second})
+	dir := t.TempDir()
+	job := fmt.Sprintf(`job: sp
+kafka: {brokers: [%s]}
+source: {topics: [in], group: sp, startup: earliest}
+pipeline:
+  - aggregate: { key: value.user, fields: { n: "count()" } }
+sink: {topic: out}
+checkpointing: {interval: 200ms}
+state: {dir: %s, checkpoints: %s, backend: memory}
+scale-out: {enabled: true}
+`, c.Addr, filepath.Join(dir, "state"), filepath.Join(dir, "shared"))
+	file := filepath.Join(dir, "sp.yaml")
+	if err := os.WriteFile(file, []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const users = 25
+	perUser := map[string]int{}
+	next := 0
+	produce := func(n int) {
+		var rs []*kgo.Record
+		for range n {
+			u := "u" + strconv.Itoa((next*7)%users)
+			perUser[u]++
+			rs = append(rs, &kgo.Record{Topic: "in", Key: []byte("o" + strconv.Itoa(next)), Value: []byte(`{"user":"` + u + `"}`)})
+			next++
+		}
+		c.ProduceRecords(t, rs...)
+	}
+	type inst struct {
+		name, api string
+		cancel    context.CancelFunc
+		done      chan int
+		out       *syncBuffer
+	}
+	var all []*inst
+	logs := func() string {
+		var b strings.Builder
+		for _, in := range all {
+			fmt.Fprintf(&b, "--- %s:\n%s\n", in.name, in.out)
+		}
+		return b.String()
+	}
+	start := func(name string, extra ...string) *inst {
+		ctx, cancel := context.WithCancel(context.Background())
+		in := &inst{name: name, api: freePort(t), cancel: cancel, done: make(chan int, 1), out: newSyncBuffer()}
+		all = append(all, in)
+		args := append([]string{"run", "--instance", name, "--status-interval", "0", "--http", in.api}, extra...)
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			in.done <- Main(ctx, append(args, file), in.out, in.out)
+		}()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-ended:
+			case <-time.After(time.Minute):
+			}
+		})
+		return in
+	}
+	exited := func(in *inst, what string) {
+		t.Helper()
+		select {
+		case code := <-in.done:
+			if code != 0 {
+				t.Fatalf("%s: instance %s exited %d\n%s", what, in.name, code, logs())
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: instance %s did not stop within a minute\n%s", what, in.name, logs())
+		}
+	}
+	adm := kadm.NewClient(c.Client(t))
+	repartitioned := func() bool {
+		ends, err := adm.ListEndOffsets(t.Context(), "sp-repartition-1")
+		n := 0
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				n++
+			}
+		})
+		return err == nil && n == 4
+	}
+	caughtUp := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(2 * time.Minute); !repartitioned() || !kafkatest.CaughtUp(t.Context(), adm, "sp", "in") || !kafkatest.CaughtUp(t.Context(), adm, "sp", "sp-repartition-1"); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not caught up within 2 minutes\n%s", what, logs())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// cmd runs an onceflow command against an instance's API.
+	cmd := func(in *inst, args ...string) (int, string) {
+		out := newSyncBuffer()
+		code := Main(t.Context(), append([]string{args[0], "--api", "http://" + in.api}, args[1:]...), out, out)
+		return code, strings.TrimSpace(out.String())
+	}
+	stopJob := func(in *inst, what string) string {
+		t.Helper()
+		code, out := cmd(in, "stop")
+		if code != 0 {
+			t.Fatalf("%s: onceflow stop --api %s exited %d: %s\n%s", what, in.api, code, out, logs())
+		}
+		lines := strings.Split(out, "\n")
+		sp := lines[len(lines)-1]
+		m, err := scaleout.LoadJobSavepoint(sp)
+		if err != nil {
+			t.Fatalf("%s: %v (onceflow stop said %q)", what, err, out)
+		}
+		if len(m.Tasks) != 8 {
+			t.Fatalf("%s: the job savepoint lists %d tasks, want 8 (4 of in, 4 of the repartition topic): %+v", what, len(m.Tasks), m.Tasks)
+		}
+		return sp
+	}
+
+	// Three instances.
+	produce(perRound)
+	a, b, c3 := start("a"), start("b"), start("c")
+	caughtUp("three instances")
+	// A running savepoint of a job of two stages is refused, saying
+	// what to do.
+	if code, out := cmd(b, "savepoint"); code == 0 || !strings.Contains(out, "stop") || !strings.Contains(out, "repartition topics") {
+		t.Fatalf("a running savepoint of a two-stage job: exit %d, %q; want it refused, pointing at a stop", code, out)
+	}
+	if code, out := cmd(a, "checkpoints"); code != 0 || !strings.Contains(out, "sp-") || !strings.Contains(out, "TASK") {
+		t.Fatalf("onceflow checkpoints --api an instance: exit %d\n%s", code, out)
+	}
+	produce(perRound) // in flight while the job stops
+	sp1 := stopJob(a, "stop of three instances")
+	exited(a, "stop of three instances")
+	exited(b, "stop of three instances")
+	exited(c3, "stop of three instances")
+
+	// One instance, from the savepoint.
+	produce(perRound)
+	d := start("d", "--from-savepoint", sp1)
+	caughtUp("one instance")
+	produce(perRound)
+	sp2 := stopJob(d, "stop of one instance")
+	exited(d, "stop of one instance")
+	t.Logf("instance d:\n%s", d.out)
+
+	// Five instances, from the second savepoint.
+	produce(perRound)
+	var five []*inst
+	for i := range 5 {
+		five = append(five, start("e"+strconv.Itoa(i), "--from-savepoint", sp2))
+	}
+	produce(perRound)
+	caughtUp("five instances")
+	for _, in := range five {
+		in.cancel()
+	}
+	for _, in := range five {
+		exited(in, "five instances")
+	}
+
+	got := map[string][]int{}
+	for _, r := range c.ReadCommittedRecords(t, "out") {
+		var v struct {
+			Key string `json:"key"`
+			N   int    `json:"n"`
+		}
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Fatalf("output %q: %v", r.Value, err)
+		}
+		got[v.Key] = append(got[v.Key], v.N)
+	}
+	for u, n := range perUser {
+		ns := got[u]
+		slices.Sort(ns)
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i + 1
+		}
+		if !slices.Equal(ns, want) {
+			t.Fatalf("user %s: %d counts (first %v, last %v), want exactly 1..%d: a record was lost or counted twice across the savepoints\n%s",
+				u, len(ns), ns[:min(5, len(ns))], ns[max(0, len(ns)-5):], n, logs())
+		}
+	}
+	if len(got) != len(perUser) {
+		t.Fatalf("%d users in the output, want %d", len(got), len(perUser))
+	}
+
+	// The input gains a partition: the savepoint no longer fits.
+	if _, err := adm.CreatePartitions(t.Context(), 1, "in"); err != nil {
+		t.Fatal(err)
+	}
+	f := start("f", "--from-savepoint", sp2)
+	select {
+	case code := <-f.done:
+		if code == 0 || !strings.Contains(f.out.String(), "partition counts changed") || !strings.Contains(f.out.String(), "in had 4, has 5") {
+			t.Fatalf("a restore after the input gained a partition: exit %d; want it refused naming the change:\n%s", code, f.out)
+		}
+	case <-time.After(time.Minute):
+		f.cancel()
+		t.Fatalf("a restore after the input gained a partition was not refused:\n%s", f.out)
+	}
+}
