@@ -345,7 +345,7 @@ func (in *Instance) runTask(t *Task) {
 		<-t.prev.done
 	}
 	<-in.joined
-	log := in.log.With("task", t.Name)
+	log := withReadableIDs(in.log.With("task", t.Name))
 	strategy, err := restart.New(in.cfg.Restart, nil)
 	if err != nil { // unreachable: New validated it
 		in.stop(fmt.Errorf("task %s (partition %s): %w", t.Name, t.Partition, err))

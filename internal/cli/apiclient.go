@@ -183,12 +183,16 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 					Percent float64 `json:"time-percent"`
 				}
 			}
-			Lag map[string]any
+			Lag      map[string]any
+			ScaleOut *soStatus `json:"scale-out"`
 		}
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return err
 		}
 		w := e.stdout
+		if d.ScaleOut != nil {
+			return printScaleOutAPIStatus(ctx, w, client, d.Name, d.State, d.Records, d.Restarts, d.ScaleOut)
+		}
 		fmt.Fprintf(w, "job %s: %s for %v, %d restarts\n", d.Name, d.State, (time.Duration(d.Duration) * time.Millisecond).Round(time.Second), d.Restarts)
 		fmt.Fprintf(w, "records: %d read, %d written, %d committed, %d skipped, %d dead-lettered\n",
 			d.Records["read"], d.Records["written"], d.Records["committed"], d.Records["skipped"], d.Records["dead-lettered"])

@@ -6,11 +6,13 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
@@ -280,4 +282,48 @@ func loopbackAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// soStatus is the scale-out part of GET /jobs/{job} at an instance.
+type soStatus struct {
+	Instance   string   `json:"instance"`
+	Group      string   `json:"group"`
+	Generation int32    `json:"generation"`
+	Tasks      []soTask `json:"tasks"`
+}
+
+// printScaleOutAPIStatus is onceflow status --api at a scale-out
+// instance: the instance's tasks, then the job across its instances
+// (the group's view, which the instance reads from Kafka: /group).
+func printScaleOutAPIStatus(ctx context.Context, w io.Writer, client func() (*apiClient, error), name, state string, records map[string]int64, restarts int64, so *soStatus) error {
+	fmt.Fprintf(w, "job %s (scale-out): instance %s is %s, group %s generation %d, %d tasks here, %d task restarts\n",
+		name, so.Instance, state, so.Group, so.Generation, len(so.Tasks), restarts)
+	fmt.Fprintf(w, "records of its tasks' current runs: %d read, %d written\n", records["read"], records["written"])
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTAGE\tSTATE\tCHECKPOINT\tRESTARTS\tREAD\tWRITTEN\tPROBLEM")
+	for _, t := range so.Tasks {
+		st := "running"
+		switch {
+		case t.Savepointed != "":
+			st = "stopped (savepoint)"
+		case t.Problem != "":
+			st = "problem"
+		case !t.Running:
+			st = "starting"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Task, t.Stage, st, flow.CheckpointText(t.LastCheckpoint), t.Restarts, t.RecordsIn, t.RecordsOut, t.Problem)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var g groupStatus
+	if err := c.call(ctx, "GET", "/group", nil, &g); err != nil {
+		return fmt.Errorf("the job across its instances: %w", err)
+	}
+	fmt.Fprintln(w)
+	return printGroupStatus(w, g, nil)
 }

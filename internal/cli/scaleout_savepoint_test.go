@@ -163,6 +163,12 @@ scale-out: {enabled: true}
 	if code, out := cmd(a, "checkpoints"); code != 0 || !strings.Contains(out, "sp-") || !strings.Contains(out, "TASK") {
 		t.Fatalf("onceflow checkpoints --api an instance: exit %d\n%s", code, out)
 	}
+	// onceflow status --api an instance: its tasks, then the job's
+	// instances and partitions.
+	if code, out := cmd(c3, "status"); code != 0 || !strings.Contains(out, "(scale-out): instance c") || !strings.Contains(out, "TASK") ||
+		!strings.Contains(out, "INSTANCE") || !strings.Contains(out, "sp-repartition-1") {
+		t.Fatalf("onceflow status --api an instance: exit %d\n%s", code, out)
+	}
 	produce(perRound) // in flight while the job stops
 	sp1 := stopJob(a, "stop of three instances")
 	exited(a, "stop of three instances")
