@@ -545,6 +545,13 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 		}
 		cancel()
 		if err != nil {
+			if stop {
+				t.mu.Lock()
+				if t.job == job { // still running: it did not stop
+					t.savepointed = ""
+				}
+				t.mu.Unlock()
+			}
 			log.Warn("task savepoint failed; trying again", "err", err, "attempt", attempt+1)
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/kafkatest"
+	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/scaleout"
 )
 
@@ -239,5 +240,95 @@ scale-out: {enabled: true}
 	case <-time.After(time.Minute):
 		f.cancel()
 		t.Fatalf("a restore after the input gained a partition was not refused:\n%s", f.out)
+	}
+}
+
+// A savepoint of a running job of one stage, asked at one of two
+// instances, holds every task's savepoint while the job goes on; the
+// output stays exact.
+func TestScaleOutJobSavepointRunning(t *testing.T) {
+	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"in": 4, "out": 4}, GroupSessionTimeout: 6 * time.Second})
+	dir := t.TempDir()
+	job := fmt.Sprintf(`job: rs
+kafka: {brokers: [%s]}
+source: {topics: [in], group: rs, startup: earliest}
+pipeline:
+  - count: { key: record.key }
+sink: {topic: out}
+checkpointing: {interval: 200ms}
+state: {dir: %s, checkpoints: %s, backend: memory}
+scale-out: {enabled: true}
+`, c.Addr, filepath.Join(dir, "state"), filepath.Join(dir, "shared"))
+	file := filepath.Join(dir, "rs.yaml")
+	if err := os.WriteFile(file, []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	produce := func(n int) {
+		var rs []*kgo.Record
+		for range n {
+			rs = append(rs, &kgo.Record{Topic: "in", Key: []byte("k" + strconv.Itoa(next%30)), Value: []byte("seq-" + strconv.Itoa(next))})
+			next++
+		}
+		c.ProduceRecords(t, rs...)
+	}
+	type inst struct {
+		api  string
+		stop context.CancelFunc
+		code chan int
+		out  *syncBuffer
+	}
+	start := func(name string) *inst {
+		ctx, cancel := context.WithCancel(context.Background())
+		in := &inst{api: freePort(t), stop: cancel, code: make(chan int, 1), out: newSyncBuffer()}
+		go func() {
+			in.code <- Main(ctx, []string{"run", "--instance", name, "--status-interval", "0", "--http", in.api, file}, in.out, in.out)
+		}()
+		t.Cleanup(cancel)
+		return in
+	}
+	adm := kadm.NewClient(c.Client(t))
+	a, b := start("a"), start("b")
+	caughtUp := func() {
+		for deadline := time.Now().Add(time.Minute); !kafkatest.CaughtUp(t.Context(), adm, "rs", "in"); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not caught up\na:\n%s\nb:\n%s", a.out, b.out)
+			}
+		}
+	}
+	produce(500)
+	caughtUp()
+	out := newSyncBuffer()
+	if code := Main(t.Context(), []string{"savepoint", "--api", "http://" + b.api}, out, out); code != 0 {
+		t.Fatalf("onceflow savepoint at instance b: exit %d: %s\na:\n%s\nb:\n%s", code, out, a.out, b.out)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	m, err := scaleout.LoadJobSavepoint(lines[len(lines)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kind != "savepoint" || len(m.Tasks) != 4 {
+		t.Fatalf("job savepoint: kind %s, %d tasks (%+v); want a savepoint of 4 tasks", m.Kind, len(m.Tasks), m.Tasks)
+	}
+	for _, tk := range m.Tasks {
+		if _, err := os.Stat(filepath.Join(m.Dir, tk.Dir, "_manifest")); err != nil {
+			t.Errorf("task %s: its savepoint has no manifest: %v", tk.Task, err)
+		}
+	}
+	// The job goes on.
+	produce(500)
+	caughtUp()
+	for _, in := range []*inst{a, b} {
+		in.stop()
+		if code := <-in.code; code != 0 {
+			t.Fatalf("an instance exited %d:\n%s", code, in.out)
+		}
+	}
+	rep, err := verify.Run(context.Background(), verify.Config{Brokers: []string{c.Addr}, Input: "in", Output: "out", Mode: verify.Count})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("%s", rep)
 	}
 }
