@@ -197,7 +197,7 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 	case cfg.CheckpointStorage != nil:
 		return "", fmt.Errorf("scale-out: a savepoint of the whole job needs a checkpoint directory every instance mounts (Config.Checkpoints, state.checkpoints), which carries the request to the instances and holds the tasks' savepoints; this job keeps its checkpoints in %s: stop the instances instead (each task stops with a final checkpoint, and a later start at any instance count resumes them)", cfg.Checkpoints)
 	case !stop && len(cfg.Stages) > 1:
-		return "", fmt.Errorf("scale-out: a savepoint of the running job is refused: its %d stages are joined by repartition topics, and records in flight in them would be in neither stage's savepoint, or in both; take it with a stop (onceflow stop --api URL, POST /jobs/%s/stop), which stops the stages one after the other, each after it read what the one before wrote, then start the job again with --from-savepoint", len(cfg.Stages), cfg.Job)
+		return "", fmt.Errorf("scale-out: a savepoint of the running job is refused: its %d stages are joined by repartition topics, and records in flight in them would be in neither stage's savepoint, or in both; take it with a stop (onceflow stop --api URL, POST /jobs/%s/stop), which stops the stages one after the other, each after it read what the one before wrote, then start the job again from it (onceflow run --from-savepoint DIR on every instance)", len(cfg.Stages), cfg.Job)
 	case in.membership() == nil:
 		return "", errors.New("scale-out: the instance has not joined its group yet; try again")
 	}
