@@ -280,7 +280,15 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 		if stop && phase > 0 {
 			// The stage stopped past the end it was to read to: its
 			// offsets, committed with its savepoints, say so.
-			if err := checkDrained(ctx, adm, cfg.Group, req.Drain); err != nil {
+			// A task whose database is its commit point commits its
+			// offsets to the group just after (Task.CommitGroupOffsets):
+			// they may take a moment.
+			err := checkDrained(ctx, adm, cfg.Group, req.Drain)
+			for wait := time.Now().Add(10 * time.Second); err != nil && time.Now().Before(wait); {
+				time.Sleep(250 * time.Millisecond)
+				err = checkDrained(ctx, adm, cfg.Group, req.Drain)
+			}
+			if err != nil {
 				return fail(err)
 			}
 		}
