@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -315,6 +317,7 @@ scale-out: {enabled: true}
 			t.Errorf("task %s: its savepoint has no manifest: %v", tk.Task, err)
 		}
 	}
+	checkInstancePage(t, "http://"+b.api+"/", "rs-in-")
 	// The job goes on.
 	produce(500)
 	caughtUp()
@@ -331,4 +334,46 @@ scale-out: {enabled: true}
 	if !rep.OK() {
 		t.Fatalf("%s", rep)
 	}
+}
+
+// checkInstancePage opens an instance's page in headless Chromium and
+// waits until it shows its tasks (a row naming a task with prefix
+// taskPrefix, running, with a checkpoint) and no problem.
+func checkInstancePage(t *testing.T, url, taskPrefix string) {
+	t.Helper()
+	var bin string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("ONCEFLOW_REQUIRE_DBS") != "" {
+			t.Fatal("chromium not found: scripts/test installs it (apt-get install chromium)")
+		}
+		t.Log("chromium not found; the instance page is not checked in a browser")
+		return
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#tasks"))); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	var rows, problems string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		rows, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#tasks tbody tr")].map(r => [...r.cells].map(c => c.textContent).join("|")).join("\n")`))
+		problems, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.getElementById("problems")).display + " " + document.getElementById("problem-list").textContent`))
+		if strings.Contains(rows, taskPrefix) && strings.Contains(rows, "|running|") && strings.HasPrefix(problems, "none") {
+			t.Logf("the instance page's tasks:\n%s", rows)
+			return
+		}
+	}
+	t.Fatalf("the instance page at %s does not show its running tasks without problems:\ntasks:\n%s\nproblems: %s", url, rows, problems)
 }
