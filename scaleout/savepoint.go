@@ -274,7 +274,11 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 				want = append(want, e...)
 			}
 		}
-		if err := in.awaitResults(ctx, req, want, bound, manifest); err != nil {
+		var progress func() int64
+		if stop && phase > 0 {
+			progress = func() int64 { return committedSum(ctx, adm, cfg.Group, req.Drain) }
+		}
+		if err := in.awaitResults(ctx, req, want, bound, manifest, progress); err != nil {
 			return fail(err)
 		}
 		if stop && phase > 0 {
@@ -336,9 +340,13 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 }
 
 // awaitResults waits until every task of want wrote its result, at most
-// bound, and adds them to m.
-func (in *Instance) awaitResults(ctx context.Context, req *spRequest, want []kafka.Partition, bound time.Duration, m *JobSavepoint) error {
+// bound, and adds them to m. While progress (when not nil: the stage's
+// committed offsets, summed) grows, the stage is draining a backlog: the
+// bound starts again, and so does the request's deadline.
+func (in *Instance) awaitResults(ctx context.Context, req *spRequest, want []kafka.Partition, bound time.Duration, m *JobSavepoint, progress func() int64) error {
 	deadline := time.Now().Add(bound)
+	var last int64 = -1
+	nextLook := time.Now()
 	for {
 		var missing []string
 		var got []SavepointTask
@@ -355,6 +363,21 @@ func (in *Instance) awaitResults(ctx context.Context, req *spRequest, want []kaf
 			m.Tasks = append(m.Tasks, got...)
 			return nil
 		}
+		if progress != nil && time.Now().After(nextLook) {
+			nextLook = time.Now().Add(min(2*time.Second, bound/3))
+			if p := progress(); p > last {
+				if last >= 0 {
+					deadline = time.Now().Add(bound)
+					if d := deadline.Add(30 * time.Second); d.After(req.Deadline) {
+						req.Deadline = d
+						if err := in.writeRequest(req); err != nil {
+							return fmt.Errorf("scale-out: write the savepoint request: %w", err)
+						}
+					}
+				}
+				last = p
+			}
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("scale-out: savepoint %s: %d of %d tasks took no savepoint within %v: %s. They are moving between instances (a rebalance), restarting, or their instance is gone or runs an older onceflow; check `onceflow status JOB.yaml` and the instances' /healthz, then try again",
 				req.ID, len(missing), len(want), bound, strings.Join(missing, ", "))
@@ -365,6 +388,22 @@ func (in *Instance) awaitResults(ctx context.Context, req *spRequest, want []kaf
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// committedSum is the sum of the group's committed offsets of the
+// partitions of drain, -1 when they cannot be read.
+func committedSum(ctx context.Context, adm *kadm.Client, group string, drain []spDrain) int64 {
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return -1
+	}
+	var sum int64
+	for _, d := range drain {
+		if o, ok := offs.Lookup(d.Topic, d.Partition); ok && o.At > 0 {
+			sum += o.At
+		}
+	}
+	return sum
 }
 
 // checkDrained checks that the group's committed offsets (the stopped

@@ -69,7 +69,7 @@ func TestJobSavepointNamesMissingTasks(t *testing.T) {
 	}
 	req := &spRequest{ID: "stop-a-1", Dir: dir}
 	m := &JobSavepoint{}
-	err := in.awaitResults(context.Background(), req, want, 300*time.Millisecond, m)
+	err := in.awaitResults(context.Background(), req, want, 300*time.Millisecond, m, nil)
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 tasks took no savepoint") || !strings.Contains(err.Error(), "j-t0-1") ||
 		strings.Contains(err.Error(), "j-t0-0") || strings.Contains(err.Error(), "j-t0-2") {
 		t.Fatalf("awaitResults: %v; want it to name j-t0-1 alone", err)
@@ -77,7 +77,7 @@ func TestJobSavepointNamesMissingTasks(t *testing.T) {
 	if err := writeJSONFile(resultPath(dir, "j-t0-1"), spResult{Task: "j-t0-1", Topic: "t0", Partition: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.awaitResults(context.Background(), req, want, time.Second, m); err != nil || len(m.Tasks) != 3 {
+	if err := in.awaitResults(context.Background(), req, want, time.Second, m, nil); err != nil || len(m.Tasks) != 3 {
 		t.Fatalf("awaitResults with every task: %v, %d tasks", err, len(m.Tasks))
 	}
 }
@@ -92,5 +92,38 @@ func TestTaskLogReadableIDs(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("log line %q lacks %q", got, want)
 		}
+	}
+}
+
+// A stage that drains a backlog (its committed offsets grow) is waited
+// for past the bound, and the request's deadline moves with it.
+func TestJobSavepointWaitsForADrainingStage(t *testing.T) {
+	in := testInstance(t, 2)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := kafka.Partition{Topic: "t1", Partition: 0}
+	name := TaskName("j", p)
+	start := time.Now()
+	req := &spRequest{ID: "stop-a-2", Job: "j", Kind: "stop", Dir: dir, Phase: 1, State: "running", Deadline: start.Add(time.Second)}
+	var offset int64
+	progress := func() int64 {
+		offset += 10
+		if time.Since(start) > 1500*time.Millisecond {
+			_ = writeJSONFile(resultPath(dir, name), spResult{Task: name, Topic: "t1", Stage: 1})
+		}
+		return offset
+	}
+	m := &JobSavepoint{}
+	if err := in.awaitResults(context.Background(), req, []kafka.Partition{p}, 600*time.Millisecond, m, progress); err != nil {
+		t.Fatalf("a draining stage: %v", err)
+	}
+	if len(m.Tasks) != 1 || time.Since(start) < 1500*time.Millisecond {
+		t.Fatalf("%d tasks after %v", len(m.Tasks), time.Since(start))
+	}
+	stored, err := in.readRequest()
+	if err != nil || stored == nil || !stored.Deadline.After(start.Add(time.Second)) {
+		t.Fatalf("the request's deadline did not move: %+v, %v", stored, err)
 	}
 }
