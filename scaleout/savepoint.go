@@ -427,7 +427,7 @@ func checkDrained(ctx context.Context, adm *kadm.Client, group string, drain []s
 		}
 	}
 	if len(short) > 0 {
-		return fmt.Errorf("scale-out: savepoint: tasks stopped before reading their repartition topic to the end the stage before them left (%s): the savepoint would lose those records; start the job again without --from-savepoint (its tasks resume their own checkpoints) and report this with the instances' logs", strings.Join(short, ", "))
+		return fmt.Errorf("scale-out: savepoint: tasks stopped before reading their repartition topic to the end the stage before them left (%s): the savepoint would lose those records, so the stop is given up and the stopped tasks run again from their own checkpoints; please report this with the instances' logs", strings.Join(short, ", "))
 	}
 	return nil
 }
@@ -506,16 +506,19 @@ func (in *Instance) pollSavepoints() {
 // in that completed, has the task's savepoint; the task would go on past
 // it. The request is read afresh: an instance that left after the stop
 // completed hands its partitions to the others.
-func (in *Instance) blockedBySavepoint(name string) bool {
+func (in *Instance) blockedBySavepoint(name string) (request string) {
 	r, err := in.readRequest()
 	if err != nil || r == nil || r.Job != in.cfg.Job || r.Kind != "stop" {
-		return false
+		return ""
 	}
 	if !r.active(time.Now()) && !(r.State == "completed" && in.spSeen[r.ID]) {
-		return false
+		return ""
 	}
-	_, done := readResult(r.Dir, name)
-	return done
+	if _, done := readResult(r.Dir, name); !done {
+		return ""
+	}
+	in.spSeen[r.ID] = true // so its failure starts the task (resumeStopped)
+	return r.ID
 }
 
 // resumeStopped starts again the tasks the failed stop r had stopped.
@@ -540,6 +543,23 @@ func (in *Instance) resumeStopped(r *spRequest) {
 		in.log.Warn("the job's stop with a savepoint failed; the task resumes", "task", t.Name, "request", r.ID, "failure", r.Failure)
 		nt := &Task{Partition: p, Stage: t.Stage, Name: t.Name, StateDir: in.stateDir, in: in,
 			prev: t, done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
+		in.tasks[p] = nt
+		in.wg.Add(1)
+		go in.runTask(nt)
+	}
+	// The partitions given to this instance while the stop ran, whose
+	// tasks it did not start (the stop had their savepoints).
+	for p, id := range in.spSkipped {
+		if id != r.ID {
+			continue
+		}
+		delete(in.spSkipped, p)
+		if in.tasks[p] != nil || in.m == nil || !in.m.Owns(p) {
+			continue
+		}
+		in.log.Warn("the job's stop with a savepoint failed; the task resumes", "task", TaskName(in.cfg.Job, p), "request", r.ID, "failure", r.Failure)
+		nt := &Task{Partition: p, Stage: in.stageOf(p.Topic), Name: TaskName(in.cfg.Job, p), StateDir: in.stateDir, in: in,
+			done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
 		in.tasks[p] = nt
 		in.wg.Add(1)
 		go in.runTask(nt)

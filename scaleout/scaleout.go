@@ -154,6 +154,9 @@ type Instance struct {
 	// closed when a stop it took part in completed.
 	spSeen    map[string]bool
 	spWorking map[string]bool
+	// spSkipped are the partitions given to the instance whose tasks it
+	// did not start, by the stop that had their savepoints (under mu).
+	spSkipped map[kafka.Partition]string
 	spStopped chan struct{}
 	stopOnce  sync.Once
 }
@@ -218,7 +221,7 @@ func New(cfg Config) (*Instance, error) {
 	}
 	return &Instance{cfg: cfg, log: cfg.Logger, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
 		tasks: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
-		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spStopped: make(chan struct{})}, nil
+		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spStopped: make(chan struct{})}, nil
 }
 
 // Run is New, then Instance.Run.
@@ -463,11 +466,14 @@ func (in *Instance) assigned(_ context.Context, ps []kafka.Partition) {
 		if st < 0 {
 			continue // unreachable: the member subscribes to the stages' topics
 		}
-		if name := TaskName(in.cfg.Job, p); in.blockedBySavepoint(name) {
-			in.log.Info("not starting a task: the job is stopping with a savepoint, which has the task's", "task", name)
+		name := TaskName(in.cfg.Job, p)
+		if id := in.blockedBySavepoint(name); id != "" {
+			in.spSkipped[p] = id
+			in.log.Info("not starting a task: the job is stopping with a savepoint, which has the task's", "task", name, "request", id)
 			continue
 		}
-		t := &Task{Partition: p, Stage: st, Name: TaskName(in.cfg.Job, p), StateDir: in.stateDir, in: in,
+		delete(in.spSkipped, p)
+		t := &Task{Partition: p, Stage: st, Name: name, StateDir: in.stateDir, in: in,
 			prev: in.tasks[p], done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
 		in.tasks[p] = t
 		in.wg.Add(1)
