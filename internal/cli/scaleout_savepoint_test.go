@@ -26,7 +26,8 @@ import (
 // A job savepoint across instances (docs/design.md, "Scale-out"): a
 // count keyed by a field of the value (two stages joined by a
 // repartition topic) runs on three instances; a stop with a savepoint
-// asked at one instance's API stops them all; the job starts again
+// asked at one instance's API, while a fourth joins (partitions move
+// during the stop), stops them all; the job starts again
 // from it on one instance, stops with a savepoint again, and starts on
 // five. Every user's counts come out exactly 1..n, read committed: no
 // record was lost or counted twice across the stops, the repartition
@@ -154,7 +155,7 @@ scale-out: {enabled: true}
 		return sp
 	}
 
-	// Three instances.
+	// Three instances, and a fourth joining at the stop.
 	produce(perRound)
 	a, b, c3 := start("a"), start("b"), start("c")
 	caughtUp("three instances")
@@ -173,10 +174,13 @@ scale-out: {enabled: true}
 		t.Fatalf("onceflow status --api an instance: exit %d\n%s", code, out)
 	}
 	produce(perRound) // in flight while the job stops
-	sp1 := stopJob(a, "stop of three instances")
-	exited(a, "stop of three instances")
-	exited(b, "stop of three instances")
-	exited(c3, "stop of three instances")
+	// A fourth instance joins as the stop begins: partitions move while
+	// the tasks take their savepoints, and x takes part in the stop too.
+	x := start("x")
+	sp1 := stopJob(a, "stop of three instances and one joining")
+	for _, in := range []*inst{a, b, c3, x} {
+		exited(in, "stop of three instances and one joining")
+	}
 
 	// One instance, from the savepoint.
 	produce(perRound)
