@@ -63,9 +63,10 @@ func instanceName(flagValue string, jf *jobfile.JobFile) (string, error) {
 }
 
 func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) error {
-	if o.fromSavepoint != "" {
-		return fmt.Errorf("%w: --from-savepoint does not go with scale-out: each task restores its own checkpoints", errUsage)
-	}
+	// --from-savepoint names a job savepoint (onceflow stop or savepoint
+	// through an instance's API): each task restores its entry.
+	fromSavepoint := o.fromSavepoint
+	o.fromSavepoint = ""
 	instance, err := instanceName(o.instance, jf)
 	if err != nil {
 		return err
@@ -92,7 +93,7 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 		StateDir: jf.State.Dir, Checkpoints: jf.State.Checkpoints, CheckpointStorage: storage,
 		RepartitionPartitions: jf.ScaleOut.RepartitionPartitions, RepartitionSetting: "scale-out.repartition-partitions",
 		SessionTimeout: jf.ScaleOut.SessionTimeout, ClassicProtocol: jf.ScaleOut.GroupProtocol == jobfile.GroupProtocolClassic,
-		DiscoveryInterval: jf.Source.DiscoveryInterval, StopTimeout: o.stopTimeout,
+		DiscoveryInterval: jf.Source.DiscoveryInterval, StopTimeout: o.stopTimeout, FromSavepoint: fromSavepoint,
 		TaskOptions: o.flowOptions(), Logger: e.log,
 	}
 	if jf.RestartSet {
@@ -130,8 +131,8 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 	var closeHTTP func()
 	stopStatus := make(chan struct{})
 	cfg.Joined = func() error {
-		if listen := o.http.merged(jf.HTTP).listen; listen != "" {
-			c, err := so.serveInstance(listen)
+		if ho := o.http.merged(jf.HTTP); ho.listen != "" {
+			c, err := so.serveInstance(ho)
 			if err != nil {
 				return err
 			}
