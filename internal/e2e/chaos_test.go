@@ -521,6 +521,9 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
+	// A failure found on the way (t.Errorf in a fault loop) fails the
+	// report too, which is what scripts/chaos reads.
+	report.OK = report.OK && !t.Failed()
 	js, _ := json.MarshalIndent(report, "", "  ")
 	t.Logf("chaos report:\n%s", js)
 	if path := os.Getenv("ONCEFLOW_CHAOS_REPORT"); path != "" {

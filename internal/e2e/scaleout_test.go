@@ -104,24 +104,34 @@ func (f *fleet) logDir() string {
 }
 
 // exited returns the instances that ended on their own since the last
-// look, each with its error and the lines its process logged, and forgets
-// them.
-func (f *fleet) exited() map[string]string {
+// look, and forgets them.
+func (f *fleet) exited() map[string]instanceExit {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[string]string{}
+	out := map[string]instanceExit{}
 	for n, p := range f.run {
 		select {
 		case err := <-p.done:
 			data, _ := os.ReadFile(filepath.Join(f.logDir(), n+".log"))
-			from := max(p.logFrom, int64(len(data))-8000) // its last lines
-			out[n] = fmt.Sprintf("%v\n%s", err, data[min(from, int64(len(data))):])
+			data = data[min(p.logFrom, int64(len(data))):]
+			out[n] = instanceExit{err: err, started: strings.Contains(string(data), `msg="instance started`),
+				tail: string(data[max(0, len(data)-8000):])}
 			delete(f.run, n)
 		default:
 		}
 	}
 	return out
 }
+
+// instanceExit is how an instance's process ended on its own: its error,
+// whether it had started (joined the group), its last lines.
+type instanceExit struct {
+	err     error
+	started bool
+	tail    string
+}
+
+func (e instanceExit) String() string { return fmt.Sprintf("%v\n%s", e.err, e.tail) }
 
 // instancePartitions returns the partitions the group gives instance
 // name. A killed instance's old member keeps its client id (and its
