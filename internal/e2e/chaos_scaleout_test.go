@@ -297,13 +297,9 @@ func chaosScaleOutWindows(t *testing.T, dir, addr string, seedVal uint64) *chaos
 		// The last late records, with no fault going on: each counted
 		// once on the instances' /metrics.
 		running := func() map[string]string {
-			httpMu.Lock()
-			defer httpMu.Unlock()
-			c.f.mu.Lock()
-			defer c.f.mu.Unlock()
 			m := map[string]string{}
-			for inst := range c.f.run {
-				m[inst] = httpOf[inst]
+			for _, inst := range c.f.names() {
+				m[inst] = args(inst)[1]
 			}
 			return m
 		}

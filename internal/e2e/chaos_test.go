@@ -167,8 +167,10 @@ func TestChaos(t *testing.T) {
 	// Generators: unique values seq-<n> on "in"; on "in-dedupe" keys u<n>
 	// where one record in ten repeats an earlier key (the duplicates the
 	// dedupe job drops), a few thousand records a second in all; and the
-	// scale-out jobs' inputs, a few hundred a second each.
-	var produced atomic.Int64
+	// scale-out jobs' inputs, a few hundred a second each (writes are
+	// one at a time, so the machine's speed bounds each generator).
+	// producedIn counts the writes to "in" tried.
+	var producedIn atomic.Int64
 	var genWG sync.WaitGroup
 	genCtx, stopGen := context.WithCancel(ctx)
 	generate := func(topic string, perTick int, next func(n int) *kgo.Record, opts ...kgo.Opt) {
@@ -195,7 +197,9 @@ func TestChaos(t *testing.T) {
 				if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 					time.Sleep(50 * time.Millisecond)
 				}
-				produced.Add(1)
+				if topic == "in" {
+					producedIn.Add(1)
+				}
 			}
 		}
 	}
@@ -222,11 +226,11 @@ func TestChaos(t *testing.T) {
 	// Live read_committed readers: nothing may be visible more often than
 	// it is expected, ever (checked against the inputs at the end).
 	readCtx, stopRead := context.WithCancel(ctx)
-	for _, j := range jobs {
+	liveRead := func(topic string, seen func(*kgo.Record)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(j.output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 			if err != nil {
 				t.Error(err)
@@ -234,43 +238,31 @@ func TestChaos(t *testing.T) {
 			}
 			defer cl.Close()
 			for readCtx.Err() == nil {
-				cl.PollFetches(readCtx).EachRecord(func(r *kgo.Record) {
-					j.liveSeen.Add(1)
-					var id string
-					switch j.mode {
-					case verify.Count:
-						id = string(r.Key) + "=" + string(r.Value)
-					case verify.Dedupe:
-						id = string(r.Key)
-					default:
-						id = string(r.Value)
-					}
-					j.liveMu.Lock()
-					j.live[id]++
-					j.liveMu.Unlock()
-				})
+				cl.PollFetches(readCtx).EachRecord(seen)
 			}
 		}()
 	}
-
+	for _, j := range jobs {
+		liveRead(j.output, func(r *kgo.Record) {
+			j.liveSeen.Add(1)
+			var id string
+			switch j.mode {
+			case verify.Count:
+				id = string(r.Key) + "=" + string(r.Value)
+			case verify.Dedupe:
+				id = string(r.Key)
+			default:
+				id = string(r.Value)
+			}
+			j.liveMu.Lock()
+			j.live[id]++
+			j.liveMu.Unlock()
+		})
+	}
 	for _, c := range fleets {
-		if c.live == nil {
-			continue
+		if c.live != nil {
+			liveRead(c.output, c.live)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(c.output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer cl.Close()
-			for readCtx.Err() == nil {
-				cl.PollFetches(readCtx).EachRecord(c.live)
-			}
-		}()
 	}
 
 	adm := kadm.NewClient(client(t, addr))
@@ -536,8 +528,8 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inputs) < int(produced.Load())/4 {
-		t.Fatalf("input topic has %d records, the generators tried %d: most writes failed", len(inputs), produced.Load())
+	if len(inputs) < int(producedIn.Load())/2 {
+		t.Fatalf("input topic has %d records, its generator tried %d: most writes failed", len(inputs), producedIn.Load())
 	}
 }
 

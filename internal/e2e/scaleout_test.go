@@ -244,7 +244,8 @@ func (f *fleet) stop(name string) {
 	f.mu.Unlock()
 }
 
-func (f *fleet) stopAll() {
+// names returns the instances running, sorted.
+func (f *fleet) names() []string {
 	f.mu.Lock()
 	names := make([]string, 0, len(f.run))
 	for n := range f.run {
@@ -252,7 +253,11 @@ func (f *fleet) stopAll() {
 	}
 	f.mu.Unlock()
 	slices.Sort(names)
-	for _, n := range names {
+	return names
+}
+
+func (f *fleet) stopAll() {
+	for _, n := range f.names() {
 		f.signal(n, syscall.SIGCONT)
 		f.stop(n)
 	}
@@ -546,13 +551,7 @@ var fleetEvents = []string{"sigkill-instance", "add-instance", "sigterm-instance
 // change the bounds (minRun, maxRun) left out.
 func (f *fleet) chaosEvent(rng *rand.Rand, i int) (kind, did string) {
 	t := f.t
-	f.mu.Lock()
-	alive := make([]string, 0, len(f.run))
-	for n := range f.run {
-		alive = append(alive, n)
-	}
-	f.mu.Unlock()
-	slices.Sort(alive)
+	alive := f.names()
 	victim := alive[rng.IntN(len(alive))]
 	switch kind = fleetEvents[i%len(fleetEvents)]; kind {
 	case "sigkill-instance":
