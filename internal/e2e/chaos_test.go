@@ -110,8 +110,9 @@ type chaosJob struct {
 // start). At the end the verifier checks each job's committed output
 // (pass-through: every input once; count: 1..n per key; dedupe: one output
 // per distinct key), psql checks the table (every input once, no prepared
-// transaction left), and no live reader ever saw more than exactly once. The CI run is short (40s); `scripts/chaos --duration 20m` runs the
-// long one.
+// transaction left), and no live reader ever saw more than exactly once.
+// Beside them run the scale-out jobs of chaos_scaleout_test.go. The CI run
+// is short (40s); `scripts/chaos --duration 20m` runs the long one.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test skipped in -short mode")
