@@ -194,6 +194,37 @@ func awaitPartitions(ctx context.Context, cl *kgo.Client, topic string) (int, er
 	}
 }
 
+// inputPartitions is the partition count of the input topic topic, read
+// for the writers of a repartition topic: it waits while the brokers show
+// the topic with no partitions or not at all (a topic being created, or
+// brokers restarting). Taking such an answer as "no writers yet" would
+// let the readers' watermark follow the first writer heard from, and
+// make a slower writer's records late (the chaos run saw windows short
+// of records at a job's start), so the instance waits, and says so.
+func (in *Instance) inputPartitions(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
+	start := time.Now()
+	logged := start
+	for {
+		n, err := partitionsOf(ctx, cl, topic)
+		if err == nil && n > 0 {
+			return n, nil
+		}
+		if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) && ctx.Err() == nil && !kerr.IsRetriable(err) {
+			return 0, err
+		}
+		if time.Since(logged) >= 10*time.Second {
+			logged = time.Now()
+			in.log.Warn("waiting for the input topic to show its partitions: the tasks after the repartition need to know every writer; create the topic, or check the brokers",
+				"topic", topic, "waited", time.Since(start).Round(time.Second), "last_answer", cmp.Or(err, errors.New("no partitions")))
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("the input topic %s showed no partitions before the instance stopped (last answer: %v)", topic, cmp.Or(err, errors.New("no partitions")))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // partitionsOf asks the brokers for the partition count of topic,
 // bypassing the client's metadata cache: the count of a topic that
 // exists and shows partitions, 0 with no error for one that shows none
@@ -240,10 +271,7 @@ func (in *Instance) listUpstreams(ctx context.Context) (map[int][]string, error)
 		for _, topic := range cfg.Stages[k-1].Topics {
 			n, ok := in.parts[topic]
 			if !ok {
-				if n, err = partitionsOf(ctx, cl, topic); errors.Is(err, kerr.UnknownTopicOrPartition) {
-					n, err = 0, nil // none yet: its tasks add themselves
-				}
-				if err != nil {
+				if n, err = in.inputPartitions(ctx, cl, topic); err != nil {
 					return nil, fmt.Errorf("read the partition count of %s, whose tasks write the repartition topic %s: %w", topic, cfg.Stages[k].Topics[0], err)
 				}
 			}

@@ -711,7 +711,7 @@ func (in *Instance) loadRestore(ctx context.Context) (map[string]string, error) 
 		for _, topic := range s.Topics {
 			n, ok := in.parts[topic]
 			if !ok {
-				if n, err = partitionsOf(ctx, cl, topic); err != nil {
+				if n, err = in.inputPartitions(ctx, cl, topic); err != nil {
 					return nil, fmt.Errorf("scale-out: --from-savepoint: the partition count of %s: %w", topic, err)
 				}
 			}
