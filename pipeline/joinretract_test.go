@@ -317,4 +317,3 @@ func TestRetractingJoinInAJob(t *testing.T) {
 		}
 	}
 }
-
