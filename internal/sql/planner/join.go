@@ -76,9 +76,13 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	if isOuter(j.Kind) {
 		jp.outer = j.Kind
 	}
+	// The leaves: the tables of a chain of inner joins; an outer join in
+	// a chain is a leaf of its own, planned first (its result is a
+	// changelog the next join takes), and so are the two sides of an
+	// outer join (docs/design.md, "SQL").
 	var collect func(te ast.TableExpr)
 	collect = func(te ast.TableExpr) {
-		if jn, ok := te.(*ast.Join); ok {
+		if jn, ok := te.(*ast.Join); ok && (te == j || jp.outer == "" && !isOuter(jn.Kind)) {
 			collect(jn.Left)
 			collect(jn.Right)
 			return
@@ -86,12 +90,19 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		jp.leaves = append(jp.leaves, &joinLeaf{te: te})
 	}
 	collect(j)
+	isLeaf := func(te ast.TableExpr) bool {
+		return slices.ContainsFunc(jp.leaves, func(l *joinLeaf) bool { return l.te == te })
+	}
 	if len(jp.leaves) > 64 {
 		p.errorf(j.At, "a join of %d tables: at most 64", len(jp.leaves))
 		return nil
 	}
 	for i, l := range jp.leaves {
-		l.r = p.from(l.te)
+		if jn, ok := l.te.(*ast.Join); ok {
+			l.r = p.joinFrom(jn, nil, hintsOf(hints, jn))
+		} else {
+			l.r = p.from(l.te)
+		}
 		if l.r == nil {
 			return nil
 		}
@@ -136,7 +147,7 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	}
 	var ons func(te ast.TableExpr)
 	ons = func(te ast.TableExpr) {
-		if jn, ok := te.(*ast.Join); ok {
+		if jn, ok := te.(*ast.Join); ok && !isLeaf(te) {
 			ons(jn.Left)
 			ons(jn.Right)
 			inOn = true
@@ -188,6 +199,7 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		// (docs/design.md, "Changelogs").
 		r.updating, r.retracts, r.ub, r.key = true, true, new(bool), nil
 		*r.ub = true
+		r.rank, r.lastRows, r.keyless = nil, false, nil
 		r.outer = fmt.Sprintf("the %s JOIN at %d:%d retracts a row padded with NULLs when its first partner comes", jp.outer, j.Right.Position().Line, j.Right.Position().Col)
 		keep := preservedSides(jp.outer)
 		r.padded = [2]bool{keep[1], keep[0]} // a side is padded when the other is preserved
@@ -230,7 +242,7 @@ func (p *planner) checkJoinKinds(j *ast.Join, top bool) bool {
 	what := fmt.Sprintf("%s JOIN %s", j.Kind, tableText(j.Right))
 	switch {
 	case isOuter(j.Kind):
-		return p.checkOuterJoin(j, top, what)
+		return p.checkOuterJoin(j, what)
 	case j.Kind == "CROSS" && !j.Comma:
 		p.errorf(at, "%s pairs every row with every row of the other table, keeping both for ever: join ON an equality of their columns instead", what)
 		return false
@@ -265,12 +277,11 @@ func tableText(te ast.TableExpr) string {
 // checkJoinInput refuses an input the join step cannot take.
 func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	switch {
-	case r.updating && r.outer != "":
-		p.errorf(at, "joining the result of an outer join is not supported yet: %s, and a join takes rows that are only added; join the tables in the other order, the outer join last", r.outer)
-		return false
 	case r.updating:
-		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
-		return false
+		// The join takes a changelog (its step's retractions): a changed
+		// row must retract the pairs its old version made, so the input
+		// must emit its old rows (docs/design.md, "Changelogs").
+		return p.needRetractions(r, at, "joining")
 	case r.win != nil && r.win.kind != "TUMBLE":
 		p.errorf(r.win.at, "a window join of %s windows is not supported yet: only TUMBLE windows join (each row in one window); join the tables, or aggregate each window in a query of its own", r.win.kind)
 		return false
@@ -353,13 +364,13 @@ func (jp *joinPlan) leafSet(e ast.Expr) (uint64, bool) {
 
 // build plans the join tree te bottom-up: the relation and its leaves.
 func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
+	for i, l := range jp.leaves {
+		if l.te == te {
+			return l.r, 1 << i // a table, or an outer join planned alone
+		}
+	}
 	j, ok := te.(*ast.Join)
 	if !ok {
-		for i, l := range jp.leaves {
-			if l.te == te {
-				return l.r, 1 << i
-			}
-		}
 		return nil, 0
 	}
 	p := jp.p
@@ -406,7 +417,7 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		return nil, 0
 	}
 	var iv *intervalBounds
-	if jp.win == nil && jp.outer == "" {
+	if jp.win == nil && jp.outer == "" && !l.updating && !r.updating {
 		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
 			return nil, 0
 		}
@@ -590,8 +601,19 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 		}}}
 		return j
 	}
+	// A join of a changelog takes its retractions and makes one: a
+	// changed row retracts the joined rows its old version made.
+	retracts := l.updating || r.updating
+	if retracts {
+		j.updating, j.retracts, j.ub = true, true, new(bool)
+		*j.ub = true
+		j.outer = fmt.Sprintf("the JOIN at %d:%d joins an updating result: a changed row retracts the joined rows of its old version", at.Line, at.Col)
+	}
 	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 		w.linef(at, d, "- join:")
+		if retracts {
+			w.linef(at, d+2, "retractions: true")
+		}
 		if oj.kind != "" {
 			w.linef(at, d+2, "kind: %s", strings.ToLower(oj.kind))
 			for i, name := range []string{"left-match", "right-match"} {
@@ -1044,4 +1066,43 @@ func unparenRef(b *ast.Binary, x bool) (ast.Expr, bool) {
 	e = unparen(e)
 	_, ok := e.(*ast.ColumnRef)
 	return e, ok
+}
+
+// hintsOf are the STATE_TTL hints' options that name a table of the
+// join te (an outer join planned as a leaf of its own, with them).
+func hintsOf(hints []*ast.Hint, te ast.TableExpr) []*ast.Hint {
+	var names []string
+	var walk func(te ast.TableExpr)
+	walk = func(te ast.TableExpr) {
+		switch t := te.(type) {
+		case *ast.Join:
+			walk(t.Left)
+			walk(t.Right)
+		case *ast.TableRef:
+			names = append(names, t.Name.Last())
+			if t.Alias != nil {
+				names = append(names, t.Alias.Name)
+			}
+		default:
+			names = append(names, tableText(te))
+		}
+	}
+	walk(te)
+	var out []*ast.Hint
+	for _, h := range hints {
+		if !strings.EqualFold(h.Name, "STATE_TTL") {
+			continue
+		}
+		c := *h
+		c.Options = nil
+		for _, o := range h.Options {
+			if hasFold(names, o.Key) {
+				c.Options = append(c.Options, o)
+			}
+		}
+		if len(c.Options) > 0 {
+			out = append(out, &c)
+		}
+	}
+	return out
 }
