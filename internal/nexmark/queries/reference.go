@@ -769,7 +769,7 @@ func Verify(name string, cfg nexmark.Config, events int64, out []Output) error {
 	}
 	got := len(out)
 	var rows []string
-	last := map[string]int{} // record key → index in rows
+	last := map[string]int{}    // record key → index in rows
 	byKey := map[string][]int{} // a changelog's rows of each record key (Changelog)
 	for i, o := range out {
 		if Changelog(name) {
