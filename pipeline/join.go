@@ -71,6 +71,10 @@ var joinSpec = Spec{
 			Description: "A condition a record of the first input must meet to match: one that does not has no key (it pairs with nothing, and an outer join emits it padded). SQL's ON condition of a preserved side's own columns."},
 		{Name: "right-match", Type: String, Example: "value.active",
 			Description: "The same for the second input."},
+		{Name: "condition", Type: String, Example: "`left`.num >= `right`.maxn",
+			Description: "A SQL condition a pair must meet to be joined, over the joined row (`left` and `right`, typed by schema): SQL's ON condition of both tables. An outer join pads a preserved row while no kept row of the other side meets it with the row. Only with retractions: true."},
+		{Name: "schema", Type: OrderedMap, Example: "{ left: \"ROW<num BIGINT>\", right: \"ROW<maxn BIGINT>\" }",
+			Description: "The columns condition reads (`left` and `right`) and their SQL types, as a select step's schema."},
 		{Name: "retractions", Type: Bool, Example: "true",
 			Description: "Take a changelog on either input: a retraction takes its row out and retracts the joined rows it made (the output is a changelog); the state keeps each row's copies, another layout than without."},
 	},
@@ -100,6 +104,9 @@ var joinSpec = Spec{
 				d += fmt.Sprintf(", %s rows match if %s", m.side, m.cond)
 			}
 		}
+		if c.Condition != "" {
+			d += ", pairs match if " + c.Condition
+		}
 		if c.Retractions {
 			d += ", taking retractions"
 		}
@@ -120,12 +127,17 @@ type joinConfig struct {
 	LeftTTL, RightTTL time.Duration
 	// Retractions: the inputs are changelogs (retractingJoin).
 	Retractions bool
+	// Condition, with Schema, is a SQL condition of both sides a pair
+	// must meet (retractingJoin).
+	Condition string
+	Schema    []Named
 }
 
 func joinConfigOf(p Params) joinConfig {
 	return joinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), Kind: p.Text("kind"), TTL: p.Duration("ttl"),
 		LeftMatch: p.Text("left-match"), RightMatch: p.Text("right-match"),
-		LeftTTL: p.Duration("left-ttl"), RightTTL: p.Duration("right-ttl"), Retractions: p.Bool("retractions")}
+		LeftTTL: p.Duration("left-ttl"), RightTTL: p.Duration("right-ttl"), Retractions: p.Bool("retractions"),
+		Condition: p.Text("condition"), Schema: p.Ordered("schema")}
 }
 
 // sideTTLs is how long each side's records are kept.
@@ -156,6 +168,12 @@ func (c joinConfig) validate() error {
 		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q: write kind: %s (left, right and full are the outer joins)", c.Kind, strings.Fields(strings.Replace(c.Kind, "outer", "full", 1))[0])}
 	default:
 		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of join: use inner, left, right or full", c.Kind)}
+	}
+	if c.Condition != "" && !c.Retractions {
+		return &FieldError{Field: "condition", Msg: "needs retractions: true (the join then keeps each row with its copies and which of them are out padded)"}
+	}
+	if c.Condition != "" && len(c.Schema) == 0 {
+		return &FieldError{Field: "schema", Msg: "is missing: condition reads the joined row's left and right, give their SQL types"}
 	}
 	if c.TTL <= 0 {
 		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: records kept for %s meet nothing", durfmt.Short(c.TTL))}
@@ -191,8 +209,12 @@ func (c joinConfig) operator() (Operator, error) {
 		uses |= UsesWithRowKind
 	}
 	if c.Retractions {
+		match, err := c.pairCondition()
+		if err != nil {
+			return Operator{}, err
+		}
 		return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: uses | UsesRowKind | UsesWithRowKind, TakesRetractions: true,
-			Two: func(st *state.Store) TwoInputs { return retractingJoin(st, lttl, rttl, outerL, outerR) }}, nil
+			Two: func(st *state.Store) TwoInputs { return retractingJoin(st, lttl, rttl, outerL, outerR, match) }}, nil
 	}
 	// The inputs append only: a retraction reaching the join is a poison
 	// record (keyStep: the operator does not take retractions).

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/onceflow/onceflow/internal/sql/eval"
+	"github.com/onceflow/onceflow/internal/sql/parser"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -32,31 +35,49 @@ import (
 //
 // Records go out in the order of the other side's rows (sorted by their
 // bytes), so a run restored from a checkpoint emits what an uncut run does.
-func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bool) TwoInputs {
+func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bool, match func(joined []byte) (bool, error)) TwoInputs {
 	left := state.NewMap[string, []byte](st, "left-rows", state.WithTTL(lttl))
 	right := state.NewMap[string, []byte](st, "right-rows", state.WithTTL(rttl))
 	side := func(mine, other *state.Map[string, []byte], myOuter, otherOuter, isLeft bool) func(Record, Clock, Out) error {
 		return func(r Record, _ Clock, out Out) error {
 			ts, v := r.Meta().Timestamp, r.Value()
 			key := []byte(r.GroupKey())
+			fail := func(err error) error { return fmt.Errorf("join of key %q: %w", r.GroupKey(), err) }
 			others, err := joinRowsOf(other)
 			if err != nil {
-				return fmt.Errorf("join state of key %q: %w", r.GroupKey(), err)
+				return fail(err)
 			}
-			pair := func(o *joinRow) []byte {
+			joined := func(mv []byte, o *joinRow) []byte {
 				if isLeft {
-					return joinedValue(v, []byte(o.row))
+					return joinedValue(mv, []byte(o.row))
 				}
-				return joinedValue([]byte(o.row), v)
+				return joinedValue([]byte(o.row), mv)
+			}
+			// The other side's rows that pair with v (all, without a
+			// condition), and their joined rows.
+			var partners []*joinRow
+			var pairs [][]byte
+			for _, o := range others {
+				j := joined(v, o)
+				if match != nil {
+					ok, err := match(j)
+					if err != nil {
+						return fail(err)
+					}
+					if !ok {
+						continue
+					}
+				}
+				partners, pairs = append(partners, o), append(pairs, j)
 			}
 			var mc joinCopies
 			if b, ok := mine.Get(string(v)); ok {
 				if mc, err = decodeJoinCopies(b); err != nil {
-					return fmt.Errorf("join state of key %q: %w", r.GroupKey(), err)
+					return fail(err)
 				}
 			}
 			if !r.RowKind().Retracts() {
-				for _, o := range others {
+				for _, o := range partners {
 					if o.padded > 0 {
 						for range o.padded {
 							out.EmitRetraction(key, paddedValue([]byte(o.row), !isLeft), o.ts)
@@ -65,12 +86,12 @@ func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bo
 						other.Put(o.row, o.encode())
 					}
 				}
-				for _, o := range others {
+				for i, o := range partners {
 					for range o.count {
-						out.Emit(key, pair(o), max(ts, o.ts))
+						out.Emit(key, pairs[i], max(ts, o.ts))
 					}
 				}
-				if len(others) == 0 && myOuter {
+				if len(partners) == 0 && myOuter {
 					out.Emit(key, paddedValue(v, isLeft), ts)
 					mc.padded++
 				}
@@ -86,29 +107,45 @@ func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bo
 				out.EmitRetraction(key, paddedValue(v, isLeft), mc.ts)
 				mc.padded--
 			} else {
-				for _, o := range others {
+				for i, o := range partners {
 					for range o.count {
-						out.EmitRetraction(key, pair(o), max(ts, o.ts))
+						out.EmitRetraction(key, pairs[i], max(ts, o.ts))
 					}
 				}
 			}
 			mc.count--
 			if mc.count > 0 {
 				mine.Put(string(v), mc.encode())
-				return nil
+			} else {
+				mine.Delete(string(v))
 			}
-			mine.Delete(string(v))
-			if !otherOuter || len(others) == 0 {
-				return nil
+			if !otherOuter || len(partners) == 0 || mc.count > 0 {
+				return nil // v still pairs with its partners
 			}
-			empty := true
-			mine.All(func(string, []byte) bool { empty = false; return false })
-			if !empty {
-				return nil
+			// v's partners that have no other partner now are padded again.
+			rest, err := joinRowsOf(mine)
+			if err != nil {
+				return fail(err)
 			}
-			// The key's last partner is gone: the other side's rows are
-			// padded again.
-			for _, o := range others {
+			for _, o := range partners {
+				paired := false
+				for _, m := range rest {
+					if match == nil {
+						paired = true
+						break
+					}
+					ok, err := match(joined([]byte(m.row), o))
+					if err != nil {
+						return fail(err)
+					}
+					if ok {
+						paired = true
+						break
+					}
+				}
+				if paired {
+					continue
+				}
 				for range o.count {
 					out.Emit(key, paddedValue([]byte(o.row), !isLeft), o.ts)
 				}
@@ -185,4 +222,44 @@ func joinRowsOf(m *state.Map[string, []byte]) ([]*joinRow, error) {
 	})
 	slices.SortFunc(rows, func(a, b *joinRow) int { return strings.Compare(a.row, b.row) })
 	return rows, failed
+}
+
+// pairCondition compiles the join's condition (nil: none): whether a
+// joined row {"left": …, "right": …} meets it. Each call takes an
+// evaluation state of its own from a pool (subtasks run concurrently).
+func (c joinConfig) pairCondition() (func([]byte) (bool, error), error) {
+	if c.Condition == "" {
+		return nil, nil
+	}
+	schema := make(eval.Schema, len(c.Schema))
+	for i, n := range c.Schema {
+		col, err := eval.ParseSchemaColumn(n.Name, n.Text)
+		if err != nil {
+			return nil, sqlError("schema."+n.Name, n.Text, err)
+		}
+		schema[i] = col
+	}
+	where, err := parser.ParseExpr(c.Condition)
+	if err != nil {
+		return nil, sqlError("condition", c.Condition, err)
+	}
+	one, _ := parser.ParseExpr("TRUE")
+	sel, err := eval.CompileSelectOf(schema, eval.Format{}, []eval.NamedExpr{{Name: "m", Expr: one}}, where, nil)
+	if err != nil {
+		if ce, ok := err.(*eval.ColumnError); ok && ce.Where {
+			return nil, sqlError("condition", c.Condition, ce.Err)
+		}
+		return nil, &FieldError{Field: "schema", Err: err}
+	}
+	pool := sync.Pool{New: func() any { return new(selectState) }}
+	return func(joined []byte) (bool, error) {
+		st := pool.Get().(*selectState)
+		defer pool.Put(st)
+		res, err := sel.Run(&st.ctx, joined, &eval.Meta{}, st.buf[:0])
+		if err != nil {
+			return false, fmt.Errorf("join condition %s: %w", c.Condition, err)
+		}
+		st.buf = res.Value
+		return res.Keep, nil
+	}, nil
 }
