@@ -22,7 +22,11 @@ import (
 // its rows padded, the right's a filter before the join) and one of the
 // left table in WHERE; "full": a FULL JOIN with a WHERE condition of the
 // right table, which filters the joined rows, padded ones included;
-// "agg": a GROUP BY over a LEFT JOIN, which takes its retractions. A
+// "agg": a GROUP BY over a LEFT JOIN, which takes its retractions;
+// "aggs": a join of two GROUP BY results; "left_agg": a LEFT JOIN of a
+// GROUP BY result; "full_cond": a FULL JOIN whose ON holds a condition
+// of both tables; "chain": a LEFT JOIN of a LEFT JOIN (those four take
+// changelogs: the join step's retractions, docs/design.md "Changelogs"). A
 // row written padded is deleted when its first partner comes (the
 // retraction's key is the padded row's). Each job is crashed by
 // failpoints at both edges of its first commit and SIGKILLed at random
@@ -107,7 +111,7 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 			selectList: "l.k, COUNT(*), COUNT(r.seq)",
 			from:       "FROM lft AS l LEFT JOIN rgt AS r ON l.k = r.k AND r.tag = 'x' WHERE l.k IS NOT NULL GROUP BY l.k",
 			minRows:    keys * 9 / 10, minPadded: 3,
-			padded:     func(f []string) bool { return f[2] == "0" },
+			padded: func(f []string) bool { return f[2] == "0" },
 		},
 		{
 			// A join of two GROUP BY results: each aggregate emits its old
@@ -129,6 +133,16 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 			selectList: "l.seq, l.k, t.total",
 			from:       "FROM lft AS l LEFT JOIN (SELECT k, SUM(bonus) AS total FROM rgt WHERE name <> 'n2' GROUP BY k) AS t ON l.k = t.k",
 			minRows:    rows, minPadded: rows / 20, padded: func(f []string) bool { return f[2] == "" }, retracting: true,
+		},
+		{
+			// An ON condition of both tables in a FULL JOIN: part of the
+			// match, a row is padded while no partner meets it.
+			name: "full_cond",
+			cols: "lseq, rseq, amount, bonus", ddl: "(lseq int, rseq int, amount int, bonus int, PRIMARY KEY (lseq, rseq))",
+			sinkSQL:    "(lseq INT, rseq INT, amount INT, bonus INT, PRIMARY KEY (lseq, rseq) NOT ENFORCED)",
+			selectList: "COALESCE(l.seq, -1), COALESCE(r.seq, -1), l.amount, r.bonus",
+			from:       "FROM lft AS l FULL OUTER JOIN rgt AS r ON l.k = r.k AND l.amount + 20 < r.bonus",
+			minRows:    rows, minPadded: rows / 5, retracting: true,
 		},
 		{
 			// A chain of outer joins: the second takes the first's

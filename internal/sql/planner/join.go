@@ -383,7 +383,7 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		return nil, 0
 	}
 	both := lset | rset
-	var lkeys, rkeys, post []ast.Expr
+	var lkeys, rkeys, post, pair []ast.Expr
 	for _, c := range jp.conds {
 		if c.used || c.leaves&^both != 0 || c.leaves&lset == 0 || c.leaves&rset == 0 {
 			continue
@@ -406,8 +406,10 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 			}
 		}
 		if c.on {
-			p.errorf(c.e.Position(), "%s: a condition of both tables in the ON of an outer join is part of the match (a row that meets no partner by it is padded with NULLs), which the join step cannot test yet; an outer join's ON holds equalities of a column of each table, and conditions of one table. Move it to the WHERE if it may drop the padded rows, or write an inner JOIN", c.e)
-			return nil, 0
+			// Part of the match: a preserved row is padded while no
+			// partner meets it (the join step's condition).
+			pair = append(pair, c.e)
+			continue
 		}
 		post = append(post, c.e)
 	}
@@ -422,6 +424,12 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 			return nil, 0
 		}
 	}
+	if jp.outer == "" && jp.win == nil && (l.updating || r.updating) {
+		// A join of a changelog tests its conditions of both sides per
+		// pair: a row that would be filtered after the join is never
+		// emitted, nor retracted (docs/design.md, "SQL").
+		pair, post = append(pair, post...), nil
+	}
 	var ttl joinTTLs
 	if iv == nil && jp.win == nil {
 		if ttl, ok = jp.joinTTL(j, lset, rset); !ok {
@@ -432,10 +440,24 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 	if out == nil {
 		return nil, 0
 	}
+	if len(pair) > 0 {
+		var cond ast.Expr
+		for _, e := range pair {
+			cond = and(cond, p.resolve(out, e))
+		}
+		out.pair.cond, out.pair.schema = cond, slices.Clone(out.in)
+	}
 	for _, e := range post {
 		out.where = and(out.where, p.resolve(out, e))
 	}
 	return out, both
+}
+
+// pairCond is a join step's condition of both sides (its condition and
+// schema fields), set once the join's relation is known.
+type pairCond struct {
+	cond   ast.Expr
+	schema []schemaCol
 }
 
 // joinTTLs is how long a join keeps each side's rows, and where the
@@ -604,6 +626,8 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	// A join of a changelog takes its retractions and makes one: a
 	// changed row retracts the joined rows its old version made.
 	retracts := l.updating || r.updating
+	pc := &pairCond{}
+	j.pair = pc
 	if retracts {
 		j.updating, j.retracts, j.ub = true, true, new(bool)
 		*j.ub = true
@@ -611,8 +635,15 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	}
 	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 		w.linef(at, d, "- join:")
-		if retracts {
+		if retracts || pc.cond != nil {
 			w.linef(at, d+2, "retractions: true")
+		}
+		if pc.cond != nil {
+			w.linef(pc.cond.Position(), d+2, "condition: %s", q(pc.cond.String()))
+			w.linef(pc.cond.Position(), d+2, "schema:")
+			for _, c := range pc.schema {
+				w.linef(at, d+3, "%s: %s", q(c.name), q(c.typ.String()))
+			}
 		}
 		if oj.kind != "" {
 			w.linef(at, d+2, "kind: %s", strings.ToLower(oj.kind))

@@ -58,8 +58,10 @@ type rel struct {
 	// rank is set on a Top-N result: its key must reach the sink as it
 	// is (rank.go).
 	rank *rankInfo
-	// join: r is a join of its two branches (the left and right sides).
+	// join: r is a join of its two branches (the left and right sides);
+	// pair is its join step's condition of both sides (join.go).
 	join bool
+	pair *pairCond
 	// outer, on an outer join's result, says why it is updating (for a
 	// sink that cannot take it).
 	outer string
