@@ -203,6 +203,14 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		r.outer = fmt.Sprintf("the %s JOIN at %d:%d retracts a row padded with NULLs when its first partner comes", jp.outer, j.Right.Position().Line, j.Right.Position().Col)
 		keep := preservedSides(jp.outer)
 		r.padded = [2]bool{keep[1], keep[0]} // a side is padded when the other is preserved
+		for i, side := range []string{"left", "right"} {
+			if r.padded[i] {
+				if r.nullable == nil {
+					r.nullable = map[string]bool{}
+				}
+				r.nullable[side+".*"] = true
+			}
+		}
 		for _, e := range jp.post {
 			r.where = and(r.where, p.resolve(r, e))
 		}
@@ -571,6 +579,14 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	}
 	j := &rel{branches: []*rel{l, r}, join: true}
 	for i, side := range []*rel{l, r} {
+		for n := range side.nullOut {
+			if j.nullable == nil {
+				j.nullable = map[string]bool{}
+			}
+			j.nullable[[]string{"left", "right"}[i]+"."+n] = true
+		}
+	}
+	for i, side := range []*rel{l, r} {
 		name := []string{"left", "right"}[i]
 		row := &ast.Type{Name: "ROW"}
 		for _, c := range side.in {
@@ -727,6 +743,12 @@ func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos, preserved bool, 
 		}
 		n := unique(c.name)
 		cols = append(cols, relCol{name: n, expr: c.expr})
+		if r.nullableRef(c.expr) {
+			if r.nullOut == nil {
+				r.nullOut = map[string]bool{}
+			}
+			r.nullOut[n] = true
+		}
 		q := c.qual
 		if q == nil {
 			q = append([]string{}, r.quals...)
@@ -1136,4 +1158,15 @@ func hintsOf(hints []*ast.Hint, te ast.TableExpr) []*ast.Hint {
 		}
 	}
 	return out
+}
+
+// nullableRef tells whether e is a member of r's join step's output that
+// a padded row makes NULL (rel.nullable).
+func (r *rel) nullableRef(e ast.Expr) bool {
+	ref, ok := unparen(e).(*ast.ColumnRef)
+	if !ok || len(ref.Name.Parts) != 2 || r.nullable == nil {
+		return false
+	}
+	side, member := ref.Name.Parts[0].Name, ref.Name.Parts[1].Name
+	return r.nullable[side+".*"] || r.nullable[side+"."+member]
 }

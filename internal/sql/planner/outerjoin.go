@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/onceflow/onceflow/internal/sql/ast"
@@ -139,8 +140,12 @@ func (p *planner) outerKeyNotNull(r *rel, sink *table, key []string, ins *ast.In
 				continue
 			}
 			side := ref.Name.Parts[0].Name
-			if side == "left" && r.padded[0] || side == "right" && r.padded[1] {
-				p.errorf(ins.At, "table %s's primary key column %s is written from the %s side of an outer join, which is NULL in a row written padded for want of a partner, and a database key column cannot be NULL: write COALESCE(…, -1) (a value no row has) in the query, as in SELECT COALESCE(b.id, -1)", sink.name, k, side)
+			if r.nullableRef(ref) {
+				from := fmt.Sprintf("the %s side of an outer join, which is", side)
+				if !r.nullable[side+".*"] {
+					from = "a column an outer join earlier in the chain pads, which is"
+				}
+				p.errorf(ins.At, "table %s's primary key column %s is written from %s NULL in a row written padded for want of a partner, and a database key column cannot be NULL: write COALESCE(…, -1) (a value no row has) in the query, as in SELECT COALESCE(b.id, -1)", sink.name, k, from)
 				return false
 			}
 		}

@@ -370,7 +370,7 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			}
 		}
 	}
-	if r.outer != "" && upsert && !p.outerKeyNotNull(r, sink, key, ins) {
+	if r.nullable != nil && upsert && !p.outerKeyNotNull(r, sink, key, ins) {
 		return nil
 	}
 	if p.materializeForce(r, key, ins.At) == nil {
