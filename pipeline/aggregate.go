@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -604,6 +605,24 @@ func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option,
 			}
 			for i := range fields {
 				accs[i].Set(next[i])
+			}
+			if existed {
+				// A record that leaves the group's row as it was emits
+				// nothing: a retraction and an add of the same row change
+				// nothing downstream, and a join of this result would
+				// retract and re-emit every row it joined (docs/design.md,
+				// "Changelogs").
+				pb, err := encode(r, gk, prev)
+				if err != nil {
+					return err
+				}
+				nb, err := encode(r, gk, next)
+				if err != nil {
+					return err
+				}
+				if bytes.Equal(pb, nb) {
+					return nil
+				}
 			}
 			if c.UpdateBefore && existed {
 				if err := emit(r, o, gk, RowUpdateBefore, prev); err != nil {

@@ -47,7 +47,12 @@ var joinSpec = Spec{
 		"table with a key, a Kafka topic of upserts) keyed so that the retraction finds its row. A preserved " +
 		"record with no key (null) is emitted padded and not kept. A padded record forgotten by its ttl is not " +
 		"retracted (its output stays); once every kept record of the other side is forgotten, new records are " +
-		"padded again. A retraction arriving at a join is a poison record: its inputs must append only.",
+		"padded again.\n\n" +
+		"retractions: true makes the join take a changelog on either input (docs/design.md, \"Changelogs\"): each side " +
+		"keeps its rows with their copies (a map of the row to its count), a retraction (-U/-D) takes one copy out and " +
+		"retracts (-D) every joined row it was part of; an outer join emits a preserved row padded again when the last " +
+		"partner of its key is retracted. Its output is a changelog. Without it a retraction arriving at a join is a " +
+		"poison record: its inputs must append only.",
 	Fields: []Field{
 		{Name: "left-key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.customer_id",
 			Description: "The key of the first input's records. Part of the step's default id."},
@@ -66,12 +71,23 @@ var joinSpec = Spec{
 			Description: "A condition a record of the first input must meet to match: one that does not has no key (it pairs with nothing, and an outer join emits it padded). SQL's ON condition of a preserved side's own columns."},
 		{Name: "right-match", Type: String, Example: "value.active",
 			Description: "The same for the second input."},
+		{Name: "condition", Type: String, Example: "`left`.num >= `right`.maxn",
+			Description: "A SQL condition a pair must meet to be joined, over the joined row (`left` and `right`, typed by schema): SQL's ON condition of both tables. An outer join pads a preserved row while no kept row of the other side meets it with the row. Only with retractions: true."},
+		{Name: "schema", Type: OrderedMap, Example: "{ left: \"ROW<num BIGINT>\", right: \"ROW<maxn BIGINT>\" }",
+			Description: "The columns condition reads (`left` and `right`) and their SQL types, as a select step's schema."},
+		{Name: "retractions", Type: Bool, Example: "true",
+			Description: "Take a changelog on either input: a retraction takes its row out and retracts the joined rows it made (the output is a changelog); the state keeps each row's copies, another layout than without."},
 	},
 	IDField: "left-key",
-	// An outer join emits retractions; no join takes them (its inputs
-	// must append only: a retraction would be paired as a row).
-	Retractions: func(p Params, _ bool) (bool, bool) { return false, p.Text("kind") != JoinInner },
-	StateFields: []string{"left-key", "right-key", "kind"},
+	// An outer join emits retractions; a join takes them only with
+	// retractions: true (else a retraction would be paired as a row), and
+	// then emits them too.
+	Retractions: func(p Params, _ bool) (bool, bool) {
+		return p.Bool("retractions"), p.Text("kind") != JoinInner || p.Bool("retractions")
+	},
+	// retractions keeps another state (a map of rows to copies), so a
+	// checkpoint of the other layout is refused, not misread.
+	StateFields: []string{"left-key", "right-key", "kind", "retractions"},
 	Stateful:    true,
 	Inputs:      2,
 	Validate:    func(p Params) error { return joinConfigOf(p).validate() },
@@ -88,6 +104,12 @@ var joinSpec = Spec{
 				d += fmt.Sprintf(", %s rows match if %s", m.side, m.cond)
 			}
 		}
+		if c.Condition != "" {
+			d += ", pairs match if " + c.Condition
+		}
+		if c.Retractions {
+			d += ", taking retractions"
+		}
 		return d + ", " + c.ttlText()
 	},
 	GoFunc:  "flow.CoProcess",
@@ -103,12 +125,19 @@ type joinConfig struct {
 	TTL                   time.Duration
 	// LeftTTL and RightTTL override TTL for one side (0: TTL).
 	LeftTTL, RightTTL time.Duration
+	// Retractions: the inputs are changelogs (retractingJoin).
+	Retractions bool
+	// Condition, with Schema, is a SQL condition of both sides a pair
+	// must meet (retractingJoin).
+	Condition string
+	Schema    []Named
 }
 
 func joinConfigOf(p Params) joinConfig {
 	return joinConfig{LeftKey: p.Text("left-key"), RightKey: p.Text("right-key"), Kind: p.Text("kind"), TTL: p.Duration("ttl"),
 		LeftMatch: p.Text("left-match"), RightMatch: p.Text("right-match"),
-		LeftTTL: p.Duration("left-ttl"), RightTTL: p.Duration("right-ttl")}
+		LeftTTL: p.Duration("left-ttl"), RightTTL: p.Duration("right-ttl"), Retractions: p.Bool("retractions"),
+		Condition: p.Text("condition"), Schema: p.Ordered("schema")}
 }
 
 // sideTTLs is how long each side's records are kept.
@@ -139,6 +168,12 @@ func (c joinConfig) validate() error {
 		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q: write kind: %s (left, right and full are the outer joins)", c.Kind, strings.Fields(strings.Replace(c.Kind, "outer", "full", 1))[0])}
 	default:
 		return &FieldError{Field: "kind", Msg: fmt.Sprintf("%q is not a kind of join: use inner, left, right or full", c.Kind)}
+	}
+	if c.Condition != "" && !c.Retractions {
+		return &FieldError{Field: "condition", Msg: "needs retractions: true (the join then keeps each row with its copies and which of them are out padded)"}
+	}
+	if c.Condition != "" && len(c.Schema) == 0 {
+		return &FieldError{Field: "schema", Msg: "is missing: condition reads the joined row's left and right, give their SQL types"}
 	}
 	if c.TTL <= 0 {
 		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("must be positive: records kept for %s meet nothing", durfmt.Short(c.TTL))}
@@ -172,6 +207,14 @@ func (c joinConfig) operator() (Operator, error) {
 	uses := UsesValue | UsesMeta | UsesNew
 	if outerL || outerR {
 		uses |= UsesWithRowKind
+	}
+	if c.Retractions {
+		match, err := c.pairCondition()
+		if err != nil {
+			return Operator{}, err
+		}
+		return Operator{KeyBy: lk, KeyByRight: rk, NullKeyNone: true, Uses: uses | UsesRowKind | UsesWithRowKind, TakesRetractions: true,
+			Two: func(st *state.Store) TwoInputs { return retractingJoin(st, lttl, rttl, outerL, outerR, match) }}, nil
 	}
 	// The inputs append only: a retraction reaching the join is a poison
 	// record (keyStep: the operator does not take retractions).

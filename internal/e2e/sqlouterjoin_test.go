@@ -22,7 +22,11 @@ import (
 // its rows padded, the right's a filter before the join) and one of the
 // left table in WHERE; "full": a FULL JOIN with a WHERE condition of the
 // right table, which filters the joined rows, padded ones included;
-// "agg": a GROUP BY over a LEFT JOIN, which takes its retractions. A
+// "agg": a GROUP BY over a LEFT JOIN, which takes its retractions;
+// "aggs": a join of two GROUP BY results; "left_agg": a LEFT JOIN of a
+// GROUP BY result; "full_cond": a FULL JOIN whose ON holds a condition
+// of both tables; "chain": a LEFT JOIN of a LEFT JOIN (those four take
+// changelogs: the join step's retractions, docs/design.md "Changelogs"). A
 // row written padded is deleted when its first partner comes (the
 // retraction's key is the padded row's). Each job is crashed by
 // failpoints at both edges of its first commit and SIGKILLed at random
@@ -76,6 +80,11 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 	for _, qy := range []struct {
 		name, cols, ddl, sinkSQL, selectList, from string
 		minRows, minPadded                         int
+		// padded tells a padded row of the batch result (nil: a row with
+		// -1 in its first or second column); retracting: the join takes
+		// a changelog (validate says "taking retractions").
+		padded     func(f []string) bool
+		retracting bool
 	}{
 		{
 			name: "left",
@@ -102,6 +111,48 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 			selectList: "l.k, COUNT(*), COUNT(r.seq)",
 			from:       "FROM lft AS l LEFT JOIN rgt AS r ON l.k = r.k AND r.tag = 'x' WHERE l.k IS NOT NULL GROUP BY l.k",
 			minRows:    keys * 9 / 10, minPadded: 3,
+			padded: func(f []string) bool { return f[2] == "0" },
+		},
+		{
+			// A join of two GROUP BY results: each aggregate emits its old
+			// row before its new one, and the join retracts the joined row
+			// of the old one.
+			name: "aggs",
+			cols: "k, n, total", ddl: "(k bigint PRIMARY KEY, n bigint, total bigint)",
+			sinkSQL:    "(k BIGINT, n BIGINT, total BIGINT, PRIMARY KEY (k) NOT ENFORCED)",
+			selectList: "a.k, a.n, b.total",
+			from:       "FROM (SELECT k, COUNT(*) AS n FROM lft WHERE amount < 90 GROUP BY k) AS a JOIN (SELECT k, SUM(bonus) AS total FROM rgt WHERE tag = 'x' GROUP BY k) AS b ON a.k = b.k",
+			minRows:    keys * 3 / 4, padded: func([]string) bool { return false }, retracting: true,
+		},
+		{
+			// A LEFT JOIN of an aggregate: a row is padded until its key's
+			// total comes, then follows every change of the total.
+			name: "left_agg",
+			cols: "seq, k, total", ddl: "(seq int PRIMARY KEY, k bigint, total bigint)",
+			sinkSQL:    "(seq INT, k BIGINT, total BIGINT, PRIMARY KEY (seq) NOT ENFORCED)",
+			selectList: "l.seq, l.k, t.total",
+			from:       "FROM lft AS l LEFT JOIN (SELECT k, SUM(bonus) AS total FROM rgt WHERE name <> 'n2' GROUP BY k) AS t ON l.k = t.k",
+			minRows:    rows, minPadded: rows / 20, padded: func(f []string) bool { return f[2] == "" }, retracting: true,
+		},
+		{
+			// An ON condition of both tables in a FULL JOIN: part of the
+			// match, a row is padded while no partner meets it.
+			name: "full_cond",
+			cols: "lseq, rseq, amount, bonus", ddl: "(lseq int, rseq int, amount int, bonus int, PRIMARY KEY (lseq, rseq))",
+			sinkSQL:    "(lseq INT, rseq INT, amount INT, bonus INT, PRIMARY KEY (lseq, rseq) NOT ENFORCED)",
+			selectList: "COALESCE(l.seq, -1), COALESCE(r.seq, -1), l.amount, r.bonus",
+			from:       "FROM lft AS l FULL OUTER JOIN rgt AS r ON l.k = r.k AND l.amount + 20 < r.bonus",
+			minRows:    rows, minPadded: rows / 5, retracting: true,
+		},
+		{
+			// A chain of outer joins: the second takes the first's
+			// changelog (its padded rows retracted as partners come).
+			name: "chain",
+			cols: "lseq, rseq, xseq, xname", ddl: "(lseq int, rseq int, xseq int, xname text, PRIMARY KEY (lseq, rseq, xseq))",
+			sinkSQL:    "(lseq INT, rseq INT, xseq INT, xname STRING, PRIMARY KEY (lseq, rseq, xseq) NOT ENFORCED)",
+			selectList: "l.seq, COALESCE(r.seq, -1), COALESCE(x.seq, -1), x.name",
+			from:       "FROM lft AS l LEFT JOIN rgt AS r ON l.k = r.k AND r.tag = 'y' LEFT JOIN rgt AS x ON x.k = l.k AND x.name = 'n1'",
+			minRows:    rows, minPadded: rows / 10, padded: func(f []string) bool { return f[1] == "-1" || f[2] == "-1" }, retracting: true,
 		},
 	} {
 		t.Run(qy.name, func(t *testing.T) {
@@ -128,7 +179,8 @@ SELECT %[7]s
 				t.Fatal(err)
 			}
 			out, err := osexec.Command(binary(t), "validate", file).CombinedOutput()
-			if err != nil || !strings.Contains(string(out), strings.Replace(qy.name, "agg", "left", 1)+" join on record.key = record.key") {
+			wantJoin := strings.Replace(qy.name, "agg", "left", 1) + " join on record.key = record.key"
+			if err != nil || !strings.Contains(string(out), wantJoin) && !qy.retracting || qy.retracting && !strings.Contains(string(out), ", taking retractions") {
 				t.Fatalf("validate: %v\n%s", err, out)
 			}
 			lw := &logWriter{t: t, name: qy.name}
@@ -149,8 +201,11 @@ SELECT %[7]s
 			r.runToEnd()
 
 			orderBy := " ORDER BY 1, 2"
-			if qy.name == "agg" {
+			if qy.name == "agg" || qy.name == "aggs" || qy.name == "left_agg" {
 				orderBy = " ORDER BY 1"
+			}
+			if qy.name == "chain" {
+				orderBy = " ORDER BY 1, 2, 3"
 			}
 			got, err := srv.Psql(db, "SELECT "+qy.cols+" FROM out_"+qy.name+orderBy)
 			if err != nil {
@@ -166,7 +221,8 @@ SELECT %[7]s
 			}
 			padded := 0 // rows of one side without a partner (agg: keys without one)
 			for _, row := range w {
-				if f := strings.Split(row, "|"); qy.name == "agg" && f[2] == "0" || qy.name != "agg" && (f[0] == "-1" || f[1] == "-1") {
+				f := strings.Split(row, "|")
+				if qy.padded != nil && qy.padded(f) || qy.padded == nil && (f[0] == "-1" || f[1] == "-1") {
 					padded++
 				}
 			}

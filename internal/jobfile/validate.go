@@ -460,7 +460,11 @@ func (d *decoder) validateChangelogs(jf *JobFile) {
 			}
 			takes, out := spec.ChangelogOf(spec.WithDefaults(st.AllParams()), in)
 			if !takes {
-				d.errorf(st.Line, "%s[%d].%s does not take a changelog, and its input is one (an aggregate with update-before or retractions, a debezium-json select, changelog-normalize, an outer join): it would take each retraction as a row; aggregate it with retractions: true, or move the step before the one that emits the changelog", where, i, st.Op)
+				fix := "aggregate it with retractions: true"
+				if st.Op == "join" {
+					fix = "write retractions: true on the join (it then retracts the joined rows of a retracted row)"
+				}
+				d.errorf(st.Line, "%s[%d].%s does not take a changelog, and its input is one (an aggregate with update-before or retractions, a debezium-json select, changelog-normalize, an outer join): it would take each retraction as a row; %s, or move the step before the one that emits the changelog", where, i, st.Op, fix)
 				return false
 			}
 			in = out

@@ -191,6 +191,8 @@ func Reference(name string, cfg nexmark.Config, events int64) (map[string]int, e
 		return rows, joins(name, each, rows)
 	case "q4":
 		return rows, categoryAverages(each, rows)
+	case "q5":
+		return rows, hotItems(each, rows)
 	case "q9", "q18", "q19":
 		may, err := topN(name, each)
 		for _, m := range may {
@@ -462,6 +464,57 @@ func joins(name string, each func(func(*nexmark.Event)), rows map[string]int) er
 	return nil
 }
 
+// hotItems is q5: per 10 s window sliding by 2 s (windows start at
+// multiples of 2 s since the epoch, as onceflow's hopping windows do;
+// a bid at t is in the five windows starting in (t - 10 s, t]), the bids
+// of each auction, and the auctions whose count is the window's highest,
+// with it.
+func hotItems(each func(func(*nexmark.Event)), rows map[string]int) error {
+	const size, slide = nexmark.Timestamp(10_000), nexmark.Timestamp(2_000)
+	type group struct {
+		start   nexmark.Timestamp
+		auction int64
+	}
+	counts := map[group]int64{}
+	highest := map[nexmark.Timestamp]int64{}
+	each(func(e *nexmark.Event) {
+		if e.Type != nexmark.BidEvent {
+			return
+		}
+		t := e.Bid.DateTime
+		last := t - t%slide
+		if t < 0 && t%slide != 0 {
+			last -= slide
+		}
+		for s := last; s > t-size; s -= slide {
+			g := group{s, e.Bid.Auction}
+			counts[g]++
+			highest[s] = max(highest[s], counts[g])
+		}
+	})
+	for g, n := range counts {
+		if n < highest[g.start] {
+			continue
+		}
+		out, err := json.Marshal(map[string]any{"auction": num(g.auction), "num": num(n)})
+		if err != nil {
+			return err
+		}
+		rows[string(out)]++
+	}
+	return nil
+}
+
+// Changelog reports whether the query name writes a changelog without
+// a key of its own (q5: a join of an updating result): its records are
+// keyed by the join's key and a retraction is a tombstone of that key.
+// Verify folds such a query's output knowing what q5's retractions are:
+// when a window's highest count grows, the join retracts every row it
+// joined with the old one (all the rows of that key then) before joining
+// the new one, so a tombstone takes out every row of its key written
+// before it.
+func Changelog(name string) bool { return name == "q5" }
+
 // categoryAverages is q4: each auction's highest bid among those dated
 // within its lifetime (dateTime to expires, both included), then per
 // category the average of those, truncated to an integer as Flink's AVG
@@ -716,8 +769,25 @@ func Verify(name string, cfg nexmark.Config, events int64, out []Output) error {
 	}
 	got := len(out)
 	var rows []string
-	last := map[string]int{} // record key → index in rows
+	last := map[string]int{}    // record key → index in rows
+	byKey := map[string][]int{} // a changelog's rows of each record key (Changelog)
 	for i, o := range out {
+		if Changelog(name) {
+			if o.Value == nil {
+				for _, j := range byKey[string(o.Key)] {
+					rows[j] = ""
+				}
+				delete(byKey, string(o.Key))
+				continue
+			}
+			s, err := Canonical(o.Value)
+			if err != nil {
+				return fmt.Errorf("output record %d: %w", i, err)
+			}
+			byKey[string(o.Key)] = append(byKey[string(o.Key)], len(rows))
+			rows = append(rows, s)
+			continue
+		}
 		key := GroupKey(name)
 		if key != nil && o.Value == nil {
 			if j, ok := last[string(o.Key)]; ok {

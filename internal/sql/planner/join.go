@@ -78,9 +78,13 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	if isOuter(j.Kind) {
 		jp.outer = j.Kind
 	}
+	// The leaves: the tables of a chain of inner joins; an outer join in
+	// a chain is a leaf of its own, planned first (its result is a
+	// changelog the next join takes), and so are the two sides of an
+	// outer join (docs/design.md, "SQL").
 	var collect func(te ast.TableExpr)
 	collect = func(te ast.TableExpr) {
-		if jn, ok := te.(*ast.Join); ok {
+		if jn, ok := te.(*ast.Join); ok && (te == j || jp.outer == "" && !isOuter(jn.Kind)) {
 			collect(jn.Left)
 			collect(jn.Right)
 			return
@@ -88,6 +92,9 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		jp.leaves = append(jp.leaves, &joinLeaf{te: te})
 	}
 	collect(j)
+	isLeaf := func(te ast.TableExpr) bool {
+		return slices.ContainsFunc(jp.leaves, func(l *joinLeaf) bool { return l.te == te })
+	}
 	if len(jp.leaves) > 64 {
 		p.errorf(j.At, "a join of %d tables: at most 64", len(jp.leaves))
 		return nil
@@ -101,6 +108,8 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 			p.versionedScan = true
 			l.r = p.from(jp.temporal.plain)
 			p.versionedScan = false
+		} else if jn, ok := l.te.(*ast.Join); ok {
+			l.r = p.joinFrom(jn, nil, hintsOf(hints, jn))
 		} else {
 			l.r = p.from(l.te)
 		}
@@ -151,7 +160,7 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	}
 	var ons func(te ast.TableExpr)
 	ons = func(te ast.TableExpr) {
-		if jn, ok := te.(*ast.Join); ok {
+		if jn, ok := te.(*ast.Join); ok && !isLeaf(te) {
 			ons(jn.Left)
 			ons(jn.Right)
 			inOn = true
@@ -209,9 +218,18 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		// (docs/design.md, "Changelogs").
 		r.updating, r.retracts, r.ub, r.key = true, true, new(bool), nil
 		*r.ub = true
+		r.rank, r.lastRows, r.keyless = nil, false, nil
 		r.outer = fmt.Sprintf("the %s JOIN at %d:%d retracts a row padded with NULLs when its first partner comes", jp.outer, j.Right.Position().Line, j.Right.Position().Col)
 		keep := preservedSides(jp.outer)
 		r.padded = [2]bool{keep[1], keep[0]} // a side is padded when the other is preserved
+		for i, side := range []string{"left", "right"} {
+			if r.padded[i] {
+				if r.nullable == nil {
+					r.nullable = map[string]bool{}
+				}
+				r.nullable[side+".*"] = true
+			}
+		}
 		for _, e := range jp.post {
 			r.where = and(r.where, p.resolve(r, e))
 		}
@@ -251,7 +269,7 @@ func (p *planner) checkJoinKinds(j *ast.Join, top bool) bool {
 	what := fmt.Sprintf("%s JOIN %s", j.Kind, tableText(j.Right))
 	switch {
 	case isOuter(j.Kind):
-		return p.checkOuterJoin(j, top, what)
+		return p.checkOuterJoin(j, what)
 	case j.Kind == "CROSS" && !j.Comma:
 		p.errorf(at, "%s pairs every row with every row of the other table, keeping both for ever: join ON an equality of their columns instead", what)
 		return false
@@ -286,12 +304,11 @@ func tableText(te ast.TableExpr) string {
 // checkJoinInput refuses an input the join step cannot take.
 func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	switch {
-	case r.updating && r.outer != "":
-		p.errorf(at, "joining the result of an outer join is not supported yet: %s, and a join takes rows that are only added; join the tables in the other order, the outer join last", r.outer)
-		return false
 	case r.updating:
-		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
-		return false
+		// The join takes a changelog (its step's retractions): a changed
+		// row must retract the pairs its old version made, so the input
+		// must emit its old rows (docs/design.md, "Changelogs").
+		return p.needRetractions(r, at, "joining")
 	case r.win != nil && r.win.kind == "SESSION":
 		p.errorf(r.win.at, "a window join of SESSION windows is not supported: each side's sessions are cut from its own rows, so the two sides' windows need not share a start and an end, and a session's bounds are known only once its gap has passed; join the tables with an interval join (a.ts BETWEEN b.ts - INTERVAL … AND b.ts + INTERVAL …), or join TUMBLE, HOP or CUMULATE windows")
 		return false
@@ -374,13 +391,13 @@ func (jp *joinPlan) leafSet(e ast.Expr) (uint64, bool) {
 
 // build plans the join tree te bottom-up: the relation and its leaves.
 func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
+	for i, l := range jp.leaves {
+		if l.te == te {
+			return l.r, 1 << i // a table, or an outer join planned alone
+		}
+	}
 	j, ok := te.(*ast.Join)
 	if !ok {
-		for i, l := range jp.leaves {
-			if l.te == te {
-				return l.r, 1 << i
-			}
-		}
 		return nil, 0
 	}
 	p := jp.p
@@ -393,7 +410,7 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		return nil, 0
 	}
 	both := lset | rset
-	var lkeys, rkeys, post []ast.Expr
+	var lkeys, rkeys, post, pair []ast.Expr
 	for _, c := range jp.conds {
 		if c.used || c.leaves&^both != 0 || c.leaves&lset == 0 || c.leaves&rset == 0 {
 			continue
@@ -416,8 +433,10 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 			}
 		}
 		if c.on {
-			p.errorf(c.e.Position(), "%s: a condition of both tables in the ON of an outer join is part of the match (a row that meets no partner by it is padded with NULLs), which the join step cannot test yet; an outer join's ON holds equalities of a column of each table, and conditions of one table. Move it to the WHERE if it may drop the padded rows, or write an inner JOIN", c.e)
-			return nil, 0
+			// Part of the match: a preserved row is padded while no
+			// partner meets it (the join step's condition).
+			pair = append(pair, c.e)
+			continue
 		}
 		post = append(post, c.e)
 	}
@@ -430,10 +449,16 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		return nil, 0
 	}
 	var iv *intervalBounds
-	if jp.win == nil && jp.outer == "" && jp.temporal == nil {
+	if jp.win == nil && jp.outer == "" && jp.temporal == nil && !l.updating && !r.updating {
 		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
 			return nil, 0
 		}
+	}
+	if jp.outer == "" && jp.win == nil && (l.updating || r.updating) {
+		// A join of a changelog tests its conditions of both sides per
+		// pair: a row that would be filtered after the join is never
+		// emitted, nor retracted (docs/design.md, "SQL").
+		pair, post = append(pair, post...), nil
 	}
 	var ttl joinTTLs
 	if iv == nil && jp.win == nil && jp.temporal == nil {
@@ -445,10 +470,24 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 	if out == nil {
 		return nil, 0
 	}
+	if len(pair) > 0 {
+		var cond ast.Expr
+		for _, e := range pair {
+			cond = and(cond, p.resolve(out, e))
+		}
+		out.pair.cond, out.pair.schema = cond, slices.Clone(out.in)
+	}
 	for _, e := range post {
 		out.where = and(out.where, p.resolve(out, e))
 	}
 	return out, both
+}
+
+// pairCond is a join step's condition of both sides (its condition and
+// schema fields), set once the join's relation is known.
+type pairCond struct {
+	cond   ast.Expr
+	schema []schemaCol
 }
 
 // joinTTLs is how long a join keeps each side's rows, and where the
@@ -573,6 +612,14 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	}
 	j := &rel{branches: []*rel{l, r}, join: true}
 	for i, side := range []*rel{l, r} {
+		for n := range side.nullOut {
+			if j.nullable == nil {
+				j.nullable = map[string]bool{}
+			}
+			j.nullable[[]string{"left", "right"}[i]+"."+n] = true
+		}
+	}
+	for i, side := range []*rel{l, r} {
 		name := []string{"left", "right"}[i]
 		row := &ast.Type{Name: "ROW"}
 		for _, c := range side.in {
@@ -652,8 +699,28 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 		}}}
 		return j
 	}
+	// A join of a changelog takes its retractions and makes one: a
+	// changed row retracts the joined rows its old version made.
+	retracts := l.updating || r.updating
+	pc := &pairCond{}
+	j.pair = pc
+	if retracts {
+		j.updating, j.retracts, j.ub = true, true, new(bool)
+		*j.ub = true
+		j.outer = fmt.Sprintf("the JOIN at %d:%d joins an updating result: a changed row retracts the joined rows of its old version", at.Line, at.Col)
+	}
 	j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 		w.linef(at, d, "- join:")
+		if retracts || pc.cond != nil {
+			w.linef(at, d+2, "retractions: true")
+		}
+		if pc.cond != nil {
+			w.linef(pc.cond.Position(), d+2, "condition: %s", q(pc.cond.String()))
+			w.linef(pc.cond.Position(), d+2, "schema:")
+			for _, c := range pc.schema {
+				w.linef(at, d+3, "%s: %s", q(c.name), q(c.typ.String()))
+			}
+		}
 		if oj.kind != "" {
 			w.linef(at, d+2, "kind: %s", strings.ToLower(oj.kind))
 			for i, name := range []string{"left-match", "right-match"} {
@@ -736,6 +803,12 @@ func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos, preserved bool, 
 		}
 		n := unique(c.name)
 		cols = append(cols, relCol{name: n, expr: c.expr})
+		if r.nullableRef(c.expr) {
+			if r.nullOut == nil {
+				r.nullOut = map[string]bool{}
+			}
+			r.nullOut[n] = true
+		}
 		q := c.qual
 		if q == nil {
 			q = append([]string{}, r.quals...)
@@ -1117,4 +1190,54 @@ func unparenRef(b *ast.Binary, x bool) (ast.Expr, bool) {
 	e = unparen(e)
 	_, ok := e.(*ast.ColumnRef)
 	return e, ok
+}
+
+// hintsOf are the STATE_TTL hints' options that name a table of the
+// join te (an outer join planned as a leaf of its own, with them).
+func hintsOf(hints []*ast.Hint, te ast.TableExpr) []*ast.Hint {
+	var names []string
+	var walk func(te ast.TableExpr)
+	walk = func(te ast.TableExpr) {
+		switch t := te.(type) {
+		case *ast.Join:
+			walk(t.Left)
+			walk(t.Right)
+		case *ast.TableRef:
+			names = append(names, t.Name.Last())
+			if t.Alias != nil {
+				names = append(names, t.Alias.Name)
+			}
+		default:
+			names = append(names, tableText(te))
+		}
+	}
+	walk(te)
+	var out []*ast.Hint
+	for _, h := range hints {
+		if !strings.EqualFold(h.Name, "STATE_TTL") {
+			continue
+		}
+		c := *h
+		c.Options = nil
+		for _, o := range h.Options {
+			if hasFold(names, o.Key) {
+				c.Options = append(c.Options, o)
+			}
+		}
+		if len(c.Options) > 0 {
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// nullableRef tells whether e is a member of r's join step's output that
+// a padded row makes NULL (rel.nullable).
+func (r *rel) nullableRef(e ast.Expr) bool {
+	ref, ok := unparen(e).(*ast.ColumnRef)
+	if !ok || len(ref.Name.Parts) != 2 || r.nullable == nil {
+		return false
+	}
+	side, member := ref.Name.Parts[0].Name, ref.Name.Parts[1].Name
+	return r.nullable[side+".*"] || r.nullable[side+"."+member]
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/onceflow/onceflow/internal/sql/ast"
@@ -60,15 +61,10 @@ func preservedSides(kind string) [2]bool {
 	return [2]bool{kind == "LEFT" || kind == "FULL", kind == "RIGHT" || kind == "FULL"}
 }
 
-// checkOuterJoin refuses the outer joins not planned yet: in a chain of
-// joins, or RIGHT and FULL with USING.
-func (p *planner) checkOuterJoin(j *ast.Join, top bool, what string) bool {
-	_, lj := j.Left.(*ast.Join)
-	_, rj := j.Right.(*ast.Join)
-	if !top || lj || rj {
-		p.errorf(j.Right.Position(), "%s: an outer join in a chain of joins is not supported yet: an outer join joins two tables (each a table, a view or a subquery); join the others in a subquery, such as FROM (SELECT … FROM a JOIN b ON …) ab LEFT JOIN c ON …", what)
-		return false
-	}
+// checkOuterJoin refuses the outer joins not planned yet: RIGHT and FULL
+// with USING. (In a chain, an outer join's sides are planned as leaves
+// of their own: joinFrom.)
+func (p *planner) checkOuterJoin(j *ast.Join, what string) bool {
 	if len(j.Using) > 0 && j.Kind != "LEFT" {
 		p.errorf(j.Right.Position(), "%s USING (…): a USING column of a %s join is %s, not supported yet; write ON with each table's column (ON a.c = b.c) and select the one you need", what, j.Kind, map[string]string{"RIGHT": "the right table's", "FULL": "COALESCE of both tables'"}[j.Kind])
 		return false
@@ -144,8 +140,12 @@ func (p *planner) outerKeyNotNull(r *rel, sink *table, key []string, ins *ast.In
 				continue
 			}
 			side := ref.Name.Parts[0].Name
-			if side == "left" && r.padded[0] || side == "right" && r.padded[1] {
-				p.errorf(ins.At, "table %s's primary key column %s is written from the %s side of an outer join, which is NULL in a row written padded for want of a partner, and a database key column cannot be NULL: write COALESCE(…, -1) (a value no row has) in the query, as in SELECT COALESCE(b.id, -1)", sink.name, k, side)
+			if r.nullableRef(ref) {
+				from := fmt.Sprintf("the %s side of an outer join, which is", side)
+				if !r.nullable[side+".*"] {
+					from = "a column an outer join earlier in the chain pads, which is"
+				}
+				p.errorf(ins.At, "table %s's primary key column %s is written from %s NULL in a row written padded for want of a partner, and a database key column cannot be NULL: write COALESCE(…, -1) (a value no row has) in the query, as in SELECT COALESCE(b.id, -1)", sink.name, k, from)
 				return false
 			}
 		}

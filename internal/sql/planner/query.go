@@ -58,14 +58,23 @@ type rel struct {
 	// rank is set on a Top-N result: its key must reach the sink as it
 	// is (rank.go).
 	rank *rankInfo
-	// join: r is a join of its two branches (the left and right sides).
+	// join: r is a join of its two branches (the left and right sides);
+	// pair is its join step's condition of both sides (join.go).
 	join bool
+	pair *pairCond
 	// outer, on an outer join's result, says why it is updating (for a
 	// sink that cannot take it).
 	outer string
 	// padded, on an outer join's result, tells which of its sides (the
 	// join step's left and right members) are padded with NULLs.
 	padded [2]bool
+	// nullable, on a join's result, names the members of its join step's
+	// output ("left.id", "right.*" for a whole side) that a padded row of
+	// this join or of an outer join before it in a chain makes NULL;
+	// nullOut, on a join's side, the columns of its select that come
+	// straight from such a member (outerKeyNotNull).
+	nullable map[string]bool
+	nullOut  map[string]bool
 	// csv is set while the records are a csv table's values, before the
 	// first select step reads them into JSON rows.
 	csv *csvFormat

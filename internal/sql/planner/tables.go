@@ -317,7 +317,10 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 		}
 		if r.outer != "" {
 			why = r.outer
-			hint += ", keyed by columns that tell the rows apart (a padded row's key is computed with its NULLs, so its retraction deletes it)"
+			hint += ", keyed by columns that tell the rows apart"
+			if r.padded[0] || r.padded[1] {
+				hint += " (a padded row's key is computed with its NULLs, so its retraction deletes it)"
+			}
 		}
 		p.errorf(ins.At, "table %s is append-only and the query's result is updating (%s): %s", sink.name, why, hint)
 		return nil
@@ -367,7 +370,7 @@ func (p *planner) sinkSteps(r *rel, ins *ast.Insert, sink *table) []step {
 			}
 		}
 	}
-	if r.outer != "" && upsert && !p.outerKeyNotNull(r, sink, key, ins) {
+	if r.nullable != nil && upsert && !p.outerKeyNotNull(r, sink, key, ins) {
 		return nil
 	}
 	if p.materializeForce(r, key, ins.At) == nil {

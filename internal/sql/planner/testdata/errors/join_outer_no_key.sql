@@ -1,4 +1,4 @@
--- want: join_outer_no_key.sql:7:62: a.x < b.y: a condition of both tables in the ON of an outer join is part of the match (a row that meets no partner by it is padded with NULLs), which the join step cannot test yet; an outer join's ON holds equalities of a column of each table, and conditions of one table. Move it to the WHERE if it may drop the padded rows, or write an inner JOIN
+-- want: join_outer_no_key.sql:7:57: the join of a and b has no equality of a column of each (ON a.k = b.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)
 CREATE TABLE a (id BIGINT, k STRING, x DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'a', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
 CREATE TABLE b (id BIGINT, k STRING, y DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'b', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
 CREATE TABLE c (id BIGINT, k STRING, z DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'c', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');

@@ -1,7 +1,0 @@
--- want: join_outer_chain.sql:7:77: LEFT JOIN c: an outer join in a chain of joins is not supported yet: an outer join joins two tables (each a table, a view or a subquery); join the others in a subquery, such as FROM (SELECT … FROM a JOIN b ON …) ab LEFT JOIN c ON …
-CREATE TABLE a (id BIGINT, k STRING, x DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'a', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
-CREATE TABLE b (id BIGINT, k STRING, y DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'b', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
-CREATE TABLE c (id BIGINT, k STRING, z DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'c', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
-CREATE TABLE out_t (a_id BIGINT, b_id BIGINT, y DOUBLE, PRIMARY KEY (a_id, b_id) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'key.format' = 'json', 'value.format' = 'json');
-SET 'table.exec.state.ttl' = '1 h';
-INSERT INTO out_t SELECT a.id, b.id, y FROM a JOIN b ON a.k = b.k LEFT JOIN c ON c.k = a.k;

@@ -1,0 +1,7 @@
+-- The result of an outer join, joined: the join takes its retractions.
+CREATE TABLE a (id BIGINT, k STRING, x DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'a', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE b (id BIGINT, k STRING, y DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'b', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE c (id BIGINT, k STRING, z DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'c', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE out_t (a_id BIGINT, b_id BIGINT, z DOUBLE, PRIMARY KEY (a_id, b_id) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'key.format' = 'json', 'value.format' = 'json');
+SET 'table.exec.state.ttl' = '1 h';
+INSERT INTO out_t SELECT ab.a_id, ab.b_id, c.z FROM (SELECT a.id AS a_id, COALESCE(b.id, -1) AS b_id, a.k FROM a LEFT JOIN b ON a.k = b.k) ab JOIN c ON ab.k = c.k;
