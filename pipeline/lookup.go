@@ -90,6 +90,9 @@ type LookupConfig struct {
 	// order) must equal: expressions such as value.customer_id. A record
 	// with a null key value matches no row.
 	KeyExprs []string
+	// Match, when set, is a condition a record must meet to be looked
+	// up: one that does not matches no row.
+	Match string
 	// Kind is LookupInner (default: a record matching no row is dropped)
 	// or LookupLeft (it is emitted with "right": null).
 	Kind string
@@ -142,6 +145,8 @@ var lookupSpec = Spec{
 		{Name: "columns", Type: StringList, Required: true, Example: "[id, name, country]",
 			Missing:     "list the table's columns to read, such as columns: [id, name]",
 			Description: "The columns of the row the output's \"right\" holds."},
+		{Name: "match", Type: Condition, Example: "value.amount > 10",
+			Description: "A condition a record must meet to be looked up: one that does not matches no row (with kind: left it is emitted padded). SQL's ON condition of the probe side's own columns in a LEFT JOIN."},
 		{Name: "kind", Type: String, Default: LookupInner, Example: LookupLeft,
 			Description: "inner (a record matching no row is dropped) or left (it is emitted with \"right\": null)."},
 		{Name: "cache", Type: String, Default: LookupCacheNone, Example: LookupCachePartial,
@@ -184,7 +189,7 @@ var lookupSpec = Spec{
 func init() { Register(lookupSpec) }
 
 func lookupConfigOf(p Params) LookupConfig {
-	c := LookupConfig{Connector: p.Text("connector"), Kind: p.Text("kind"), Cache: p.Text("cache"),
+	c := LookupConfig{Connector: p.Text("connector"), Kind: p.Text("kind"), Match: p.Text("match"), Cache: p.Text("cache"),
 		CacheMaxRows: p.Int("cache-max-rows"), ExpireAfterWrite: p.Duration("cache-expire-after-write"),
 		ExpireAfterAccess: p.Duration("cache-expire-after-access"), MaxRetries: p.Int("max-retries"), BatchSize: p.Int("batch-size"),
 		Source: LookupSource{DSN: p.Text("dsn"), Table: p.Text("table"), Columns: p.List("columns")}}
@@ -251,6 +256,11 @@ func (c *LookupConfig) check() ([]*Expr, error) {
 		errs = append(errs, &FieldError{Field: "columns", Msg: "must list at least one column"})
 	}
 	var exprs []*Expr
+	if c.Match != "" {
+		if _, err := CompileExpr(c.Match, BoolResult); err != nil {
+			errs = append(errs, &FieldError{Field: "match", Err: err})
+		}
+	}
 	for i, src := range c.KeyExprs {
 		e, err := CompileExpr(src, AnyResult)
 		if err != nil {
@@ -296,11 +306,27 @@ func (c LookupConfig) operator() (Operator, error) {
 	for _, e := range exprs {
 		uses |= e.access()
 	}
+	var match *Expr
+	if c.Match != "" {
+		if match, err = CompileExpr(c.Match, BoolResult); err != nil {
+			return Operator{}, &FieldError{Field: "match", Err: err}
+		}
+		uses |= match.access()
+	}
 	return Operator{
 		Uses:      uses,
 		BatchSize: c.BatchSize,
 		Reporter:  lk,
 		Prepare: func(r Record) (any, error) {
+			if match != nil {
+				ok, err := match.EvalBool(r)
+				if err != nil {
+					return nil, flow.Unrecoverable(fmt.Errorf("record %s: lookup match: %w", r.Position(), err))
+				}
+				if !ok {
+					return lookupKey(nil), nil
+				}
+			}
 			k := make(lookupKey, len(exprs))
 			for i, e := range exprs {
 				v, null, err := e.evalKeyOrNull(r, true)
