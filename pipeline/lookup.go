@@ -520,21 +520,18 @@ func (h *latencyHistogram) observe(d time.Duration) {
 	h.sumNs.Add(int64(d))
 }
 
-// report emits the histogram as Prometheus's series: cumulative
-// lookup_seconds_bucket{le}, lookup_seconds_sum and lookup_seconds_count.
+// report emits the histogram as onceflow_lookup_seconds.
 func (h *latencyHistogram) report(emit func(flow.Metric)) {
-	const help = "Latency of a lookup join's queries (one per batch of keys)."
-	var cum int64
+	hist := &flow.Histogram{Buckets: make(map[float64]uint64, len(lookupBuckets))}
+	var cum uint64
 	for i := range h.counts {
-		cum += h.counts[i].Load()
-		le := "+Inf"
+		cum += uint64(h.counts[i].Load())
 		if i < len(lookupBuckets) {
-			le = strconv.FormatFloat(lookupBuckets[i], 'g', -1, 64)
+			hist.Buckets[lookupBuckets[i]] = cum
 		}
-		emit(flow.Metric{Name: "lookup_seconds_bucket", Help: help, Counter: true, Labels: []flow.Label{{Name: "le", Value: le}}, Value: float64(cum)})
 	}
-	emit(flow.Metric{Name: "lookup_seconds_sum", Help: help, Counter: true, Value: time.Duration(h.sumNs.Load()).Seconds()})
-	emit(flow.Metric{Name: "lookup_seconds_count", Help: help, Counter: true, Value: float64(cum)})
+	hist.Count, hist.Sum = cum, time.Duration(h.sumNs.Load()).Seconds()
+	emit(flow.Metric{Name: "lookup_seconds", Help: "Latency of a lookup join's queries (one per batch of keys), in seconds.", Histogram: hist})
 }
 
 // LookupCache is a lookup join's cache (Flink's partial cache): up to
