@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,13 +15,14 @@ import (
 // lookup step; docs/design.md, "SQL", lookup joins): one query per batch
 // of keys, the keys sent as text arrays and cast to the key columns'
 // types, so the table's index on them serves it. Safe for concurrent
-// use; it holds one connection, opened again after an error.
+// use: each Get takes an idle connection, or opens one (at most as many
+// as Gets run at once; 4 kept idle); a connection that failed is closed.
 type Lookup struct {
 	dsn, table    string
 	keys, columns []string
 
-	mu    sync.Mutex
-	conn  *pgx.Conn
+	idle  chan *pgx.Conn
+	mu    sync.Mutex // query
 	query string
 }
 
@@ -35,38 +35,51 @@ func OpenLookup(dsn, table string, keys, columns []string) (*Lookup, error) {
 	if err := checkIdent("table", table); err != nil {
 		return nil, flow.Unrecoverable(err)
 	}
-	return &Lookup{dsn: dsn, table: table, keys: keys, columns: columns}, nil
+	return &Lookup{dsn: dsn, table: table, keys: keys, columns: columns, idle: make(chan *pgx.Conn, 4)}, nil
+}
+
+// conn returns an idle connection, or a new one, and the query.
+func (l *Lookup) conn(ctx context.Context) (*pgx.Conn, string, error) {
+	l.mu.Lock()
+	q := l.query
+	l.mu.Unlock()
+	select {
+	case c := <-l.idle:
+		return c, q, nil
+	default:
+	}
+	c, err := pgx.Connect(ctx, l.dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("connect to %s: %v", RedactDSN(l.dsn), redactErr(err, l.dsn))
+	}
+	if q == "" {
+		if q, err = l.prepare(ctx, c); err != nil {
+			c.Close(context.Background())
+			return nil, "", err
+		}
+		l.mu.Lock()
+		l.query = q
+		l.mu.Unlock()
+	}
+	return c, q, nil
 }
 
 // Get returns, for each key, the JSON objects of the matching rows'
 // columns.
 func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		conn, err := pgx.Connect(ctx, l.dsn)
-		if err != nil {
-			return nil, fmt.Errorf("connect to %s: %v", RedactDSN(l.dsn), redactErr(err, l.dsn))
-		}
-		if l.query == "" {
-			q, err := l.prepare(ctx, conn)
-			if err != nil {
-				conn.Close(context.Background())
-				return nil, err
-			}
-			l.query = q
-		}
-		l.conn = conn
+	c, q, err := l.conn(ctx)
+	if err != nil {
+		return nil, err
 	}
 	args := make([]any, len(l.keys))
-	for c := range l.keys {
+	for k := range l.keys {
 		col := make([]string, len(keys))
-		for i, k := range keys {
-			col[i] = k[c]
+		for i, key := range keys {
+			col[i] = key[k]
 		}
-		args[c] = col
+		args[k] = col
 	}
-	rows, err := l.conn.Query(ctx, l.query, args...)
+	rows, err := c.Query(ctx, q, args...)
 	if err == nil {
 		out := make([][][]byte, len(keys))
 		var ord int64
@@ -76,21 +89,16 @@ func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
 			return nil
 		})
 		if err == nil {
+			select {
+			case l.idle <- c:
+			default:
+				c.Close(context.Background())
+			}
 			return out, nil
 		}
 	}
-	if l.conn.IsClosed() || !isQueryError(err) {
-		l.conn.Close(context.Background())
-		l.conn = nil
-	}
+	c.Close(context.Background()) // after an error: a fresh one next time
 	return nil, fmt.Errorf("look up %s: %v", l.table, redactErr(err, l.dsn))
-}
-
-// isQueryError tells an error the server gave for the query (the
-// connection stays usable).
-func isQueryError(err error) bool {
-	var pe interface{ SQLState() string }
-	return errors.As(err, &pe)
 }
 
 // prepare reads the key columns' types and writes the query.
@@ -126,14 +134,14 @@ func (l *Lookup) prepare(ctx context.Context, conn *pgx.Conn) (string, error) {
 		strings.Join(obj, ", "), strings.Join(arrays, ", "), strings.Join(names, ", "), ident(l.table), strings.Join(on, " AND ")), nil
 }
 
-// Close closes the connection.
+// Close closes the idle connections.
 func (l *Lookup) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn != nil {
-		err := l.conn.Close(context.Background())
-		l.conn = nil
-		return err
+	for {
+		select {
+		case c := <-l.idle:
+			c.Close(context.Background())
+		default:
+			return nil
+		}
 	}
-	return nil
 }
