@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,4 +58,32 @@ func TestLookupGet(t *testing.T) {
 			t.Errorf("%s.%s: %v; want an unrecoverable error saying %q", tc.table, tc.col, err, tc.want)
 		}
 	}
+}
+
+// BenchmarkLookupGet: batches of 256 keys, a third of them missing, from
+// a table of 100,000 rows keyed by its primary key; reports keys/s.
+func BenchmarkLookupGet(b *testing.B) {
+	dsn, srv := dbtest.Postgres(b)
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	ctx := context.Background()
+	if err := srv.Exec(ctx, db, `CREATE TABLE dim (id bigint PRIMARY KEY, name text, tier int);
+		INSERT INTO dim SELECT g, 'name-' || g, g % 7 FROM generate_series(0, 99999) g`); err != nil {
+		b.Fatal(err)
+	}
+	l, err := OpenLookup(dsn, "dim", []string{"id"}, []string{"id", "name", "tier"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	keys := make([][]string, 256)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range keys {
+			keys[j] = []string{strconv.Itoa((i*256 + j) * 3 / 2 % 150000)}
+		}
+		if _, err := l.Get(ctx, keys); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*256)/b.Elapsed().Seconds(), "keys/s")
 }
