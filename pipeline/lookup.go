@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -481,6 +482,9 @@ func (l *lookupOp) get(keys [][]string) ([][][]byte, error) {
 			}
 		}
 		last = err
+		// The job's logger is not the step's: the process's default
+		// one (standard error) says why the job is slow.
+		slog.Warn("lookup failed", "connector", l.cfg.Connector, "table", l.cfg.Source.Table, "keys", len(keys), "attempt", attempt+1, "max-retries", l.cfg.MaxRetries, "err", err)
 		if errors.Is(err, flow.ErrUnrecoverable) {
 			// A missing table or column: no retry makes it appear.
 			return nil, fmt.Errorf("lookup in %s table %s: %w", l.cfg.Connector, l.cfg.Source.Table, err)
