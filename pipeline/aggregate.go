@@ -61,6 +61,7 @@ var aggregateSpec = Spec{
 	Fields: []Field{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
 			Description: "What the records are grouped by. Part of the step's default id."},
+		keyOfField,
 		{Name: "fields", Type: StringMap, Required: true, Example: `{ revenue: "sum(value.amount)", orders: "count()" }`,
 			Missing:     `give the output's fields, such as fields: { revenue: "sum(value.amount)", orders: "count()" }`,
 			Description: "The output's fields, each count(), sum(e), min(e), max(e), avg(e), first(e), last(e) or distinct(e)."},
@@ -72,7 +73,7 @@ var aggregateSpec = Spec{
 			Description: "The input is an updating result: a retraction (-U or -D) takes its row out of its group (count, sum, avg; min, max and distinct keep a count of each value of the group to find the next min or max; first keeps the first row's value while the group has rows, for values every row of the group shares); a group left with no row is deleted (-D). Without it a retraction is a poison record."},
 	},
 	IDField:     "key",
-	StateFields: []string{"key", "fields", "retractions"},
+	StateFields: []string{"key", "key-of", "fields", "retractions"},
 	Validate: func(p Params) error {
 		_, err := aggregateConfig(p, Env{}).operator()
 		return err

@@ -279,9 +279,10 @@ func TestIntervalJoinRefusesBadBounds(t *testing.T) {
 	}
 }
 
-// TestIntervalJoinInAJob runs interval-join and window-join in the engine
-// at parallelism 1 and 3: two sources with event time, every pair within
-// the bounds (in one window) once.
+// TestIntervalJoinInAJob runs interval-join and window-join (tumbling,
+// sliding and cumulate windows) in the engine at parallelism 1 and 3: two
+// sources with event time, every pair within the bounds once (once per
+// window holding both).
 func TestIntervalJoinInAJob(t *testing.T) {
 	var left, right []krec
 	for i := range 60 {
@@ -299,6 +300,21 @@ func TestIntervalJoinInAJob(t *testing.T) {
 			if i%4 == j%4 && lt/40 == rt/40 {
 				wants["window-join"] = append(wants["window-join"], fmt.Sprintf("l%d-r%d", i, j))
 			}
+			// Sliding windows of 40 every 20: a pair once per window
+			// [s, s+40) (s a multiple of 20) holding both.
+			for s := (max(lt, rt)/20)*20 - 20; s <= min(lt, rt); s += 20 {
+				if i%4 == j%4 && s+40 > max(lt, rt) {
+					wants["window-join-hop"] = append(wants["window-join-hop"], fmt.Sprintf("l%d-r%d", i, j))
+				}
+			}
+			// Cumulate windows of 40 by 20: [s, s+20) and [s, s+40).
+			if s := (lt / 40) * 40; i%4 == j%4 && s == (rt/40)*40 {
+				for _, end := range []int{s + 20, s + 40} {
+					if lt < end && rt < end {
+						wants["window-join-cumulate"] = append(wants["window-join-cumulate"], fmt.Sprintf("l%d-r%d", i, j))
+					}
+				}
+			}
 		}
 	}
 	acc := kAccess
@@ -306,8 +322,12 @@ func TestIntervalJoinInAJob(t *testing.T) {
 	steps := map[string]Step{
 		"interval-join": {Op: "interval-join", Params: Params{"left-key": "value.k", "right-key": "value.k", "lower": "-20ms", "upper": "0s", "left-time": "value.t", "right-time": "value.t"}},
 		"window-join":   {Op: "window-join", Params: Params{"left-key": "value.k", "right-key": "value.k", "size": 40 * time.Millisecond, "left-time": "value.t", "right-time": "value.t"}},
+		"window-join-hop": {Op: "window-join", Params: Params{"left-key": "value.k", "right-key": "value.k", "size": 40 * time.Millisecond, "slide": 20 * time.Millisecond,
+			"left-time": "value.t", "right-time": "value.t"}},
+		"window-join-cumulate": {Op: "window-join", Params: Params{"left-key": "value.k", "right-key": "value.k", "size": 40 * time.Millisecond, "step": 20 * time.Millisecond,
+			"left-time": "value.t", "right-time": "value.t"}},
 	}
-	for _, op := range []string{"interval-join", "window-join"} {
+	for _, op := range []string{"interval-join", "window-join", "window-join-hop", "window-join-cumulate"} {
 		want := wants[op]
 		sort.Strings(want)
 		if len(want) < 30 {

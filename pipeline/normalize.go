@@ -28,11 +28,12 @@ var normalizeSpec = Spec{
 	Fields: []Field{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: KeyRecordKey,
 			Description: "The upsert key: records of one key replace each other. Part of the step's default id."},
+		keyOfField,
 		{Name: "ttl", Type: Duration, Example: "7d",
 			Description: "Forget a key this long after its last record; not set: keep it forever."},
 	},
 	IDField:     "key",
-	StateFields: []string{"key"},
+	StateFields: []string{"key", "key-of"},
 	Stateful:    true,
 	Props: func(p Params) Props {
 		pr := Props{Keys: KeysKept}

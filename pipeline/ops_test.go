@@ -391,7 +391,7 @@ func TestIDs(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"aggregate", "changelog-normalize", "count", "dedupe", "explode", "extract-key", "filter", "interval-join", "join", "key-by", "lookup", "map", "route", "select", "top-n", "union", "window", "window-join"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"aggregate", "changelog-normalize", "count", "dedupe", "explode", "extract-key", "filter", "interval-join", "join", "key-by", "lookup", "map", "route", "select", "temporal-join", "top-n", "union", "window", "window-join"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
 	for _, spec := range Specs() {
@@ -460,7 +460,7 @@ func TestExplain(t *testing.T) {
 
 func TestFieldNamesSorted(t *testing.T) {
 	spec, _ := Lookup("dedupe")
-	if got := spec.FieldNames(); !sort.StringsAreSorted(got) || len(got) != 2 {
+	if got := spec.FieldNames(); !sort.StringsAreSorted(got) || len(got) != 3 {
 		t.Errorf("FieldNames() = %q", got)
 	}
 }

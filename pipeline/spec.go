@@ -334,6 +334,14 @@ func (p Params) Int(name string) int {
 	return n
 }
 
+// keyOfField is the key-of field of the keyed steps whose key an earlier
+// step may have made (a SQL select's key columns): it computes nothing,
+// but it is one of their StateFields, so a restore into keys made of other
+// columns is refused instead of reading one grouping's state as another's
+// (docs/design.md, "State layouts").
+var keyOfField = Field{Name: "key-of", Type: StringList, Example: "[ user_id ]",
+	Description: "What the record key was made of by the steps before, such as a SQL query's GROUP BY or PARTITION BY expressions: it computes nothing, but it is part of the step's state layout, so a restore whose keys are made of something else is refused."}
+
 // StateLayout is the layout of a step of spec s with params p (defaults
 // applied) as checkpoints record it: the operator's name and each of its
 // StateFields with its value, in a canonical text. "" when s declares no

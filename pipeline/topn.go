@@ -68,6 +68,7 @@ var topNSpec = Spec{
 	Fields: []Field{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.auction",
 			Description: "What partitions the rows: each key keeps its own top n. Part of the step's default id."},
+		keyOfField,
 		{Name: "n", Type: Int, Required: true, Example: "3",
 			Missing:     "give how many rows each key keeps, such as n: 3",
 			Description: fmt.Sprintf("How many rows each key keeps, 1 to %d.", maxTopN)},
@@ -80,7 +81,7 @@ var topNSpec = Spec{
 			Description: "Forget a key's rows this long after its last record; not set: keep them forever."},
 	},
 	IDField:     "key",
-	StateFields: []string{"key", "n", "order"},
+	StateFields: []string{"key", "key-of", "n", "order"},
 	Validate: func(p Params) error {
 		_, err := topNConfig(p, Env{}).operator()
 		return err

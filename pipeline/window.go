@@ -122,6 +122,7 @@ var windowSpec = Spec{
 	Fields: []Field{
 		{Name: "key", Type: KeyExpr, Default: KeyRecordKey, Example: "value.user_id",
 			Description: "What the records are grouped by. Part of the step's default id."},
+		keyOfField,
 		{Name: "size", Type: Duration, Example: "1m",
 			Description: "The length of tumbling and sliding windows; the largest of cumulate windows."},
 		{Name: "slide", Type: Duration, Example: "10s",
@@ -145,7 +146,7 @@ var windowSpec = Spec{
 			Description: "A record's event time in ms, where earlier steps moved it (a SQL job's select); not set: the job's event-time timestamp. It must be the time the watermarks follow. `processing`: processing-time windows (see above)."},
 	},
 	IDField:     "key",
-	StateFields: []string{"key", "size", "slide", "step", "gap", "offset", "time", "fields"},
+	StateFields: []string{"key", "key-of", "size", "slide", "step", "gap", "offset", "time", "fields"},
 	Stateful:    true,
 	Validate: func(p Params) error {
 		_, err := windowConfig(p, Env{}).operator(nil)

@@ -10,37 +10,45 @@ import (
 )
 
 // The window join (docs/design.md, "Named streams" and "SQL"): an inner
-// join of two streams on equal keys within the same tumbling event-time
-// window, SQL's join of two TUMBLE table functions on window_start,
-// window_end and keys. Each side's records are kept by window until the
-// watermark passes the window's end; an event-time timer then emits the
-// window's pairs, once, and frees both sides' records of it. A record
-// whose window has already closed is late: counted, and sent to
-// late-topic or dropped, as the window step does.
+// join of two streams on equal keys within the same event-time window,
+// SQL's join of two TUMBLE, HOP or CUMULATE table functions on
+// window_start, window_end and keys. Each side's records are kept by
+// window (a record of sliding or cumulate windows in each of its
+// windows) until the watermark passes the window's end; an event-time
+// timer then emits the window's pairs, once, and frees both sides'
+// records of it. A record whose windows have all closed is late:
+// counted, and sent to late-topic or dropped, as the window step does.
 
 var windowJoinSpec = Spec{
 	Name:    "window-join",
-	Summary: "Pairs the records of a stream's two inputs whose keys are equal and whose event times fall in the same tumbling window, when the window closes (an inner window join).",
+	Summary: "Pairs the records of a stream's two inputs whose keys are equal and whose event times fall in the same window (tumbling, sliding or cumulate), when the window closes (an inner window join).",
 	Doc: "Only the first step of a stream whose `from:` names exactly two inputs: the first is the left side, the second " +
-		"the right. Each record is kept in the keyed state of its key and its window `[start, start + size)` (start a " +
-		"multiple of `size` from the Unix epoch, as the window step's). When the watermark passes the window's last " +
+		"the right. Each record is kept in the keyed state of its key and of each window that holds it, cut as the window " +
+		"step cuts them: `size` alone, tumbling windows `[start, start + size)` (start a multiple of `size` from the Unix " +
+		"epoch); with `slide`, sliding (hopping) windows of `size` starting at multiples of `slide` (a record is in " +
+		"`size / slide` of them); with `step`, cumulate windows starting at multiples of `size` and ending at each `step` " +
+		"after it (a record is in each that ends after it). When the watermark passes a window's last " +
 		"millisecond, the step emits every pair of a left and a right record of the key and window, once: key the join " +
 		"key, value `{\"left\": <left value>, \"right\": <right value>, \"window_start\": ms, \"window_end\": ms, " +
 		"\"window_time\": ms}` (window_time is window_end - 1 ms), timestamp window_time; then it frees the window's " +
 		"records. The result only appends; the state holds the open windows' records and needs no ttl.\n\n" +
-		"The step's watermark is the smaller of its two inputs' (an idle input does not hold it back). A record whose " +
-		"window the watermark has already passed is late: it pairs with nothing, goes to `late-topic` unchanged or is " +
+		"The step's watermark is the smaller of its two inputs' (an idle input does not hold it back). A record is kept " +
+		"in its windows the watermark has not passed; one whose windows it has all passed is late: it pairs with nothing, goes to `late-topic` unchanged or is " +
 		"dropped when none is set, and is counted with the window step's late records " +
 		"(`onceflow_window_late_records_total`). `left-time` and `right-time` are each side's event time in ms; not set: " +
 		"the event-time timestamp of the side's sources. Keys are as join's: a null key pairs with nothing and is not kept. " +
 		"A restore resumes from the checkpoint with the kept records and their timers, so no pair is emitted twice by an " +
 		"exactly-once job.",
 	Fields: eventJoinFields(Field{Name: "size", Type: Duration, Required: true, Example: "1m",
-		Missing:     "give the length of the tumbling windows, such as size: 1m",
-		Description: "The length of the tumbling windows both sides are cut into; positive, in whole milliseconds."},
+		Missing:     "give the length of the windows, such as size: 1m",
+		Description: "The length of the windows both sides are cut into (cumulate: the largest); positive, in whole milliseconds."},
+		Field{Name: "slide", Type: Duration, Example: "10s",
+			Description: "Sliding (hopping) windows: a window starts every slide; it divides size. Not set: tumbling windows."},
+		Field{Name: "step", Type: Duration, Example: "10s",
+			Description: "Cumulate windows: each window of size also ends at every step after its start; it divides size."},
 	),
 	IDField:     "left-key",
-	StateFields: []string{"left-key", "right-key", "size"},
+	StateFields: []string{"left-key", "right-key", "size", "slide", "step"},
 	Stateful:    true,
 	Inputs:      2,
 	Validate:    func(p Params) error { return windowJoinConfigOf(p, Env{}).validate() },
@@ -58,14 +66,14 @@ var windowJoinSpec = Spec{
 	},
 	DescribeIn: func(p Params, env Env) string {
 		c := windowJoinConfigOf(p, env)
-		s := fmt.Sprintf("window join on %s = %s in tumbling windows of %s (left time %s, right time %s)", c.LeftKey, c.RightKey, durfmt.Short(c.Size), c.LeftTime, c.RightTime)
+		s := fmt.Sprintf("window join on %s = %s in %s (left time %s, right time %s)", c.LeftKey, c.RightKey, c.windowsText(), c.LeftTime, c.RightTime)
 		if c.LateTopic != "" {
 			s += ", late records to " + c.LateTopic
 		}
 		return s
 	},
 	GoFunc:  "flow.CoProcess",
-	Example: "- window-join: { left-key: value.auction, right-key: value.id, size: 1m, left-time: value.ts, right-time: value.ts }",
+	Example: "- window-join: { left-key: value.auction, right-key: value.id, size: 1m, slide: 30s, left-time: value.ts, right-time: value.ts }",
 }
 
 func init() { Register(windowJoinSpec) }
@@ -74,44 +82,88 @@ func init() { Register(windowJoinSpec) }
 type WindowJoinConfig struct {
 	LeftKey, RightKey   string
 	LeftTime, RightTime string
-	Size                time.Duration
-	LateTopic           string
+	// Size alone: tumbling windows; with Slide: sliding ones; with Step:
+	// cumulate ones (the window step's shapes).
+	Size, Slide, Step time.Duration
+	LateTopic         string
 }
 
 func windowJoinConfigOf(p Params, env Env) WindowJoinConfig {
 	ic := intervalJoinConfigOf(p, env) // the keys, times and late-topic, read alike
 	return WindowJoinConfig{LeftKey: ic.LeftKey, RightKey: ic.RightKey, LeftTime: ic.LeftTime, RightTime: ic.RightTime,
-		Size: p.Duration("size"), LateTopic: ic.LateTopic}
+		Size: p.Duration("size"), Slide: p.Duration("slide"), Step: p.Duration("step"), LateTopic: ic.LateTopic}
+}
+
+func (c WindowJoinConfig) windowsText() string {
+	switch {
+	case c.Step > 0:
+		return fmt.Sprintf("cumulate windows of %s by %s", durfmt.Short(c.Size), durfmt.Short(c.Step))
+	case c.Slide > 0 && c.Slide != c.Size:
+		return fmt.Sprintf("sliding windows of %s every %s", durfmt.Short(c.Size), durfmt.Short(c.Slide))
+	}
+	return "tumbling windows of " + durfmt.Short(c.Size)
+}
+
+// shape is the windows as the window step cuts them.
+func (c WindowJoinConfig) shape() (shape, error) {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"size", c.Size}, {"slide", c.Slide}, {"step", c.Step}} {
+		if f.d < 0 || f.d%time.Millisecond != 0 || f.name == "size" && f.d == 0 {
+			return shape{}, &FieldError{Field: f.name, Msg: fmt.Sprintf("must be positive and in whole milliseconds, not %s", durfmt.Short(f.d))}
+		}
+	}
+	if c.Slide > 0 && c.Step > 0 {
+		return shape{}, &FieldError{Field: "step", Msg: "makes cumulate windows and cannot go with slide (sliding windows): give one of them"}
+	}
+	return WindowConfig{Size: c.Size, Slide: c.Slide, Step: c.Step}.shape()
 }
 
 func (c WindowJoinConfig) validate() error {
-	if c.Size <= 0 || c.Size%time.Millisecond != 0 {
-		return &FieldError{Field: "size", Msg: fmt.Sprintf("must be positive and in whole milliseconds, not %s", durfmt.Short(c.Size))}
-	}
-	return nil
+	_, err := c.shape()
+	return err
 }
 
 func (c WindowJoinConfig) operator(late lateCounter) (Operator, error) {
-	if err := c.validate(); err != nil {
+	sh, err := c.shape()
+	if err != nil {
 		return Operator{}, err
 	}
-	size := c.Size.Milliseconds()
+	size := sh.size
 	op, err := eventTimeJoin(c.LeftKey, c.RightKey, c.LeftTime, c.RightTime, c.LateTopic)
 	if err != nil {
 		return Operator{}, err
 	}
 	lateTopic := c.LateTopic
 	op.Two = func(st *state.Store) TwoInputs {
-		// Each side's kept records of the current key, by window start.
+		// Each side's kept records of the current key, by window: its
+		// start (tumbling and sliding windows, all of one size), or its
+		// end (cumulate windows, which share their starts).
 		codec := state.Codec[[][]byte](rowsCodec{})
 		left := state.NewMapWithCodecs(st, "left", state.DefaultCodec[int64](), codec)
 		right := state.NewMapWithCodecs(st, "right", state.DefaultCodec[int64](), codec)
+		windowKey := func(w span) int64 {
+			if sh.step > 0 {
+				return w.End
+			}
+			return w.Start
+		}
 		side := func(mine *state.Map[int64, [][]byte]) func(Record, Clock, Out) error {
 			return func(r Record, clk Clock, out Out) error {
 				ts := r.Prepared().(int64)
-				start := ts - ((ts%size)+size)%size // floor, for times before 1970 too
-				last := start + size - 1
-				if last <= clk.Watermark() {
+				wm, kept := clk.Watermark(), false
+				for _, w := range sh.assign(ts) {
+					if w.End-1 <= wm {
+						continue // closed
+					}
+					k := windowKey(w)
+					rows, _ := mine.Get(k)
+					mine.Put(k, append(rows, append([]byte(nil), r.Value()...)))
+					clk.RegisterEventTimeTimer(w.End - 1)
+					kept = true
+				}
+				if !kept {
 					if late != nil {
 						late.Add(1)
 					}
@@ -119,28 +171,29 @@ func (c WindowJoinConfig) operator(late lateCounter) (Operator, error) {
 						r.SetTopic(lateTopic)
 						out.Forward()
 					}
-					return nil
 				}
-				rows, _ := mine.Get(start)
-				mine.Put(start, append(rows, append([]byte(nil), r.Value()...)))
-				clk.RegisterEventTimeTimer(last)
 				return nil
 			}
 		}
 		return TwoInputs{
 			OnLeft:  side(left),
 			OnRight: side(right),
+			// A timer at t closes the window ending at t+1.
 			OnTimer: func(key string, at int64, _ Clock, out Out) error {
-				start := at - size + 1
-				ls, _ := left.Get(start)
-				rs, _ := right.Get(start)
+				w := span{Start: at + 1 - size, End: at + 1}
+				if sh.step > 0 {
+					w.Start = floorDiv(at, size) * size
+				}
+				k := windowKey(w)
+				ls, _ := left.Get(k)
+				rs, _ := right.Get(k)
 				for _, l := range ls {
 					for _, r := range rs {
-						out.Emit([]byte(key), windowJoinedValue(l, r, start, start+size), at)
+						out.Emit([]byte(key), windowJoinedValue(l, r, w.Start, w.End), at)
 					}
 				}
-				left.Delete(start)
-				right.Delete(start)
+				left.Delete(k)
+				right.Delete(k)
 				return nil
 			},
 		}

@@ -45,6 +45,15 @@
 //     the later stage's watermark is the smallest of the writing tasks'
 //     (Task.Upstreams, Task.MarkAs).
 //
+// Instance.Savepoint takes a savepoint of the whole job, every task of
+// every stage on whichever instance runs it, asked at any one instance
+// (the instances carry the request through the shared checkpoint
+// directory); with stop the stages stop one after the other, each after
+// reading its repartition topic to the end the one before left, and
+// every instance's Run returns. Config.FromSavepoint, given to every
+// instance of a later start at any instance count, restores it
+// (docs/design.md, "Scale-out": savepoints of the whole job).
+//
 // An input written with Kafka's default partitioner is partitioned by
 // record key, so a count by record key needs one stage:
 //

@@ -91,6 +91,17 @@ type Config struct {
 	// RepartitionSetting is how errors name RepartitionPartitions, default
 	// "RepartitionPartitions" (the job-file runner names its YAML key).
 	RepartitionSetting string
+	// FromSavepoint is a job savepoint to start from (Instance.Savepoint
+	// took it; its directory holds job-savepoint.json): each task starts
+	// from its entry there, then from its own newer checkpoints (a task's
+	// checkpoints record the savepoint they descend from). Give it to
+	// every instance of the start. A savepoint of another job, other
+	// stages or other partition counts is refused.
+	FromSavepoint string
+	// SavepointTimeout bounds how long a job savepoint waits for the
+	// tasks of a stage to take theirs (Instance.Savepoint), default 2
+	// minutes.
+	SavepointTimeout time.Duration
 	// Joined, when set, is called once the instance is a member of the
 	// group (its tasks may be starting). An error stops the instance: it
 	// leaves the group and Run returns the error.
@@ -136,6 +147,18 @@ type Instance struct {
 	// come before NewMembership returns.
 	joined chan struct{}
 	ran    bool
+	// restore names each task's savepoint in Config.FromSavepoint.
+	restore map[string]string
+	// spSeen are the savepoint requests the instance saw in progress,
+	// spWorking the task savepoints it is taking (under mu); spStopped is
+	// closed when a stop it took part in completed.
+	spSeen    map[string]bool
+	spWorking map[string]bool
+	// spSkipped are the partitions given to the instance whose tasks it
+	// did not start, by the stop that had their savepoints (under mu).
+	spSkipped map[kafka.Partition]string
+	spStopped chan struct{}
+	stopOnce  sync.Once
 }
 
 // New checks cfg and returns the instance; Run runs it.
@@ -148,6 +171,9 @@ func New(cfg Config) (*Instance, error) {
 	}
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = time.Minute
+	}
+	if cfg.SavepointTimeout <= 0 {
+		cfg.SavepointTimeout = 2 * time.Minute
 	}
 	if cfg.RepartitionSetting == "" {
 		cfg.RepartitionSetting = "RepartitionPartitions"
@@ -195,7 +221,7 @@ func New(cfg Config) (*Instance, error) {
 	}
 	return &Instance{cfg: cfg, log: cfg.Logger, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
 		tasks: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
-		joined: make(chan struct{})}, nil
+		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spStopped: make(chan struct{})}, nil
 }
 
 // Run is New, then Instance.Run.
@@ -246,6 +272,18 @@ func (in *Instance) Run(ctx context.Context) error {
 		close(in.joined)
 		return err
 	}
+	if cfg.FromSavepoint != "" {
+		if in.restore, err = in.loadRestore(ctx); err != nil {
+			close(in.joined)
+			return err
+		}
+	}
+	// A savepoint request in progress is known before the first tasks
+	// start: a task a stop has taken the savepoint of does not start.
+	in.pollSavepoints()
+	quitWatch := make(chan struct{})
+	defer close(quitWatch)
+	go in.watchSavepoints(quitWatch)
 	var topics []string
 	for _, s := range cfg.Stages {
 		topics = append(topics, s.Topics...)
@@ -276,6 +314,7 @@ func (in *Instance) Run(ctx context.Context) error {
 	if result == nil {
 		select {
 		case <-ctx.Done():
+		case <-in.spStopped:
 		case result = <-in.fatal:
 			in.log.Error("a task cannot go on; the instance stops", "err", result)
 		}
@@ -354,6 +393,13 @@ type TaskStatus struct {
 	// its restart strategy refused, or no restart can mend its error.
 	// The instance stops.
 	Down string
+	// Stats are the counters of the task's current job (zero while it
+	// does not run): records, checkpoints completed and failed, the
+	// last checkpoint's size and durations.
+	Stats flow.Stats
+	// Savepointed names the job stop with a savepoint the task stopped
+	// for, "" for none: it does not run until the job starts again.
+	Savepointed string
 	// Problem says what is wrong with the task, "" when nothing is: it
 	// is down, it waits to restart, or it restarted and its job has not
 	// completed a checkpoint since its failure. An instance is healthy
@@ -367,10 +413,13 @@ func (in *Instance) Tasks() []TaskStatus {
 	for p, t := range in.snapshot() {
 		t.mu.Lock()
 		running := t.job != nil && !t.stopped.Load()
-		f := t.failure
+		f, j, sp := t.failure, t.job, t.savepointed
 		t.mu.Unlock()
 		st := TaskStatus{Name: t.Name, Partition: p, Stage: t.Stage, Running: running, Runs: t.runs.Load(),
-			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started}
+			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started, Savepointed: sp}
+		if j != nil {
+			st.Stats = j.Stats()
+		}
 		if f.err != nil {
 			st.LastError, st.LastFailure, st.RestartAt, st.Down = f.err.Error(), f.at, f.restartAt, f.down
 			st.Problem = f.problem(t, st)
@@ -417,7 +466,14 @@ func (in *Instance) assigned(_ context.Context, ps []kafka.Partition) {
 		if st < 0 {
 			continue // unreachable: the member subscribes to the stages' topics
 		}
-		t := &Task{Partition: p, Stage: st, Name: TaskName(in.cfg.Job, p), StateDir: in.stateDir, in: in,
+		name := TaskName(in.cfg.Job, p)
+		if id := in.blockedBySavepoint(name); id != "" {
+			in.spSkipped[p] = id
+			in.log.Info("not starting a task: the job is stopping with a savepoint, which has the task's", "task", name, "request", id)
+			continue
+		}
+		delete(in.spSkipped, p)
+		t := &Task{Partition: p, Stage: st, Name: name, StateDir: in.stateDir, in: in,
 			prev: in.tasks[p], done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
 		in.tasks[p] = t
 		in.wg.Add(1)

@@ -47,6 +47,9 @@ type Task struct {
 	lastCheckpoint atomic.Int64
 	// failure is the task's last failure (under mu).
 	failure failure
+	// savepointed is the stop request the task stopped with a savepoint
+	// for, "" for none (under mu).
+	savepointed string
 
 	// run is the state of the current run's Build.
 	run *taskRun
@@ -130,6 +133,11 @@ func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option 
 		opts = append(opts, flow.CheckpointsIn(cfg.Checkpoints))
 	}
 	opts = append(opts, flow.StopTimeout(cfg.StopTimeout))
+	if dir, ok := t.in.restore[t.Name]; ok {
+		// The job savepoint's entry: the first start restores it, later
+		// ones resume the task's checkpoints that descend from it.
+		opts = append(opts, flow.FromSavepoint(dir))
+	}
 	if len(hooks) > 0 {
 		opts = append(opts, flow.WithHooks(hooks...))
 	}
@@ -337,7 +345,7 @@ func (in *Instance) runTask(t *Task) {
 		<-t.prev.done
 	}
 	<-in.joined
-	log := in.log.With("task", t.Name)
+	log := withReadableIDs(in.log.With("task", t.Name))
 	strategy, err := restart.New(in.cfg.Restart, nil)
 	if err != nil { // unreachable: New validated it
 		in.stop(fmt.Errorf("task %s (partition %s): %w", t.Name, t.Partition, err))

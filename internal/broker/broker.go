@@ -284,6 +284,16 @@ func Start(cfg Config) (*Broker, error) {
 		}),
 	}
 	if cfg.DataDir != "" {
+		// See pruneExpiredMembers: kfake would keep their partitions
+		// owned for good.
+		n, err := pruneExpiredMembers(cfg.DataDir, cfg.GroupSessionTimeout, time.Now())
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("broker: data dir %s: dropping the group members whose session ran out: %w", cfg.DataDir, err)
+		}
+		if n > 0 {
+			cfg.Logger.Info("dropped group members whose session ran out while the broker was down; they join again", "members", n)
+		}
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
 		if cfg.SyncWrites {
 			opts = append(opts, kfake.SyncWrites())

@@ -63,6 +63,11 @@
 //     forgets a restored open transaction. The repair reads every
 //     partition's batch headers once, so that start takes time in
 //     proportion to the data.
+//     KIP-848 consumer groups keep their members across Close, each with
+//     its session: a member whose session ran out while the broker was
+//     down is dropped, with its partitions, before kfake loads them (kfake
+//     alone kept them owned by the dropped member, assigned to nobody
+//     again; repair.go, pruneExpiredMembers).
 //     Writes go to the operating system on every produce and commit, never
 //     buffered in the process, so SIGKILL loses nothing acknowledged; an
 //     operating system crash or power loss can lose recent writes unless

@@ -25,6 +25,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -278,4 +279,116 @@ func writeAbortMarker(ctx context.Context, cl *kgo.Client, topic string, partiti
 		return fmt.Errorf("writing abort marker of producer %d on %s/%d: %w", pid, topic, partition, err)
 	}
 	return nil
+}
+
+// kfake saves the members of KIP-848 consumer groups at Close and restores
+// them at the next start, but for a member whose session ran out while the
+// broker was down it restores only the member's absence: the group's
+// record of which member owns which partition (its partition epochs) keeps
+// the expired member as the owner. No member is ever fenced for it, so
+// those partitions are assigned to nobody again: the group stays
+// "reconciling" and its partitions unread, for good. (Seen in the chaos
+// run: an instance paused past the session timeout while the broker
+// restarted, and its partitions were never read again.)
+//
+// The repair: before kfake loads the saved session, drop from it the
+// members whose session has run out, or will within sessionGrace, together
+// with the partitions they own. A member dropped so comes back as a new one
+// (its next heartbeat is answered "unknown member", and it joins again),
+// which is what its expiry would have made of it.
+const sessionGrace = time.Second
+
+// pruneExpiredMembers rewrites dir's saved session (session_state.json)
+// without the consumer-group members whose session, of length timeout,
+// runs out before now+sessionGrace. It returns how many it dropped.
+func pruneExpiredMembers(dir string, timeout time.Duration, now time.Time) (int, error) {
+	path := filepath.Join(dir, "session_state.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	// Only the fields read here are decoded; the rest is kept as it is.
+	var ss map[string]json.RawMessage
+	if json.Unmarshal(data, &ss) != nil {
+		return 0, nil // kfake ignores a damaged file itself
+	}
+	var shutdownAt time.Time
+	_ = json.Unmarshal(ss["shutdownAt"], &shutdownAt)
+	var groups map[string]map[string]json.RawMessage
+	if raw, ok := ss["consumerGroups"]; !ok || json.Unmarshal(raw, &groups) != nil {
+		return 0, nil
+	}
+	dropped := 0
+	for name, g := range groups {
+		var members []json.RawMessage
+		if json.Unmarshal(g["members"], &members) != nil {
+			continue
+		}
+		gone := map[string]bool{}
+		kept := members[:0]
+		for _, raw := range members {
+			var m struct {
+				ID            string    `json:"id"`
+				LastHeartbeat time.Time `json:"lastHeartbeat"`
+			}
+			if json.Unmarshal(raw, &m) != nil {
+				kept = append(kept, raw)
+				continue
+			}
+			last := m.LastHeartbeat
+			if last.IsZero() {
+				last = shutdownAt // kfake's own fallback
+			}
+			if !last.Add(timeout).After(now.Add(sessionGrace)) {
+				gone[m.ID] = true
+				continue
+			}
+			kept = append(kept, raw)
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		dropped += len(gone)
+		var epochs map[string]map[string]struct {
+			Member string `json:"member"`
+			Epoch  int32  `json:"epoch"`
+		}
+		if raw, ok := g["partitionEpochs"]; ok && json.Unmarshal(raw, &epochs) == nil {
+			for topic, parts := range epochs {
+				for p, owner := range parts {
+					if gone[owner.Member] {
+						delete(parts, p)
+					}
+				}
+				if len(parts) == 0 {
+					delete(epochs, topic)
+				}
+			}
+			if g["partitionEpochs"], err = json.Marshal(epochs); err != nil {
+				return 0, err
+			}
+		}
+		if g["members"], err = json.Marshal(kept); err != nil {
+			return 0, err
+		}
+		groups[name] = g
+	}
+	if dropped == 0 {
+		return 0, nil
+	}
+	if ss["consumerGroups"], err = json.Marshal(groups); err != nil {
+		return 0, err
+	}
+	out, err := json.Marshal(ss)
+	if err != nil {
+		return 0, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return 0, err
+	}
+	return dropped, os.Rename(tmp, path)
 }

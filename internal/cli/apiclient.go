@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
@@ -182,12 +183,16 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 					Percent float64 `json:"time-percent"`
 				}
 			}
-			Lag map[string]any
+			Lag      map[string]any
+			ScaleOut *soStatus `json:"scale-out"`
 		}
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return err
 		}
 		w := e.stdout
+		if d.ScaleOut != nil {
+			return printScaleOutAPIStatus(ctx, w, client, d.Name, d.State, d.Records, d.Restarts, d.ScaleOut)
+		}
 		fmt.Fprintf(w, "job %s: %s for %v, %d restarts\n", d.Name, d.State, (time.Duration(d.Duration) * time.Millisecond).Round(time.Second), d.Restarts)
 		fmt.Fprintf(w, "records: %d read, %d written, %d committed, %d skipped, %d dead-lettered\n",
 			d.Records["read"], d.Records["written"], d.Records["committed"], d.Records["skipped"], d.Records["dead-lettered"])
@@ -229,6 +234,8 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 			Counts  map[string]int64
 			History []struct {
 				ID        int64  `json:"id"`
+				IDText    string `json:"id-text"`
+				Task      string `json:"task"`
 				Status    string `json:"status"`
 				Savepoint bool   `json:"is_savepoint"`
 				Trigger   int64  `json:"trigger_timestamp"`
@@ -238,12 +245,25 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 				Align     int64  `json:"alignment_duration"`
 				Failure   string `json:"failure_message"`
 			}
+			ScaleOut *struct {
+				Instance string `json:"instance"`
+			} `json:"scale-out"`
 		}
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "checkpoints: %d completed, %d failed, %d in progress\n", d.Counts["completed"], d.Counts["failed"], d.Counts["in_progress"])
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		if d.ScaleOut != nil {
+			// A scale-out instance: each of its tasks' newest checkpoint,
+			// ids as epoch:sequence (docs/design.md, "Scale-out").
+			fmt.Fprintf(e.stdout, "(the tasks of instance %s, each with its newest checkpoint)\n", d.ScaleOut.Instance)
+			fmt.Fprintln(tw, "TASK\tCHECKPOINT\tSTATUS\tDURATION\tSIZE\tWRITTEN\tALIGNMENT")
+			for _, h := range d.History {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%dms\t%d\t%d\t%dms\n", h.Task, flow.CheckpointText(h.ID), h.Status, h.Duration, h.Size, h.Written, h.Align)
+			}
+			return tw.Flush()
+		}
 		fmt.Fprintln(tw, "ID\tSTATUS\tTRIGGERED\tDURATION\tSIZE\tWRITTEN\tALIGNMENT\t")
 		for i, h := range d.History {
 			if i == *last {
@@ -253,7 +273,7 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 			if h.Savepoint {
 				kind = " (savepoint)"
 			}
-			fmt.Fprintf(tw, "%d%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%s\n", h.ID, kind, h.Status, time.UnixMilli(h.Trigger).Format("15:04:05.000"), h.Duration, h.Size, h.Written, h.Align, h.Failure)
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%s\n", flow.CheckpointText(h.ID), kind, h.Status, time.UnixMilli(h.Trigger).Format("15:04:05.000"), h.Duration, h.Size, h.Written, h.Align, h.Failure)
 		}
 		return tw.Flush()
 	}

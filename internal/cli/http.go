@@ -86,7 +86,7 @@ func serveJob(e *env, srv *api.Server, jf *jobfile.JobFile, job *flow.Job, m *co
 		}, func() float64 { return float64(m.DuplicatesDropped.Load()) }))
 		srv.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: metrics.Namespace, Name: "window_late_records_total",
-			Help:        "Records the pipeline's window steps took as later than their allowed lateness, and its interval-join and window-join steps as later than the watermark (sent to the late topic, or dropped).",
+			Help:        "Records the pipeline's window steps took as later than their allowed lateness, and its interval-join, window-join and temporal-join steps as later than the watermark (sent to the late topic, or dropped).",
 			ConstLabels: prometheus.Labels{"job_name": jf.Job},
 		}, func() float64 { return float64(m.LateRecords.Load()) }))
 	}

@@ -55,11 +55,22 @@ func ping(ctx context.Context, k jobfile.KafkaConfig, cc kafka.ClientConfig, tim
 	defer cl.Close()
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := cl.Ping(pctx); err != nil {
+	// A refused connection fails a ping at once: a broker restarting, or
+	// one started together with the job, refuses for a moment, so the
+	// ping is tried again until the timeout.
+	for {
+		err := cl.Ping(pctx)
+		if err == nil {
+			break
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%w in kafka.brokers (%s) within %v: %w; check the addresses and that the brokers run", errBrokersUnreachable, strings.Join(k.Brokers, ", "), timeout, err)
+		select {
+		case <-pctx.Done():
+			return fmt.Errorf("%w in kafka.brokers (%s) within %v: %w; check the addresses and that the brokers run", errBrokersUnreachable, strings.Join(k.Brokers, ", "), timeout, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 	settings := slices.Sorted(maps.Keys(outputs))
 	if len(settings) == 0 {

@@ -78,7 +78,8 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		"state.dir, go back to an earlier state, or start a changed job from a stopped one. Left in place, it is\n"+
 		"ignored once the job's newest checkpoint descends from DIR (a later start resumes that checkpoint, it\n"+
 		"does not go back), also after cleanup removed a retained checkpoint named as DIR; to go back to DIR\n"+
-		"again, use a new state.dir")
+		"again, use a new state.dir. A scale-out job starts from a job savepoint (what onceflow stop or savepoint\n"+
+		"printed at an instance): give it to every instance; each task restores its entry, at any instance count")
 	httpOpts := httpFlags(fs)
 	set := make([]*bool, len(restoreSwitches))
 	for i, sw := range restoreSwitches {

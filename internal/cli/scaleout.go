@@ -63,9 +63,10 @@ func instanceName(flagValue string, jf *jobfile.JobFile) (string, error) {
 }
 
 func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) error {
-	if o.fromSavepoint != "" {
-		return fmt.Errorf("%w: --from-savepoint does not go with scale-out: each task restores its own checkpoints", errUsage)
-	}
+	// --from-savepoint names a job savepoint (onceflow stop or savepoint
+	// through an instance's API): each task restores its entry.
+	fromSavepoint := o.fromSavepoint
+	o.fromSavepoint = ""
 	instance, err := instanceName(o.instance, jf)
 	if err != nil {
 		return err
@@ -92,7 +93,7 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 		StateDir: jf.State.Dir, Checkpoints: jf.State.Checkpoints, CheckpointStorage: storage,
 		RepartitionPartitions: jf.ScaleOut.RepartitionPartitions, RepartitionSetting: "scale-out.repartition-partitions",
 		SessionTimeout: jf.ScaleOut.SessionTimeout, ClassicProtocol: jf.ScaleOut.GroupProtocol == jobfile.GroupProtocolClassic,
-		DiscoveryInterval: jf.Source.DiscoveryInterval, StopTimeout: o.stopTimeout,
+		DiscoveryInterval: jf.Source.DiscoveryInterval, StopTimeout: o.stopTimeout, FromSavepoint: fromSavepoint,
 		TaskOptions: o.flowOptions(), Logger: e.log,
 	}
 	if jf.RestartSet {
@@ -130,8 +131,8 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 	var closeHTTP func()
 	stopStatus := make(chan struct{})
 	cfg.Joined = func() error {
-		if listen := o.http.merged(jf.HTTP).listen; listen != "" {
-			c, err := so.serveInstance(listen)
+		if ho := o.http.merged(jf.HTTP); ho.listen != "" {
+			c, err := so.serveInstance(ho)
 			if err != nil {
 				return err
 			}
@@ -184,6 +185,13 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 		// Without a Kafka sink (a database is the task's commit point)
 		// the sources commit their offsets as the instance's member.
 		GroupCommit: t.CommitGroupOffsets}
+	if seg.Graph != nil {
+		// The segment's part of the graph (docs/design.md, "Named
+		// streams"): after a cut, its sources are the edges tagged in
+		// the repartition topic.
+		tj.Graph = seg.Graph
+		tj.Task.Tagged = seg.Index > 0
+	}
 	if seg.CoPartitioned {
 		// Partition p of every input topic: a key's records of every
 		// topic meet in this task (docs/design.md, "Named streams").
@@ -191,9 +199,7 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 		for _, topic := range seg.Topics {
 			tj.Task.Partitions[topic] = []int32{t.Partition.Partition}
 		}
-		return &tj
-	}
-	if seg.Index > 0 {
+	} else if seg.Index > 0 {
 		// A repartition topic is read from its start on a fresh task;
 		// its event time is what the tasks writing it marked
 		// (docs/design.md, "Scale-out").
@@ -202,6 +208,7 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 	}
 	if seg.Out != "" {
 		tj.Task.Out, tj.Task.OutKey, tj.Task.OutPartitions = seg.Out, seg.OutKey, t.RepartitionPartitions(so.stageOf(seg.Out))
+		tj.Task.OutEdges = seg.OutEdges
 		tj.Task.MarkAs = t.MarkAs()
 		tj.Sink = jobfile.SinkConfig{Topic: seg.Out, Delivery: jobfile.DeliveryExactlyOnce, MaxHeldBytes: so.jf.Sink.MaxHeldBytes, TransactionTimeout: so.jf.Sink.TransactionTimeout}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/api"
 )
 
@@ -48,7 +49,10 @@ type taskView struct {
 	Runs           int64  `json:"runs"`
 	Restarts       int64  `json:"restarts"`
 	LastCheckpoint int64  `json:"last-checkpoint"`
-	Since          int64  `json:"since"`
+	// LastCheckpointText is LastCheckpoint for people, epoch:sequence
+	// (flow.CheckpointText).
+	LastCheckpointText string `json:"last-checkpoint-text"`
+	Since              int64  `json:"since"`
 	// LastError is the task's last failure, "" for none; Problem what is
 	// wrong with the task now, "" for nothing (scaleout.TaskStatus).
 	LastError string `json:"last-error,omitempty"`
@@ -57,8 +61,12 @@ type taskView struct {
 
 // serveInstance starts the instance's HTTP server on addr; the returned
 // function closes it.
-func (so *scaleOut) serveInstance(addr string) (func(), error) {
-	addr, err := api.ListenAddr(addr)
+func (so *scaleOut) serveInstance(o httpOptions) (func(), error) {
+	addr, err := api.ListenAddr(o.listen)
+	if err != nil {
+		return nil, err
+	}
+	token, err := instanceToken(o)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +92,7 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 		var ts []taskView
 		for _, t := range so.in.Tasks() { // by topic and partition
 			ts = append(ts, taskView{Task: t.Name, Topic: t.Partition.Topic, Partition: t.Partition.Partition, Running: t.Running, Runs: t.Runs,
-				Restarts: t.Restarts, LastCheckpoint: t.LastCheckpoint, Since: t.Since.UnixMilli(), LastError: t.LastError, Problem: t.Problem})
+				Restarts: t.Restarts, LastCheckpoint: t.LastCheckpoint, LastCheckpointText: flow.CheckpointText(t.LastCheckpoint), Since: t.Since.UnixMilli(), LastError: t.LastError, Problem: t.Problem})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"job": so.jf.Job, "instance": so.instance, "group": so.group,
@@ -107,6 +115,8 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(instancePage)
 	})
+	rest := &soAPI{so: so, token: token, local: loopbackAddr(addr), started: time.Now(), ops: map[string]*soOp{}}
+	rest.routes(mux)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -117,8 +127,12 @@ func (so *scaleOut) serveInstance(addr string) (func(), error) {
 			so.log.Warn("the instance's HTTP server stopped", "err", err)
 		}
 	}()
-	so.log.Info("serving health, readiness and metrics", "url", "http://"+ln.Addr().String(), "endpoints", "/healthz /readyz /instance /metrics")
-	return func() { _ = srv.Close() }, nil
+	so.log.Info("serving health, readiness, metrics and the job's REST API", "url", "http://"+ln.Addr().String(), "endpoints", "/healthz /readyz /instance /metrics /jobs/"+so.jf.Job)
+	return func() {
+		// A stop asked here: its client reads the outcome first.
+		rest.linger(5 * time.Second)
+		_ = srv.Close()
+	}, nil
 }
 
 // notReady says why the instance is not ready, "" when it is.

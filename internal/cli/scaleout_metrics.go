@@ -20,7 +20,7 @@ type pipelineMetrics struct {
 
 var (
 	lateRecordsDesc = prometheus.NewDesc(metrics.Namespace+"_window_late_records_total",
-		"Records the pipeline's window steps took as later than their allowed lateness, and its interval-join and window-join steps as later than the watermark (sent to the late topic, or dropped).", []string{"job_name"}, nil)
+		"Records the pipeline's window steps took as later than their allowed lateness, and its interval-join, window-join and temporal-join steps as later than the watermark (sent to the late topic, or dropped).", []string{"job_name"}, nil)
 	duplicatesDesc = prometheus.NewDesc(metrics.Namespace+"_dedupe_duplicates_dropped_total",
 		"Records the pipeline's dedupe steps dropped as duplicates (its rate is the duplicate rate).", []string{"job_name"}, nil)
 )

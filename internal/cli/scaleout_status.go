@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/jobfile"
 )
 
@@ -42,8 +43,11 @@ type partitionStatus struct {
 	Committed int64  `json:"committed"` // -1: nothing committed
 	End       int64  `json:"end"`
 	Lag       int64  `json:"lag"`
-	// Checkpoint is the task's checkpoint that committed the offset.
-	Checkpoint string `json:"checkpoint"`
+	// Checkpoint is the task's checkpoint that committed the offset;
+	// CheckpointText the same for people, epoch:sequence
+	// (flow.CheckpointText).
+	Checkpoint     string `json:"checkpoint"`
+	CheckpointText string `json:"checkpoint-text,omitempty"`
 }
 
 func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *jobfile.JobFile) (groupStatus, error) {
@@ -100,6 +104,9 @@ func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *jobfile.Job
 				ps.Committed, ps.Lag = o.At, end.Offset-o.At
 				if i := strings.LastIndexByte(o.Metadata, ':'); i >= 0 {
 					ps.Checkpoint = o.Metadata[i+1:]
+					if id, err := strconv.ParseInt(ps.Checkpoint, 10, 64); err == nil {
+						ps.CheckpointText = flow.CheckpointText(id)
+					}
 				}
 			}
 			st.Partitions = append(st.Partitions, ps)
@@ -118,6 +125,12 @@ func scaleOutStatus(ctx context.Context, w io.Writer, jf *jobfile.JobFile) error
 	if err != nil && st.Group == "" {
 		return err
 	}
+	return printGroupStatus(w, st, err)
+}
+
+// printGroupStatus prints st; err is what went wrong reading its
+// partitions (its instances are printed first).
+func printGroupStatus(w io.Writer, st groupStatus, err error) error {
 	fmt.Fprintf(w, "job %s: scale-out, group %s (%s protocol, %s), %d instances\n", st.Job, st.Group, st.Protocol, st.State, len(st.Instances))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tHOST\tPARTITIONS")
@@ -134,7 +147,7 @@ func scaleOutStatus(ctx context.Context, w io.Writer, jf *jobfile.JobFile) error
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tINSTANCE\tCOMMITTED\tEND\tLAG\tCHECKPOINT")
 	for _, p := range st.Partitions {
-		who, committed, cp := p.Instance, "-", p.Checkpoint
+		who, committed, cp := p.Instance, "-", p.CheckpointText
 		if who == "" {
 			who = "(none)"
 		}

@@ -66,7 +66,7 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 		return nil, fmt.Errorf("%s: sink.delivery %q is not one of %s, %s, %s", jf.Path, jf.Sink.Delivery, jobfile.DeliveryNone, jobfile.DeliveryAtLeastOnce, jobfile.DeliveryExactlyOnce)
 	}
 	var srcs []*kafka.Source
-	if jf.Graph != nil {
+	if jf.Graph != nil && !jf.Task.ReadsTagged() {
 		for _, ns := range jf.Graph.Sources {
 			src, err := newSource(jf, ns.Source, cc)
 			if err != nil {
@@ -138,7 +138,14 @@ func Job(jf *jobfile.JobFile, cc kafka.ClientConfig, log *slog.Logger, extra ...
 	}
 	s := outOf(jobfile.SinkKafka)
 	uidOf := jf.Sink.UID // stable: checkpoints know them (jobfile.SinkConfig.UID)
-	if kafkaSink != nil && jf.Task.Repartitions() {
+	if kafkaSink != nil && jf.Task.Repartitions() && len(jf.Task.OutEdges) > 0 {
+		out, err := toRepartitionEdges(outs, jf)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		flow.To(out, kafkaSink, flow.UID(uidOf(jobfile.SinkKafka)), flow.Name("repartition-sink"))
+	} else if kafkaSink != nil && jf.Task.Repartitions() {
 		out, bad, err := toRepartition(s, jf)
 		if err != nil {
 			_ = closeAll()
@@ -335,9 +342,19 @@ func buildStreams(env *flow.Env, jf *jobfile.JobFile, srcs []*kafka.Source, m *P
 		return map[string]flow.Stream[kafka.Record]{"": out}, failures, err
 	}
 	outs := map[string]flow.Stream[kafka.Record]{}
+	sources := jf.Graph.Sources
+	if jf.Task.ReadsTagged() {
+		// After a cut: the graph's sources are the edges in the one
+		// repartition topic, told apart by their tag (docs/design.md,
+		// "Named streams").
+		if err := tagged(outs, jf, srcs[0], from, wm); err != nil {
+			return nil, nil, err
+		}
+		sources = nil
+	}
 	// Each source's own event time, else the job's (docs/design.md,
 	// "Named streams").
-	for i, ns := range jf.Graph.Sources {
+	for i, ns := range sources {
 		swm := wm
 		if ns.EventTime.Set {
 			et, _ := jf.SourceEventTime(ns.Name)
@@ -421,3 +438,122 @@ var KafkaAccess = kafkarec.Access
 
 // toSink readies a record for the sink (kafkarec.ToSink).
 func toSink(topic string) func(kafka.Record) kafka.Record { return kafkarec.ToSink(topic) }
+
+// HeaderEdge tags a record in a repartition topic of a cut graph with
+// the input it is of (plan.EdgeTag): one topic carries every input of the
+// keyed steps after the cut, so their partitions line up (docs/design.md,
+// "Named streams").
+const HeaderEdge = "onceflow.edge"
+
+// tagged makes the sources of a task after a graph's cut: one Kafka
+// source, the repartition topic, whose records go to the source named by
+// their HeaderEdge, without it. Its watermark is the writers' (the
+// markers'); each edge's records have the timestamps of the edge's event
+// time.
+func tagged(outs map[string]flow.Stream[kafka.Record], jf *jobfile.JobFile, src *kafka.Source, from func(*kafka.Source, jobfile.SourceConfig, string, string, *flow.Watermarks[kafka.Record]) flow.Stream[kafka.Record], wm *flow.Watermarks[kafka.Record]) error {
+	stamps := map[string]func(kafka.Record) int64{}
+	for _, ns := range jf.Graph.Sources {
+		if !ns.EventTime.Set {
+			continue
+		}
+		ts, err := pipeline.Timestamps(KafkaAccess, ns.EventTime.Timestamp)
+		if err != nil {
+			return fmt.Errorf("%s: sources.%s.event-time.timestamp: %w", jf.Path, ns.Name, err)
+		}
+		stamps[ns.Name] = ts
+		if wm == nil {
+			et := ns.EventTime
+			wm = &flow.Watermarks[kafka.Record]{Split: kafka.SplitOf, MaxOutOfOrderness: et.MaxOutOfOrderness, IdleTimeout: et.IdleTimeout}
+		}
+	}
+	if wm != nil && len(stamps) > 0 {
+		w := *wm
+		deflt := w.Timestamp
+		w.Timestamp = func(r kafka.Record) int64 {
+			if ts, ok := stamps[edgeOf(r)]; ok {
+				return ts(r)
+			}
+			if deflt == nil {
+				return flow.NoTimestamp
+			}
+			return deflt(r)
+		}
+		wm = &w
+	}
+	all := from(src, jf.Source, "source", "kafka-source", wm)
+	for _, ns := range jf.Graph.Sources {
+		tag := ns.Name
+		outs[tag] = flow.Map(flow.Filter(all, func(r kafka.Record) bool { return edgeOf(r) == tag }, flow.Name("edge-"+tag)), untag, flow.Name("untag-"+tag))
+	}
+	return nil
+}
+
+// edgeOf is the tag of a record of a cut graph's repartition topic.
+func edgeOf(r kafka.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == HeaderEdge {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// untag takes the record's tag off.
+func untag(r kafka.Record) kafka.Record {
+	hs := make([]kafka.Header, 0, len(r.Headers))
+	for _, h := range r.Headers {
+		if h.Key != HeaderEdge {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		hs = nil
+	}
+	r.Headers = hs
+	return r
+}
+
+// toRepartitionEdges readies the streams a segment of a cut graph writes
+// for its repartition topic (jobfile.TaskSpec.OutEdges): each record
+// unchanged but for the topic, the partition its edge's key gives
+// (state.Hash of the key, modulo the topic's partitions, as toRepartition)
+// and the tag of its edge; all edges into one stream, the sink's. A key
+// error is not poison here: the keyed step after the cut decides.
+func toRepartitionEdges(outs map[string]flow.Stream[kafka.Record], jf *jobfile.JobFile) (flow.Stream[kafka.Record], error) {
+	t := jf.Task
+	if t.OutPartitions <= 0 {
+		return flow.Stream[kafka.Record]{}, fmt.Errorf("%s: the repartition topic %s has %d partitions to partition by: %w", jf.Path, t.Out, t.OutPartitions, flow.ErrInvalidJob)
+	}
+	n := uint32(t.OutPartitions)
+	var parts []flow.Stream[kafka.Record]
+	for _, e := range t.OutEdges {
+		s, ok := outs[e.From]
+		if !ok { // unreachable: the planner built the segment's graph
+			return flow.Stream[kafka.Record]{}, fmt.Errorf("%s: the repartition of %s reads %s, which the segment does not compute: %w", jf.Path, e.Tag, e.From, flow.ErrInvalidJob)
+		}
+		keyOf, err := pipeline.Keys(KafkaAccess, e.Key)
+		if err != nil {
+			return flow.Stream[kafka.Record]{}, fmt.Errorf("%s: the repartition key %s of %s: %w", jf.Path, e.Key, e.Tag, err)
+		}
+		tag := []byte(e.Tag)
+		out := flow.Map(s, func(r kafka.Record) kafka.Record {
+			// A record without a key (null, a missing field, not a string
+			// or number) goes to partition 0: the keyed step evaluates
+			// the same expression there and decides as on one instance
+			// (a join pairs it with nothing; a count takes it as poison).
+			p := uint32(0)
+			if k, err := keyOf(r); err == nil {
+				p = state.Hash(k) % n
+			}
+			r = untag(r)
+			r.Headers = append(r.Headers, kafka.Header{Key: HeaderEdge, Value: tag})
+			r.Topic, r.Partition, r.Offset = t.Out, int32(p), 0
+			return r
+		}, flow.UID("repartition-"+e.Tag), flow.Name("to-"+t.Out+"-"+e.Tag))
+		parts = append(parts, out)
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	return flow.Union(parts[0], parts[1:]...), nil
+}

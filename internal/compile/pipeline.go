@@ -25,7 +25,7 @@ type PipelineMetrics struct {
 	RecordsRead atomic.Int64
 	// DuplicatesDropped counts records dedupe dropped.
 	DuplicatesDropped atomic.Int64
-	// LateRecords counts records window, interval-join and window-join
+	// LateRecords counts records window, interval-join, window-join and temporal-join
 	// took as too late.
 	LateRecords atomic.Int64
 }

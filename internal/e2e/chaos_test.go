@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -31,11 +32,13 @@ import (
 // ChaosReport is what a chaos run found; scripts/chaos prints it and
 // docs/guarantees.md quotes the last long run.
 type ChaosReport struct {
-	Seed           uint64                     `json:"seed"`
-	Duration       string                     `json:"duration"`
-	Jobs           map[string]*ChaosJobReport `json:"jobs"`
-	BrokerRestarts int                        `json:"broker_restarts"`
-	BrokerKills    int                        `json:"broker_kills,omitempty"`
+	Seed     uint64                     `json:"seed"`
+	Duration string                     `json:"duration"`
+	Jobs     map[string]*ChaosJobReport `json:"jobs"`
+	// ScaleOut are the scale-out jobs (chaos_scaleout_test.go).
+	ScaleOut       map[string]*ChaosScaleOutReport `json:"scale_out_jobs"`
+	BrokerRestarts int                             `json:"broker_restarts"`
+	BrokerKills    int                             `json:"broker_kills,omitempty"`
 	// PartitionsAdded counts the partitions added to the input topics
 	// while the jobs ran (the operator's "add partitions, then take a
 	// checkpoint" procedure, done under faults).
@@ -107,8 +110,9 @@ type chaosJob struct {
 // start). At the end the verifier checks each job's committed output
 // (pass-through: every input once; count: 1..n per key; dedupe: one output
 // per distinct key), psql checks the table (every input once, no prepared
-// transaction left), and no live reader ever saw more than exactly once. The CI run is short (40s); `scripts/chaos --duration 20m` runs the
-// long one.
+// transaction left), and no live reader ever saw more than exactly once.
+// Beside them run the scale-out jobs of chaos_scaleout_test.go. The CI run
+// is short (40s); `scripts/chaos --duration 20m` runs the long one.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test skipped in -short mode")
@@ -144,6 +148,7 @@ func TestChaos(t *testing.T) {
 	extraSinks := map[string]string{
 		"chaos-2pc": "  postgres:\n    dsn: ${CHAOS_PG_DSN}\n    table: events\n    columns: { value: record.value, part: record.partition, off: record.offset }\n",
 	}
+	fleets := chaosScaleOutFleets(t, dir, addr, pg, pgdb, seedVal)
 	for _, j := range jobs {
 		j.output = "out-" + j.name
 		createTopic(t, addr, j.output, 4)
@@ -162,13 +167,17 @@ func TestChaos(t *testing.T) {
 
 	// Generators: unique values seq-<n> on "in"; on "in-dedupe" keys u<n>
 	// where one record in ten repeats an earlier key (the duplicates the
-	// dedupe job drops), a few thousand records a second in all.
-	var produced atomic.Int64
+	// dedupe job drops), a few thousand records a second in all; and the
+	// scale-out jobs' inputs, a few hundred a second each (writes are
+	// one at a time, so the machine's speed bounds each generator).
+	// producedIn counts the writes to "in" tried.
+	var producedIn atomic.Int64
+	var genWG sync.WaitGroup
 	genCtx, stopGen := context.WithCancel(ctx)
-	generate := func(topic string, next func(n int) *kgo.Record) {
-		defer wg.Done()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
-			kgo.RecordRetries(1000), kgo.RequestRetries(1000))
+	generate := func(topic string, perTick int, next func(n int) *kgo.Record, opts ...kgo.Opt) {
+		defer genWG.Done()
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5 * time.Millisecond),
+			kgo.RecordRetries(1000), kgo.RequestRetries(1000)}, opts...)...)
 		if err != nil {
 			t.Error(err)
 			return
@@ -179,7 +188,7 @@ func TestChaos(t *testing.T) {
 		n := 0
 		for genCtx.Err() == nil {
 			<-tick.C
-			for i := 0; i < 30; i++ {
+			for i := 0; i < perTick; i++ {
 				rec := next(n)
 				n++
 				// A record whose write failed (the broker was killed) may
@@ -189,31 +198,40 @@ func TestChaos(t *testing.T) {
 				if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 					time.Sleep(50 * time.Millisecond)
 				}
-				produced.Add(1)
+				if topic == "in" {
+					producedIn.Add(1)
+				}
 			}
 		}
 	}
-	wg.Add(2)
-	go generate("in", func(n int) *kgo.Record {
+	genWG.Add(2 + len(fleets))
+	go generate("in", 30, func(n int) *kgo.Record {
 		return &kgo.Record{Key: []byte("k" + strconv.Itoa(n%1000)), Value: []byte("seq-" + strconv.Itoa(n))}
 	})
 	dupRng := rand.New(rand.NewPCG(seedVal, 7))
-	go generate("in-dedupe", func(n int) *kgo.Record {
+	go generate("in-dedupe", 30, func(n int) *kgo.Record {
 		k := n
 		if n > 100 && dupRng.IntN(10) == 0 {
 			k = n - 1 - dupRng.IntN(100) // a key written shortly before
 		}
 		return &kgo.Record{Key: []byte("u" + strconv.Itoa(k)), Value: []byte("v" + strconv.Itoa(n))}
 	})
+	for _, c := range fleets {
+		var opts []kgo.Opt
+		if c.manual {
+			opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		}
+		go generate(c.input, c.perTick, c.next, opts...)
+	}
 
 	// Live read_committed readers: nothing may be visible more often than
 	// it is expected, ever (checked against the inputs at the end).
 	readCtx, stopRead := context.WithCancel(ctx)
-	for _, j := range jobs {
+	liveRead := func(topic string, seen func(*kgo.Record)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(j.output), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 			if err != nil {
 				t.Error(err)
@@ -221,23 +239,31 @@ func TestChaos(t *testing.T) {
 			}
 			defer cl.Close()
 			for readCtx.Err() == nil {
-				cl.PollFetches(readCtx).EachRecord(func(r *kgo.Record) {
-					j.liveSeen.Add(1)
-					var id string
-					switch j.mode {
-					case verify.Count:
-						id = string(r.Key) + "=" + string(r.Value)
-					case verify.Dedupe:
-						id = string(r.Key)
-					default:
-						id = string(r.Value)
-					}
-					j.liveMu.Lock()
-					j.live[id]++
-					j.liveMu.Unlock()
-				})
+				cl.PollFetches(readCtx).EachRecord(seen)
 			}
 		}()
+	}
+	for _, j := range jobs {
+		liveRead(j.output, func(r *kgo.Record) {
+			j.liveSeen.Add(1)
+			var id string
+			switch j.mode {
+			case verify.Count:
+				id = string(r.Key) + "=" + string(r.Value)
+			case verify.Dedupe:
+				id = string(r.Key)
+			default:
+				id = string(r.Value)
+			}
+			j.liveMu.Lock()
+			j.live[id]++
+			j.liveMu.Unlock()
+		})
+	}
+	for _, c := range fleets {
+		if c.live != nil {
+			liveRead(c.output, c.live)
+		}
 	}
 
 	adm := kadm.NewClient(client(t, addr))
@@ -350,6 +376,18 @@ func TestChaos(t *testing.T) {
 		}()
 	}
 
+	// Each scale-out job's instance changes, with its own random stream.
+	// They take no part in brokerMu: a pause past the session timeout
+	// lasts longer than the broker's restarts are apart.
+	for ci, c := range fleets {
+		c.events = map[string]int{}
+		faultWG.Add(1)
+		go func() {
+			defer faultWG.Done()
+			runChaosFleet(t, c, rand.New(rand.NewPCG(seedVal, uint64(len(jobs)+ci)+1)), deadline, only)
+		}()
+	}
+
 	// The broker's own faults, shared by all jobs, and partitions added to
 	// the inputs at a third and two thirds of the run.
 	var brokerRestarts, brokerKills, partitionsAdded int
@@ -359,7 +397,7 @@ func TestChaos(t *testing.T) {
 		if len(addAt) > 0 && time.Now().After(addAt[0]) && (only == "" || only == "add-partitions") {
 			addAt = addAt[1:]
 			brokerMu.Lock()
-			for _, topic := range []string{"in", "in-dedupe"} {
+			for _, topic := range []string{"in", "in-dedupe", "in-so"} {
 				if _, err := adm.CreatePartitions(ctx, 2, topic); err != nil {
 					t.Errorf("adding 2 partitions to %s: %v", topic, err)
 				} else {
@@ -388,6 +426,7 @@ func TestChaos(t *testing.T) {
 	// Quiesce: stop the generators, let each job (restarted if a failpoint
 	// ended it) catch up, stop it gracefully, check everything.
 	stopGen()
+	genWG.Wait()
 	for _, j := range jobs {
 		for {
 			// The last process may have been started with a stop
@@ -420,13 +459,23 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
+	report := ChaosReport{Seed: seedVal, Duration: dur.String(), Jobs: map[string]*ChaosJobReport{}, ScaleOut: map[string]*ChaosScaleOutReport{},
+		BrokerRestarts: brokerRestarts, BrokerKills: brokerKills, PartitionsAdded: partitionsAdded, OK: true}
+	total := brokerRestarts + brokerKills + partitionsAdded
+	// The scale-out jobs catch up, are checked and stop (their live
+	// readers still reading).
+	for _, c := range fleets {
+		rep := finishChaosFleet(t, ctx, adm, addr, c)
+		report.ScaleOut[c.name] = rep
+		report.OK = report.OK && rep.OK
+		for _, n := range rep.Events {
+			total += n
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
 	stopRead()
 	wg.Wait()
 
-	report := ChaosReport{Seed: seedVal, Duration: dur.String(), Jobs: map[string]*ChaosJobReport{}, BrokerRestarts: brokerRestarts, BrokerKills: brokerKills,
-		PartitionsAdded: partitionsAdded, OK: true}
-	total := brokerRestarts + brokerKills + partitionsAdded
 	for _, j := range jobs {
 		rep, err := verify.Run(ctx, verify.Config{Brokers: []string{addr}, Input: j.input, Output: j.output, Mode: j.mode, Sentinels: true})
 		if err != nil {
@@ -465,6 +514,9 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
+	// A failure found on the way (t.Errorf in a fault loop) fails the
+	// report too, which is what scripts/chaos reads.
+	report.OK = report.OK && !t.Failed()
 	js, _ := json.MarshalIndent(report, "", "  ")
 	t.Logf("chaos report:\n%s", js)
 	if path := os.Getenv("ONCEFLOW_CHAOS_REPORT"); path != "" {
@@ -477,8 +529,8 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inputs) < int(produced.Load())/4 {
-		t.Fatalf("input topic has %d records, the generators tried %d: most writes failed", len(inputs), produced.Load())
+	if len(inputs) < int(producedIn.Load())/2 {
+		t.Fatalf("input topic has %d records, its generator tried %d: most writes failed", len(inputs), producedIn.Load())
 	}
 }
 
@@ -661,6 +713,13 @@ func runBroker(t *testing.T, addr, dataDir string) *brokerProc {
 		cmd := exec.Command(binary(t), "broker", "--addr", addr, "--data-dir", dataDir, "--partitions", "4", "--group-session-timeout", "6s")
 		lw := &logWriter{t: t, name: "broker"}
 		cmd.Stderr = lw
+		if dir := os.Getenv("ONCEFLOW_E2E_LOGS"); dir != "" { // kept whole there
+			if f, err := os.OpenFile(filepath.Join(dir, "broker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+				t.Cleanup(func() { f.Close() })
+				fmt.Fprintf(f, "== broker started %s\n", time.Now().UTC().Format(time.RFC3339Nano))
+				cmd.Stderr = io.MultiWriter(lw, f)
+			}
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

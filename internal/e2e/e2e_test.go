@@ -239,15 +239,21 @@ state:
 // section, or empty), then rest (the other sections).
 func writeJobFile(t *testing.T, dir, name, addr, pipeline, rest string) string {
 	t.Helper()
+	return writeJobFileOn(t, dir, name, addr, "in", pipeline, rest)
+}
+
+// writeJobFileOn is writeJobFile reading topic input.
+func writeJobFileOn(t *testing.T, dir, name, addr, input, pipeline, rest string) string {
+	t.Helper()
 	job := fmt.Sprintf(`job: %s
 kafka:
   brokers: [%s]
 source:
-  topics: [in]
+  topics: [%s]
   group: %s
   startup: earliest
 %s
-%s`, name, addr, name, pipeline, rest)
+%s`, name, addr, input, name, pipeline, rest)
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
 		t.Fatal(err)

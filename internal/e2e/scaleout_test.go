@@ -38,6 +38,15 @@ type fleet struct {
 	log  *logWriter
 	mu   sync.Mutex
 	run  map[string]*instanceProc
+	// args gives an instance's extra arguments (such as its --http)
+	// whenever it starts; nil: none.
+	args func(name string) []string
+	// The bounds of chaos: remove only with more than minRun instances
+	// running (at least 1), add only with fewer than maxRun (0: no bound).
+	minRun, maxRun int
+	// Owned by chaos: how many instances it added, processes started in
+	// all and most running at once.
+	added, starts, most int
 }
 
 type instanceProc struct {
@@ -51,6 +60,9 @@ type instanceProc struct {
 func (f *fleet) start(name string, extra ...string) {
 	f.t.Helper()
 	args := append([]string{"run", "--instance", name, "--status-interval", "0"}, extra...)
+	if f.args != nil {
+		args = append(args, f.args(name)...)
+	}
 	if os.Getenv("ONCEFLOW_E2E_LOGS") != "" {
 		args = append(args, "--log-level", "debug")
 	}
@@ -76,16 +88,50 @@ func (f *fleet) start(name string, extra ...string) {
 	go func() { p.done <- cmd.Wait() }()
 	f.mu.Lock()
 	f.run[name] = p
+	f.starts++
+	f.most = max(f.most, len(f.run))
 	f.mu.Unlock()
 }
 
-// logDir is where the instances' logs go.
+// logDir is where the instances' logs go: a folder per job file (two
+// fleets of a test may use the same instance names).
 func (f *fleet) logDir() string {
-	if dir := os.Getenv("ONCEFLOW_E2E_LOGS"); dir != "" {
-		return dir
+	dir := os.Getenv("ONCEFLOW_E2E_LOGS")
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(f.file), "logs")
 	}
-	return filepath.Join(filepath.Dir(f.file), "logs")
+	return filepath.Join(dir, strings.TrimSuffix(filepath.Base(f.file), ".yaml"))
 }
+
+// exited returns the instances that ended on their own since the last
+// look, and forgets them.
+func (f *fleet) exited() map[string]instanceExit {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]instanceExit{}
+	for n, p := range f.run {
+		select {
+		case err := <-p.done:
+			data, _ := os.ReadFile(filepath.Join(f.logDir(), n+".log"))
+			data = data[min(p.logFrom, int64(len(data))):]
+			out[n] = instanceExit{err: err, started: strings.Contains(string(data), `msg="instance started`),
+				tail: string(data[max(0, len(data)-8000):])}
+			delete(f.run, n)
+		default:
+		}
+	}
+	return out
+}
+
+// instanceExit is how an instance's process ended on its own: its error,
+// whether it had started (joined the group), its last lines.
+type instanceExit struct {
+	err     error
+	started bool
+	tail    string
+}
+
+func (e instanceExit) String() string { return fmt.Sprintf("%v\n%s", e.err, e.tail) }
 
 // instancePartitions returns the partitions the group gives instance
 // name. A killed instance's old member keeps its client id (and its
@@ -183,7 +229,11 @@ func (f *fleet) stop(name string) {
 	}
 	select {
 	case err := <-p.done:
-		if err != nil {
+		// A process SIGTERMed as it started, before its main installed
+		// the handler, ends by the signal having logged nothing.
+		data, _ := os.ReadFile(filepath.Join(f.logDir(), name+".log"))
+		starting := int64(len(data)) <= p.logFrom
+		if err != nil && !(starting && strings.Contains(err.Error(), "signal: terminated")) {
 			f.t.Fatalf("instance %s stopped with %v\n%s", name, err, f.log)
 		}
 	case <-time.After(time.Minute):
@@ -194,7 +244,8 @@ func (f *fleet) stop(name string) {
 	f.mu.Unlock()
 }
 
-func (f *fleet) stopAll() {
+// names returns the instances running, sorted.
+func (f *fleet) names() []string {
 	f.mu.Lock()
 	names := make([]string, 0, len(f.run))
 	for n := range f.run {
@@ -202,7 +253,11 @@ func (f *fleet) stopAll() {
 	}
 	f.mu.Unlock()
 	slices.Sort(names)
-	for _, n := range names {
+	return names
+}
+
+func (f *fleet) stopAll() {
+	for _, n := range f.names() {
 		f.signal(n, syscall.SIGCONT)
 		f.stop(n)
 	}
@@ -211,22 +266,24 @@ func (f *fleet) stopAll() {
 // checkAlive fails the test if an instance ended on its own.
 func (f *fleet) checkAlive() {
 	f.t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for n, p := range f.run {
-		select {
-		case err := <-p.done:
-			f.t.Fatalf("instance %s ended on its own: %v\n%s", n, err, f.log)
-		default:
-		}
+	for n, out := range f.exited() {
+		f.t.Fatalf("instance %s ended on its own: %s", n, out)
 	}
 }
 
 // writeScaleOutJob writes a scale-out job file reading in into output.
 func writeScaleOutJob(t *testing.T, dir, name, addr, output, pipeline string) string {
 	t.Helper()
-	return writeJobFile(t, dir, name, addr, pipeline, fmt.Sprintf(`sink:
-  topic: %s
+	return writeScaleOutJobFile(t, dir, name, addr, "in", pipeline, "  topic: "+output, "")
+}
+
+// writeScaleOutJobFile writes a scale-out job file reading input through
+// pipeline into sink (the lines of the sink section), with scaleOut's
+// lines added to the scale-out section.
+func writeScaleOutJobFile(t *testing.T, dir, name, addr, input, pipeline, sink, scaleOut string) string {
+	t.Helper()
+	return writeJobFileOn(t, dir, name, addr, input, pipeline, fmt.Sprintf(`sink:
+%s
 checkpointing:
   interval: 200ms
   timeout: 1m
@@ -236,7 +293,7 @@ state:
 %sscale-out:
   enabled: true
   session-timeout: 6s
-`, output, filepath.Join(dir, "state"), filepath.Join(dir, "shared"), backendLine()))
+%s`, sink, filepath.Join(dir, "state"), filepath.Join(dir, "shared"), backendLine(), scaleOut))
 }
 
 // waitCaughtUp waits until the group committed every input offset.
@@ -245,10 +302,37 @@ func waitCaughtUp(t *testing.T, adm *kadm.Client, group, topic string, f *fleet)
 	for deadline := time.Now().Add(3 * time.Minute); !kafkatest.CaughtUp(t.Context(), adm, group, topic); {
 		f.checkAlive()
 		if time.Now().After(deadline) {
-			t.Fatalf("the instances did not process the input within 3 minutes\n%s", f.log)
+			t.Fatalf("the instances did not process %s within 3 minutes; %s\n%s", topic, groupState(t, adm, group, topic), f.log)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// groupState says who holds which partitions of topic in group, and
+// each partition's committed offset and end.
+func groupState(t *testing.T, adm *kadm.Client, group, topic string) string {
+	var b strings.Builder
+	if gs, err := adm.DescribeConsumerGroups(t.Context(), group); err != nil {
+		fmt.Fprintf(&b, "describing group %s: %v", group, err)
+	} else {
+		fmt.Fprintf(&b, "group %s (%s):", group, gs[group].State)
+		for _, m := range gs[group].Members {
+			var ps []string
+			m.Assignment.Each(func(tp string, p int32) { ps = append(ps, fmt.Sprint(tp, "/", p)) })
+			fmt.Fprintf(&b, " member %s (%s) holds %v;", m.ClientID, m.MemberID, ps)
+		}
+	}
+	ends, err1 := adm.ListEndOffsets(t.Context(), topic)
+	offs, err2 := adm.FetchOffsets(t.Context(), group)
+	if err1 != nil || err2 != nil {
+		return b.String() + fmt.Sprintf(" offsets: %v, %v", err1, err2)
+	}
+	b.WriteString(" committed/end:")
+	ends.Each(func(e kadm.ListedOffset) {
+		o, _ := offs.Lookup(topic, e.Partition)
+		fmt.Fprintf(&b, " %s/%d %d/%d", topic, e.Partition, o.At, e.Offset)
+	})
+	return b.String()
 }
 
 // scaleOutEvents is how many instance changes a run goes through.
@@ -442,65 +526,77 @@ func TestScaleOutRepartition(t *testing.T) {
 	}
 }
 
-// chaos goes through n seeded random instance changes, in turn: SIGKILL
-// an instance and start it again, add one, remove one (SIGTERM), and
-// freeze one (SIGSTOP) past the session timeout so its partitions move,
-// then let it go on as a zombie. It returns what it did.
+// chaos goes through n seeded random instance changes (chaosEvent) with
+// a pause of 1 to 3 s after each. It returns what it did.
 func (f *fleet) chaos(rng *rand.Rand, n int) []string {
-	t := f.t
-	next := 0
 	var events []string
 	for i := 0; i < n; i++ {
-		f.mu.Lock()
-		alive := make([]string, 0, len(f.run))
-		for n := range f.run {
-			alive = append(alive, n)
-		}
-		f.mu.Unlock()
-		slices.Sort(alive)
-		victim := alive[rng.IntN(len(alive))]
-		switch ev := []string{"kill", "add", "remove", "pause"}[i%4]; {
-		case ev == "kill":
-			f.kill(victim)
-			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-			f.start(victim)
-			events = append(events, "SIGKILL "+victim)
-		case ev == "add":
-			name := "n" + strconv.Itoa(next)
-			next++
-			f.start(name)
-			events = append(events, "add "+name)
-		case ev == "remove" && len(alive) > 1:
-			f.stop(victim)
-			events = append(events, "remove "+victim)
-		case ev == "pause":
-			// What the process holds by its own view: the group may
-			// still list a killed predecessor's partitions under the
-			// same client id.
-			held := f.ownPartitions(victim)
-			logFile := filepath.Join(f.logDir(), victim+".log")
-			before, _ := os.ReadFile(logFile)
-			p := f.signal(victim, syscall.SIGSTOP)
-			time.Sleep(9 * time.Second) // past the 6 s session timeout: its partitions move
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			events = append(events, fmt.Sprintf("SIGSTOP/SIGCONT %s (holding %v)", victim, held))
-			// A zombie: back after its partitions moved, it must see they
-			// are lost (and its late commits are fenced).
-			for deadline := time.Now().Add(20 * time.Second); len(held) > 0; {
-				after, _ := os.ReadFile(logFile)
-				if strings.Contains(string(after[min(len(before), len(after)):]), `msg="partitions lost"`) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("instance %s, paused past the session timeout while holding %v, never saw its partitions lost\n%s", victim, held, f.log)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+		if _, ev := f.chaosEvent(rng, i); ev != "" {
+			events = append(events, ev)
 		}
 		time.Sleep(time.Duration(1000+rng.IntN(2000)) * time.Millisecond)
 		f.checkAlive()
 	}
 	return events
+}
+
+// The kinds of chaosEvent, in the order it goes through them.
+var fleetEvents = []string{"sigkill-instance", "add-instance", "sigterm-instance", "sigstop-past-session-timeout"}
+
+// chaosEvent makes the i-th seeded random instance change, by i mod 4:
+// SIGKILL an instance and start it again, add one, remove one (SIGTERM),
+// or freeze one (SIGSTOP) past the session timeout so its partitions move,
+// then let it go on as a zombie (it must see its partitions lost). It
+// returns the kind of change (fleetEvents) and what it did, or "" for a
+// change the bounds (minRun, maxRun) left out.
+func (f *fleet) chaosEvent(rng *rand.Rand, i int) (kind, did string) {
+	t := f.t
+	alive := f.names()
+	victim := alive[rng.IntN(len(alive))]
+	switch kind = fleetEvents[i%len(fleetEvents)]; kind {
+	case "sigkill-instance":
+		f.kill(victim)
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		f.start(victim)
+		return kind, "SIGKILL " + victim
+	case "add-instance":
+		if f.maxRun > 0 && len(alive) >= f.maxRun {
+			return "", ""
+		}
+		name := "n" + strconv.Itoa(f.added)
+		f.added++
+		f.start(name)
+		return kind, "add " + name
+	case "sigterm-instance":
+		if len(alive) <= max(1, f.minRun) {
+			return "", ""
+		}
+		f.stop(victim)
+		return kind, "remove " + victim
+	default:
+		// What the process holds by its own view: the group may
+		// still list a killed predecessor's partitions under the
+		// same client id.
+		held := f.ownPartitions(victim)
+		logFile := filepath.Join(f.logDir(), victim+".log")
+		before, _ := os.ReadFile(logFile)
+		p := f.signal(victim, syscall.SIGSTOP)
+		time.Sleep(9 * time.Second) // past the 6 s session timeout: its partitions move
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		// A zombie: back after its partitions moved, it must see they
+		// are lost (and its late commits are fenced).
+		for deadline := time.Now().Add(20 * time.Second); len(held) > 0; {
+			after, _ := os.ReadFile(logFile)
+			if strings.Contains(string(after[min(len(before), len(after)):]), `msg="partitions lost"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("instance %s, paused past the session timeout while holding %v, never saw its partitions lost\n%s", victim, held, f.log)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return kind, fmt.Sprintf("SIGSTOP/SIGCONT %s (holding %v)", victim, held)
+	}
 }
 
 // checkInstanceHTTP checks what an instance serves with --http.

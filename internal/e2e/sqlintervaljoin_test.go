@@ -22,8 +22,10 @@ import (
 // "between": `l.ts BETWEEN r.ts - INTERVAL '2' SECOND AND r.ts + INTERVAL
 // '1' SECOND`; "strict": the comparison pair, strict, written with the
 // right table first; "window": TUMBLE windows of 2 s joined on
-// window_start, window_end and the key (PostgreSQL: equal date_bin) — each
-// job crashed by failpoints at both edges of
+// window_start, window_end and the key (PostgreSQL: equal date_bin);
+// "hop" and "cumulate": HOP windows of 2 s every 1 s and CUMULATE windows
+// of 2 s by 1 s (PostgreSQL: each left row's windows expanded with
+// generate_series, a pair once per window holding both) — each job crashed by failpoints at both edges of
 // its first commit and SIGKILLed at random moments, then run to the end
 // of its input: the rows it appended to a PostgreSQL table (no primary
 // key, so a pair written twice would show) equal, as a multiset,
@@ -79,6 +81,9 @@ func TestSQLIntervalJoinDifferentialPostgres(t *testing.T) {
 	u := strings.TrimPrefix(dsn, "postgres://")
 	for _, qy := range []struct {
 		name, lts, from, pgLts, pgOn, step string
+		// pgWin, when set, expands each left row into its windows (w)
+		// before the join.
+		pgWin string
 	}{
 		{
 			name: "between", lts: "l.ts",
@@ -101,6 +106,30 @@ func TestSQLIntervalJoinDifferentialPostgres(t *testing.T) {
 			pgLts: "date_bin('2 seconds', l.ts, timestamp '1970-01-01')",
 			pgOn:  "date_bin('2 seconds', l.ts, timestamp '1970-01-01') = date_bin('2 seconds', r.ts, timestamp '1970-01-01')",
 			step:  "window join on record.key = record.key in tumbling windows of 2s",
+		},
+		{
+			// HOP windows of 2 s every 1 s: a pair once per window
+			// holding both; each left row's two windows expanded by
+			// generate_series.
+			name: "hop", lts: "l.window_start",
+			from: "TABLE(HOP(TABLE ilft, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' SECOND)) l JOIN TABLE(HOP(TABLE irgt, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' SECOND)) r " +
+				"ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
+			pgWin: " CROSS JOIN LATERAL generate_series(date_bin('1 second', l.ts, timestamp '1970-01-01') - interval '1 second', date_bin('1 second', l.ts, timestamp '1970-01-01'), interval '1 second') AS w(ws)",
+			pgLts: "w.ws",
+			pgOn:  "r.ts >= w.ws AND r.ts < w.ws + interval '2 seconds'",
+			step:  "window join on record.key = record.key in sliding windows of 2s every 1s",
+		},
+		{
+			// CUMULATE windows of 2 s by 1 s: [s, s+1s) and [s, s+2s)
+			// for s a multiple of 2 s; lts is the window's end, which
+			// tells the two apart.
+			name: "cumulate", lts: "l.window_end",
+			from: "TABLE(CUMULATE(TABLE ilft, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' SECOND)) l JOIN TABLE(CUMULATE(TABLE irgt, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' SECOND)) r " +
+				"ON l.window_start = r.window_start AND l.window_end = r.window_end AND l.k = r.k",
+			pgWin: " CROSS JOIN LATERAL generate_series(date_bin('1 second', l.ts, timestamp '1970-01-01') + interval '1 second', date_bin('2 seconds', l.ts, timestamp '1970-01-01') + interval '2 seconds', interval '1 second') AS w(we)",
+			pgLts: "w.we",
+			pgOn:  "r.ts >= date_bin('2 seconds', l.ts, timestamp '1970-01-01') AND r.ts < w.we",
+			step:  "window join on record.key = record.key in cumulate windows of 2s by 1s",
 		},
 	} {
 		t.Run(qy.name, func(t *testing.T) {
@@ -154,12 +183,12 @@ WHERE r.name <> 'n3';
 			r.runToEnd()
 
 			cols := "lseq, rseq, k, to_char(lts, 'YYYY-MM-DD HH24:MI:SS.MS'), name, amount"
-			const orderBy = " ORDER BY 1, 2"
+			const orderBy = " ORDER BY 1, 2, 4" // a pair is in several HOP and CUMULATE windows
 			got, err := srv.Psql(db, "SELECT "+cols+" FROM iout_"+qy.name+orderBy)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := srv.Psql(db, "SELECT "+cols+" FROM (SELECT l.seq AS lseq, r.seq AS rseq, l.k, "+qy.pgLts+" AS lts, r.name, l.amount FROM ilft l JOIN irgt r ON l.k = r.k AND "+qy.pgOn+" WHERE r.name <> 'n3') x"+orderBy)
+			want, err := srv.Psql(db, "SELECT "+cols+" FROM (SELECT l.seq AS lseq, r.seq AS rseq, l.k, "+qy.pgLts+" AS lts, r.name, l.amount FROM ilft l"+qy.pgWin+" JOIN irgt r ON l.k = r.k AND "+qy.pgOn+" WHERE r.name <> 'n3') x"+orderBy)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,6 +30,22 @@ type Segment struct {
 	// partition p of every topic in Topics (plan.SubTopology).
 	CoPartitioned bool
 	Anchor        string
+	// Graph, in the named form, is the segment's part of the graph: its
+	// sources are the job's (segment 0) or, after a cut, one per edge it
+	// reads (named by the edge's tag, each a share of the one
+	// repartition topic in Topics); its sinks are the job's in the last
+	// segment, none before.
+	Graph *Graph
+	// OutEdges, in the named form, are the streams the segment writes into
+	// Out, each by a key of its own (docs/design.md, "Named streams").
+	OutEdges []OutEdge
+}
+
+// OutEdge is a stream of a segment written into the repartition topic of
+// the next: partitioned by Key, its records tagged Tag (the name of the
+// source the next segment reads them as; plan.Edge).
+type OutEdge struct {
+	From, Key, Tag string
 }
 
 // PlanSegments cuts the job's pipeline into sub-topologies: the planner's
@@ -57,7 +73,146 @@ func PlanSegments(jf *JobFile) ([]Segment, error) {
 			}
 		}
 	}
+	if jf.Graph != nil {
+		jf.graphSegments(p, segs)
+	}
 	return segs, nil
+}
+
+// graphSegments gives each segment of a graph its part of the graph: the
+// streams whose steps run in it (a stream cut before a keyed step runs
+// its steps before the cut in one segment and the rest, reading the
+// edges, in the next), the edges it reads as sources, the job's sinks in
+// the last and the edges it writes before. The planner made sure that
+// every stream a segment reads is computed in it or read from the
+// repartition topic.
+func (jf *JobFile) graphSegments(p *plan.Physical, segs []Segment) {
+	g := jf.Graph
+	stage := make([]int, len(p.Nodes))
+	for _, sub := range p.Subs {
+		for _, id := range sub.Nodes {
+			stage[id] = sub.Index
+		}
+	}
+	// owner is the source or stream each node's records are; the node ids
+	// follow graphLogical's order: the sources, then each stream's steps.
+	owner := map[int]string{}
+	nodesOf := map[string][]int{}
+	out := map[string]int{}
+	id := 0
+	for _, s := range g.Sources {
+		owner[id], out[s.Name] = s.Name, id
+		id++
+	}
+	order, _ := g.StreamOrder() // graphLogical checked it
+	for _, st := range order {
+		for range st.Steps {
+			owner[id] = st.Name
+			nodesOf[st.Name] = append(nodesOf[st.Name], id)
+			id++
+		}
+		if len(st.Steps) == 0 {
+			out[st.Name] = out[st.From[0]]
+		} else {
+			out[st.Name] = id - 1
+		}
+	}
+	into := map[int][]plan.Edge{} // the edges a node reads in its sub-topology
+	for i, sub := range p.Subs {
+		for _, e := range sub.Edges {
+			if stage[e.To] == i+1 {
+				into[e.To] = append(into[e.To], e)
+			}
+		}
+	}
+	// from is what input slot of node n reads in its segment: the edge's
+	// tag when it comes through the repartition topic.
+	from := func(n, slot int, name string) string {
+		for _, e := range into[n] {
+			if e.Slot == slot {
+				return e.Tag
+			}
+		}
+		return name
+	}
+	times, _ := jf.StreamTimes()
+	edgeTime := func(from string) EventTimeConfig {
+		if !jf.PerSourceEventTime() {
+			return EventTimeConfig{} // the job's section applies
+		}
+		et, _ := jf.SourceEventTime(from)
+		if t, ok := times[from]; ok {
+			et.Timestamp = t
+		}
+		if et.Timestamp == "" {
+			et.Timestamp = "timestamp" // inputs of several times: the record's own
+		}
+		et.Set, et.maxSet, et.idleSet = true, true, true
+		return et
+	}
+	last := len(segs) - 1
+	for i := range segs {
+		sg := &Graph{}
+		segs[i].Graph = sg
+		if i == 0 {
+			sg.Sources = g.Sources
+		} else {
+			for _, e := range p.Subs[i-1].Edges {
+				src := SourceConfig{Topics: segs[i].Topics, Group: jf.Source.Group}
+				sg.Sources = append(sg.Sources, NamedSource{Name: e.Tag, Line: p.Nodes[e.To].Line, Source: src, EventTime: edgeTime(owner[e.From])})
+			}
+		}
+		for _, st := range order {
+			if len(st.Steps) == 0 {
+				if stage[out[st.Name]] == i {
+					sg.Streams = append(sg.Streams, st)
+				}
+				continue
+			}
+			ns := st
+			ns.Steps = nil
+			for k, n := range nodesOf[st.Name] {
+				if stage[n] != i {
+					continue
+				}
+				switch {
+				case len(ns.Steps) > 0:
+				case k == 0:
+					ns.From = make([]string, len(st.From))
+					for slot, f := range st.From {
+						ns.From[slot] = from(n, slot, f)
+					}
+				default: // cut before a step in the middle of the stream
+					ns.From = []string{from(n, 0, "")}
+				}
+				ns.Steps = append(ns.Steps, st.Steps[k])
+			}
+			if len(ns.Steps) > 0 {
+				sg.Streams = append(sg.Streams, ns)
+			}
+		}
+		if i == last {
+			for _, n := range p.Nodes {
+				if n.Kind != plan.Sink {
+					continue
+				}
+				for _, ns := range g.Sinks {
+					if ns.Kind == n.Op {
+						ns.From = from(n.ID, 0, ns.From)
+						sg.Sinks = append(sg.Sinks, ns)
+					}
+				}
+			}
+			continue
+		}
+		for _, e := range p.Subs[i].Edges {
+			f := owner[e.From]
+			if e.Forward {
+				f = e.Tag // read in this segment as a source of that name
+			}
+			segs[i].OutEdges = append(segs[i].OutEdges, OutEdge{From: f, Key: e.Key, Tag: e.Tag})
+		}
+	}
 }
 
 // planError is a pipeline scale-out cannot cut, at a line of the file.

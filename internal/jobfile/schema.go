@@ -76,6 +76,13 @@ type TaskSpec struct {
 	// "Scale-out").
 	MarkAs    string
 	Upstreams []string
+	// OutEdges, for a task of a cut graph, are the streams it writes into
+	// Out, each by its own key and tagged (Segment.OutEdges); OutKey is
+	// then unused.
+	OutEdges []OutEdge
+	// Tagged: the task's graph sources are the tags of the records of
+	// its one input topic, jf.Source (a cut graph's later segment).
+	Tagged bool
 	// GroupCommit commits the offsets of the task's sources to the job's
 	// group as the instance's member, when no Kafka sink commits them in
 	// its transaction (kafka.SourceConfig.GroupCommit).
@@ -89,6 +96,10 @@ func (t *TaskSpec) PartitionsOrNil() map[string][]int32 {
 	}
 	return t.Partitions
 }
+
+// ReadsTagged tells whether the task reads the tagged edges of a cut
+// graph (TaskSpec.Tagged).
+func (t *TaskSpec) ReadsTagged() bool { return t != nil && t.Tagged }
 
 // Repartitions tells whether the task writes into a repartition topic.
 func (t *TaskSpec) Repartitions() bool { return t != nil && t.Out != "" }

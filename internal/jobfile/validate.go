@@ -436,7 +436,7 @@ func (d *decoder) validateStreamTimes(jf *JobFile) {
 			switch {
 			case step.Op == "window":
 				check("time", times[st.Name], "the stream "+st.Name)
-			case (step.Op == "interval-join" || step.Op == "window-join") && i == 0 && len(st.From) == 2:
+			case (step.Op == "interval-join" || step.Op == "window-join" || step.Op == "temporal-join") && i == 0 && len(st.From) == 2:
 				check("left-time", inputs[st.Name][0], st.From[0])
 				check("right-time", inputs[st.Name][1], st.From[1])
 			}

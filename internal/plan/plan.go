@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -81,6 +82,22 @@ type SubTopology struct {
 	// partition p reads p of the others.
 	CoPartitioned bool
 	Anchor        string
+	// Edges, in a graph, are what the sub-topology writes into Out: each
+	// an input of a keyed node of the next sub-topology, partitioned by
+	// its own key (OutKey lists them) and tagged (Edge.Tag).
+	Edges []Edge
+}
+
+// Edge is an input of a keyed node that a graph is cut before: the
+// records of node From, written into the repartition topic of To's
+// sub-topology by the partition Hash(Key) mod partitions, each with the
+// header value Tag, and read there as To's input Slot.
+type Edge struct {
+	From, To, Slot int
+	Key, Tag       string
+	// Forward: the records are not node From's in this sub-topology but
+	// those it reads as Tag, carried on toward To's (planGraph).
+	Forward bool
 }
 
 // Physical is a logical plan cut for a target.
@@ -123,7 +140,7 @@ func Plan(l *Logical, t Target) (*Physical, error) {
 		return nil, err
 	}
 	if t.ScaleOut && l.Graph {
-		return planCoPartitioned(p)
+		return planGraph(p)
 	}
 	if !t.ScaleOut {
 		// One job: every node in one sub-topology, whatever its shape.
@@ -172,60 +189,141 @@ func Plan(l *Logical, t Target) (*Physical, error) {
 	return p, nil
 }
 
-// planCoPartitioned plans a graph for scale-out as one co-partitioned
-// sub-topology: the task of partition p reads partition p of every source
-// topic, so it sees every record of the keys that Kafka's default
+// planGraph plans a graph for scale-out (docs/design.md, "Named
+// streams", Scale-out). Sub-topology 0 holds the sources and runs
+// co-partitioned: the task of partition p reads partition p of every
+// source topic, so it sees every record of the keys that Kafka's default
 // partitioner puts in p, whichever topic they are in, provided the topics
-// have as many partitions (checked when the instance starts). No cut is
-// made: a keyed node must read inputs partitioned by its key (the record
-// key of the sources, with scale-out.input-keyed, kept through steps that
-// keep keys), else the plan is refused.
-func planCoPartitioned(p *Physical) (*Physical, error) {
+// have as many partitions (checked when the instance starts). A keyed
+// node whose inputs are not all partitioned by its key (the record key of
+// the sources, with scale-out.input-keyed, kept through steps that keep
+// keys) starts the next sub-topology: every input of it becomes an Edge,
+// written by the sub-topology before into that one's repartition topic
+// by the edge's key and tagged, and the later sub-topology's task of
+// partition p reads partition p of the one topic, so both sides of a
+// join meet (one topic: one partition count, one hash). A node (or sink)
+// reading a stream of an earlier sub-topology than its others gets it
+// forwarded: written into each repartition topic on the way, unchanged,
+// by the key the node needs (record.key for one without), so that a
+// chain of joins by different keys runs. Refused: a node that routes
+// records before a cut (a repartition topic sets the records' topic).
+func planGraph(p *Physical) (*Physical, error) {
 	l := p.Logical
 	part := make([]string, len(l.Nodes)) // the key expression each node's output is partitioned by
-	sub := SubTopology{CoPartitioned: true}
+	stage := make([]int, len(l.Nodes))
+	var cuts [][]Edge // cuts[s-1]: the edges into sub-topology s
+	// carry adds the edges that bring input slot of n from the
+	// sub-topology of node in to sub-topology to, partitioned by key.
+	carry := func(n *Node, slot, in, to int, key string) {
+		for len(cuts) < to {
+			cuts = append(cuts, nil)
+		}
+		for k := stage[in] + 1; k <= to; k++ {
+			cuts[k-1] = append(cuts[k-1], Edge{From: in, To: n.ID, Slot: slot, Key: key, Tag: EdgeTag(n, slot), Forward: k > stage[in]+1})
+		}
+	}
 	for _, n := range l.Nodes {
-		sub.Nodes = append(sub.Nodes, n.ID)
-		switch n.Kind {
-		case Source:
-			sub.Inputs = append(sub.Inputs, n.Topics...)
+		if n.Kind == Source {
 			if l.InputKeyed {
 				part[n.ID] = "record.key"
 			}
 			continue
-		case Sink:
-			continue
 		}
-		if n.Props.Keyed {
-			for i, in := range n.Inputs {
-				key := n.Props.Key
-				if i == 1 && n.Props.RightKey != "" {
-					key = n.Props.RightKey
-				}
-				if part[in] != key {
-					have := "not partitioned by a key"
-					if part[in] != "" {
-						have = "partitioned by " + part[in]
-					}
-					return nil, &Error{n.Line, fmt.Sprintf("with scale-out, %s needs its input %s partitioned by %s, and it is %s: a job of named streams runs co-partitioned (a task per partition of its sources, which Kafka's default partitioner keys by record.key) and is not cut by repartition topics yet; key the topics by what the step keys by, with scale-out.input-keyed, or run it without scale-out", n.Op, l.Nodes[in].UID, key, have)}
-				}
+		s := 0
+		for _, in := range n.Inputs {
+			s = max(s, stage[in])
+		}
+		inPart := make([]string, len(n.Inputs))
+		cut := false
+		for i, in := range n.Inputs {
+			inPart[i] = part[in]
+			if stage[in] < s {
+				inPart[i] = "" // carried into s below, by the key the node needs
+			}
+			if n.Kind == Op && n.Props.Keyed && stage[in] == s && inPart[i] != inputKey(n, i) {
+				cut = true
 			}
 		}
-		if n.Props.Keys == KeysKept { // partitioned as its inputs, if they all are alike
-			common := part[n.Inputs[0]]
-			for _, in := range n.Inputs[1:] {
-				if part[in] != common {
+		if cut {
+			s++
+		}
+		for i, in := range n.Inputs {
+			if stage[in] == s {
+				continue
+			}
+			key := "record.key"
+			if n.Kind == Op && n.Props.Keyed {
+				key = inputKey(n, i)
+			}
+			carry(n, i, in, s, key)
+			inPart[i] = key
+		}
+		stage[n.ID] = s
+		if n.Kind == Op && n.Props.Keys == KeysKept { // partitioned as its inputs, if they all are alike
+			common := inPart[0]
+			for _, ip := range inPart[1:] {
+				if ip != common {
 					common = ""
 				}
 			}
 			part[n.ID] = common
 		}
 	}
-	if len(sub.Inputs) > 0 {
-		sub.Anchor = sub.Inputs[0]
+	last := len(cuts)
+	for _, n := range l.Nodes {
+		if n.Kind == Sink && stage[n.ID] < last {
+			// A sink writes from the last sub-topology, whose tasks hold
+			// the commit point.
+			carry(n, 0, n.Inputs[0], last, "record.key")
+			stage[n.ID] = last
+		}
 	}
-	p.Subs = []SubTopology{sub}
+	for _, n := range l.Nodes {
+		if n.Kind == Op && n.Props.Routes && stage[n.ID] < last {
+			return nil, &Error{n.Line, fmt.Sprintf("with scale-out, a %s step that sets records' topics must come after the last keyed step that needs a repartition (here sub-topology %d): move it below", n.Op, last)}
+		}
+	}
+	p.Subs = make([]SubTopology, last+1)
+	for i := range p.Subs {
+		p.Subs[i].Index = i
+		if i > 0 {
+			p.Subs[i].Inputs = []string{RepartitionTopic(l.Job, i)}
+			p.Subs[i-1].Out = RepartitionTopic(l.Job, i)
+			p.Subs[i-1].Edges = cuts[i-1]
+			var keys []string
+			for _, e := range cuts[i-1] {
+				if !slices.Contains(keys, e.Key) {
+					keys = append(keys, e.Key)
+				}
+			}
+			p.Subs[i-1].OutKey = strings.Join(keys, " | ")
+		}
+	}
+	sub0 := &p.Subs[0]
+	sub0.CoPartitioned = true
+	for _, n := range l.Nodes {
+		p.Subs[stage[n.ID]].Nodes = append(p.Subs[stage[n.ID]].Nodes, n.ID)
+		sub0.Inputs = append(sub0.Inputs, n.Topics...)
+	}
+	if len(sub0.Inputs) > 0 {
+		sub0.Anchor = sub0.Inputs[0]
+	}
 	return p, nil
+}
+
+// inputKey is the key a keyed node needs its input i partitioned by.
+func inputKey(n *Node, i int) string {
+	if i == 1 && n.Props.RightKey != "" {
+		return n.Props.RightKey
+	}
+	return n.Props.Key
+}
+
+// EdgeTag names input slot of node n in a repartition topic: the header
+// value its records carry (stable: records in the topic and the reading
+// tasks' state know it).
+func EdgeTag(n *Node, slot int) string {
+	return n.UID + "#" + strconv.Itoa(slot)
 }
 
 // checkInputs checks the graph's shape: nodes in topological order, a
@@ -280,7 +378,10 @@ func Explain(w io.Writer, p *Physical, indent string) error {
 	var b strings.Builder
 	prev := -1
 	for _, s := range p.Subs {
-		if len(p.Subs) > 1 {
+		switch {
+		case len(p.Subs) > 1 && s.CoPartitioned && len(s.Inputs) > 1:
+			fmt.Fprintf(&b, "%ssub-topology %d, a task per partition p of %s, reading p of %s:\n", indent, s.Index, s.Anchor, strings.Join(s.Inputs, ", "))
+		case len(p.Subs) > 1:
 			fmt.Fprintf(&b, "%ssub-topology %d, a task per partition of %s:\n", indent, s.Index, strings.Join(s.Inputs, ", "))
 		}
 		for _, id := range s.Nodes {
@@ -305,7 +406,17 @@ func Explain(w io.Writer, p *Physical, indent string) error {
 			}
 			b.WriteString("\n")
 		}
-		if s.Out != "" {
+		switch {
+		case len(s.Edges) > 0:
+			fmt.Fprintf(&b, "%s  → repartition topic %s:\n", indent, s.Out)
+			for _, e := range s.Edges {
+				from := p.Nodes[e.From].UID
+				if e.Forward {
+					from += " (carried on)"
+				}
+				fmt.Fprintf(&b, "%s      %s by %s, as input %d of %s (tag %s)\n", indent, from, e.Key, e.Slot+1, p.Nodes[e.To].UID, e.Tag)
+			}
+		case s.Out != "":
 			fmt.Fprintf(&b, "%s  → repartition topic %s, by %s\n", indent, s.Out, s.OutKey)
 		}
 	}

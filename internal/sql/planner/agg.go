@@ -320,7 +320,7 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 		pre = append(pre, relCol{name: "g", expr: &ast.Literal{Kind: ast.LitNumber, Value: "0"}})
 	}
 	r.cols = pre
-	types := p.materialize(r, key, s.At)
+	types := p.materializeKeyed(r, key, s.At)
 	if types == nil {
 		return nil
 	}
@@ -357,6 +357,7 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			if keyExpr != "" {
 				w.linef(ws.at, d, "key: %s", q(keyExpr))
 			}
+			writeKeyOf(w, ws.at, d, groupSrc)
 			if ws.proc {
 				w.linef(ws.at, d, "time: processing")
 			} else {
@@ -386,6 +387,7 @@ func (p *planner) aggregate(r *rel, s *ast.Select) *rel {
 			if keyExpr != "" {
 				w.linef(s.At, d, "key: %s", q(keyExpr))
 			}
+			writeKeyOf(w, s.At, d, groupSrc)
 			writeFields(w, d, s.At, fields)
 			if ttl > 0 {
 				w.linef(p.settings["table.exec.state.ttl"].ValueAt, d, "ttl: %s", goDuration(ttl))

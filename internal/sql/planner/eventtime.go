@@ -49,7 +49,7 @@ func (p *planner) usesTime(t *table) bool {
 // job's (d 0), or in the named form its source's.
 func (p *planner) writeEventTime(w *yamlWriter, t *table, set *settings, d int) {
 	wm := t.watermark
-	if t.format() != "json" {
+	if c := t.col(wm.Column.Name); t.format() != "json" && (c == nil || !c.Metadata) {
 		// The source stamps each record with its time before any step
 		// runs, reading the value as JSON (docs/design.md, "Event time").
 		p.errorf(wm.At, "table %s: event time (WATERMARK) is read from JSON values; a '%s' table cannot have one yet", t.name, t.format())

@@ -64,13 +64,18 @@ type joinPlan struct {
 	// post are the WHERE conditions of a table an outer join pads with
 	// NULLs: they filter the joined rows.
 	post []ast.Expr
+	// temporal is set on a temporal join: its versioned table (temporal.go).
+	temporal *temporalJoin
 }
 
 // joinFrom plans a FROM that is a join, with the select's WHERE (nil:
 // none) and hints; the WHERE is consumed.
 func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel {
-	if rt, ok := j.Right.(*ast.TableRef); ok && rt.SystemTime != nil {
-		return p.lookupJoin(j, rt, where) // lookup.go
+	if rt, ok := j.Right.(*ast.TableRef); ok && rt.SystemTime != nil && p.isLookupTable(rt) {
+		return p.lookupJoin(j, rt, where) // lookup.go; a versioned table's: temporal.go
+	}
+	if !p.lookupLast(j.Left) {
+		return nil
 	}
 	if !p.checkJoinKinds(j, true) {
 		return nil
@@ -93,12 +98,22 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		p.errorf(j.At, "a join of %d tables: at most 64", len(jp.leaves))
 		return nil
 	}
+	if !jp.findTemporal(j) {
+		return nil
+	}
 	for i, l := range jp.leaves {
-		l.r = p.from(l.te)
+		versioned := jp.temporal != nil && i == jp.temporal.leaf
+		if versioned {
+			p.versionedScan = true
+			l.r = p.from(jp.temporal.plain)
+			p.versionedScan = false
+		} else {
+			l.r = p.from(l.te)
+		}
 		if l.r == nil {
 			return nil
 		}
-		if !p.checkJoinInput(l.r, l.te.Position()) {
+		if versioned && !jp.checkVersioned(l.r) || !versioned && !p.checkJoinInput(l.r, l.te.Position()) {
 			return nil
 		}
 		for _, c := range l.r.cols {
@@ -113,6 +128,9 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 		}
 	}
 	if !jp.readHints(hints) {
+		return nil
+	}
+	if jp.temporal != nil && !jp.checkAsOf() {
 		return nil
 	}
 	// The pool of conjuncts.
@@ -186,7 +204,13 @@ func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel 
 	if r == nil {
 		return nil
 	}
-	if jp.outer != "" {
+	if jp.outer != "" && jp.temporal != nil {
+		// A temporal join only appends: a padded row is final.
+		r.padded = [2]bool{false, true}
+		for _, e := range jp.post {
+			r.where = and(r.where, p.resolve(r, e))
+		}
+	} else if jp.outer != "" {
 		// A changelog: a padded row is retracted when its partner comes
 		// (docs/design.md, "Changelogs").
 		r.updating, r.retracts, r.ub, r.key = true, true, new(bool), nil
@@ -274,11 +298,11 @@ func (p *planner) checkJoinInput(r *rel, at ast.Pos) bool {
 	case r.updating:
 		p.errorf(at, "joining an updating result (a GROUP BY without a window, a keep-last deduplication) needs retractions, not yet: a changed row must retract the pairs its old version made, which needs update-before rows (issue 24); join the tables first and aggregate the join")
 		return false
-	case r.win != nil && r.win.kind != "TUMBLE":
-		p.errorf(r.win.at, "a window join of %s windows is not supported yet: only TUMBLE windows join (each row in one window); join the tables, or aggregate each window in a query of its own", r.win.kind)
+	case r.win != nil && r.win.kind == "SESSION":
+		p.errorf(r.win.at, "a window join of SESSION windows is not supported: each side's sessions are cut from its own rows, so the two sides' windows need not share a start and an end, and a session's bounds are known only once its gap has passed; join the tables with an interval join (a.ts BETWEEN b.ts - INTERVAL … AND b.ts + INTERVAL …), or join TUMBLE, HOP or CUMULATE windows")
 		return false
 	case r.win != nil && r.win.offset != 0:
-		p.errorf(r.win.at, "a window join of TUMBLE windows with an OFFSET is not supported yet: the window-join step's windows start at multiples of the size; leave the OFFSET out")
+		p.errorf(r.win.at, "a window join of %s windows with an OFFSET is not supported yet: the window-join step's windows start at multiples of the size (HOP: the slide); leave the OFFSET out", r.win.kind)
 		return false
 	case r.win != nil && r.win.proc:
 		p.errorf(r.win.at, "a window join over a PROCTIME() column is not supported: window joins pair rows by event time; window by the table's WATERMARK column")
@@ -408,19 +432,22 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 		p.errorf(at, "the join of %s and %s has no equality of a column of each (ON %s.k = %s.k): without one every row meets every row of the other table; add one (in a comma join, list the tables so that each has an equality with one before it)", tableText(j.Left), tableText(j.Right), tableText(j.Left), tableText(j.Right))
 		return nil, 0
 	}
+	if jp.temporal != nil && !jp.temporalKeys(j, rkeys) {
+		return nil, 0
+	}
 	var iv *intervalBounds
-	if jp.win == nil && jp.outer == "" {
+	if jp.win == nil && jp.outer == "" && jp.temporal == nil {
 		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
 			return nil, 0
 		}
 	}
 	var ttl joinTTLs
-	if iv == nil && jp.win == nil {
+	if iv == nil && jp.win == nil && jp.temporal == nil {
 		if ttl, ok = jp.joinTTL(j, lset, rset); !ok {
 			return nil, 0
 		}
 	}
-	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win, jp.outerSides())
+	out := p.joinRels(at, l, r, lkeys, rkeys, ttl, iv, jp.win, jp.temporal, jp.outerSides())
 	if out == nil {
 		return nil, 0
 	}
@@ -485,7 +512,7 @@ func (jp *joinPlan) joinTTL(j *ast.Join, lset, rset uint64) (joinTTLs, bool) {
 
 // joinRels ends each side with a select keyed by its key expressions
 // and returns the relation of the join step over the two.
-func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec, oj outerSides) *rel {
+func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl joinTTLs, iv *intervalBounds, win *windowSpec, tj *temporalJoin, oj outerSides) *rel {
 	// The keys, resolved, of one type on both sides: equal values must
 	// write equal key text.
 	lsrc, rsrc := append([]ast.Expr(nil), lkeys...), append([]ast.Expr(nil), rkeys...)
@@ -517,6 +544,17 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	}
 	if win != nil {
 		iv = &intervalBounds{cols: [2]string{l.win.timeCol, r.win.timeCol}}
+	}
+	if tj != nil {
+		// A probe row without a time has no place in event time: dropped
+		// as a NULL key is (the versioned side's is the record's).
+		if c, ok := l.find(tj.cols[0]); ok {
+			var x ast.Expr = c.expr
+			if _, isRef := x.(*ast.ColumnRef); !isRef {
+				x = &ast.Paren{X: x}
+			}
+			l.where = and(l.where, &ast.IsNull{X: x, Not: true})
+		}
 	}
 	if iv != nil {
 		// A row without a time has no partner (NULL is within no bound)
@@ -557,6 +595,27 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			}
 		}
 	}
+	if tj != nil {
+		var times [2]string
+		for i, cols := range [][]relCol{lcols, rcols} {
+			for _, c := range cols {
+				if strings.EqualFold(c.name, tj.cols[i]) {
+					times[i] = "to_timestamp(" + valuePath(c.expr.(*ast.ColumnRef).Name.Parts[0].Name) + ")"
+				}
+			}
+		}
+		asOf := tj.ref.SystemTime.Position()
+		j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
+			w.linef(asOf, d, "- temporal-join:")
+			if oj.kind != "" {
+				w.linef(at, d+2, "kind: %s", strings.ToLower(oj.kind))
+				w.linef(at, d+2, "left-match: %s", q(outerMatch))
+			}
+			w.linef(asOf, d+2, "left-time: %s", q(times[0]))
+			w.linef(tj.ref.At, d+2, "right-time: %s", q(times[1]))
+		}}}
+		return j
+	}
 	if iv != nil {
 		// Each side's time, as its select writes it.
 		var times [2]string
@@ -579,6 +638,12 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			j.steps = []step{{at: at, write: func(w *yamlWriter, d int) {
 				w.linef(at, d, "- window-join:")
 				w.linef(win.at, d+2, "size: %s", goDuration(win.size))
+				switch win.kind {
+				case "HOP":
+					w.linef(win.at, d+2, "slide: %s", goDuration(win.slide))
+				case "CUMULATE":
+					w.linef(win.at, d+2, "step: %s", goDuration(win.step))
+				}
 				w.linef(at, d+2, "left-time: %s", q(times[0]))
 				w.linef(at, d+2, "right-time: %s", q(times[1]))
 			}}}
@@ -992,8 +1057,8 @@ func (jp *joinPlan) joinWindows(j *ast.Join) bool {
 		p.errorf(wins[0].at, "a window table function joins only another one (a window join of two tables, each windowed alike): join the tables first, or window each side")
 		return false
 	}
-	if wins[0].size != wins[1].size {
-		p.errorf(wins[1].at, "a window join needs the same windows on both sides: TUMBLE of %s and of %s", goDuration(wins[0].size), goDuration(wins[1].size))
+	if w0, w1 := wins[0], wins[1]; w0.kind != w1.kind || w0.size != w1.size || w0.slide != w1.slide || w0.step != w1.step {
+		p.errorf(wins[1].at, "a window join needs the same windows on both sides: %s and %s", windowText(w0), windowText(w1))
 		return false
 	}
 	// The window columns: equalities of both sides' window_start and
@@ -1033,6 +1098,17 @@ func (jp *joinPlan) joinWindows(j *ast.Join) bool {
 	}
 	jp.win = wins[0]
 	return true
+}
+
+// windowText writes a window table function's windows for a message.
+func windowText(w *windowSpec) string {
+	switch w.kind {
+	case "HOP":
+		return fmt.Sprintf("HOP of %s every %s", goDuration(w.size), goDuration(w.slide))
+	case "CUMULATE":
+		return fmt.Sprintf("CUMULATE of %s by %s", goDuration(w.size), goDuration(w.step))
+	}
+	return fmt.Sprintf("%s of %s", w.kind, goDuration(w.size))
 }
 
 // unparenRef tells whether b's operand (x, else y) is a column reference.

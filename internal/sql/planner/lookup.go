@@ -87,7 +87,7 @@ func (p *planner) lookupJoin(j *ast.Join, rt *ast.TableRef, where ast.Expr) *rel
 		}
 	}
 	if !isCol || !isProctimeExpr(stCol.expr) {
-		p.errorf(rt.SystemTime.Position(), "FOR SYSTEM_TIME AS OF %s: a lookup join reads the table as of the processing time, a column of %s declared AS PROCTIME() (proc_time AS PROCTIME() in its CREATE TABLE); a temporal join as of event time (a WATERMARK column, against a versioned table) is not supported yet", rt.SystemTime, tableText(j.Left))
+		p.errorf(rt.SystemTime.Position(), "FOR SYSTEM_TIME AS OF %s: a lookup join reads the table as of the processing time, a column of %s declared AS PROCTIME() (proc_time AS PROCTIME() in its CREATE TABLE): %s is a database table, which keeps no versions to read as of an event time; an event-time temporal join reads a versioned Kafka table (upsert-kafka, or debezium-json, with a PRIMARY KEY and a WATERMARK)", rt.SystemTime, tableText(j.Left), t.name)
 		return nil
 	}
 	if !connectors[t.connector].lookup {
@@ -256,6 +256,38 @@ func (p *planner) lookupJoin(j *ast.Join, rt *ast.TableRef, where ast.Expr) *rel
 		r.where = p.resolve(r, post)
 	}
 	return r
+}
+
+// isLookupTable tells whether rt names a table a lookup join reads (a
+// database or redis table, not a view): FOR SYSTEM_TIME AS OF it is a
+// lookup join, of any other table a temporal join (temporal.go).
+func (p *planner) isLookupTable(rt *ast.TableRef) bool {
+	name := strings.ToLower(rt.Name.Last())
+	if p.views[name] != nil {
+		return false
+	}
+	t := p.tables[name]
+	return t != nil && connectors[t.connector].lookup
+}
+
+// lookupLast refuses a lookup table read FOR SYSTEM_TIME AS OF inside
+// te, a join's left side (a lookup join is the last join of a chain);
+// false after the error.
+func (p *planner) lookupLast(te ast.TableExpr) bool {
+	j, ok := te.(*ast.Join)
+	if !ok {
+		return true
+	}
+	for _, side := range []ast.TableExpr{j.Left, j.Right} {
+		if rt, isRef := side.(*ast.TableRef); isRef && rt.SystemTime != nil && p.isLookupTable(rt) {
+			p.errorf(rt.At, "%s FOR SYSTEM_TIME AS OF %s: a lookup join is the last join of a chain: join the lookup table last, or join the others in a subquery, such as FROM (SELECT … FROM a JOIN b ON …) ab JOIN %s FOR SYSTEM_TIME AS OF ab.proc_time AS d ON …", tableText(rt), rt.SystemTime, rt.Name.Last())
+			return false
+		}
+		if !p.lookupLast(side) {
+			return false
+		}
+	}
+	return true
 }
 
 // isProctimeExpr tells whether e is PROCTIME().

@@ -111,6 +111,9 @@ type planner struct {
 	shellQuery    *ast.QueryStmt
 	shellCols     []string
 	shellUpdating bool
+	// versionedScan is set while the versioned table of a temporal join
+	// is read (temporal.go): its upsert-kafka source may have event time.
+	versionedScan bool
 }
 
 // QueryOptions say where CompileQuery's query writes and reads.

@@ -406,7 +406,7 @@ func (p *planner) from(te ast.TableExpr) *rel {
 	switch f := te.(type) {
 	case *ast.TableRef:
 		if f.SystemTime != nil {
-			p.errorf(f.At, "FOR SYSTEM_TIME AS OF reads a table in a lookup join, as the right side of its JOIN … ON, last in a chain of joins (join the others in a subquery before it); a temporal join of event time is not supported yet")
+			p.errorf(f.At, "FOR SYSTEM_TIME AS OF reads a table in a join, as the right side of its JOIN … ON (a lookup join of a database table, a temporal join of a versioned table), last in a chain of joins: join the others in a subquery before it")
 			return nil
 		}
 		alias := ""
@@ -548,8 +548,8 @@ func (p *planner) upsertSource(t *table, r *rel) bool {
 	if v, ok := t.opt("value.fields-include"); ok && !strings.EqualFold(v, "ALL") {
 		p.errorf(t.optAt("value.fields-include"), "'value.fields-include' = '%s': onceflow reads every column from the value ('ALL', as its upsert-kafka sink writes it)", v)
 	}
-	if t.watermark != nil {
-		p.errorf(t.watermark.At, "table %s: event time (WATERMARK) on an upsert-kafka table is not supported yet (a tombstone has no value to read the time from)", t.name)
+	if t.watermark != nil && !p.versionedScan {
+		p.errorf(t.watermark.At, "table %s: event time (WATERMARK) on an upsert-kafka table is supported only for a versioned table read by a temporal join (FOR SYSTEM_TIME AS OF), on its record timestamp (a tombstone has no value to read the time from)", t.name)
 		return false
 	}
 	ttl := p.stateTTL()
@@ -579,11 +579,13 @@ func (p *planner) needRetractions(r *rel, at ast.Pos, what string) bool {
 		// A keep-last deduplication's rows are upserts of its key: a
 		// changelog-normalize keyed by it keeps each key's last row and
 		// retracts it when the next comes.
-		if p.materialize(r, r.key, at) == nil {
+		if p.materializeKeyed(r, r.key, at) == nil {
 			return false
 		}
 		ttl := p.stateTTL()
+		keyOf := append([]string(nil), r.key...)
 		p.stateful(r, at, "changelog-normalize", func(w *yamlWriter, d int) {
+			writeKeyOf(w, at, d, keyOf)
 			if ttl > 0 {
 				w.linef(p.settings["table.exec.state.ttl"].ValueAt, d, "ttl: %s", goDuration(ttl))
 			}

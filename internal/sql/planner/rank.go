@@ -145,7 +145,7 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 		// Keep last: every row is the newest of its key so far.
 		r.updating, r.lastRows = true, true
 	} else {
-		if p.materialize(r, key, s.At) == nil {
+		if p.materializeKeyed(r, key, s.At) == nil {
 			return nil, true
 		}
 		ttl := p.stateTTL()
@@ -154,7 +154,9 @@ func (p *planner) dedup(s *ast.Select) (r *rel, ok bool) {
 			p.notes = append(p.notes, "the deduplication remembers every key for ever (Flink's default): SET 'table.exec.state.ttl' bounds its state")
 		}
 		at := call.At
+		keyOf := exprTexts(over.PartitionBy)
 		p.stateful(r, at, "dedupe", func(w *yamlWriter, d int) {
+			writeKeyOf(w, at, d, keyOf)
 			w.linef(at, d, "ttl: %s", goDuration(ttl))
 		})
 	}
@@ -395,7 +397,7 @@ func (p *planner) topN(s *ast.Select, sub *ast.SubqueryRef, inner *ast.Select, r
 		}
 	}
 	r.cols = append(append(keyCols, r.cols...), orderCols...)
-	types := p.materialize(r, key, s.At)
+	types := p.materializeKeyed(r, key, s.At)
 	if types == nil {
 		return nil
 	}
@@ -420,7 +422,9 @@ func (p *planner) topN(s *ast.Select, sub *ast.SubqueryRef, inner *ast.Select, r
 	}
 	ttl := p.stateTTL()
 	at := call.At
+	keyOf := exprTexts(over.PartitionBy)
 	p.stateful(r, at, "top-n", func(w *yamlWriter, d int) {
+		writeKeyOf(w, at, d, keyOf)
 		w.linef(at, d, "n: %d", n)
 		w.linef(at, d, "order: %s", qlist(order))
 		w.linef(at, d, "rank-field: %s", q(rn))

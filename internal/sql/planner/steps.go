@@ -94,6 +94,47 @@ func (p *planner) stateful(r *rel, at ast.Pos, kind string, write func(w *yamlWr
 	}})
 }
 
+// stateKeyCol is the column that makes a one-column state key a JSON
+// array: the select's key of one column is its text, and NULL's (no key)
+// would be the same as the empty string's.
+const stateKeyCol = "__group"
+
+// materializeKeyed is materialize for the select before a keyed step,
+// key the columns its rows are grouped by. With one column the select's
+// key would be that column's text, and NULL's (no key) the empty string's:
+// stateKeyCol beside it makes the key a JSON array, which keeps them
+// apart as several columns' does (docs/design.md, "### SQL"). The column
+// stays in the records' values, not among r's columns.
+func (p *planner) materializeKeyed(r *rel, key []string, at ast.Pos) map[string]*ast.Type {
+	if len(key) == 1 {
+		r.cols = append(r.cols, relCol{name: stateKeyCol, expr: &ast.Literal{Kind: ast.LitBool, Value: "TRUE"}})
+		key = []string{key[0], stateKeyCol}
+	}
+	types := p.materialize(r, key, at)
+	if types != nil && len(key) == 2 && key[1] == stateKeyCol {
+		r.cols = r.cols[:len(r.cols)-1] // materialize made r.cols the output's, stateKeyCol last
+	}
+	return types
+}
+
+// writeKeyOf writes a keyed step's key-of: what its record key was made
+// of, which its state layout records (docs/design.md, "State across query
+// changes").
+func writeKeyOf(w *yamlWriter, at ast.Pos, d int, exprs []string) {
+	if len(exprs) > 0 {
+		w.linef(at, d, "key-of: %s", qlist(exprs))
+	}
+}
+
+// exprTexts is the SQL text of each of es.
+func exprTexts(es []ast.Expr) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.String()
+	}
+	return out
+}
+
 // typeColumns type-checks r's open select as the select step will
 // compile it (the same code: package eval), so a mistake is reported
 // at the script's line and column when the script is validated, and

@@ -1,5 +1,5 @@
--- want: join_window_hop.sql:5:35: a window join of HOP windows is not supported yet: only TUMBLE windows join (each row in one window); join the tables, or aggregate each window in a query of its own
+-- want: join_window_kinds.sql:5:120: a window join needs the same windows on both sides: HOP of 2m every 1m and CUMULATE of 2m by 1m
 CREATE TABLE a (k BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'a', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
 CREATE TABLE b (k BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'b', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
 CREATE TABLE out_t (k BIGINT) WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
-INSERT INTO out_t SELECT x.k FROM TABLE(HOP(TABLE a, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)) x JOIN TABLE(HOP(TABLE b, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)) y ON x.window_start = y.window_start AND x.window_end = y.window_end AND x.k = y.k;
+INSERT INTO out_t SELECT x.k FROM TABLE(HOP(TABLE a, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)) x JOIN TABLE(CUMULATE(TABLE b, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '2' MINUTE)) y ON x.window_start = y.window_start AND x.window_end = y.window_end AND x.k = y.k;

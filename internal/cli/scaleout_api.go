@@ -1,0 +1,329 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/onceflow/onceflow/flow"
+)
+
+// The REST API of a scale-out instance (docs/design.md, "Scale-out"):
+// the endpoints of one job's API that onceflow status, checkpoints,
+// savepoint and stop use, over the instance's tasks; a savepoint or stop
+// asked at any instance covers the whole job (scaleout.Instance.Savepoint).
+//
+//	GET  /jobs/overview                 the job, its state on this instance
+//	GET  /jobs/{job}                    state, records, restarts, the tasks
+//	GET  /jobs/{job}/checkpoints        counts summed over the tasks, each task's newest
+//	POST /jobs/{job}/savepoints         a savepoint of the whole job (one stage only)
+//	POST /jobs/{job}/stop               the whole job stops with a savepoint
+//	GET  /jobs/{job}/savepoints/{id}    the request's outcome
+
+// soOp is a savepoint or stop asked through the instance's API.
+type soOp struct {
+	ID       string `json:"request-id"`
+	Kind     string `json:"kind"`
+	Status   string `json:"status"` // IN_PROGRESS, COMPLETED, FAILED
+	Location string `json:"location,omitempty"`
+	Failure  string `json:"failure-cause,omitempty"`
+	Dir      string `json:"target-directory"`
+	reported bool
+}
+
+// soAPI is the instance's REST API.
+type soAPI struct {
+	so      *scaleOut
+	token   string
+	local   bool // listening on loopback only
+	started time.Time
+	mu      sync.Mutex
+	ops     map[string]*soOp
+	next    int
+}
+
+// instanceToken is the API token of the instance (--http-token-file,
+// ONCEFLOW_HTTP_TOKEN), "" for none.
+func instanceToken(o httpOptions) (string, error) {
+	token := os.Getenv(TokenEnv)
+	if token == "" && o.tokenFile != "" {
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("http token: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return "", fmt.Errorf("http token file %s is empty", o.tokenFile)
+		}
+	}
+	return token, nil
+}
+
+func (a *soAPI) routes(mux *http.ServeMux) {
+	jobs := "/jobs/" + a.so.jf.Job
+	mux.HandleFunc("GET /jobs/overview", a.overview)
+	mux.HandleFunc("GET "+jobs, a.detail)
+	mux.HandleFunc("GET "+jobs+"/checkpoints", a.checkpoints)
+	mux.HandleFunc("POST "+jobs+"/savepoints", a.mutating(func(w http.ResponseWriter, r *http.Request) { a.startOp(w, r, false) }))
+	mux.HandleFunc("POST "+jobs+"/stop", a.mutating(func(w http.ResponseWriter, r *http.Request) { a.startOp(w, r, true) }))
+	mux.HandleFunc("GET "+jobs+"/savepoints/{id}", a.opStatus)
+}
+
+// mutating guards an endpoint that changes the job: with a token, the
+// request must carry it; without one, only a loopback server answers.
+func (a *soAPI) mutating(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.token == "" {
+			if !a.local {
+				writeAPIError(w, http.StatusForbidden, "this instance listens beyond loopback without a token: set one with --http-token-file or "+TokenEnv+" to take savepoints and stop the job through it")
+				return
+			}
+			h(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		x, y := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(a.token))
+		if !ok || subtle.ConstantTimeCompare(x[:], y[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="onceflow"`)
+			writeAPIError(w, http.StatusUnauthorized, "this endpoint changes the job: send the token as \"Authorization: Bearer TOKEN\"")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func writeAPIJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeAPIError(w http.ResponseWriter, code int, msg string) {
+	writeAPIJSON(w, code, map[string][]string{"errors": {msg}})
+}
+
+// state is the job's state on this instance in Flink's words: FAILED
+// once a task failure stops it, RESTARTING while a task has a problem,
+// else RUNNING.
+func (a *soAPI) state() string {
+	if a.so.in.Failed() != nil {
+		return "FAILED"
+	}
+	for _, t := range a.so.in.Tasks() {
+		if t.Problem != "" {
+			return "RESTARTING"
+		}
+	}
+	return "RUNNING"
+}
+
+func (a *soAPI) overview(w http.ResponseWriter, _ *http.Request) {
+	writeAPIJSON(w, http.StatusOK, map[string]any{"jobs": []map[string]any{{
+		"name": a.so.jf.Job, "state": a.state(), "start-time": a.started.UnixMilli(), "duration": time.Since(a.started).Milliseconds(),
+		"tasks": len(a.so.in.Tasks()), "scale-out": true, "instance": a.so.instance,
+	}}})
+}
+
+// soTask is a task in the API's answers.
+type soTask struct {
+	taskView
+	Stage       int    `json:"stage"`
+	RecordsIn   int64  `json:"read-records"`
+	RecordsOut  int64  `json:"write-records"`
+	Completed   int64  `json:"checkpoints-completed"`
+	Failed      int64  `json:"checkpoints-failed"`
+	Savepointed string `json:"stopped-with-savepoint,omitempty"`
+}
+
+func (a *soAPI) tasks() []soTask {
+	var out []soTask
+	for _, t := range a.so.in.Tasks() {
+		out = append(out, soTask{
+			taskView: taskView{Task: t.Name, Topic: t.Partition.Topic, Partition: t.Partition.Partition, Running: t.Running, Runs: t.Runs,
+				Restarts: t.Restarts, LastCheckpoint: t.LastCheckpoint, LastCheckpointText: flow.CheckpointText(t.LastCheckpoint), Since: t.Since.UnixMilli(), LastError: t.LastError, Problem: t.Problem},
+			Stage: t.Stage, RecordsIn: t.Stats.RecordsIn, RecordsOut: t.Stats.RecordsOut,
+			Completed: t.Stats.CheckpointsCompleted, Failed: t.Stats.CheckpointsFailed, Savepointed: t.Savepointed,
+		})
+	}
+	return out
+}
+
+func (a *soAPI) detail(w http.ResponseWriter, _ *http.Request) {
+	ts := a.tasks()
+	var in, out, committed, restarts int64
+	for _, t := range a.so.in.Tasks() {
+		in, out, committed = in+t.Stats.RecordsIn, out+t.Stats.RecordsOut, committed+t.Stats.RecordsCommitted
+		restarts += t.Restarts
+	}
+	gen, member := a.so.in.Generation()
+	writeAPIJSON(w, http.StatusOK, map[string]any{
+		"name": a.so.jf.Job, "state": a.state(), "start-time": a.started.UnixMilli(), "duration": time.Since(a.started).Milliseconds(),
+		"records":  map[string]int64{"read": in, "written": out, "committed": committed},
+		"restarts": restarts, "vertices": []any{},
+		"scale-out": map[string]any{"instance": a.so.instance, "group": a.so.group, "generation": gen, "member": member, "tasks": ts},
+	})
+}
+
+// soCheckpoint is a task's newest checkpoint in the history.
+type soCheckpoint struct {
+	ID       int64  `json:"id"`
+	IDText   string `json:"id-text"`
+	Task     string `json:"task"`
+	Status   string `json:"status"`
+	Duration int64  `json:"end_to_end_duration"`
+	Size     int64  `json:"state_size"`
+	Written  int64  `json:"checkpointed_size"`
+	Align    int64  `json:"alignment_duration"`
+}
+
+func (a *soAPI) checkpoints(w http.ResponseWriter, _ *http.Request) {
+	var completed, failed, inProgress int64
+	hist := []soCheckpoint{}
+	for _, t := range a.so.in.Tasks() {
+		st := t.Stats
+		completed, failed, inProgress = completed+st.CheckpointsCompleted, failed+st.CheckpointsFailed, inProgress+st.CheckpointsInProgress
+		if t.LastCheckpoint > 0 {
+			hist = append(hist, soCheckpoint{ID: t.LastCheckpoint, IDText: flow.CheckpointText(t.LastCheckpoint), Task: t.Name, Status: "COMPLETED",
+				Duration: st.LastCheckpointDuration.Milliseconds(), Size: st.LastCheckpointStateBytes, Written: st.LastCheckpointWrittenBytes,
+				Align: st.LastCheckpointAlignment.Milliseconds()})
+		}
+	}
+	writeAPIJSON(w, http.StatusOK, map[string]any{
+		"counts":    map[string]int64{"completed": completed, "failed": failed, "in_progress": inProgress},
+		"history":   hist,
+		"scale-out": map[string]any{"instance": a.so.instance, "note": "one entry per task of this instance: its newest checkpoint"},
+	})
+}
+
+func (a *soAPI) startOp(w http.ResponseWriter, r *http.Request, stop bool) {
+	var req struct {
+		Dir string `json:"target-directory"`
+	}
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
+			writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("request body: %v; send {\"target-directory\": \"DIR\"} or nothing", err))
+			return
+		}
+	}
+	kind := "savepoint"
+	if stop {
+		kind = "stop"
+	}
+	a.mu.Lock()
+	a.next++
+	op := &soOp{ID: fmt.Sprintf("%s-%d", kind, a.next), Kind: kind, Status: "IN_PROGRESS", Dir: req.Dir}
+	a.ops[op.ID] = op
+	a.mu.Unlock()
+	go func() {
+		loc, err := a.so.in.Savepoint(context.Background(), req.Dir, stop)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if err != nil {
+			op.Status, op.Failure = "FAILED", err.Error()
+			return
+		}
+		op.Status, op.Location = "COMPLETED", loc
+	}()
+	writeAPIJSON(w, http.StatusAccepted, map[string]string{"request-id": op.ID})
+}
+
+func (a *soAPI) opStatus(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	op, ok := a.ops[r.PathValue("id")]
+	var cp soOp
+	if ok {
+		cp = *op
+		op.reported = op.Status != "IN_PROGRESS"
+	}
+	a.mu.Unlock()
+	if !ok {
+		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("no savepoint request %q at this instance (ask the instance that was asked for it)", r.PathValue("id")))
+		return
+	}
+	writeAPIJSON(w, http.StatusOK, map[string]any{"status": map[string]string{"id": cp.Status}, "operation": cp})
+}
+
+// linger waits, at most d, until the outcome of every stop asked through
+// this instance has been read: the instance has stopped, and the client
+// that asked polls for the savepoint's location.
+func (a *soAPI) linger(d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		a.mu.Lock()
+		waiting := false
+		for _, op := range a.ops {
+			waiting = waiting || (op.Kind == "stop" && !op.reported)
+		}
+		a.mu.Unlock()
+		if !waiting {
+			return
+		}
+	}
+}
+
+// loopbackAddr says whether addr (host:port) listens on loopback only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// soStatus is the scale-out part of GET /jobs/{job} at an instance.
+type soStatus struct {
+	Instance   string   `json:"instance"`
+	Group      string   `json:"group"`
+	Generation int32    `json:"generation"`
+	Tasks      []soTask `json:"tasks"`
+}
+
+// printScaleOutAPIStatus is onceflow status --api at a scale-out
+// instance: the instance's tasks, then the job across its instances
+// (the group's view, which the instance reads from Kafka: /group).
+func printScaleOutAPIStatus(ctx context.Context, w io.Writer, client func() (*apiClient, error), name, state string, records map[string]int64, restarts int64, so *soStatus) error {
+	fmt.Fprintf(w, "job %s (scale-out): instance %s is %s, group %s generation %d, %d tasks here, %d task restarts\n",
+		name, so.Instance, state, so.Group, so.Generation, len(so.Tasks), restarts)
+	fmt.Fprintf(w, "records of its tasks' current runs: %d read, %d written\n", records["read"], records["written"])
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTAGE\tSTATE\tCHECKPOINT\tRESTARTS\tREAD\tWRITTEN\tPROBLEM")
+	for _, t := range so.Tasks {
+		st := "running"
+		switch {
+		case t.Savepointed != "":
+			st = "stopped (savepoint)"
+		case t.Problem != "":
+			st = "problem"
+		case !t.Running:
+			st = "starting"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Task, t.Stage, st, flow.CheckpointText(t.LastCheckpoint), t.Restarts, t.RecordsIn, t.RecordsOut, t.Problem)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var g groupStatus
+	if err := c.call(ctx, "GET", "/group", nil, &g); err != nil {
+		return fmt.Errorf("the job across its instances: %w", err)
+	}
+	fmt.Fprintln(w)
+	return printGroupStatus(w, g, nil)
+}

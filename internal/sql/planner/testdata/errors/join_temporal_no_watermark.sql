@@ -1,0 +1,5 @@
+-- want: join_temporal_no_watermark.sql:5:47: r FOR SYSTEM_TIME AS OF o.ts: table r has no WATERMARK; a temporal join dates each version by the versioned table's event time, and emits a row once both tables' watermarks pass it: declare vt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' and WATERMARK FOR vt AS vt - INTERVAL '5' SECOND
+CREATE TABLE o (k STRING, ts TIMESTAMP(3), pt AS PROCTIME(), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE r (k STRING, v DOUBLE, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'r', 'properties.bootstrap.servers' = 'localhost:9092', 'key.format' = 'raw', 'value.format' = 'json');
+CREATE TABLE out_t (k STRING, v DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+INSERT INTO out_t SELECT o.k, r.v FROM o JOIN r FOR SYSTEM_TIME AS OF o.ts ON o.k = r.k;

@@ -1,0 +1,5 @@
+-- want: join_temporal_not_rowtime.sql:5:71: FOR SYSTEM_TIME AS OF o.k: k is not o's time attribute; an event-time temporal join reads each row's version at its event time, the column of the table's WATERMARK (declare WATERMARK FOR k AS k - INTERVAL '5' SECOND)
+CREATE TABLE o (k STRING, ts TIMESTAMP(3), pt AS PROCTIME(), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE r (k STRING, v DOUBLE, vt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', WATERMARK FOR vt AS vt, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'r', 'properties.bootstrap.servers' = 'localhost:9092', 'key.format' = 'raw', 'value.format' = 'json');
+CREATE TABLE out_t (k STRING, v DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+INSERT INTO out_t SELECT o.k, r.v FROM o JOIN r FOR SYSTEM_TIME AS OF o.k ON o.k = r.k;

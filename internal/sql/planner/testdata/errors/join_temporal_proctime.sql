@@ -1,0 +1,5 @@
+-- want: join_temporal_proctime.sql:5:71: FOR SYSTEM_TIME AS OF o.pt is a processing-time attribute (PROCTIME()): that is a lookup join, which is not supported yet; an event-time temporal join reads each row's version at the probe table's WATERMARK column
+CREATE TABLE o (k STRING, ts TIMESTAMP(3), pt AS PROCTIME(), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE r (k STRING, v DOUBLE, vt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', WATERMARK FOR vt AS vt, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'r', 'properties.bootstrap.servers' = 'localhost:9092', 'key.format' = 'raw', 'value.format' = 'json');
+CREATE TABLE out_t (k STRING, v DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+INSERT INTO out_t SELECT o.k, r.v FROM o JOIN r FOR SYSTEM_TIME AS OF o.pt ON o.k = r.k;

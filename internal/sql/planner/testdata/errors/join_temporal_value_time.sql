@@ -1,0 +1,5 @@
+-- want: join_temporal_value_time.sql:3:54: table r: a versioned table's WATERMARK column must be the record timestamp, such as vt TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', not vt: a deletion (a tombstone, or a retraction carrying the old row) has no value of its own to date it, and the record timestamp is the time of every change
+CREATE TABLE o (k STRING, ts TIMESTAMP(3), pt AS PROCTIME(), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+CREATE TABLE r (k STRING, v DOUBLE, vt TIMESTAMP(3), WATERMARK FOR vt AS vt, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', 'topic' = 'r', 'properties.bootstrap.servers' = 'localhost:9092', 'key.format' = 'raw', 'value.format' = 'json');
+CREATE TABLE out_t (k STRING, v DOUBLE) WITH ('connector' = 'kafka', 'topic' = 'out', 'properties.bootstrap.servers' = 'localhost:9092', 'format' = 'json');
+INSERT INTO out_t SELECT o.k, r.v FROM o JOIN r FOR SYSTEM_TIME AS OF o.ts ON o.k = r.k;

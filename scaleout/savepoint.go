@@ -1,0 +1,733 @@
+package scaleout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/onceflow/onceflow/connector/kafka"
+	"github.com/onceflow/onceflow/flow"
+)
+
+// Job savepoints (docs/design.md, "Scale-out", "Savepoints of the whole
+// job"). The instances share nothing but Kafka and the checkpoint
+// directory, so that directory carries the request: the instance asked
+// for a savepoint (the coordinator) writes <Checkpoints>/<Job>.savepoints/
+// request.json; every instance reads it twice a second and savepoints
+// its tasks of the request's stage into <dir>/<task>, then writes
+// <dir>/tasks/<task>.json. The coordinator waits for every task of the
+// stage (the partitions of its topics), bounded, and at the end writes
+// <dir>/job-savepoint.json, the job savepoint's manifest, which a start
+// with Config.FromSavepoint restores at any instance count.
+
+// SavepointManifestName is the file of a job savepoint that lists its
+// tasks' savepoints.
+const SavepointManifestName = "job-savepoint.json"
+
+// JobSavepoint is a job savepoint's manifest: every task of every stage,
+// and the partition counts its tasks' state is split by.
+type JobSavepoint struct {
+	Version int       `json:"version"`
+	Job     string    `json:"job"`
+	Kind    string    `json:"kind"` // savepoint, stop
+	Created time.Time `json:"created"`
+	// Stages are the job's stages: their topics and partition counts.
+	Stages []SavepointStage `json:"stages"`
+	// Tasks are the tasks' savepoints, by stage, topic and partition.
+	Tasks []SavepointTask `json:"tasks"`
+	// Dir is the directory the manifest was read from (not stored).
+	Dir string `json:"-"`
+}
+
+// SavepointStage is a stage of a job savepoint.
+type SavepointStage struct {
+	Topics     []string       `json:"topics"`
+	Partitions map[string]int `json:"partitions"`
+}
+
+// SavepointTask is one task's savepoint in a job savepoint.
+type SavepointTask struct {
+	Task      string `json:"task"`
+	Stage     int    `json:"stage"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Dir is the task's savepoint, relative to the job savepoint.
+	Dir string `json:"dir"`
+	// Checkpoint is the id of the checkpoint the savepoint was taken as
+	// (flow.CheckpointText prints it).
+	Checkpoint int64 `json:"checkpoint"`
+	// Instance took it.
+	Instance string `json:"instance"`
+}
+
+// spRequest is the job savepoint in progress (request.json).
+type spRequest struct {
+	ID   string `json:"id"`
+	Job  string `json:"job"`
+	Kind string `json:"kind"` // savepoint, stop
+	Dir  string `json:"dir"`
+	// Phase is the stage whose tasks take their savepoints now (stop:
+	// one stage after the other); -1: every stage at once.
+	Phase int `json:"phase"`
+	// Drain is, for a stop's phase after the first, the offset each
+	// partition of the stage's topic must be read to before the task
+	// stops: the end of the repartition topic once the stage before
+	// stopped.
+	Drain    []spDrain `json:"drain,omitempty"`
+	State    string    `json:"state"` // running, completed, failed
+	Failure  string    `json:"failure,omitempty"`
+	Deadline time.Time `json:"deadline"`
+	By       string    `json:"by"`
+}
+
+// spDrain is where a stopping stage's task reads to before it stops.
+type spDrain struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// drainTo is the offset the task of p reads to before it stops, 0 for
+// none.
+func (r *spRequest) drainTo(p kafka.Partition) int64 {
+	for _, d := range r.Drain {
+		if d.Topic == p.Topic && d.Partition == p.Partition {
+			return d.Offset
+		}
+	}
+	return 0
+}
+
+func (r *spRequest) active(now time.Time) bool {
+	return r != nil && r.State == "running" && now.Before(r.Deadline)
+}
+
+// spResult is what an instance writes when a task took its savepoint
+// (<dir>/tasks/<task>.json).
+type spResult = SavepointTask
+
+// controlDir is where the requests are: in the shared checkpoint
+// directory, next to the tasks' own (which are named <job>-<topic>-<n>).
+func (in *Instance) controlDir() string {
+	return filepath.Join(in.cfg.Checkpoints, in.cfg.Job+".savepoints")
+}
+
+func (in *Instance) readRequest() (*spRequest, error) {
+	b, err := os.ReadFile(filepath.Join(in.controlDir(), "request.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r spRequest
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("savepoint request %s: %w", filepath.Join(in.controlDir(), "request.json"), err)
+	}
+	return &r, nil
+}
+
+// writeJSONFile writes v to path atomically (a temporary file renamed).
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", path, time.Now().UnixNano())
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func (in *Instance) writeRequest(r *spRequest) error {
+	if err := os.MkdirAll(in.controlDir(), 0o755); err != nil {
+		return err
+	}
+	return writeJSONFile(filepath.Join(in.controlDir(), "request.json"), r)
+}
+
+func resultPath(dir, task string) string { return filepath.Join(dir, "tasks", task+".json") }
+
+func readResult(dir, task string) (*spResult, bool) {
+	b, err := os.ReadFile(resultPath(dir, task))
+	if err != nil {
+		return nil, false
+	}
+	var r spResult
+	if json.Unmarshal(b, &r) != nil {
+		return nil, false
+	}
+	return &r, true
+}
+
+// Savepoint takes a savepoint of the whole job, every task of every
+// stage whichever instance runs it, into dir (default
+// <Checkpoints>/<Job>.savepoints/savepoint-<time>; a directory every
+// instance reaches), and returns dir once its manifest is written. With
+// stop, the job stops with it: the stages stop one after the other, each
+// after it read its repartition topic to the end the stage before left,
+// so nothing sits between them; then every instance's Run returns nil.
+// Without stop, a job of several stages is refused: records in flight in
+// a repartition topic would be in neither stage's savepoint (or in
+// both). A task that does not take its savepoint within
+// Config.SavepointTimeout (it is moving between instances, or its
+// instance is gone) fails the savepoint naming it; a failed stop resumes
+// the tasks that had stopped.
+func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (string, error) {
+	cfg := in.cfg
+	kind := "savepoint"
+	if stop {
+		kind = "stop"
+	}
+	switch {
+	case cfg.CheckpointStorage != nil:
+		return "", fmt.Errorf("scale-out: a savepoint of the whole job needs a checkpoint directory every instance mounts (Config.Checkpoints, state.checkpoints), which carries the request to the instances and holds the tasks' savepoints; this job keeps its checkpoints in %s: stop the instances instead (each task stops with a final checkpoint, and a later start at any instance count resumes them)", cfg.Checkpoints)
+	case !stop && len(cfg.Stages) > 1:
+		return "", fmt.Errorf("scale-out: a savepoint of the running job is refused: its %d stages are joined by repartition topics, and records in flight in them would be in neither stage's savepoint, or in both; take it with a stop (onceflow stop --api URL, POST /jobs/%s/stop), which stops the stages one after the other, each after it read what the one before wrote, then start the job again from it (onceflow run --from-savepoint DIR on every instance)", len(cfg.Stages), cfg.Job)
+	case in.membership() == nil:
+		return "", errors.New("scale-out: the instance has not joined its group yet; try again")
+	}
+	now := time.Now()
+	if cur, err := in.readRequest(); err != nil {
+		return "", err
+	} else if cur.active(now) {
+		return "", fmt.Errorf("scale-out: job savepoint %s (%s, asked at instance %s, into %s) is in progress: wait for it (until %s at the latest)", cur.ID, cur.Kind, cur.By, cur.Dir, cur.Deadline.Format(time.RFC3339))
+	}
+	if dir == "" {
+		dir = filepath.Join(in.controlDir(), "savepoint-"+now.UTC().Format("20060102T150405.000Z"))
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return "", fmt.Errorf("scale-out: savepoint directory %s is not empty: name a new one", dir)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
+		return "", fmt.Errorf("scale-out: savepoint directory: %w", err)
+	}
+	// The tasks of each stage: every partition of its topics.
+	cl, err := cfg.Client.NewClient()
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	manifest := &JobSavepoint{Version: 1, Job: cfg.Job, Kind: kind, Created: now.UTC()}
+	expect := make([][]kafka.Partition, len(cfg.Stages))
+	for i, s := range cfg.Stages {
+		st := SavepointStage{Topics: s.Topics, Partitions: map[string]int{}}
+		for _, topic := range s.Topics {
+			n, err := partitionsOf(ctx, cl, topic)
+			if err != nil {
+				return "", fmt.Errorf("scale-out: savepoint: the partition count of %s: %w", topic, err)
+			}
+			st.Partitions[topic] = n
+			for p := range n {
+				expect[i] = append(expect[i], kafka.Partition{Topic: topic, Partition: int32(p)})
+			}
+		}
+		manifest.Stages = append(manifest.Stages, st)
+	}
+	bound := cfg.SavepointTimeout
+	phases := 1
+	if stop {
+		phases = len(cfg.Stages)
+	}
+	req := &spRequest{ID: fmt.Sprintf("%s-%s-%d", kind, cfg.Instance, now.UnixMilli()), Job: cfg.Job, Kind: kind, Dir: dir, Phase: -1,
+		State: "running", Deadline: now.Add(time.Duration(phases)*bound + 30*time.Second), By: cfg.Instance}
+	if stop {
+		req.Phase = 0
+	}
+	if err := in.writeRequest(req); err != nil {
+		return "", fmt.Errorf("scale-out: write the savepoint request: %w", err)
+	}
+	in.log.Info("job savepoint requested", "request", req.ID, "kind", kind, "dir", dir, "stages", len(cfg.Stages))
+	fail := func(err error) (string, error) {
+		req.State, req.Failure = "failed", err.Error()
+		if werr := in.writeRequest(req); werr != nil {
+			in.log.Error("could not mark the failed savepoint request; the instances give it up at its deadline", "request", req.ID, "err", werr)
+		}
+		in.log.Error("job savepoint failed", "request", req.ID, "err", err)
+		return "", err
+	}
+	adm := kadm.NewClient(cl)
+	for phase := range phases {
+		var want []kafka.Partition
+		if stop {
+			want = expect[phase]
+		} else {
+			for _, e := range expect {
+				want = append(want, e...)
+			}
+		}
+		var progress func() int64
+		if stop && phase > 0 {
+			progress = func() int64 { return committedSum(ctx, adm, cfg.Group, req.Drain) }
+		}
+		if err := in.awaitResults(ctx, req, want, bound, manifest, progress); err != nil {
+			return fail(err)
+		}
+		if stop && phase > 0 {
+			// The stage stopped past the end it was to read to: its
+			// offsets, committed with its savepoints, say so.
+			// A task whose database is its commit point commits its
+			// offsets to the group just after (Task.CommitGroupOffsets):
+			// they may take a moment.
+			err := checkDrained(ctx, adm, cfg.Group, req.Drain)
+			for wait := time.Now().Add(10 * time.Second); err != nil && time.Now().Before(wait); {
+				time.Sleep(250 * time.Millisecond)
+				err = checkDrained(ctx, adm, cfg.Group, req.Drain)
+			}
+			if err != nil {
+				return fail(err)
+			}
+		}
+		if !stop || phase+1 == phases {
+			break
+		}
+		// The stage before stopped: what it wrote is committed, and the
+		// next stage reads its repartition topic to that end.
+		topic := cfg.Stages[phase+1].Topics[0]
+		ends, err := adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return fail(fmt.Errorf("scale-out: savepoint: the end offsets of the repartition topic %s: %w", topic, err))
+		}
+		req.Drain = nil
+		ends.Each(func(o kadm.ListedOffset) {
+			req.Drain = append(req.Drain, spDrain{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
+		})
+		req.Phase = phase + 1
+		if err := in.writeRequest(req); err != nil {
+			return fail(fmt.Errorf("scale-out: write the savepoint request: %w", err))
+		}
+		in.log.Info("job savepoint: a stage stopped; the next one reads its repartition topic to the end and stops", "request", req.ID, "stage", phase+1, "topic", topic)
+	}
+	slices.SortFunc(manifest.Tasks, func(a, b SavepointTask) int {
+		if a.Stage != b.Stage {
+			return a.Stage - b.Stage
+		}
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	if err := writeJSONFile(filepath.Join(dir, SavepointManifestName), manifest); err != nil {
+		return fail(fmt.Errorf("scale-out: write the job savepoint's manifest: %w", err))
+	}
+	req.State = "completed"
+	if err := in.writeRequest(req); err != nil {
+		return fail(fmt.Errorf("scale-out: write the savepoint request: %w", err))
+	}
+	in.log.Info("job savepoint completed", "request", req.ID, "dir", dir, "tasks", len(manifest.Tasks), "stop", stop)
+	return dir, nil
+}
+
+// awaitResults waits until every task of want wrote its result, at most
+// bound, and adds them to m. While progress (when not nil: the stage's
+// committed offsets, summed) grows, the stage is draining a backlog: the
+// bound starts again, and so does the request's deadline.
+func (in *Instance) awaitResults(ctx context.Context, req *spRequest, want []kafka.Partition, bound time.Duration, m *JobSavepoint, progress func() int64) error {
+	deadline := time.Now().Add(bound)
+	var last int64 = -1
+	nextLook := time.Now()
+	for {
+		var missing []string
+		var got []SavepointTask
+		for _, p := range want {
+			name := TaskName(in.cfg.Job, p)
+			r, ok := readResult(req.Dir, name)
+			if !ok {
+				missing = append(missing, name)
+				continue
+			}
+			got = append(got, *r)
+		}
+		if len(missing) == 0 {
+			m.Tasks = append(m.Tasks, got...)
+			return nil
+		}
+		if progress != nil && time.Now().After(nextLook) {
+			nextLook = time.Now().Add(min(2*time.Second, bound/3))
+			if p := progress(); p > last {
+				if last >= 0 {
+					deadline = time.Now().Add(bound)
+					if d := deadline.Add(30 * time.Second); d.After(req.Deadline) {
+						req.Deadline = d
+						if err := in.writeRequest(req); err != nil {
+							return fmt.Errorf("scale-out: write the savepoint request: %w", err)
+						}
+					}
+				}
+				last = p
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("scale-out: savepoint %s: %d of %d tasks took no savepoint within %v: %s. They are moving between instances (a rebalance), restarting, or their instance is gone or runs an older onceflow; check `onceflow status JOB.yaml` and the instances' /healthz, then try again",
+				req.ID, len(missing), len(want), bound, strings.Join(missing, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("scale-out: savepoint %s: %w (tasks still to take theirs: %s)", req.ID, ctx.Err(), strings.Join(missing, ", "))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// committedSum is the sum of the group's committed offsets of the
+// partitions of drain, -1 when they cannot be read.
+func committedSum(ctx context.Context, adm *kadm.Client, group string, drain []spDrain) int64 {
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return -1
+	}
+	var sum int64
+	for _, d := range drain {
+		if o, ok := offs.Lookup(d.Topic, d.Partition); ok && o.At > 0 {
+			sum += o.At
+		}
+	}
+	return sum
+}
+
+// checkDrained checks that the group's committed offsets (the stopped
+// tasks' savepoints committed them) reached what the stage was to read.
+func checkDrained(ctx context.Context, adm *kadm.Client, group string, drain []spDrain) error {
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("scale-out: savepoint: the committed offsets of group %s: %w", group, err)
+	}
+	var short []string
+	for _, d := range drain {
+		got := int64(-1)
+		if o, ok := offs.Lookup(d.Topic, d.Partition); ok {
+			got = o.At
+		}
+		if d.Offset > 0 && got < d.Offset {
+			short = append(short, fmt.Sprintf("%s at %d of %d", kafka.Partition{Topic: d.Topic, Partition: d.Partition}, got, d.Offset))
+		}
+	}
+	if len(short) > 0 {
+		return fmt.Errorf("scale-out: savepoint: tasks stopped before reading their repartition topic to the end the stage before them left (%s): the savepoint would lose those records, so the stop is given up and the stopped tasks run again from their own checkpoints; please report this with the instances' logs", strings.Join(short, ", "))
+	}
+	return nil
+}
+
+// watchSavepoints follows the savepoint requests until quit: it takes
+// the savepoints of the instance's tasks a running request asks for,
+// resumes the tasks a failed stop had stopped, and ends the instance
+// when a stop it took part in completed.
+func (in *Instance) watchSavepoints(quit <-chan struct{}) {
+	if in.cfg.CheckpointStorage != nil {
+		return
+	}
+	tk := time.NewTicker(500 * time.Millisecond)
+	defer tk.Stop()
+	for {
+		in.pollSavepoints()
+		select {
+		case <-quit:
+			return
+		case <-tk.C:
+		}
+	}
+}
+
+func (in *Instance) pollSavepoints() {
+	r, err := in.readRequest()
+	if err != nil {
+		in.log.Warn("cannot read the savepoint request", "err", err)
+		return
+	}
+	if r == nil || r.Job != in.cfg.Job {
+		return
+	}
+	now := time.Now()
+	in.mu.Lock()
+	seen := in.spSeen[r.ID]
+	if r.active(now) {
+		in.spSeen[r.ID] = true
+	}
+	in.mu.Unlock()
+	switch {
+	case r.active(now):
+		for _, t := range in.snapshot() {
+			if r.Phase >= 0 && t.Stage != r.Phase {
+				continue
+			}
+			key := r.ID + "/" + t.Name
+			in.mu.Lock()
+			busy := in.spWorking[key]
+			in.spWorking[key] = true
+			in.mu.Unlock()
+			if busy {
+				continue
+			}
+			if _, done := readResult(r.Dir, t.Name); done {
+				continue
+			}
+			go in.taskSavepoint(r, t, key)
+		}
+	case !seen || r.Kind != "stop":
+	case r.State == "completed":
+		in.stopOnce.Do(func() {
+			in.mu.Lock()
+			in.closing = true // no task starts after the savepoint
+			in.mu.Unlock()
+			in.log.Info("the job stopped with a savepoint; the instance stops", "request", r.ID, "savepoint", r.Dir)
+			close(in.spStopped)
+		})
+	default: // a stop that failed, or whose coordinator gave no word by its deadline
+		in.resumeStopped(r)
+	}
+}
+
+// blockedBySavepoint says whether the task named name must not start (in
+// assigned, under mu): a stop in progress, or one this instance took part
+// in that completed, has the task's savepoint; the task would go on past
+// it. The request is read afresh: an instance that left after the stop
+// completed hands its partitions to the others.
+func (in *Instance) blockedBySavepoint(name string) (request string) {
+	r, err := in.readRequest()
+	if err != nil || r == nil || r.Job != in.cfg.Job || r.Kind != "stop" {
+		return ""
+	}
+	if !r.active(time.Now()) && !(r.State == "completed" && in.spSeen[r.ID]) {
+		return ""
+	}
+	if _, done := readResult(r.Dir, name); !done {
+		return ""
+	}
+	in.spSeen[r.ID] = true // so its failure starts the task (resumeStopped)
+	return r.ID
+}
+
+// resumeStopped starts again the tasks the failed stop r had stopped.
+func (in *Instance) resumeStopped(r *spRequest) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closing {
+		return
+	}
+	for p, t := range in.tasks {
+		t.mu.Lock()
+		by := t.savepointed
+		t.mu.Unlock()
+		if by != r.ID {
+			continue
+		}
+		select {
+		case <-t.done:
+		default:
+			continue
+		}
+		in.log.Warn("the job's stop with a savepoint failed; the task resumes", "task", t.Name, "request", r.ID, "failure", r.Failure)
+		nt := &Task{Partition: p, Stage: t.Stage, Name: t.Name, StateDir: in.stateDir, in: in,
+			prev: t, done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
+		in.tasks[p] = nt
+		in.wg.Add(1)
+		go in.runTask(nt)
+	}
+	// The partitions given to this instance while the stop ran, whose
+	// tasks it did not start (the stop had their savepoints).
+	for p, id := range in.spSkipped {
+		if id != r.ID {
+			continue
+		}
+		delete(in.spSkipped, p)
+		if in.tasks[p] != nil || in.m == nil || !in.m.Owns(p) {
+			continue
+		}
+		in.log.Warn("the job's stop with a savepoint failed; the task resumes", "task", TaskName(in.cfg.Job, p), "request", r.ID, "failure", r.Failure)
+		nt := &Task{Partition: p, Stage: in.stageOf(p.Topic), Name: TaskName(in.cfg.Job, p), StateDir: in.stateDir, in: in,
+			done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
+		in.tasks[p] = nt
+		in.wg.Add(1)
+		go in.runTask(nt)
+	}
+}
+
+// taskSavepoint takes task t's savepoint for request r, retrying until
+// it has one, the task left the instance, or the request ended.
+func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
+	defer func() {
+		in.mu.Lock()
+		delete(in.spWorking, key)
+		in.mu.Unlock()
+	}()
+	stop := r.Kind == "stop"
+	loc := filepath.Join(r.Dir, t.Name)
+	log := in.log.With("task", t.Name, "request", r.ID)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		if _, done := readResult(r.Dir, t.Name); done || t.stopped.Load() || !r.active(time.Now()) {
+			return
+		}
+		if cur, err := in.readRequest(); err != nil || cur == nil || cur.ID != r.ID || !cur.active(time.Now()) {
+			return
+		}
+		t.mu.Lock()
+		job := t.job
+		t.mu.Unlock()
+		if job == nil {
+			continue // starting or restarting
+		}
+		if stop && r.Phase > 0 {
+			if want := r.drainTo(t.Partition); want > 0 && readTo(job, t.Partition) < want {
+				continue
+			}
+		}
+		_ = os.RemoveAll(loc) // an earlier attempt's leftovers
+		ctx, cancel := context.WithTimeout(context.Background(), min(time.Until(r.Deadline), in.cfg.StopTimeout+10*time.Second))
+		var err error
+		var path string
+		if stop {
+			t.mu.Lock()
+			t.savepointed = r.ID
+			t.mu.Unlock()
+			path, err = job.StopWithSavepoint(ctx, loc)
+		} else {
+			path, err = job.TriggerSavepoint(ctx, loc)
+		}
+		cancel()
+		if err != nil {
+			if stop {
+				t.mu.Lock()
+				if t.job == job { // still running: it did not stop
+					t.savepointed = ""
+				}
+				t.mu.Unlock()
+			}
+			log.Warn("task savepoint failed; trying again", "err", err, "attempt", attempt+1)
+			continue
+		}
+		res := spResult{Task: t.Name, Stage: t.Stage, Topic: t.Partition.Topic, Partition: t.Partition.Partition,
+			Dir: filepath.Base(path), Instance: in.cfg.Instance, Checkpoint: job.Stats().LastCheckpoint}
+		if rel, err := filepath.Rel(r.Dir, path); err == nil {
+			res.Dir = rel
+		}
+		if err := writeJSONFile(resultPath(r.Dir, t.Name), res); err != nil {
+			log.Error("cannot record the task's savepoint", "err", err)
+			return
+		}
+		log.Info("task savepoint taken", "savepoint", path, "stop", stop, "checkpoint", flow.CheckpointText(res.Checkpoint))
+		return
+	}
+}
+
+// readTo is the next offset the job's source reads from p, -1 when it
+// does not say.
+func readTo(job *flow.Job, p kafka.Partition) int64 {
+	next := int64(-1)
+	part := strconv.Itoa(int(p.Partition))
+	job.ReportMetrics(func(_ string, m flow.Metric) {
+		if m.Name != "source_current_offset" {
+			return
+		}
+		var topic, partition string
+		for _, l := range m.Labels {
+			switch l.Name {
+			case "topic":
+				topic = l.Value
+			case "partition":
+				partition = l.Value
+			}
+		}
+		if topic == p.Topic && partition == part {
+			next = int64(m.Value)
+		}
+	})
+	return next
+}
+
+// LoadJobSavepoint reads the manifest of the job savepoint in dir.
+func LoadJobSavepoint(dir string) (*JobSavepoint, error) {
+	path := filepath.Join(dir, SavepointManifestName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s holds no job savepoint (no %s): name the directory `onceflow savepoint` or `onceflow stop` printed for this scale-out job; a savepoint that failed has no manifest", dir, SavepointManifestName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m JobSavepoint
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m.Dir = dir
+	return &m, nil
+}
+
+// loadRestore reads Config.FromSavepoint and checks it fits the job: the
+// same job, stages and partition counts (a task's state is its
+// partition's: another count would split keys differently).
+func (in *Instance) loadRestore(ctx context.Context) (map[string]string, error) {
+	cfg := in.cfg
+	dir, err := filepath.Abs(cfg.FromSavepoint)
+	if err != nil {
+		return nil, err
+	}
+	m, err := LoadJobSavepoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("scale-out: --from-savepoint: %w: %w", err, flow.ErrRestoreRefused)
+	}
+	if m.Job != cfg.Job {
+		return nil, fmt.Errorf("scale-out: --from-savepoint %s is a savepoint of job %s, not of %s: %w", dir, m.Job, cfg.Job, flow.ErrRestoreRefused)
+	}
+	if len(m.Stages) != len(cfg.Stages) {
+		return nil, fmt.Errorf("scale-out: --from-savepoint %s has %d stages (sub-topologies), the job now %d: a job savepoint restores into the same stages; %w", dir, len(m.Stages), len(cfg.Stages), flow.ErrRestoreRefused)
+	}
+	cl, err := cfg.Client.NewClient()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var changed []string
+	for i, s := range cfg.Stages {
+		if !slices.Equal(m.Stages[i].Topics, s.Topics) {
+			return nil, fmt.Errorf("scale-out: --from-savepoint %s: stage %d read %s, it reads %s now: %w", dir, i, strings.Join(m.Stages[i].Topics, ","), strings.Join(s.Topics, ","), flow.ErrRestoreRefused)
+		}
+		for _, topic := range s.Topics {
+			n, ok := in.parts[topic]
+			if !ok {
+				if n, err = partitionsOf(ctx, cl, topic); err != nil {
+					return nil, fmt.Errorf("scale-out: --from-savepoint: the partition count of %s: %w", topic, err)
+				}
+			}
+			if was := m.Stages[i].Partitions[topic]; was != n {
+				changed = append(changed, fmt.Sprintf("%s had %d, has %d", topic, was, n))
+			}
+		}
+	}
+	if len(changed) > 0 {
+		return nil, fmt.Errorf("scale-out: --from-savepoint %s is refused: partition counts changed since the savepoint (%s). Each task's state is one partition's keys; restore with the partition counts the savepoint had (a repartition topic: scale-out.repartition-partitions, or delete the topic so it is made again), or start without the savepoint: %w",
+			dir, strings.Join(changed, "; "), flow.ErrRestoreRefused)
+	}
+	out := map[string]string{}
+	for _, t := range m.Tasks {
+		out[t.Task] = filepath.Join(dir, t.Dir)
+	}
+	in.log.Info("restoring a job savepoint: each task starts from its entry, then from its own newer checkpoints", "savepoint", dir, "tasks", len(out), "taken", m.Created.Format(time.RFC3339))
+	return out, nil
+}
