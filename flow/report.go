@@ -14,6 +14,17 @@ type Metric struct {
 	Counter bool
 	Labels  []Label
 	Value   float64
+	// Histogram, when set, makes the metric a histogram (Value and
+	// Counter are then unused): the observations' count and sum, and
+	// the cumulative count at or below each bucket's upper bound.
+	Histogram *Histogram
+}
+
+// Histogram is the state of a histogram metric.
+type Histogram struct {
+	Count   uint64
+	Sum     float64
+	Buckets map[float64]uint64 // upper bound → observations at or below it
 }
 
 // Label is a name and value that tells apart the series of one Metric.

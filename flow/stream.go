@@ -209,3 +209,24 @@ type Collector[T any] struct {
 
 // Emit sends rec downstream.
 func (c Collector[T]) Emit(rec T) { c.out.Push(rec) }
+
+// MapBatches hands the records of s to f in batches of up to size, in
+// order; f emits what it makes of them on out. A batch ends when it is
+// full and whenever the input pauses or a barrier, watermark or the end
+// of the stream comes: every record before a checkpoint's barrier has
+// been through f, and its outputs emitted, before the barrier goes on,
+// so the operator keeps no state. An error from f fails the task (the
+// restart strategy decides; the batch's records are replayed from the
+// last checkpoint). reporter, when not nil, reports metrics of the
+// operator (ReportMetrics). For lookups that serve many records with one
+// round trip (pipeline's lookup step).
+func MapBatches[T, U any](s Stream[T], size int, f func(batch []T, out Collector[U]) error, reporter MetricsReporter, opts ...OpOption) Stream[U] {
+	var impl any
+	if reporter != nil {
+		impl = reporter
+	}
+	return Stream[U]{engine.AddBatch(s.n, size, func(out engine.Input[U]) func([]T) error {
+		c := Collector[U]{out}
+		return func(b []T) error { return f(b, c) }
+	}, impl, nodeOpts(opts)...)}
+}

@@ -165,6 +165,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			names = append(names, l.Name)
 			values = append(values, l.Value)
 		}
+		if m.Histogram != nil {
+			w.sendHistogram(m.Name, m.Help, names, values, m.Histogram)
+			return
+		}
 		kind := prometheus.GaugeValue
 		if m.Counter {
 			kind = prometheus.CounterValue
@@ -188,6 +192,22 @@ func (w writer) send(name, help string, kind prometheus.ValueType, labels, value
 		w.descs[key] = d
 	}
 	m, err := prometheus.NewConstMetric(d, kind, v, values...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(d, err)
+	}
+	w.ch <- m
+}
+
+// sendHistogram sends a histogram a component reports (flow.Histogram).
+func (w writer) sendHistogram(name, help string, labels, values []string, h *flow.Histogram) {
+	fq := Namespace + "_" + name
+	key := fq + "\x00" + strings.Join(labels, ",")
+	d := w.descs[key]
+	if d == nil {
+		d = prometheus.NewDesc(fq, help, labels, nil)
+		w.descs[key] = d
+	}
+	m, err := prometheus.NewConstHistogram(d, h.Count, h.Sum, h.Buckets, values...)
 	if err != nil {
 		m = prometheus.NewInvalidMetric(d, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/onceflow/onceflow/internal/broker"
 	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/metrics"
+	"github.com/onceflow/onceflow/pipeline"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -321,5 +322,67 @@ func TestKafkaOffsetsLagAndTransactions(t *testing.T) {
 	}
 	if got := len(c.ReadCommitted(t, "out")); got != n+100 {
 		t.Errorf("output holds %d records, want %d", got, n+100)
+	}
+}
+
+// lookupTable is a pipeline.LookupTable holding the rows of even keys.
+type lookupTable struct{}
+
+func (lookupTable) Get(_ context.Context, keys [][]string) ([][][]byte, error) {
+	out := make([][][]byte, len(keys))
+	for i, k := range keys {
+		var n int
+		fmt.Sscan(k[0], &n)
+		if n%2 == 0 {
+			out[i] = [][]byte{fmt.Appendf(nil, `{"id":%d}`, n)}
+		}
+	}
+	return out, nil
+}
+
+func (lookupTable) Close() error { return nil }
+
+// A lookup join's cache hits and misses and its queries' latency are on
+// /metrics: counters and a histogram (docs/design.md, "Metrics and the
+// REST API").
+func TestLookupJoinMetrics(t *testing.T) {
+	type rec struct{ V string }
+	acc := pipeline.RecordAccess[rec]{
+		Value:     func(r rec) []byte { return []byte(r.V) },
+		WithValue: func(r rec, v []byte) rec { return rec{V: string(v)} },
+		Position:  func(r rec) string { return r.V },
+	}
+	var in []rec
+	for i := range 1000 {
+		in = append(in, rec{fmt.Sprintf(`{"k":%d}`, i%50)})
+	}
+	m := metrics.New()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	env := flow.New(flow.JobName("lookup"), quiet(), flow.StateDir(t.TempDir()), flow.WithHooks(m))
+	s := flow.From(env, flowtest.NewSource(flowtest.Split(in, 1)), flow.UID("src"))
+	out, _, err := pipeline.LookupJoin(s, acc, pipeline.LookupConfig{Table: lookupTable{}, Source: pipeline.LookupSource{Table: "t", Keys: []string{"id"}, Columns: []string{"id"}},
+		KeyExprs: []string{"value.k"}, Kind: pipeline.LookupLeft, Cache: pipeline.LookupCachePartial}, flow.UID("lookup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := flowtest.NewSink[rec]()
+	flow.To(out, sink, flow.UID("sink"))
+	if err := env.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sink.Committed()); n != 1000 {
+		t.Fatalf("%d records out of a LEFT lookup join of 1000", n)
+	}
+	got := scrape(t, reg)
+	hits, _ := sumOf(got, "onceflow_lookup_cache_hits_total", "operator=lookup")
+	misses, _ := sumOf(got, "onceflow_lookup_cache_misses_total", "operator=lookup")
+	if misses != 50 || hits != 950 {
+		t.Errorf("cache hits %v, misses %v; want 950 and 50 (50 keys, each looked up once)", hits, misses)
+	}
+	n, _ := sumOf(got, "onceflow_lookup_seconds_count", "operator=lookup")
+	queries, _ := sumOf(got, "onceflow_lookup_queries_total", "operator=lookup")
+	if n == 0 || n != queries {
+		t.Errorf("the latency histogram counts %v queries, the counter %v", n, queries)
 	}
 }

@@ -77,6 +77,20 @@ type Operator struct {
 	// retractions in (RowKind). Without it, a retraction reaching the
 	// operator is a poison record, never a silent add.
 	TakesRetractions bool
+	// Batch makes a stateless operator that handles records in batches
+	// of up to BatchSize, in order (flow.MapBatches): Prepare, when set,
+	// runs on each record first in a step of its own (a record it fails
+	// on is a poison record, handled as Map's errors are) and Batch reads
+	// its result with Record.Prepared. Batch may change each record and
+	// calls emit to send one as it is then, any number of times, in
+	// order. An error from Batch fails the task (the restart strategy
+	// decides; the records are replayed from the last checkpoint), never
+	// the records: it is for an outside system that did not answer.
+	Batch     func(batch []Record, emit func(Record)) error
+	BatchSize int
+	// Reporter, when set, reports the operator's metrics
+	// (flow.MetricsReporter); only for Batch.
+	Reporter flow.MetricsReporter
 }
 
 // TwoInputs are the functions of a keyed operator of two inputs: one per
@@ -296,14 +310,14 @@ func buildStep(st Step, inputs int, env Env) (Spec, Operator, error) {
 func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
 	uses := op.Uses
 	set := 0
-	for _, b := range []bool{op.Process != nil, op.Map != nil, op.Each != nil, op.Timed != nil} {
+	for _, b := range []bool{op.Process != nil, op.Map != nil, op.Each != nil, op.Timed != nil, op.Batch != nil} {
 		if b {
 			set++
 		}
 	}
 	switch {
 	case set != 1:
-		return s, nil, errors.New("the operator must set exactly one of Process, Map, Each and Timed")
+		return s, nil, errors.New("the operator must set exactly one of Process, Map, Each, Timed and Batch")
 	case op.Process != nil, op.Timed != nil:
 		uses |= UsesKey
 	}
@@ -320,6 +334,9 @@ func apply[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Op
 	}
 	if op.Each != nil {
 		return applyEach(s, acc, name, uid, op, policy, opts...)
+	}
+	if op.Batch != nil {
+		return applyBatch(s, acc, name, uid, op, policy, opts...)
 	}
 	if op.Timed != nil {
 		return applyTimed(s, acc, name, uid, op, policy, opts...)
@@ -436,6 +453,39 @@ func applyEach[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, o
 			c.Emit(r)
 		}
 	}, flow.UID(uid+"/emit"), flow.Name(name))
+	return out, &bad, nil
+}
+
+// applyBatch adds a stateless operator over batches of records, after a
+// step that runs Prepare (a poison record goes to the error policy
+// there, so the batches hold only records the operator can take).
+func applyBatch[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
+	prep := func(rec T) (keyed[T], error) {
+		if op.Prepare == nil {
+			return keyed[T]{rec: rec}, nil
+		}
+		h := &handle[T]{acc: &acc, rec: rec}
+		p, err := op.Prepare(h)
+		if err != nil {
+			return keyed[T]{}, err
+		}
+		return keyed[T]{prep: p, rec: rec}, nil
+	}
+	prepared, bad := flow.TryMap(s, prep, policy, flow.UID(uid+"/prepare"), flow.Name(name+" prepare"))
+	f := func(batch []keyed[T], out flow.Collector[T]) error {
+		// Per batch, not per operator: the subtasks share f.
+		hs, recs := make([]handle[T], len(batch)), make([]Record, len(batch))
+		for i, k := range batch {
+			hs[i] = handle[T]{acc: &acc, rec: k.rec, prep: k.prep}
+			recs[i] = &hs[i]
+		}
+		return op.Batch(recs, func(r Record) { out.Emit(r.(*handle[T]).rec) })
+	}
+	var rep flow.MetricsReporter
+	if op.Reporter != nil {
+		rep = op.Reporter
+	}
+	out := flow.MapBatches(prepared, op.BatchSize, f, rep, append([]flow.OpOption{flow.UID(uid), flow.Name(name)}, opts...)...)
 	return out, &bad, nil
 }
 

@@ -391,7 +391,7 @@ func TestIDs(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"aggregate", "changelog-normalize", "count", "dedupe", "explode", "extract-key", "filter", "interval-join", "join", "key-by", "map", "route", "select", "temporal-join", "top-n", "union", "window", "window-join"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"aggregate", "changelog-normalize", "count", "dedupe", "explode", "extract-key", "filter", "interval-join", "join", "key-by", "lookup", "map", "route", "select", "temporal-join", "top-n", "union", "window", "window-join"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
 	for _, spec := range Specs() {

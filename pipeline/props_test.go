@@ -51,6 +51,7 @@ func TestPropsMatchTheOldRules(t *testing.T) {
 		"aggregate":           {{"fields": map[string]string{"n": "count()"}}, {"fields": map[string]string{"n": "count()"}, "key": "value.k"}},
 		"window":              {{"size": "1m"}, {"size": "1m", "late-topic": "late"}, {"size": "1m", "key": "value.u"}},
 		"select":              {{"schema": []Named{{"a", "INT"}}}, {"schema": []Named{{"a", "INT"}}, "key": []string{"a"}}},
+		"lookup":              {{"connector": "postgres", "dsn": "x", "table": "t", "keys": []Named{{"id", "value.k"}}, "columns": []string{"id"}}},
 		"top-n":               {{"n": 3, "order": []string{"value.p desc"}}, {"n": 1, "order": []string{"value.p"}, "key": "value.k", "ttl": time.Hour}},
 	}
 	for _, name := range Names() {

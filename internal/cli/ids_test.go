@@ -130,12 +130,14 @@ func TestValidateGolden(t *testing.T) {
 	// streams: with union and join, sinks:); orders.sql: a Flink SQL
 	// script (its plan, and the job file it compiles to); join.sql: a
 	// script joining two tables (the named form, the join's ttl); ijoin.sql:
-	// an interval join (each table's event time, state freed by watermark).
+	// an interval join (each table's event time, state freed by watermark);
+	// lookup.sql: a lookup join into PostgreSQL (no state, a cache).
 	for _, tc := range []struct{ name, file, flag string }{
 		{"clicks", "clicks.yaml", ""}, {"enrich", "enrich.yaml", ""},
 		{"orders-sql", "orders.sql", ""}, {"orders-sql-job", "orders.sql", "--show-job"},
 		{"join-sql", "join.sql", ""}, {"join-sql-job", "join.sql", "--show-job"},
 		{"ijoin-sql", "ijoin.sql", ""},
+		{"lookup-sql", "lookup.sql", ""},
 	} {
 		name := tc.name
 		t.Run(name, func(t *testing.T) {

@@ -88,13 +88,15 @@ func (t *table) optAt(key string) ast.Pos {
 }
 
 // The connectors a CREATE TABLE may name, and what each can be.
-var connectors = map[string]struct{ source, sink bool }{
-	"kafka":        {true, true},
-	"upsert-kafka": {true, true},
-	"jdbc":         {false, true},
-	"postgres":     {false, true},
-	"mysql":        {false, true},
-	"blackhole":    {false, true},
+// (lookup: read by a lookup join, planner/lookup.go).
+var connectors = map[string]struct{ source, sink, lookup bool }{
+	"kafka":        {true, true, false},
+	"upsert-kafka": {true, true, false},
+	"jdbc":         {false, true, true},
+	"postgres":     {false, true, true},
+	"mysql":        {false, true, true},
+	"redis":        {false, false, true},
+	"blackhole":    {false, true, false},
 }
 
 func connectorNames() []string {
@@ -124,7 +126,7 @@ func (p *planner) createTable(ct *ast.CreateTable) {
 	case !ok:
 		p.errorf(ct.At, "table %s has no 'connector' option: add WITH ('connector' = 'kafka', …); onceflow has %s", name, strings.Join(connectorNames(), ", "))
 		return
-	case connectors[strings.ToLower(c)] == struct{ source, sink bool }{}:
+	case connectors[strings.ToLower(c)] == struct{ source, sink, lookup bool }{}:
 		p.errorf(t.optAt("connector"), "table %s: unknown connector %q%s; onceflow has %s", name, c, suggest.Suggest(c, connectorNames()), strings.Join(connectorNames(), ", "))
 		return
 	}

@@ -71,6 +71,12 @@ type joinPlan struct {
 // joinFrom plans a FROM that is a join, with the select's WHERE (nil:
 // none) and hints; the WHERE is consumed.
 func (p *planner) joinFrom(j *ast.Join, where ast.Expr, hints []*ast.Hint) *rel {
+	if rt, ok := j.Right.(*ast.TableRef); ok && rt.SystemTime != nil && p.isLookupTable(rt) {
+		return p.lookupJoin(j, rt, where) // lookup.go; a versioned table's: temporal.go
+	}
+	if !p.lookupLast(j.Left) {
+		return nil
+	}
 	if !p.checkJoinKinds(j, true) {
 		return nil
 	}

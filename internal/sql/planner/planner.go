@@ -81,6 +81,8 @@ func Compile(path, src string) (*Job, error) {
 }
 
 type planner struct {
+	// lookups are the tables lookup joins read (lookup.go).
+	lookups  []*table
 	file     string
 	job      string
 	tables   map[string]*table
@@ -305,6 +307,7 @@ func (p *planner) plan() *Job {
 			p.checkSinkOptions(o.sink)
 		}
 	}
+	p.checkLookupOptions()
 	if len(p.errs) > 0 {
 		return nil
 	}

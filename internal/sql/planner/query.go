@@ -179,6 +179,10 @@ func isRef(e ast.Expr, name string) bool {
 // their expressions.
 func (p *planner) scan(t *table, alias string, at ast.Pos) *rel {
 	if !connectors[t.connector].source {
+		if connectors[t.connector].lookup {
+			p.errorf(at, "table %s uses the %s connector, which a query reads only in a lookup join: JOIN %s FOR SYSTEM_TIME AS OF a.proc_time AS b ON a.k = b.id, proc_time a PROCTIME() column of the stream a", t.name, t.connector, t.name)
+			return nil
+		}
 		p.errorf(at, "table %s uses the %s connector, which cannot be read: onceflow reads Kafka tables ('connector' = 'kafka')", t.name, t.connector)
 		return nil
 	}
@@ -411,7 +415,7 @@ func (p *planner) from(te ast.TableExpr) *rel {
 	switch f := te.(type) {
 	case *ast.TableRef:
 		if f.SystemTime != nil {
-			p.errorf(f.At, "FOR SYSTEM_TIME AS OF (lookup and temporal joins) comes with the joins issue")
+			p.errorf(f.At, "FOR SYSTEM_TIME AS OF reads a table in a join, as the right side of its JOIN … ON (a lookup join of a database table, a temporal join of a versioned table), last in a chain of joins: join the others in a subquery before it")
 			return nil
 		}
 		alias := ""

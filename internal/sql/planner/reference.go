@@ -9,7 +9,7 @@ package planner
 // optionDocs says what an option does, keyed by the option, or by
 // "connector/option" where a connector reads it differently.
 var optionDocs = map[string]string{
-	"connector": "The connector: `kafka`, `upsert-kafka`, `jdbc`, `postgres`, `mysql` or `blackhole`.",
+	"connector": "The connector: `kafka`, `upsert-kafka`, `jdbc`, `postgres`, `mysql`, `redis` or `blackhole`.",
 
 	"topic":                                   "The topic (a source may list several, separated by `;`). Becomes `source.topics` or `sink.topic`.",
 	"topic-pattern":                           "A regular expression: every topic whose whole name matches is read, also ones created later. Becomes `source.topic-regex`.",
@@ -38,13 +38,26 @@ var optionDocs = map[string]string{
 	"sink.transactional-id-prefix":            "Accepted and not needed: the transactional id is derived from the job's name.",
 
 	"url":        "`jdbc:postgresql://host:port/db`, `jdbc:mysql://host:port/db` or `jdbc:mariadb://host:port/db`: the database, and which sink is used (`sink.postgres` or `sink.mysql`).",
-	"table-name": "The table written to; default the SQL table's name.",
+	"table-name": "The table written to (or read by a lookup join); default the SQL table's name.",
 	"username":   "The database user; `${VAR}` reads it from the environment.",
 	"password":   "The database password; write `${VAR}` to read it from the environment rather than keep it in the script.",
 	"dsn":        "The database's connection string as the Go driver takes it (`postgres://…`, `user:pass@tcp(host:3306)/db`); `${VAR}` reads it from the environment.",
 	"table":      "The same as `table-name`.",
 	"batch-rows": "How many rows one statement writes. Becomes the sink's `batch-rows`.",
+
+	"redis/url":  "The server, `redis://[user:password@]host:port/db`; `${VAR}` reads it from the environment.",
+	"key-prefix": "The row of key k is the JSON object at the Redis key `<key-prefix>k` (a string value); default the table's name and `:`.",
+
+	"lookup.cache":                             "A lookup join's cache: `NONE` (the default, every row looked up) or `PARTIAL` (rows cached as they are looked up). Becomes the lookup step's `cache`.",
+	"lookup.partial-cache.max-rows":            "With `PARTIAL`: the most keys cached, the least recently used dropped first; default 10000.",
+	"lookup.partial-cache.expire-after-write":  "With `PARTIAL`: a cached key is looked up again this long after it was read from the table.",
+	"lookup.partial-cache.expire-after-access": "With `PARTIAL`: a cached key not used for this long is dropped.",
+	"lookup.partial-cache.cache-missing-key":   "With `PARTIAL`: cache the keys that match no row too (`true`, the default, or `false`).",
+	"lookup.max-retries":                       "How many times a failed lookup is retried with backoff before the job restarts from its last checkpoint; default 3.",
 }
+
+// lookupDoc says what a lookup join reads of a table, for docs/sql.md.
+const lookupDoc = "Read by a lookup join (`JOIN t FOR SYSTEM_TIME AS OF a.proc_time AS b ON a.k = b.id`), besides the options above:"
 
 // connectorDocs says what each connector is, for docs/sql.md.
 var connectorDocs = map[string]string{
@@ -53,6 +66,7 @@ var connectorDocs = map[string]string{
 	"jdbc":         "A PostgreSQL or MySQL/MariaDB table, by Flink's JDBC options. With a primary key rows are upserted by it (updating results allowed); without one they are appended.",
 	"postgres":     "A PostgreSQL table, by a Go DSN. Upserts by the primary key when one is declared.",
 	"mysql":        "A MySQL or MariaDB table, by a Go DSN. Upserts by the primary key when one is declared.",
+	"redis":        "A Redis database read by a lookup join only: the row of key k is the JSON object at `<key-prefix>k`; the table's `PRIMARY KEY` is its one key column.",
 	"blackhole":    "Drops every row (the source's offsets still commit every checkpoint): for trying a query's cost.",
 }
 

@@ -47,6 +47,11 @@ func TestSQLDocs(t *testing.T) {
 // Every option the planner accepts, every connector, aggregate and
 // setting has its sentence: a new one cannot reach the page undocumented.
 func TestSQLDocsComplete(t *testing.T) {
+	for _, o := range lookupOptions {
+		if optionDoc("jdbc", o) == "" {
+			t.Errorf("lookup option %q has no entry in optionDocs (reference.go)", o)
+		}
+	}
 	for _, o := range kafkaSourceOptions {
 		if optionDoc("kafka", o) == "" {
 			t.Errorf("kafka source option %q has no entry in optionDocs (reference.go)", o)
@@ -157,9 +162,9 @@ func connectorsSection() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	names := connectorNames()
-	p("| connector | read by a query | written by `INSERT INTO` | |\n|---|---|---|---|\n")
+	p("| connector | read by a query | written by `INSERT INTO` | read by a lookup join | |\n|---|---|---|---|---|\n")
 	for _, c := range names {
-		p("| [`%s`](#%s) | %s | %s | %s |\n", c, c, yesNo(connectors[c].source), yesNo(connectors[c].sink), cell(connectorDocs[c]))
+		p("| [`%s`](#%s) | %s | %s | %s | %s |\n", c, c, yesNo(connectors[c].source), yesNo(connectors[c].sink), yesNo(connectors[c].lookup), cell(connectorDocs[c]))
 	}
 	table := func(c string, opts []string) {
 		p("\n| option | |\n|---|---|\n")
@@ -175,6 +180,10 @@ func connectorsSection() string {
 			p("\nWritten by `INSERT INTO`:\n")
 		}
 		table(c, sinkOptions[c])
+		if connectors[c].lookup {
+			p("\n%s\n", lookupDoc)
+			table(c, lookupOptions)
+		}
 	}
 	var ignored []string
 	for o := range ignoredOptions {

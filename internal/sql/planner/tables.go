@@ -34,6 +34,7 @@ var sinkOptions = map[string][]string{
 	"postgres":     {"connector", "dsn", "table-name", "table", "batch-rows", "sink.delivery-guarantee"},
 	"mysql":        {"connector", "dsn", "table-name", "table", "batch-rows", "sink.delivery-guarantee"},
 	"blackhole":    {"connector"},
+	"redis":        {"connector", "url", "key-prefix"}, // read by lookup joins only (lookup.go)
 }
 
 func (p *planner) checkSinkOptions(t *table) { p.checkOptions(t, sinkOptions[t.connector]) }

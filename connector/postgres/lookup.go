@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/onceflow/onceflow/flow"
+)
+
+// Lookup reads the rows of a table by key for a lookup join (pipeline's
+// lookup step; docs/design.md, "SQL", lookup joins): one query per batch
+// of keys, the keys sent as text arrays and cast to the key columns'
+// types, so the table's index on them serves it. Safe for concurrent
+// use: each Get takes an idle connection, or opens one (at most as many
+// as Gets run at once; 4 kept idle); a connection that failed is closed.
+type Lookup struct {
+	dsn, table    string
+	keys, columns []string
+
+	idle  chan *pgx.Conn
+	mu    sync.Mutex // query
+	query string
+}
+
+// OpenLookup returns the lookup of table's columns by its key columns
+// keys on the server dsn. It connects on the first Get.
+func OpenLookup(dsn, table string, keys, columns []string) (*Lookup, error) {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return nil, flow.Unrecoverable(fmt.Errorf("DSN %s: %v", RedactDSN(dsn), redactErr(err, dsn)))
+	}
+	if err := checkIdent("table", table); err != nil {
+		return nil, flow.Unrecoverable(err)
+	}
+	return &Lookup{dsn: dsn, table: table, keys: keys, columns: columns, idle: make(chan *pgx.Conn, 4)}, nil
+}
+
+// conn returns an idle connection, or a new one, and the query.
+func (l *Lookup) conn(ctx context.Context) (*pgx.Conn, string, error) {
+	l.mu.Lock()
+	q := l.query
+	l.mu.Unlock()
+	select {
+	case c := <-l.idle:
+		return c, q, nil
+	default:
+	}
+	c, err := pgx.Connect(ctx, l.dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("connect to %s: %v", RedactDSN(l.dsn), redactErr(err, l.dsn))
+	}
+	if q == "" {
+		if q, err = l.prepare(ctx, c); err != nil {
+			c.Close(context.Background())
+			return nil, "", err
+		}
+		l.mu.Lock()
+		l.query = q
+		l.mu.Unlock()
+	}
+	return c, q, nil
+}
+
+// Get returns, for each key, the JSON objects of the matching rows'
+// columns.
+func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
+	c, q, err := l.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, len(l.keys))
+	for k := range l.keys {
+		col := make([]string, len(keys))
+		for i, key := range keys {
+			col[i] = key[k]
+		}
+		args[k] = col
+	}
+	rows, err := c.Query(ctx, q, args...)
+	if err == nil {
+		out := make([][][]byte, len(keys))
+		var ord int64
+		var row []byte
+		_, err = pgx.ForEachRow(rows, []any{&ord, &row}, func() error {
+			out[ord-1] = append(out[ord-1], append([]byte(nil), row...))
+			return nil
+		})
+		if err == nil {
+			select {
+			case l.idle <- c:
+			default:
+				c.Close(context.Background())
+			}
+			return out, nil
+		}
+	}
+	c.Close(context.Background()) // after an error: a fresh one next time
+	return nil, fmt.Errorf("look up %s: %v", l.table, redactErr(err, l.dsn))
+}
+
+// prepare reads the key columns' types and writes the query.
+func (l *Lookup) prepare(ctx context.Context, conn *pgx.Conn) (string, error) {
+	types := map[string]string{}
+	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, l.table)
+	if err != nil {
+		return "", fmt.Errorf("read the columns of %s: %v", l.table, err)
+	}
+	var name, typ string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { types[name] = typ; return nil }); err != nil {
+		return "", fmt.Errorf("read the columns of %s: %v", l.table, err)
+	}
+	if len(types) == 0 {
+		return "", flow.Unrecoverable(fmt.Errorf("lookup table %s does not exist on %s: create it, or name another", l.table, RedactDSN(l.dsn)))
+	}
+	for _, c := range append(append([]string(nil), l.keys...), l.columns...) {
+		if _, ok := types[c]; !ok {
+			return "", flow.Unrecoverable(fmt.Errorf("lookup table %s has no column %s", l.table, c))
+		}
+	}
+	var obj, arrays, names, on []string
+	for _, c := range l.columns {
+		obj = append(obj, fmt.Sprintf("'%s', t.%s", strings.ReplaceAll(c, "'", "''"), pgx.Identifier{c}.Sanitize()))
+	}
+	for i, k := range l.keys {
+		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+1))
+		names = append(names, fmt.Sprintf("k%d", i))
+		on = append(on, fmt.Sprintf("t.%s = u.k%d::%s", pgx.Identifier{k}.Sanitize(), i, types[k]))
+	}
+	return fmt.Sprintf("SELECT u.ord, json_build_object(%s)::text FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) JOIN %s t ON %s",
+		strings.Join(obj, ", "), strings.Join(arrays, ", "), strings.Join(names, ", "), ident(l.table), strings.Join(on, " AND ")), nil
+}
+
+// Close closes the idle connections.
+func (l *Lookup) Close() error {
+	for {
+		select {
+		case c := <-l.idle:
+			c.Close(context.Background())
+		default:
+			return nil
+		}
+	}
+}
