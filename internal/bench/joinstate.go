@@ -231,10 +231,8 @@ func Soak(ctx context.Context, cfg SoakConfig) ([]SoakSample, error) {
 
 	var produced atomic.Int64
 	start := time.Now()
-	pctx, stopProducing := context.WithTimeout(ctx, cfg.Duration)
-	defer stopProducing()
 	perr := make(chan error, 1)
-	go func() { perr <- soakProduce(pctx, cl, topics[0], topics[1], cfg.Rate, &produced) }()
+	go func() { perr <- soakProduce(ctx, cl, topics[0], topics[1], cfg.Rate, cfg.Duration, &produced) }()
 
 	var samples []SoakSample
 	sample := func() error {
@@ -298,15 +296,17 @@ func Soak(ctx context.Context, cfg SoakConfig) ([]SoakSample, error) {
 }
 
 // soakProduce writes rate records per second to each of left and right,
-// a tenth every 100ms, until ctx ends: record i is the order
+// a tenth every 100ms, for d (or until ctx ends), and flushes them: record i is the order
 // {"order":i,"customer":"c<i>",...} and the customer {"id":"c<i>",...},
 // both with record key c<i> (so they share a partition) and the wall
 // clock as their timestamp.
-func soakProduce(ctx context.Context, cl *kgo.Client, left, right string, rate int, produced *atomic.Int64) error {
+func soakProduce(ctx context.Context, cl *kgo.Client, left, right string, rate int, d time.Duration, produced *atomic.Int64) error {
 	var mu sync.Mutex
 	var perr error
+	// Every error fails the soak: a record the producer gave up on would
+	// be counted as written and missed in the jobs' output.
 	promise := func(_ *kgo.Record, err error) {
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		if err != nil {
 			mu.Lock()
 			perr = errors.Join(perr, err)
 			mu.Unlock()
@@ -315,15 +315,14 @@ func soakProduce(ctx context.Context, cl *kgo.Client, left, right string, rate i
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
+	end := time.After(d)
 	var i int64
 	for {
 		select {
 		case <-ctx.Done():
-			// Records produced but not yet acknowledged still count:
-			// flush them with a fresh context.
-			fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := cl.Flush(fctx); err != nil {
+			return ctx.Err()
+		case <-end:
+			if err := cl.Flush(ctx); err != nil {
 				return err
 			}
 			mu.Lock()
@@ -569,4 +568,75 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// ReadSoakCSV reads the samples Soak wrote as CSV (SoakHeader's columns).
+func ReadSoakCSV(r io.Reader) ([]SoakSample, error) {
+	var ss []SoakSample
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		if line == 1 && sc.Text() == SoakHeader {
+			continue
+		}
+		f := strings.Split(sc.Text(), ",")
+		if len(f) != strings.Count(SoakHeader, ",")+1 {
+			return nil, fmt.Errorf("soak CSV line %d has %d columns, want those of %s", line, len(f), SoakHeader)
+		}
+		var n [8]int64
+		for i := range n {
+			v, err := strconv.ParseInt(f[i+1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("soak CSV line %d, column %d: %v", line, i+2, err)
+			}
+			n[i] = v
+		}
+		s := SoakSample{Job: f[0], Elapsed: time.Duration(n[0]) * time.Second, Produced: n[1], RSS: n[2], HeapInuse: n[3],
+			CheckpointBytes: n[4], DirBytes: n[5], In: n[6], Out: n[7], WatermarkLag: -1}
+		if f[9] != "-" {
+			v, err := strconv.ParseFloat(f[9], 64)
+			if err != nil {
+				return nil, fmt.Errorf("soak CSV line %d, watermark lag: %v", line, err)
+			}
+			s.WatermarkLag = time.Duration(v * float64(time.Second))
+		}
+		ss = append(ss, s)
+	}
+	return ss, sc.Err()
+}
+
+// FormatSoak renders, per job, a Markdown table of its first sample at or
+// after each multiple of every (and its last sample), sizes in MiB.
+func FormatSoak(ss []SoakSample, every time.Duration) string {
+	var jobs []string
+	byJob := map[string][]SoakSample{}
+	for _, s := range ss {
+		if _, ok := byJob[s.Job]; !ok {
+			jobs = append(jobs, s.Job)
+		}
+		byJob[s.Job] = append(byJob[s.Job], s)
+	}
+	mib := func(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) }
+	var sb strings.Builder
+	for _, j := range jobs {
+		fmt.Fprintf(&sb, "%s:\n\n| min | records per side | RSS MiB | heap MiB | checkpoint MiB | state dir MiB | in | out | watermark lag s |\n|---|---|---|---|---|---|---|---|---|\n", j)
+		next := time.Duration(0)
+		js := byJob[j]
+		for i, s := range js {
+			if s.Elapsed < next && i != len(js)-1 {
+				continue
+			}
+			for next <= s.Elapsed {
+				next += every
+			}
+			wl := "–"
+			if s.WatermarkLag >= 0 {
+				wl = strconv.FormatFloat(s.WatermarkLag.Seconds(), 'f', 1, 64)
+			}
+			fmt.Fprintf(&sb, "| %.1f | %d | %s | %s | %s | %s | %d | %d | %s |\n", s.Elapsed.Minutes(), s.Produced, mib(s.RSS), mib(s.HeapInuse), mib(s.CheckpointBytes), mib(s.DirBytes), s.In, s.Out, wl)
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
 }

@@ -84,7 +84,33 @@ func TestBenchSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d samples\n%s", len(ss), csv.String())
+	t.Logf("%d samples\n%s", len(ss), FormatSoak(ss, 5*time.Minute))
+}
+
+// TestSoakTable prints the tables of a soak's CSV: set
+// ONCEFLOW_BENCH_SOAK_TABLE=FILE (and ONCEFLOW_BENCH_SOAK_EVERY=d, default
+// 5m).
+func TestSoakTable(t *testing.T) {
+	p := os.Getenv("ONCEFLOW_BENCH_SOAK_TABLE")
+	if p == "" {
+		t.Skip("set ONCEFLOW_BENCH_SOAK_TABLE=FILE to print the tables of a soak's CSV")
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ss, err := ReadSoakCSV(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	every := 5 * time.Minute
+	if s := os.Getenv("ONCEFLOW_BENCH_SOAK_EVERY"); s != "" {
+		if every, err = time.ParseDuration(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("\n%s", FormatSoak(ss, every))
 }
 
 // TestSoakShort runs the soak for 30 s with a 5 s ttl and a 5 s interval
@@ -126,6 +152,18 @@ func TestSoakShort(t *testing.T) {
 	}
 	if got := strings.Count(csv.String(), "\n"); got != len(ss)+1 {
 		t.Errorf("CSV has %d lines, want a header and %d samples", got, len(ss))
+	}
+	back, err := ReadSoakCSV(strings.NewReader(csv.String()))
+	if err != nil || len(back) != len(ss) {
+		t.Fatalf("ReadSoakCSV: %d samples, %v; want the %d written", len(back), err, len(ss))
+	}
+	// The CSV keeps whole seconds of elapsed time and tenths of the lag.
+	for i, s := range ss {
+		s.Elapsed = s.Elapsed.Round(time.Second)
+		if b := back[i]; b.Job != s.Job || b.Produced != s.Produced || b.RSS != s.RSS || b.CheckpointBytes != s.CheckpointBytes ||
+			b.In != s.In || b.Out != s.Out || b.Elapsed != s.Elapsed || (b.WatermarkLag < 0) != (s.WatermarkLag < 0) {
+			t.Errorf("sample %d read back as %+v, written %+v", i, b, s)
+		}
 	}
 }
 
