@@ -85,6 +85,25 @@ func WindowName(backend string) string {
 	return "onceflow 1-min tumbling count per key (JSON, " + backend + ")"
 }
 
+// JoinName is the name of the run of the regular join (JoinStep) with
+// keyed state in backend (Config.Joins).
+func JoinName(backend string) string { return "onceflow join, ttl 1h (JSON, " + backend + ")" }
+
+// IntervalJoinName is the name of the run of the interval join
+// (IntervalJoinStep) with keyed state in backend (Config.Joins).
+func IntervalJoinName(backend string) string {
+	return "onceflow interval join, 1m (JSON, " + backend + ")"
+}
+
+// JoinSpan is the event time the join inputs' timestamps cover under
+// Config.Joins, and JoinLead how much earlier than its order each
+// customer record is dated: the interval join keeps about
+// (1m + JoinLead + out-of-orderness) / JoinSpan of the input.
+const (
+	JoinSpan = 10 * time.Minute
+	JoinLead = 10 * time.Second
+)
+
 // WindowSpan is the event time the input's timestamps cover under
 // Config.Pipelines: with one-minute windows, each key has up to three.
 const WindowSpan = 3 * time.Minute
@@ -106,7 +125,15 @@ INSERT INTO gross SELECT ` + "`user`" + `, amount, country, ` + "`order`" + `, a
 	SumPerKeySteps = []pipeline.Step{
 		{Op: "aggregate", Params: pipeline.Params{"key": "value.user", "fields": map[string]string{"revenue": "sum(value.amount)"}}},
 	}
-	WindowSteps = []pipeline.Step{
+	// JoinStep is the regular join of the Config.Joins runs: orders
+	// with the customer of the same id, each side kept an hour (longer
+	// than the run: the state holds every record).
+	JoinStep = pipeline.Step{Op: "join", Params: pipeline.Params{"left-key": "value.customer", "right-key": "value.id", "ttl": time.Hour}}
+	// IntervalJoinStep is the interval join of the Config.Joins runs: an
+	// order pairs with the customer record of its id dated up to a
+	// minute before it (JoinInputs dates it JoinLead before).
+	IntervalJoinStep = pipeline.Step{Op: "interval-join", Params: pipeline.Params{"left-key": "value.customer", "right-key": "value.id", "lower": "0s", "upper": "1m"}}
+	WindowSteps      = []pipeline.Step{
 		{Op: "window", Params: pipeline.Params{"key": "value.user", "size": time.Minute, "fields": map[string]string{"n": "count()"}}},
 	}
 )
@@ -157,6 +184,11 @@ type Config struct {
 	// "country":..., "pad":...}, about ValueSize bytes) and adds the runs
 	// of job-file steps over them: NameFilterMap and NameSumPerKey.
 	Pipelines bool
+	// Joins adds the join runs once per backend of Backends: a regular
+	// join (JoinName) and an interval join (IntervalJoinName) of two
+	// input topics of JSON values, Records/2 records each, every key
+	// once on each side (so every record joins).
+	Joins bool
 	// Progress receives a line as each phase starts and ends, default nil
 	// (silent).
 	Progress func(string)
@@ -332,6 +364,12 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 			suffixes = append(suffixes, "window-"+be)
 		}
 	}
+	if b.cfg.Joins {
+		suffixes = append(suffixes, "join-left", "join-right")
+		for _, be := range b.cfg.Backends {
+			suffixes = append(suffixes, "join-"+be, "interval-join-"+be)
+		}
+	}
 	for _, s := range suffixes {
 		t := b.topic(s)
 		if err := createTopic(ctx, adm, t, b.cfg.Partitions); err != nil {
@@ -343,43 +381,60 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 	if err := b.produceInput(ctx, admCl, adm); err != nil {
 		return nil, err
 	}
+	if b.cfg.Joins {
+		if err := b.produceJoinInputs(ctx, admCl); err != nil {
+			return nil, err
+		}
+	}
 
 	type measured struct {
 		name, label, out string
 		fn               func(ctx context.Context, out string) error
 		counts           bool // the output holds running counts per key
 		windows          bool // the output holds one count per key and window
+		join             bool // the output holds one pair per join key
 	}
 	runs := []measured{
-		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling, false, false},
-		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough, false, false},
-		{NamePassThroughMetrics, "pass-through-metrics", b.topic("passthrough-metrics"), b.runPassThroughMetrics, false, false},
+		{NameCeiling, "ceiling", b.topic("ceiling"), b.runCeiling, false, false, false},
+		{NamePassThrough, "pass-through", b.topic("passthrough"), b.runPassThrough, false, false, false},
+		{NamePassThroughMetrics, "pass-through-metrics", b.topic("passthrough-metrics"), b.runPassThroughMetrics, false, false, false},
 	}
 	if b.cfg.MetricsFirst {
 		runs[1], runs[2] = runs[2], runs[1]
 	}
 	for _, be := range b.cfg.Backends {
-		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true, false})
+		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true, false, false})
 	}
 	if b.cfg.Pipelines {
 		runs = append(runs,
 			measured{NameFilterMap, "filter-map", b.topic("filter-map"), func(ctx context.Context, out string) error {
 				return b.runSteps(ctx, "filter-map", out, FilterMapSteps)
-			}, false, false},
+			}, false, false, false},
 			measured{NameFilterMapSQL, "filter-map-sql", b.topic("filter-map-sql"), func(ctx context.Context, out string) error {
 				steps, err := SQLSteps(FilterMapSQL)
 				if err != nil {
 					return err
 				}
 				return b.runSteps(ctx, "filter-map-sql", out, steps)
-			}, false, false},
+			}, false, false, false},
 			measured{NameSumPerKey, "sum", b.topic("sum"), func(ctx context.Context, out string) error {
 				return b.runSteps(ctx, "sum", out, SumPerKeySteps)
-			}, false, false})
+			}, false, false, false})
 		for _, be := range b.cfg.Backends {
 			runs = append(runs, measured{WindowName(be), "window-" + be, b.topic("window-" + be), func(ctx context.Context, out string) error {
 				return b.runSteps(ctx, "window-"+be, out, WindowSteps, flow.StateBackend(be))
-			}, false, true})
+			}, false, true, false})
+		}
+	}
+	if b.cfg.Joins {
+		for _, be := range b.cfg.Backends {
+			runs = append(runs,
+				measured{JoinName(be), "join-" + be, b.topic("join-" + be), func(ctx context.Context, out string) error {
+					return b.runJoin(ctx, "join-"+be, out, JoinStep, be)
+				}, false, false, true},
+				measured{IntervalJoinName(be), "interval-join-" + be, b.topic("interval-join-" + be), func(ctx context.Context, out string) error {
+					return b.runJoin(ctx, "interval-join-"+be, out, IntervalJoinStep, be)
+				}, false, false, true})
 		}
 	}
 	var rs []Result
@@ -402,11 +457,18 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		if rerr != nil {
 			return nil, fmt.Errorf("bench: %s: %w", r.name, rerr)
 		}
-		res := Result{Name: r.name, Records: b.cfg.Records, Elapsed: el, RecordsPerSec: float64(b.cfg.Records) / el.Seconds()}
+		n := b.cfg.Records
+		if r.join {
+			n = b.cfg.Records / 2 * 2
+		}
+		res := Result{Name: r.name, Records: n, Elapsed: el, RecordsPerSec: float64(n) / el.Seconds()}
 		b.logf("%s: %d records in %v (%.0f records/s); verifying the output", r.name, res.Records, el.Round(time.Millisecond), res.RecordsPerSec)
 		var v verifier = countOnly{}
 		want := b.cfg.Records
 		switch {
+		case r.join:
+			v = &joinVerifier{pairs: b.cfg.Records / 2}
+			want = b.cfg.Records / 2
 		case r.counts:
 			v = &countVerifier{perKey: b.perKey}
 		case r.windows:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -70,6 +71,76 @@ func TestRunSmallPipelines(t *testing.T) {
 	}
 }
 
+// With Joins the join runs read both join inputs and write one verified
+// pair per key, on each backend.
+func TestRunSmallJoins(t *testing.T) {
+	cfg := Config{Records: 4_000, Partitions: 2, CheckpointInterval: 10 * time.Millisecond, Joins: true}
+	rs, err := Run(kafkatest.ContextTimeout(t, 2*time.Minute), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", Format(rs))
+	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameCountPebble,
+		JoinName(flow.MemoryBackend), IntervalJoinName(flow.MemoryBackend), JoinName(flow.PebbleBackend), IntervalJoinName(flow.PebbleBackend)}
+	if len(rs) != len(names) {
+		t.Fatalf("got %d results, want %d", len(rs), len(names))
+	}
+	for i, r := range rs {
+		if r.Name != names[i] || r.Records != cfg.Records {
+			t.Errorf("result %d: %s with %d records, want %s with %d", i, r.Name, r.Records, names[i], cfg.Records)
+		}
+	}
+}
+
+// The join verifier refuses a missing, duplicated or mismatched pair.
+func TestJoinVerifier(t *testing.T) {
+	pair := func(i int, customer string) []byte {
+		o, _ := joinValues(i, 80)
+		_, c := joinValues(0, 80)
+		c = []byte(strings.Replace(string(c), `"c-0"`, `"`+customer+`"`, 1))
+		return fmt.Appendf(nil, `{"left":%s,"right":%s}`, o, c)
+	}
+	tests := []struct {
+		name string
+		keys []int
+		bad  int // index of a record whose customer is another, -1 none
+		want string
+	}{
+		{"exact", []int{0, 1, 2}, -1, ""},
+		{"missing", []int{0, 2}, -1, "2 distinct pairs, want 3"},
+		{"twice", []int{0, 1, 1, 2}, -1, `key "c-1" joined twice`},
+		{"wrong partner", []int{0, 1, 2}, 1, `pairs order 1 of customer "c-1" with customer "c-7"`},
+		{"unknown key", []int{0, 1, 5}, -1, `unexpected join key "c-5"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &joinVerifier{pairs: 3}
+			var err error
+			for j, k := range tt.keys {
+				c := joinKey(k)
+				if j == tt.bad {
+					c = "c-7"
+				}
+				if err = v.record([]byte(joinKey(k)), pair(k, c)); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = v.finish()
+			}
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrOutputMismatch) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want ErrOutputMismatch containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestJSONValue(t *testing.T) {
 	v := jsonValue(1234, 100, 100)
 	var m map[string]any
@@ -92,6 +163,9 @@ func TestJSONValue(t *testing.T) {
 //	                             before the plain one
 //	ONCEFLOW_BENCH_PIPELINES=1   JSON values, and the job-file steps
 //	                             filter+map and a sum per key over them
+//	ONCEFLOW_BENCH_JOINS=1       a regular and an interval join of two
+//	                             topics of JSON values (Records/2 each),
+//	                             once per backend
 //	ONCEFLOW_BENCH_TIMEOUT=d     bound of the whole run (default 10m; pass a
 //	                             longer go test -timeout too)
 //	ONCEFLOW_BENCH_CHECKPOINT_INTERVAL=d  the jobs' checkpoint interval and
@@ -111,6 +185,7 @@ func TestBenchFull(t *testing.T) {
 	}
 	cfg.MetricsFirst = os.Getenv("ONCEFLOW_BENCH_METRICS_FIRST") == "1"
 	cfg.Pipelines = os.Getenv("ONCEFLOW_BENCH_PIPELINES") == "1"
+	cfg.Joins = os.Getenv("ONCEFLOW_BENCH_JOINS") == "1"
 	if n, err := strconv.ParseInt(os.Getenv("ONCEFLOW_BENCH_STATE_MEMORY"), 10, 64); err == nil {
 		cfg.StateMemory = n
 	}
