@@ -236,6 +236,7 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 				Size      int64  `json:"state_size"`
 				Written   int64  `json:"checkpointed_size"`
 				Align     int64  `json:"alignment_duration"`
+				Delay     int64  `json:"barrier_delay"`
 				Failure   string `json:"failure_message"`
 			}
 		}
@@ -244,7 +245,7 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 		}
 		fmt.Fprintf(e.stdout, "checkpoints: %d completed, %d failed, %d in progress\n", d.Counts["completed"], d.Counts["failed"], d.Counts["in_progress"])
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATUS\tTRIGGERED\tDURATION\tSIZE\tWRITTEN\tALIGNMENT\t")
+		fmt.Fprintln(tw, "ID\tSTATUS\tTRIGGERED\tDURATION\tSIZE\tWRITTEN\tBARRIER\tALIGNMENT\t")
 		for i, h := range d.History {
 			if i == *last {
 				break
@@ -253,7 +254,7 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 			if h.Savepoint {
 				kind = " (savepoint)"
 			}
-			fmt.Fprintf(tw, "%d%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%s\n", h.ID, kind, h.Status, time.UnixMilli(h.Trigger).Format("15:04:05.000"), h.Duration, h.Size, h.Written, h.Align, h.Failure)
+			fmt.Fprintf(tw, "%d%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%dms\t%s\n", h.ID, kind, h.Status, time.UnixMilli(h.Trigger).Format("15:04:05.000"), h.Duration, h.Size, h.Written, h.Delay, h.Align, h.Failure)
 		}
 		return tw.Flush()
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/onceflow/onceflow/state"
 )
@@ -98,6 +99,7 @@ func (p *exPort[T]) deliver(m exMsg[T]) (ctl, bool) {
 	}
 	p.idx = len(m.recs)
 	p.cur = exMsg[T]{}
+	p.ex.rx[p.st.index].taken(m.sender, len(m.recs), time.Now())
 	p.ex.recycle(m)
 	return ctl{}, false
 }
