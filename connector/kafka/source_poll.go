@@ -57,13 +57,18 @@ func (r *reader) finished() bool {
 // SetYield) stay in r.fetched, and the next Poll emits them before it
 // fetches again (docs/design.md, "Checkpoints under backpressure").
 func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
-	if len(r.fetched) == 0 {
+	// The lag is updated after emitting, so it counts what was emitted,
+	// whenever this poll fetched or emitted anything.
+	update := len(r.fetched) > 0
+	if !update {
 		if r.finished() {
 			return io.EOF
 		}
-		if err := r.fetch(ctx); err != nil {
+		fetched, err := r.fetch(ctx)
+		if err != nil {
 			return err
 		}
+		update = fetched
 	}
 	var done map[string][]int32
 	for len(r.fetched) > 0 {
@@ -83,6 +88,9 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 	if len(r.fetched) == 0 {
 		r.fetched = nil
 	}
+	if update {
+		r.updateLag()
+	}
 	if len(done) > 0 {
 		r.cl.RemoveConsumePartitions(done)
 	}
@@ -100,13 +108,14 @@ type fetchedPart struct {
 func (r *reader) SetYield(yield func() bool) { r.yield = yield }
 
 // fetch polls Kafka once (partition discovery and end offsets first, when
-// due) and queues the fetched records in r.fetched.
-func (r *reader) fetch(ctx context.Context) error {
+// due) and queues the fetched records in r.fetched. It reports whether the
+// response carried any of the reader's partitions.
+func (r *reader) fetch(ctx context.Context) (bool, error) {
 	now := time.Now()
 	if !r.nextDiscovery.IsZero() && !now.Before(r.nextDiscovery) {
 		if _, err := r.discover(ctx, true); err != nil {
 			if errors.Is(err, flow.ErrUnrecoverable) {
-				return err
+				return false, err
 			}
 			// The partitions read so far are unaffected; try again
 			// at the next interval.
@@ -122,11 +131,11 @@ func (r *reader) fetch(ctx context.Context) error {
 	fs := r.cl.PollRecords(pctx, r.src.cfg.MaxPollRecords)
 	cancel()
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	recreated, err := r.fetchErrors(ctx, fs)
 	if err != nil {
-		return err
+		return false, err
 	}
 	fetched := false
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -147,10 +156,7 @@ func (r *reader) fetch(ctx context.Context) error {
 			r.fetched = append(r.fetched, fetchedPart{s: s, recs: fp.Records})
 		}
 	})
-	if fetched {
-		r.updateLag()
-	}
-	return nil
+	return fetched, nil
 }
 
 // emitPart emits fp's records from fp.next on, until the engine asks to

@@ -26,13 +26,13 @@ import (
 // barrier waits behind the records in flight, which the sources' yielding
 // and the exchanges' in-flight target bound in time, not behind the
 // backlog (docs/design.md, "Checkpoints under backpressure"). The counts
-// per key are exact in the end. 200k records and 4 kills; 1M records and
+// per key are exact in the end. 300k records and 4 kills; 1M records and
 // 20 kills with ONCEFLOW_LONG.
 func TestKilledEvery3sUnderBacklogProgresses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crash test skipped in -short mode")
 	}
-	records, kills := 200_000, 4
+	records, kills := 300_000, 4
 	if os.Getenv("ONCEFLOW_LONG") != "" {
 		records, kills = 1_000_000, 20
 	}

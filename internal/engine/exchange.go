@@ -49,8 +49,10 @@ type exchange[T any] struct {
 
 // inflight bounds the records queued towards one receiver subtask of an
 // exchange by time, not by count (docs/design.md, "Checkpoints under
-// backpressure"): the receiver measures the records it takes per second,
-// and each of its channels may hold what it takes in the in-flight target
+// backpressure"): the receiver measures the records it takes per second
+// of its busy time (not of the wall clock: a receiver that waits for
+// input because its queues are short must not shrink them further), and
+// each of its channels may hold what it takes in the in-flight target
 // divided among its channels (at least minInflight records, at most the
 // channel's capacity in batches). A barrier behind them then waits about
 // the target at each exchange, whatever the job's throughput.
@@ -65,6 +67,10 @@ type inflight struct {
 	target, max      int64 // target in ns; max records per channel
 	winStart         time.Time
 	winRecs, senders int64
+	// idle is the receiver's idle time (subtask.idle, set when it
+	// starts receiving), winIdle its value when the window began.
+	idle    *atomic.Int64
+	winIdle int64
 }
 
 // minInflight is the fewest records a channel may hold: below it the cost
@@ -76,7 +82,7 @@ const minInflight = 64
 const inflightWindow = 100 * time.Millisecond
 
 func newInflight(senders int, target time.Duration, max int64) *inflight {
-	f := &inflight{queued: make([]atomic.Int64, senders), space: make([]chan struct{}, senders), target: int64(target), max: max, senders: int64(senders)}
+	f := &inflight{queued: make([]atomic.Int64, senders), space: make([]chan struct{}, senders), target: int64(target), max: max, senders: int64(senders), idle: new(atomic.Int64)}
 	for s := range f.space {
 		f.space[s] = make(chan struct{}, 1)
 	}
@@ -103,15 +109,17 @@ func (f *inflight) taken(s, n int, now time.Time) {
 		return
 	}
 	if f.winStart.IsZero() {
-		f.winStart = now
+		f.winStart, f.winIdle = now, f.idle.Load()
 	}
 	f.winRecs += int64(n)
 	if el := now.Sub(f.winStart); el >= inflightWindow {
 		// Records per channel taken in the target time at the rate of
-		// the window.
-		lim := f.winRecs * f.target / int64(el) / f.senders
+		// the window's busy time.
+		idle := f.idle.Load()
+		busy := max(int64(el)-(idle-f.winIdle), int64(time.Millisecond))
+		lim := f.winRecs * f.target / busy / f.senders
 		f.limit.Store(min(f.max, max(minInflight, lim)))
-		f.winStart, f.winRecs = now, 0
+		f.winStart, f.winIdle, f.winRecs = now, idle, 0
 	}
 }
 
@@ -272,6 +280,7 @@ func (ex *exchange[T]) recycle(m exMsg[T]) {
 func (ex *exchange[T]) receive(st *subtask, in any) {
 	chans := ex.chans[st.index]
 	rx := ex.rx[st.index]
+	rx.idle = &st.idle
 	var keyed keyedInput[T]
 	if ex.key != nil {
 		keyed = in.(keyedInput[T])

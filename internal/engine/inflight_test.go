@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// The limit follows the receiver's rate: what it takes in the target,
-// divided among its channels, within [minInflight, max].
+// The limit follows the receiver's rate over its busy time: what it
+// takes in the target, divided among its channels, within [minInflight,
+// max].
 func TestInflightLimitFollowsRate(t *testing.T) {
 	f := newInflight(2, 100*time.Millisecond, 4096)
 	if got := f.limit.Load(); got != minInflight {
@@ -35,6 +36,15 @@ func TestInflightLimitFollowsRate(t *testing.T) {
 	off.taken(0, 1, t0.Add(time.Second))
 	if got := off.limit.Load(); got != 4096 {
 		t.Fatalf("limit with the target off %d, want the capacity 4096", got)
+	}
+	// A receiver idle for 90 of 100ms, taking 100 records: 1,000 a
+	// second of wall clock, 10,000 a second of its busy time.
+	idle := newInflight(1, 100*time.Millisecond, 4096)
+	idle.taken(0, 50, t0)
+	idle.idle.Add(int64(90 * time.Millisecond))
+	idle.taken(0, 50, t0.Add(100*time.Millisecond))
+	if got := idle.limit.Load(); got != 1000 {
+		t.Fatalf("limit of a receiver busy 10ms of 100 taking 100 records %d, want 1000 (its busy rate)", got)
 	}
 }
 

@@ -52,6 +52,7 @@ type exPort[T any] struct {
 
 func (ex *exchange[T]) port(st *subtask, in any) inPort {
 	p := &exPort[T]{ex: ex, st: st, chans: ex.chans[st.index]}
+	ex.rx[st.index].idle = &st.idle
 	if ex.key != nil {
 		p.keyed = in.(keyedInput[T])
 	} else {
