@@ -19,24 +19,27 @@ import (
 	"github.com/onceflow/onceflow/internal/kafkatest"
 )
 
-// TestKilledEvery3sUnderBacklogProgresses: a keyed job on Pebble starts
-// with a backlog of records in Kafka and is SIGKILLed every 3 seconds.
+// TestKilledEvery3sUnderBacklogProgresses: a keyed job on Pebble (50k
+// keys, 1 s checkpoints) starts with a backlog of records in Kafka and is
+// SIGKILLed every 3 seconds.
 // Each run must commit a checkpoint before it is killed, so every
 // restore is from a newer checkpoint than the one before: a checkpoint's
 // barrier waits behind the records in flight, which the sources' yielding
 // and the exchanges' in-flight target bound in time, not behind the
 // backlog (docs/design.md, "Checkpoints under backpressure"). The counts
-// per key are exact in the end. 300k records and 4 kills; 1M records and
-// 20 kills with ONCEFLOW_LONG.
+// per key are exact in the end. 600k records and 4 kills; 1M records and
+// 20 kills with ONCEFLOW_LONG. Before the change main's build failed it
+// (restores [0 1 1 2 3]: checkpoints waited behind a poll of 10,000
+// records and the channels' 8 batches of 512 per sender).
 func TestKilledEvery3sUnderBacklogProgresses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crash test skipped in -short mode")
 	}
-	records, kills := 300_000, 4
+	records, kills := 600_000, 4
 	if os.Getenv("ONCEFLOW_LONG") != "" {
 		records, kills = 1_000_000, 20
 	}
-	const keys = 500
+	const keys = 50_000
 	dir := t.TempDir()
 	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "in", 4)
@@ -50,7 +53,7 @@ func TestKilledEvery3sUnderBacklogProgresses(t *testing.T) {
   topic: out-backlog
   delivery: exactly-once
 checkpointing:
-  interval: 500ms
+  interval: 1s
   mode: exactly-once
   timeout: 1m
 state:
