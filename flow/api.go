@@ -57,6 +57,14 @@ type PreparedResolver = engine.PreparedResolver
 // last emitted (for example "orders/3@1042"), so failures name it.
 type Positioner = engine.Positioner
 
+// Yielder is implemented by source readers whose Poll can stop part-way
+// through the records it fetched, keeping the rest for the next Poll, so
+// a checkpoint barrier goes in ahead of them: under backpressure a
+// checkpoint then waits for the records already in the job, not for a
+// whole poll's worth (docs/design.md, "Checkpoints under
+// backpressure"). The Kafka source implements it.
+type Yielder = engine.Yielder
+
 // SinkContext describes the sink subtask being opened.
 type SinkContext = engine.SinkContext
 

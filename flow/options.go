@@ -254,6 +254,15 @@ func BatchSize(n int) Option { return func(c *Env) { c.g.Cfg.BatchSize = n } }
 // the sender blocks (backpressure). Default 8.
 func ChannelCapacity(n int) Option { return func(c *Env) { c.g.Cfg.ChannelCapacity = n } }
 
+// InflightTarget bounds the records waiting between two subtasks by time:
+// each receiver measures its throughput, and its senders keep no more
+// queued than it processes in d (at least 64 records a channel, at most
+// ChannelCapacity batches). A checkpoint barrier waits behind those
+// records, so under backpressure this bounds how long it takes to cross
+// an exchange (docs/design.md, "Checkpoints under backpressure").
+// Default 100ms; 0 leaves only ChannelCapacity.
+func InflightTarget(d time.Duration) Option { return func(c *Env) { c.g.Cfg.InflightTarget = d } }
+
 // Clock replaces the processing-time clock; for tests. It drives state TTL
 // and checkpoint timing alike: a test that moves it forward by hours to
 // expire state also times out a checkpoint in flight, unless it sets a

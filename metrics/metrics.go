@@ -120,6 +120,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge("last_checkpoint_size_bytes", "Size of the state files the newest committed checkpoint needs.", float64(s.LastCheckpointStateBytes))
 		gauge("last_checkpoint_written_bytes", "Bytes of state the newest committed checkpoint wrote (incremental checkpoints write only new files).", float64(s.LastCheckpointWrittenBytes))
 		gauge("last_checkpoint_alignment_seconds", "The longest barrier alignment of a subtask in the newest committed checkpoint.", s.LastCheckpointAlignment.Seconds())
+		gauge("last_checkpoint_barrier_delay_seconds", "The longest time the newest committed checkpoint's barrier took from its trigger to a subtask's operators (aligned): its wait behind queued records.", s.LastCheckpointBarrierDelay.Seconds())
 		gauge("last_checkpoint_commit_duration_seconds", "How long the commit point of the newest committed checkpoint took.", s.LastCheckpointCommitDuration.Seconds())
 		gauge("last_checkpoint_completed_timestamp_seconds", "Unix time the newest checkpoint committed in this process.", unix(s.LastCheckpointTime))
 	}

@@ -313,6 +313,11 @@ type reader struct {
 	snapshots map[int64]snapshotOffsets
 	// assigned caches AssignedSplits.
 	assigned []string
+	// fetched holds the records of the last fetch not emitted yet, in
+	// fetch order, when Poll yielded to a barrier; yield is the engine's
+	// (flow.Yielder).
+	fetched []fetchedPart
+	yield   func() bool
 }
 
 // endOffset is a split's end offset; gen is the reader's endGen when a

@@ -52,16 +52,70 @@ func (r *reader) finished() bool {
 	return true
 }
 
-// Poll emits the records fetched within about 100ms.
+// Poll emits the records fetched within about 100ms. Records fetched but
+// not emitted when the engine asks it to yield (a barrier is waiting:
+// SetYield) stay in r.fetched, and the next Poll emits them before it
+// fetches again (docs/design.md, "Checkpoints under backpressure").
 func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
-	if r.finished() {
-		return io.EOF
+	// The lag is updated after emitting, so it counts what was emitted,
+	// whenever this poll fetched or emitted anything.
+	update := len(r.fetched) > 0
+	if !update {
+		if r.finished() {
+			return io.EOF
+		}
+		fetched, err := r.fetch(ctx)
+		if err != nil {
+			return err
+		}
+		update = fetched
 	}
+	var done map[string][]int32
+	for len(r.fetched) > 0 {
+		if r.yield != nil && r.yield() {
+			break
+		}
+		fp := &r.fetched[0]
+		s, complete := r.emitPart(fp, emit)
+		if s != (split{}) {
+			done = appendDone(done, s)
+		}
+		if complete {
+			r.fetched[0] = fetchedPart{}
+			r.fetched = r.fetched[1:]
+		}
+	}
+	if len(r.fetched) == 0 {
+		r.fetched = nil
+	}
+	if update {
+		r.updateLag()
+	}
+	if len(done) > 0 {
+		r.cl.RemoveConsumePartitions(done)
+	}
+	return nil
+}
+
+// fetchedPart is one partition's records of a fetch, emitted from next on.
+type fetchedPart struct {
+	s    split
+	recs []*kgo.Record
+	next int
+}
+
+// SetYield implements flow.Yielder.
+func (r *reader) SetYield(yield func() bool) { r.yield = yield }
+
+// fetch polls Kafka once (partition discovery and end offsets first, when
+// due) and queues the fetched records in r.fetched. It reports whether the
+// response carried any of the reader's partitions.
+func (r *reader) fetch(ctx context.Context) (bool, error) {
 	now := time.Now()
 	if !r.nextDiscovery.IsZero() && !now.Before(r.nextDiscovery) {
 		if _, err := r.discover(ctx, true); err != nil {
 			if errors.Is(err, flow.ErrUnrecoverable) {
-				return err
+				return false, err
 			}
 			// The partitions read so far are unaffected; try again
 			// at the next interval.
@@ -77,25 +131,19 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 	fs := r.cl.PollRecords(pctx, r.src.cfg.MaxPollRecords)
 	cancel()
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	recreated, err := r.fetchErrors(ctx, fs)
 	if err != nil {
-		return err
+		return false, err
 	}
-	var (
-		done    map[string][]int32
-		fetched bool
-	)
-	// Per partition, not per record: the map lookups and stores of a
-	// position cost more than emitting a record.
+	fetched := false
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if recreated != nil && slices.Contains(recreated, fp.Topic) {
 			return // the old topic's, fetched before it was read anew
 		}
 		s := split{fp.Topic, fp.Partition}
-		p, ok := r.pos[s]
-		if !ok {
+		if _, ok := r.pos[s]; !ok {
 			return // not ours (any more)
 		}
 		end := fp.HighWatermark
@@ -104,52 +152,69 @@ func (r *reader) Poll(ctx context.Context, emit func(Record)) error {
 		}
 		r.ends[s] = endOffset{end, r.endGen}
 		fetched = true
-		startNext := p.next
-		for _, kr := range fp.Records {
-			if kr.Offset < p.next {
-				continue // already passed
-			}
-			if p.end >= 0 && kr.Offset >= p.end {
-				p.next = max(p.next, p.end)
-				break
-			}
-			p.next = kr.Offset + 1
-			if kr.Attrs.IsControl() {
-				continue
-			}
-			if len(kr.Headers) > 0 {
-				if v, ok := markOf(kr); ok {
-					r.takeMark(kr, v) // a watermark marker, not data
-					continue
-				}
-			}
-			rec := Record{
-				Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
-				Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp,
-			}
-			if len(kr.Headers) > 0 {
-				rec.Headers = make([]Header, len(kr.Headers))
-				for i, h := range kr.Headers {
-					rec.Headers[i] = Header{h.Key, h.Value}
-				}
-			}
-			r.lastTopic, r.lastPartition, r.lastOffset = kr.Topic, kr.Partition, kr.Offset
-			emit(rec)
-		}
-		if p.next != startNext {
-			r.pos[s] = p
-			if p.end >= 0 && p.next >= p.end && startNext < p.end {
-				done = appendDone(done, s)
-			}
+		if len(fp.Records) > 0 {
+			r.fetched = append(r.fetched, fetchedPart{s: s, recs: fp.Records})
 		}
 	})
-	if fetched {
-		r.updateLag()
+	return fetched, nil
+}
+
+// emitPart emits fp's records from fp.next on, until the engine asks to
+// yield. Per partition, not per record, it updates the split's position:
+// the map lookups and stores of a position cost more than emitting a
+// record. complete reports that fp has nothing left; s is the split when
+// that completed a bounded split.
+func (r *reader) emitPart(fp *fetchedPart, emit func(Record)) (s split, complete bool) {
+	p, ok := r.pos[fp.s]
+	if !ok {
+		return split{}, true // not ours any more
 	}
-	if len(done) > 0 {
-		r.cl.RemoveConsumePartitions(done)
+	startNext := p.next
+	i := fp.next
+	for ; i < len(fp.recs); i++ {
+		if i > fp.next && r.yield != nil && r.yield() {
+			break
+		}
+		kr := fp.recs[i]
+		if kr.Offset < p.next {
+			continue // already passed
+		}
+		if p.end >= 0 && kr.Offset >= p.end {
+			p.next = max(p.next, p.end)
+			i = len(fp.recs)
+			break
+		}
+		p.next = kr.Offset + 1
+		if kr.Attrs.IsControl() {
+			continue
+		}
+		if len(kr.Headers) > 0 {
+			if v, ok := markOf(kr); ok {
+				r.takeMark(kr, v) // a watermark marker, not data
+				continue
+			}
+		}
+		rec := Record{
+			Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
+			Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp,
+		}
+		if len(kr.Headers) > 0 {
+			rec.Headers = make([]Header, len(kr.Headers))
+			for i, h := range kr.Headers {
+				rec.Headers[i] = Header{h.Key, h.Value}
+			}
+		}
+		r.lastTopic, r.lastPartition, r.lastOffset = kr.Topic, kr.Partition, kr.Offset
+		emit(rec)
 	}
-	return nil
+	fp.next = i
+	if p.next != startNext {
+		r.pos[fp.s] = p
+		if p.end >= 0 && p.next >= p.end && startNext < p.end {
+			s = fp.s
+		}
+	}
+	return s, i >= len(fp.recs)
 }
 
 // fetchErrors returns the errors of fs, if any. kgo never adopts the new

@@ -33,6 +33,7 @@ type Source[T any] struct {
 	splits    [][]T
 	unbounded bool
 	perPoll   int
+	noYield   bool
 	// Opened counts Open calls (restarts show up as more than parallelism).
 	mu     sync.Mutex
 	opened int
@@ -44,6 +45,7 @@ type SourceOption func(*sourceOpts)
 type sourceOpts struct {
 	unbounded bool
 	perPoll   int
+	noYield   bool
 }
 
 // Unbounded keeps the source open after its records are read (Poll returns
@@ -54,13 +56,18 @@ func Unbounded() SourceOption { return func(o *sourceOpts) { o.unbounded = true 
 // PerPoll sets how many records one Poll emits at most. Default 256.
 func PerPoll(n int) SourceOption { return func(o *sourceOpts) { o.perPoll = n } }
 
+// NoYield makes a Poll emit all its records even when a barrier waits,
+// as a reader without flow.Yielder does. Default: a Poll stops early then,
+// and the barrier goes in ahead of the rest.
+func NoYield() SourceOption { return func(o *sourceOpts) { o.noYield = true } }
+
 // NewSource returns a source over the given splits.
 func NewSource[T any](splits [][]T, opts ...SourceOption) *Source[T] {
 	o := sourceOpts{perPoll: 256}
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Source[T]{splits: splits, unbounded: o.unbounded, perPoll: o.perPoll}
+	return &Source[T]{splits: splits, unbounded: o.unbounded, perPoll: o.perPoll, noYield: o.noYield}
 }
 
 // Split deals records round-robin into n splits.
@@ -114,6 +121,14 @@ type reader[T any] struct {
 	pos   []int
 	next  int
 	last  string
+	yield func() bool
+}
+
+// SetYield implements flow.Yielder (unless the source is NoYield).
+func (r *reader[T]) SetYield(yield func() bool) {
+	if !r.src.noYield {
+		r.yield = yield
+	}
 }
 
 func (r *reader[T]) Poll(ctx context.Context, emit func(T)) error {
@@ -125,7 +140,11 @@ func (r *reader[T]) Poll(ctx context.Context, emit func(T)) error {
 			continue
 		}
 		end := min(r.pos[k]+r.src.perPoll, len(split))
-		for i := r.pos[k]; i < end; i++ {
+		start := r.pos[k]
+		for i := start; i < end; i++ {
+			if r.yield != nil && i > start && r.yield() {
+				break
+			}
 			r.pos[k] = i + 1
 			r.last = splitName(r.owned[k]) + "@" + strconv.Itoa(i)
 			emit(split[i])

@@ -34,6 +34,7 @@ type Checkpoint struct {
 	StateSize        int64  `json:"state_size"`
 	WrittenSize      int64  `json:"checkpointed_size"`
 	AlignmentMs      int64  `json:"alignment_duration"`
+	BarrierDelayMs   int64  `json:"barrier_delay"`
 	CommitMs         int64  `json:"commit_duration"`
 	Records          int64  `json:"records_committed"`
 	FailureMessage   string `json:"failure_message,omitempty"`
@@ -102,6 +103,7 @@ func (h *History) OnCheckpointCompleted(e flow.CheckpointCompleted) {
 	c.DurationMs = e.Duration.Milliseconds()
 	c.StateSize, c.WrittenSize = e.StateBytes, e.WrittenBytes
 	c.AlignmentMs, c.CommitMs = e.Alignment.Milliseconds(), e.CommitDuration.Milliseconds()
+	c.BarrierDelayMs = e.BarrierDelay.Milliseconds()
 	c.Records = e.Records
 }
 

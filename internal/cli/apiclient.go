@@ -243,6 +243,7 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 				Size      int64  `json:"state_size"`
 				Written   int64  `json:"checkpointed_size"`
 				Align     int64  `json:"alignment_duration"`
+				Delay     int64  `json:"barrier_delay"`
 				Failure   string `json:"failure_message"`
 			}
 			ScaleOut *struct {
@@ -258,13 +259,13 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 			// A scale-out instance: each of its tasks' newest checkpoint,
 			// ids as epoch:sequence (docs/design.md, "Scale-out").
 			fmt.Fprintf(e.stdout, "(the tasks of instance %s, each with its newest checkpoint)\n", d.ScaleOut.Instance)
-			fmt.Fprintln(tw, "TASK\tCHECKPOINT\tSTATUS\tDURATION\tSIZE\tWRITTEN\tALIGNMENT")
+			fmt.Fprintln(tw, "TASK\tCHECKPOINT\tSTATUS\tDURATION\tSIZE\tWRITTEN\tBARRIER\tALIGNMENT")
 			for _, h := range d.History {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%dms\t%d\t%d\t%dms\n", h.Task, flow.CheckpointText(h.ID), h.Status, h.Duration, h.Size, h.Written, h.Align)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%dms\n", h.Task, flow.CheckpointText(h.ID), h.Status, h.Duration, h.Size, h.Written, h.Delay, h.Align)
 			}
 			return tw.Flush()
 		}
-		fmt.Fprintln(tw, "ID\tSTATUS\tTRIGGERED\tDURATION\tSIZE\tWRITTEN\tALIGNMENT\t")
+		fmt.Fprintln(tw, "ID\tSTATUS\tTRIGGERED\tDURATION\tSIZE\tWRITTEN\tBARRIER\tALIGNMENT\t")
 		for i, h := range d.History {
 			if i == *last {
 				break
@@ -273,7 +274,7 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 			if h.Savepoint {
 				kind = " (savepoint)"
 			}
-			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%s\n", flow.CheckpointText(h.ID), kind, h.Status, time.UnixMilli(h.Trigger).Format("15:04:05.000"), h.Duration, h.Size, h.Written, h.Align, h.Failure)
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%dms\t%s\n", flow.CheckpointText(h.ID), kind, h.Status, time.UnixMilli(h.Trigger).Format("15:04:05.000"), h.Duration, h.Size, h.Written, h.Delay, h.Align, h.Failure)
 		}
 		return tw.Flush()
 	}

@@ -38,9 +38,14 @@ type Config struct {
 	Logger          *slog.Logger
 	BatchSize       int
 	ChannelCapacity int
-	Clock           func() time.Time
-	StatusInterval  time.Duration
-	StopTimeout     time.Duration
+	// InflightTarget is how long the records queued towards a receiver
+	// subtask of an exchange may take it to process, measured from its
+	// throughput (docs/design.md, "Checkpoints under backpressure"); 0:
+	// only ChannelCapacity bounds them.
+	InflightTarget time.Duration
+	Clock          func() time.Time
+	StatusInterval time.Duration
+	StopTimeout    time.Duration
 	// SlowOperatorWarning is how long one call into an operator (a
 	// sink's write, prepare or commit, a function on a record) may run
 	// before it is logged at WARN, and again every three times as long
@@ -80,6 +85,7 @@ func DefaultConfig() Config {
 		MaxParallelism:      state.DefaultMaxParallelism,
 		BatchSize:           512,
 		ChannelCapacity:     8,
+		InflightTarget:      100 * time.Millisecond,
 		Clock:               time.Now,
 		StopTimeout:         time.Minute,
 		SlowOperatorWarning: 10 * time.Second,
@@ -137,6 +143,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BatchSize < 1 {
 		add("batch size %d is below 1", c.BatchSize)
+	}
+	if c.InflightTarget < 0 {
+		add("in-flight target %v is negative: use 0 (off) or more", c.InflightTarget)
 	}
 	if c.ChannelCapacity < 1 {
 		add("channel capacity %d is below 1", c.ChannelCapacity)

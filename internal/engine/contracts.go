@@ -180,3 +180,18 @@ type PreparedResolver interface {
 type Positioner interface {
 	Position() string
 }
+
+// Yielder is implemented by source readers whose Poll can stop part-way
+// through what it fetched (flow.Yielder): a barrier then goes in ahead
+// of the records fetched but not emitted yet, instead of waiting behind
+// them while the job is backpressured (docs/design.md, "Checkpoints
+// under backpressure").
+type Yielder interface {
+	// SetYield is called once, before the first Poll, with a function
+	// that reports whether a barrier (or the end of the stream) is
+	// waiting. Poll calls it between records; once it returns true, Poll
+	// returns without emitting more, keeps the records it has not
+	// emitted for the next Poll, and Snapshot positions every split right
+	// after its last record emitted. yield is cheap (one atomic load).
+	SetYield(yield func() bool)
+}

@@ -32,6 +32,7 @@
 //
 //	graph.go      Graph, Node, node options; uids, validation, parallelism
 //	add.go        the generic constructors flow's operators call (AddMap, AddKeyed, AddSink, …)
+//	batch.go      the batch operator: records handed over together, flushed by every control message
 //	contracts.go  the source, sink and commit point contracts, CommitRecord (flow aliases them)
 //	config.go     Config, its defaults and validation
 //	errors.go     Rejected, Unrecoverable, TaskError

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/onceflow/onceflow/internal/barrier"
@@ -41,18 +42,120 @@ type exchange[T any] struct {
 	att       *attempt
 	chans     [][]chan exMsg[T] // [receiver][sender]
 	free      []chan exMsg[T]   // per sender: batches handed back by receivers
+	rx        []*inflight       // per receiver: the records in flight to it
 	key       func(T) string
 	receivers int
+}
+
+// inflight bounds the records queued towards one receiver subtask of an
+// exchange by time, not by count (docs/design.md, "Checkpoints under
+// backpressure"): the receiver measures the records it takes per second
+// of its busy time (not of the wall clock: a receiver that waits for
+// input because its queues are short must not shrink them further), and
+// each of its channels may hold what it takes in the in-flight target
+// divided among its channels (at least minInflight records, at most the
+// channel's capacity in batches). A barrier behind them then waits about
+// the target at each exchange, whatever the job's throughput.
+type inflight struct {
+	// queued is per sender the records sent and not yet taken; space
+	// is poked after every take, for a sender waiting for room.
+	queued []atomic.Int64
+	space  []chan struct{}
+	// limit is the records a channel may hold; the receiver sets it.
+	limit atomic.Int64
+	// The receiver's window of measurement.
+	target, max      int64 // target in ns; max records per channel
+	winStart         time.Time
+	winRecs, senders int64
+	// idle is the receiver's idle time (subtask.idle, set when it
+	// starts receiving), winIdle its value when the window began.
+	idle    *atomic.Int64
+	winIdle int64
+}
+
+// minInflight is the fewest records a channel may hold: below it the cost
+// of a message per few records would slow the job down more than the
+// barrier gains.
+const minInflight = 64
+
+// inflightWindow is how often a receiver measures its throughput.
+const inflightWindow = 100 * time.Millisecond
+
+func newInflight(senders int, target time.Duration, max int64) *inflight {
+	f := &inflight{queued: make([]atomic.Int64, senders), space: make([]chan struct{}, senders), target: int64(target), max: max, senders: int64(senders), idle: new(atomic.Int64)}
+	for s := range f.space {
+		f.space[s] = make(chan struct{}, 1)
+	}
+	// Until the receiver has measured its rate, the floor: a backlog read
+	// after a restore must not fill the channels with more than the first
+	// checkpoint can wait for, before anyone knows how slow the receiver
+	// is (Pebble's caches are cold then).
+	f.limit.Store(min(max, minInflight))
+	if target <= 0 {
+		f.limit.Store(max)
+	}
+	return f
+}
+
+// taken is called by the receiver for every batch of n records it took
+// from sender s.
+func (f *inflight) taken(s, n int, now time.Time) {
+	f.queued[s].Add(-int64(n))
+	select {
+	case f.space[s] <- struct{}{}:
+	default:
+	}
+	if f.target <= 0 {
+		return
+	}
+	if f.winStart.IsZero() {
+		f.winStart, f.winIdle = now, f.idle.Load()
+	}
+	f.winRecs += int64(n)
+	if el := now.Sub(f.winStart); el >= inflightWindow {
+		// Records per channel taken in the target time at the rate of
+		// the window's busy time.
+		idle := f.idle.Load()
+		busy := max(int64(el)-(idle-f.winIdle), int64(time.Millisecond))
+		lim := f.winRecs * f.target / busy / f.senders
+		f.limit.Store(min(f.max, max(minInflight, lim)))
+		f.winStart, f.winIdle, f.winRecs = now, idle, 0
+	}
+}
+
+// reserve waits until sender s may send n more records (a channel holding
+// nothing always may) and counts them in flight. It returns the limit,
+// for the sender's next batch size.
+func (f *inflight) reserve(st *subtask, s, n int) int {
+	q := &f.queued[s]
+	for {
+		cur, lim := q.Load(), f.limit.Load()
+		if cur == 0 || cur+int64(n) <= lim {
+			q.Add(int64(n))
+			return int(lim)
+		}
+		start := time.Now()
+		st.bpSince.Store(start.UnixNano())
+		select {
+		case <-f.space[s]:
+			st.bpSince.Store(0)
+			st.backpressured.Add(int64(time.Since(start)))
+		case <-st.att.ctx.Done():
+			panic(errAttemptCanceled)
+		}
+	}
 }
 
 func newExchange[T any](att *attempt, senders, receivers int, key func(T) string) *exchange[T] {
 	ex := &exchange[T]{att: att, key: key, receivers: receivers}
 	ex.chans = make([][]chan exMsg[T], receivers)
+	ex.rx = make([]*inflight, receivers)
 	for r := range ex.chans {
 		ex.chans[r] = make([]chan exMsg[T], senders)
 		for s := range ex.chans[r] {
 			ex.chans[r][s] = make(chan exMsg[T], att.cfg.ChannelCapacity)
 		}
+		ex.rx[r] = newInflight(senders, att.cfg.InflightTarget, int64(att.cfg.ChannelCapacity)*int64(att.cfg.BatchSize))
 	}
 	ex.free = make([]chan exMsg[T], senders)
 	for s := range ex.free {
@@ -66,15 +169,19 @@ type exWriter[T any] struct {
 	st     *subtask
 	sender int
 	bufs   []exMsg[T]
-	rr     int
-	batch  int
-	maxPar int
+	// flushAt is per receiver the batch size: the configured one, or
+	// fewer records when the receiver's in-flight limit is lower.
+	flushAt []int
+	rr      int
+	batch   int
+	maxPar  int
 }
 
 func (ex *exchange[T]) writer(st *subtask) any {
-	w := &exWriter[T]{ex: ex, st: st, sender: st.index, bufs: make([]exMsg[T], ex.receivers), batch: ex.att.cfg.BatchSize, maxPar: ex.att.cfg.MaxParallelism}
+	w := &exWriter[T]{ex: ex, st: st, sender: st.index, bufs: make([]exMsg[T], ex.receivers), flushAt: make([]int, ex.receivers), batch: ex.att.cfg.BatchSize, maxPar: ex.att.cfg.MaxParallelism}
 	for r := range w.bufs {
 		w.bufs[r] = w.newBuf()
+		w.flushAt[r] = w.batch
 	}
 	return input[T](w)
 }
@@ -106,12 +213,12 @@ func (w *exWriter[T]) push(x T) {
 	} else {
 		r = w.rr
 		b = &w.bufs[r]
-		if len(b.recs)+1 >= w.batch {
+		if len(b.recs)+1 >= w.flushAt[r] {
 			w.rr = (w.rr + 1) % w.ex.receivers
 		}
 	}
 	b.recs = append(b.recs, x)
-	if len(b.recs) >= w.batch {
+	if len(b.recs) >= w.flushAt[r] {
 		w.send(r)
 	}
 }
@@ -119,6 +226,10 @@ func (w *exWriter[T]) push(x T) {
 func (w *exWriter[T]) send(r int) {
 	m := w.bufs[r]
 	w.bufs[r] = w.newBuf()
+	lim := w.ex.rx[r].reserve(w.st, w.sender, len(m.recs))
+	// A quarter of the limit, so batches queue behind the one the
+	// receiver processes and it never waits for the sender to fill one.
+	w.flushAt[r] = max(1, min(w.batch, lim/4))
 	sendMsg(w.st, w.ex.chans[r][w.sender], m)
 }
 
@@ -168,6 +279,8 @@ func (ex *exchange[T]) recycle(m exMsg[T]) {
 
 func (ex *exchange[T]) receive(st *subtask, in any) {
 	chans := ex.chans[st.index]
+	rx := ex.rx[st.index]
+	rx.idle = &st.idle
 	var keyed keyedInput[T]
 	if ex.key != nil {
 		keyed = in.(keyedInput[T])
@@ -200,6 +313,7 @@ func (ex *exchange[T]) receive(st *subtask, in any) {
 		}
 		idx = len(m.recs)
 		cur = exMsg[T]{}
+		rx.taken(m.sender, len(m.recs), time.Now())
 		ex.recycle(m)
 		return false
 	}
@@ -280,8 +394,11 @@ func (cs *ctlIn) on(ch int, c ctl) (done bool) {
 			cs.alignStart = time.Now()
 		}
 		for _, b := range al.OnBarrier(ch, c.b) {
+			now := time.Now()
 			st.alignCP.Store(b.ID)
-			st.alignNs.Store(int64(time.Since(cs.alignStart)))
+			st.alignNs.Store(int64(now.Sub(cs.alignStart)))
+			st.barrierAt.Store(now.UnixNano())
+			st.barrierCP.Store(b.ID)
 			if err := failpoint.Inject(failpoint.AfterAlignment); err != nil {
 				fail(err)
 			}

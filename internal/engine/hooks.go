@@ -40,6 +40,11 @@ type CheckpointCompleted struct {
 	// Alignment is the longest time a subtask spent aligning its barriers
 	// (from the first input's barrier to the last's).
 	Alignment time.Duration
+	// BarrierDelay is the longest time from the trigger until the
+	// barrier reached a subtask's operators, aligned: how long it waited
+	// behind the records queued before it (docs/design.md, "Checkpoints
+	// under backpressure"). Flink calls the first part start delay.
+	BarrierDelay time.Duration
 	// CommitDuration is how long the commit point took (Kafka: the
 	// transaction's offsets and EndTxn; a database: its COMMIT).
 	CommitDuration time.Duration

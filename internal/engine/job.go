@@ -48,9 +48,12 @@ type Stats struct {
 	// wrote, the longest barrier alignment of its subtasks, how long its
 	// commit point took, and when it committed (zero: none yet in this
 	// process).
-	LastCheckpointStateBytes     int64
-	LastCheckpointWrittenBytes   int64
-	LastCheckpointAlignment      time.Duration
+	LastCheckpointStateBytes   int64
+	LastCheckpointWrittenBytes int64
+	LastCheckpointAlignment    time.Duration
+	// LastCheckpointBarrierDelay is its longest barrier delay
+	// (CheckpointCompleted.BarrierDelay).
+	LastCheckpointBarrierDelay   time.Duration
 	LastCheckpointCommitDuration time.Duration
 	LastCheckpointTime           time.Time
 	// LastRestoreTime is when the current (or last) attempt restored a
@@ -144,7 +147,7 @@ type RunningJob struct {
 	// restoredAt: unix nanoseconds of the last restore, 0 for none.
 	restoredAt atomic.Int64
 	// The newest committed checkpoint's figures (Stats.LastCheckpoint*).
-	inFlight, lastSize, lastWritten, lastAlign, lastCommit, lastAt atomic.Int64
+	inFlight, lastSize, lastWritten, lastAlign, lastDelay, lastCommit, lastAt atomic.Int64
 	// committed counts records of committed checkpoints.
 	committed atomic.Int64
 	// base holds the counters restored from the first checkpoint this
@@ -293,6 +296,7 @@ func (j *RunningJob) Stats() Stats {
 		LastCheckpointStateBytes:     j.lastSize.Load(),
 		LastCheckpointWrittenBytes:   j.lastWritten.Load(),
 		LastCheckpointAlignment:      time.Duration(j.lastAlign.Load()),
+		LastCheckpointBarrierDelay:   time.Duration(j.lastDelay.Load()),
 		LastCheckpointCommitDuration: time.Duration(j.lastCommit.Load()),
 		LastCheckpointTime:           unixNano(j.lastAt.Load()),
 		LastRestoreTime:              unixNano(j.restoredAt.Load()),

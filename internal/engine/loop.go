@@ -40,6 +40,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 
 	endSources := func() {
 		for _, st := range att.sources {
+			st.barrierWaiting.Store(true)
 			st.mail.Post(mail{kind: mailStop})
 		}
 	}
@@ -77,6 +78,7 @@ func (att *attempt) loop(ctx context.Context, coord *checkpoint.Coordinator, all
 					// Only a savepoint the user asked for needs keyed state in
 					// the portable format; a plain stop's final checkpoint
 					// is incremental like any other.
+					st.barrierWaiting.Store(true)
 					st.mail.Post(mail{kind: mailTrigger, b: barrier.Barrier{ID: a.ID, Savepoint: p.savepoint}})
 				}
 			case checkpoint.Commit:
@@ -373,13 +375,15 @@ func (att *attempt) commit(ctx context.Context, p *pendingCP, carry int64) error
 	att.log.Debug("checkpoint committed", "checkpoint", p.id, "duration", dur)
 	size, written := stateBytes(m)
 	align := att.alignment(p.id)
+	delay := att.barrierDelay(p.id, p.started)
 	j.lastSize.Store(size)
 	j.lastWritten.Store(written)
 	j.lastAlign.Store(int64(align))
+	j.lastDelay.Store(int64(delay))
 	j.lastCommit.Store(int64(commitDur))
 	j.lastAt.Store(time.Now().UnixNano())
 	cfg.Hooks.completed(CheckpointCompleted{Job: cfg.Job, ID: p.id, Savepoint: p.savepoint, Duration: dur, StateBytes: size, WrittenBytes: written, Records: carry + p.out,
-		Alignment: align, CommitDuration: commitDur, Time: time.Now()})
+		Alignment: align, BarrierDelay: delay, CommitDuration: commitDur, Time: time.Now()})
 	if p.savepoint && p.req != nil {
 		if att.store == nil {
 			att.replySavepoint(p, "", errors.New("savepoints need a state directory: set flow.StateDir"))
@@ -405,6 +409,19 @@ func (att *attempt) alignment(id int64) time.Duration {
 	for _, st := range att.subtasks {
 		if st.alignCP.Load() == id {
 			d = max(d, time.Duration(st.alignNs.Load()))
+		}
+	}
+	return d
+}
+
+// barrierDelay is the longest time checkpoint id's barrier took from its
+// trigger to reach the operators of a subtask (those that have taken a
+// later one since do not count).
+func (att *attempt) barrierDelay(id int64, started time.Time) time.Duration {
+	var d time.Duration
+	for _, st := range att.subtasks {
+		if st.barrierCP.Load() == id {
+			d = max(d, time.Duration(st.barrierAt.Load()-started.UnixNano()))
 		}
 	}
 	return d

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/onceflow/onceflow/state"
 )
@@ -51,6 +52,7 @@ type exPort[T any] struct {
 
 func (ex *exchange[T]) port(st *subtask, in any) inPort {
 	p := &exPort[T]{ex: ex, st: st, chans: ex.chans[st.index]}
+	ex.rx[st.index].idle = &st.idle
 	if ex.key != nil {
 		p.keyed = in.(keyedInput[T])
 	} else {
@@ -98,6 +100,7 @@ func (p *exPort[T]) deliver(m exMsg[T]) (ctl, bool) {
 	}
 	p.idx = len(m.recs)
 	p.cur = exMsg[T]{}
+	p.ex.rx[p.st.index].taken(m.sender, len(m.recs), time.Now())
 	p.ex.recycle(m)
 	return ctl{}, false
 }

@@ -64,15 +64,24 @@ type subtask struct {
 	// alignNs how long that took: from the first input's barrier to the
 	// last's.
 	alignCP, alignNs atomic.Int64
-	started          time.Time
+	// barrierCP is the newest checkpoint whose barrier reached the
+	// subtask's operators (a source: went in; a receiver: aligned on all
+	// its inputs), barrierAt when (unix nanoseconds): the checkpoint's
+	// barrier delay (docs/design.md, "Checkpoints under backpressure").
+	barrierCP, barrierAt atomic.Int64
+	started              time.Time
 	sampling
 	// describe and describeRecord name the record being processed when
 	// user code fails (set by the head of the chain).
 	describe       func() string
 	describeRecord func() any
 	// source subtasks only
-	onTrigger func(b barrier.Barrier)
-	onStop    func()
+	// barrierWaiting is set before the coordinator posts a trigger or a
+	// stop, and cleared when the mail is taken: a Yielder's Poll stops
+	// emitting when it is set.
+	barrierWaiting atomic.Bool
+	onTrigger      func(b barrier.Barrier)
+	onStop         func()
 }
 
 // handleMail runs what the coordinator posted.
@@ -81,6 +90,10 @@ func (st *subtask) handleMail() {
 	case <-st.mail.Wake():
 	default:
 	}
+	// Cleared before the mail is taken: a trigger posted after this is
+	// either taken now (the flag then stops one poll early for nothing)
+	// or sets it again.
+	st.barrierWaiting.Store(false)
 	for _, m := range st.mail.Drain() {
 		switch m.kind {
 		case mailTrigger:
@@ -214,6 +227,9 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 	if p, ok := reader.(Positioner); ok {
 		st.describe = p.Position
 	}
+	if y, ok := reader.(Yielder); ok {
+		y.SetYield(st.barrierWaiting.Load)
+	}
 	st.describeRecord = func() any {
 		if have {
 			return last
@@ -241,6 +257,8 @@ func runSource[T any](st *subtask, open SourceOpener[T], out input[T]) {
 			// a checkpoint triggered after it covers nothing.
 			return
 		}
+		st.barrierAt.Store(time.Now().UnixNano())
+		st.barrierCP.Store(b.ID)
 		pos, err := reader.Snapshot(b.ID)
 		if err == nil && gen != nil {
 			pos = gen.snapshot(pos)
