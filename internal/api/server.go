@@ -227,7 +227,7 @@ func (s *Server) routes() http.Handler {
 		_, _ = w.Write(indexHTML)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s; the job's endpoints are under %s (see docs/design.md, \"Metrics and the REST API\")", r.Method, r.URL.Path, jobs))
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s; the job's endpoints are under %s (see docs/design.md, \"Metrics and the REST API\")", r.Method, r.URL.Path, jobs))
 	})
 	return mux
 }
@@ -236,20 +236,29 @@ func (s *Server) routes() http.Handler {
 // request must carry it.
 func (s *Server) mutating(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.cfg.Token))
-			if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="onceflow"`)
-				writeError(w, http.StatusUnauthorized, "this endpoint changes the job: send the token as \"Authorization: Bearer TOKEN\"")
-				return
-			}
+		if s.cfg.Token != "" && !HasToken(w, r, s.cfg.Token) {
+			return
 		}
 		h(w, r)
 	}
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// HasToken tells whether r carries token as "Authorization: Bearer
+// TOKEN" (compared in constant time); if not, it answers 401 saying how
+// to send it. Every server that changes a job checks its token so.
+func HasToken(w http.ResponseWriter, r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(token))
+	if !ok || subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="onceflow"`)
+		WriteError(w, http.StatusUnauthorized, "this endpoint changes the job: send the token as \"Authorization: Bearer TOKEN\"")
+		return false
+	}
+	return true
+}
+
+// WriteJSON answers with v as indented JSON.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
@@ -257,9 +266,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeError answers with Flink's error shape: {"errors": [message]}.
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string][]string{"errors": {msg}})
+// WriteError answers with Flink's error shape: {"errors": [message]}.
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	WriteJSON(w, code, map[string][]string{"errors": {msg}})
 }
 
 func (s *Server) current() *flow.Job {
@@ -306,7 +315,7 @@ func (s *Server) summary() (jobSummary, flow.Stats) {
 
 func (s *Server) overview(w http.ResponseWriter, _ *http.Request) {
 	sum, _ := s.summary()
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": []jobSummary{sum}})
+	WriteJSON(w, http.StatusOK, map[string]any{"jobs": []jobSummary{sum}})
 }
 
 // vertex is a task (a chain of operators) with its load.
@@ -374,7 +383,7 @@ func (s *Server) jobDetail(w http.ResponseWriter, _ *http.Request) {
 		})
 		lag["partitions"] = parts
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	WriteJSON(w, http.StatusOK, map[string]any{
 		"name": sum.Name, "state": sum.State, "start-time": sum.StartTime, "duration": sum.DurationMs,
 		"vertices": vs,
 		"lag":      lag,
@@ -395,7 +404,7 @@ func (s *Server) config(w http.ResponseWriter, _ *http.Request) {
 			"min-pause": c.MinPause.String(), "tolerable-failures": c.TolerableFailures, "retained": c.NumRetained,
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) checkpoints(w http.ResponseWriter, _ *http.Request) {
@@ -412,7 +421,7 @@ func (s *Server) checkpoints(w http.ResponseWriter, _ *http.Request) {
 			latest["failed"] = c
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	WriteJSON(w, http.StatusOK, map[string]any{
 		"counts": map[string]int64{
 			"completed": st.CheckpointsCompleted, "failed": st.CheckpointsFailed, "in_progress": st.CheckpointsInProgress,
 			"restored": boolInt(st.RestoredCheckpoint > 0),
@@ -432,20 +441,20 @@ func boolInt(b bool) int64 {
 func (s *Server) checkpointDetail(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("checkpoint id %q is not a number", r.PathValue("id")))
+		WriteError(w, http.StatusBadRequest, fmt.Sprintf("checkpoint id %q is not a number", r.PathValue("id")))
 		return
 	}
 	c, ok := s.History.checkpoint(id)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %d is not among the last %d this process saw", id, s.History.max))
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %d is not among the last %d this process saw", id, s.History.max))
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	WriteJSON(w, http.StatusOK, c)
 }
 
 func (s *Server) exceptions(w http.ResponseWriter, _ *http.Request) {
 	restarts, ended := s.History.exceptions()
-	writeJSON(w, http.StatusOK, map[string]any{"restarts": restarts, "failure": ended})
+	WriteJSON(w, http.StatusOK, map[string]any{"restarts": restarts, "failure": ended})
 }
 
 // savepointRequest is the body of POST savepoints and stop.
@@ -462,20 +471,20 @@ func (s *Server) startOp(w http.ResponseWriter, r *http.Request, kind string) {
 	var req savepointRequest
 	if r.ContentLength != 0 {
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("request body: %v; send {\"target-directory\": \"DIR\"} or nothing", err))
+			WriteError(w, http.StatusBadRequest, fmt.Sprintf("request body: %v; send {\"target-directory\": \"DIR\"} or nothing", err))
 			return
 		}
 	}
 	j := s.current()
 	if j == nil {
-		writeError(w, http.StatusServiceUnavailable, "the job has not started yet; try again")
+		WriteError(w, http.StatusServiceUnavailable, "the job has not started yet; try again")
 		return
 	}
 	if req.Dir == "" && s.cfg.SavepointDir != nil {
 		req.Dir = s.cfg.SavepointDir()
 	}
 	if req.Dir == "" {
-		writeError(w, http.StatusBadRequest, "name the savepoint's directory: {\"target-directory\": \"DIR\"}")
+		WriteError(w, http.StatusBadRequest, "name the savepoint's directory: {\"target-directory\": \"DIR\"}")
 		return
 	}
 	s.mu.Lock()
@@ -502,7 +511,7 @@ func (s *Server) startOp(w http.ResponseWriter, r *http.Request, kind string) {
 		op.Status, op.Location = "COMPLETED", loc
 		s.cfg.Logger.Info("savepoint completed", "request", op.ID, "location", loc)
 	}()
-	writeJSON(w, http.StatusAccepted, map[string]string{"request-id": op.ID})
+	WriteJSON(w, http.StatusAccepted, map[string]string{"request-id": op.ID})
 }
 
 func (s *Server) savepointStatus(w http.ResponseWriter, r *http.Request) {
@@ -515,10 +524,10 @@ func (s *Server) savepointStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no savepoint request %q in this process", r.PathValue("id")))
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no savepoint request %q in this process", r.PathValue("id")))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	WriteJSON(w, http.StatusOK, map[string]any{
 		"status":    map[string]string{"id": cp.Status},
 		"operation": cp,
 	})

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
+	"github.com/onceflow/onceflow/internal/api"
 )
 
 // The REST API of a scale-out instance (docs/design.md, "Scale-out"):
@@ -84,33 +83,17 @@ func (a *soAPI) mutating(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if a.token == "" {
 			if !a.local {
-				writeAPIError(w, http.StatusForbidden, "this instance listens beyond loopback without a token: set one with --http-token-file or "+TokenEnv+" to take savepoints and stop the job through it")
+				api.WriteError(w, http.StatusForbidden, "this instance listens beyond loopback without a token: set one with --http-token-file or "+TokenEnv+" to take savepoints and stop the job through it")
 				return
 			}
 			h(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		x, y := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(a.token))
-		if !ok || subtle.ConstantTimeCompare(x[:], y[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="onceflow"`)
-			writeAPIError(w, http.StatusUnauthorized, "this endpoint changes the job: send the token as \"Authorization: Bearer TOKEN\"")
+		if !api.HasToken(w, r, a.token) {
 			return
 		}
 		h(w, r)
 	}
-}
-
-func writeAPIJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeAPIError(w http.ResponseWriter, code int, msg string) {
-	writeAPIJSON(w, code, map[string][]string{"errors": {msg}})
 }
 
 // state is the job's state on this instance in Flink's words: FAILED
@@ -129,7 +112,7 @@ func (a *soAPI) state() string {
 }
 
 func (a *soAPI) overview(w http.ResponseWriter, _ *http.Request) {
-	writeAPIJSON(w, http.StatusOK, map[string]any{"jobs": []map[string]any{{
+	api.WriteJSON(w, http.StatusOK, map[string]any{"jobs": []map[string]any{{
 		"name": a.so.jf.Job, "state": a.state(), "start-time": a.started.UnixMilli(), "duration": time.Since(a.started).Milliseconds(),
 		"tasks": len(a.so.in.Tasks()), "scale-out": true, "instance": a.so.instance,
 	}}})
@@ -167,7 +150,7 @@ func (a *soAPI) detail(w http.ResponseWriter, _ *http.Request) {
 		restarts += t.Restarts
 	}
 	gen, member := a.so.in.Generation()
-	writeAPIJSON(w, http.StatusOK, map[string]any{
+	api.WriteJSON(w, http.StatusOK, map[string]any{
 		"name": a.so.jf.Job, "state": a.state(), "start-time": a.started.UnixMilli(), "duration": time.Since(a.started).Milliseconds(),
 		"records":  map[string]int64{"read": in, "written": out, "committed": committed},
 		"restarts": restarts, "vertices": []any{},
@@ -199,7 +182,7 @@ func (a *soAPI) checkpoints(w http.ResponseWriter, _ *http.Request) {
 				Align: st.LastCheckpointAlignment.Milliseconds()})
 		}
 	}
-	writeAPIJSON(w, http.StatusOK, map[string]any{
+	api.WriteJSON(w, http.StatusOK, map[string]any{
 		"counts":    map[string]int64{"completed": completed, "failed": failed, "in_progress": inProgress},
 		"history":   hist,
 		"scale-out": map[string]any{"instance": a.so.instance, "note": "one entry per task of this instance: its newest checkpoint"},
@@ -212,7 +195,7 @@ func (a *soAPI) startOp(w http.ResponseWriter, r *http.Request, stop bool) {
 	}
 	if r.ContentLength != 0 {
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
-			writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("request body: %v; send {\"target-directory\": \"DIR\"} or nothing", err))
+			api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("request body: %v; send {\"target-directory\": \"DIR\"} or nothing", err))
 			return
 		}
 	}
@@ -235,7 +218,7 @@ func (a *soAPI) startOp(w http.ResponseWriter, r *http.Request, stop bool) {
 		}
 		op.Status, op.Location = "COMPLETED", loc
 	}()
-	writeAPIJSON(w, http.StatusAccepted, map[string]string{"request-id": op.ID})
+	api.WriteJSON(w, http.StatusAccepted, map[string]string{"request-id": op.ID})
 }
 
 func (a *soAPI) opStatus(w http.ResponseWriter, r *http.Request) {
@@ -248,10 +231,10 @@ func (a *soAPI) opStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Unlock()
 	if !ok {
-		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("no savepoint request %q at this instance (ask the instance that was asked for it)", r.PathValue("id")))
+		api.WriteError(w, http.StatusNotFound, fmt.Sprintf("no savepoint request %q at this instance (ask the instance that was asked for it)", r.PathValue("id")))
 		return
 	}
-	writeAPIJSON(w, http.StatusOK, map[string]any{"status": map[string]string{"id": cp.Status}, "operation": cp})
+	api.WriteJSON(w, http.StatusOK, map[string]any{"status": map[string]string{"id": cp.Status}, "operation": cp})
 }
 
 // linger waits, at most d, until the outcome of every stop asked through
