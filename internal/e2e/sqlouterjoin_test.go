@@ -7,6 +7,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,6 +48,7 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 	addr := startBroker(t, filepath.Join(dir, "broker"))
 	createTopic(t, addr, "lft", 4)
 	createTopic(t, addr, "rgt", 3)
+	createTopic(t, addr, "dim", 1)
 
 	nullable := func(v any, pct int) any { return nullablePct(rng, v, pct) }
 	keys := rows / 8 // about 8 rows a key on each side; some keys of one side only
@@ -64,9 +66,39 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: "rgt", Value: v})
 		rvals = append(rvals, fmt.Sprintf("(%d, %s, %s, %d, '%s')", i, sqlLiteral(k), sqlLiteral(tag), bonus, name))
 	}
-	// The two topics interleaved in random order, so that many rows
-	// arrive before their first partner.
+	// dim, an upsert-kafka table: about three versions of each key, a
+	// fifth of them tombstones, so rows are updated and deleted on the
+	// table side of a join. Its final state is what PostgreSQL joins.
+	final := map[int]string{}
+	var dimRecs []*kgo.Record
+	for i := 0; i < keys*3; i++ {
+		k := rng.IntN(keys + keys/10)
+		rec := &kgo.Record{Topic: "dim", Key: []byte(strconv.Itoa(k))}
+		if rng.IntN(5) == 0 {
+			delete(final, k)
+		} else {
+			label, w := fmt.Sprintf("L%d", rng.IntN(50)), rng.IntN(100)
+			rec.Value, _ = json.Marshal(map[string]any{"k": k, "label": label, "w": w})
+			final[k] = fmt.Sprintf("(%d, '%s', %d)", k, label, w)
+		}
+		dimRecs = append(dimRecs, rec)
+	}
+	recs = append(recs, dimRecs...)
+	// The topics interleaved in random order, so that many rows arrive
+	// before their first partner; dim's records then put back in their
+	// own order in the places dim drew (its last version is final's).
 	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	next := 0
+	for i := range recs {
+		if recs[i].Topic == "dim" {
+			recs[i] = dimRecs[next]
+			next++
+		}
+	}
+	var dvals []string
+	for _, v := range final {
+		dvals = append(dvals, v)
+	}
 	cl := client(t, addr)
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -75,6 +107,8 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 	exec("INSERT INTO lft VALUES " + strings.Join(lvals, ", "))
 	exec("CREATE TABLE rgt (seq int, k int, tag text, bonus int, name text)")
 	exec("INSERT INTO rgt VALUES " + strings.Join(rvals, ", "))
+	exec("CREATE TABLE dim (k bigint PRIMARY KEY, label text, w int)")
+	exec("INSERT INTO dim VALUES " + strings.Join(dvals, ", "))
 
 	u := strings.TrimPrefix(dsn, "postgres://")
 	for _, qy := range []struct {
@@ -145,6 +179,16 @@ func TestSQLOuterJoinDifferentialPostgres(t *testing.T) {
 			minRows:    rows, minPadded: rows / 5, retracting: true,
 		},
 		{
+			// A LEFT JOIN of an upsert-kafka table: a key's new version
+			// retracts the rows its old one made, a tombstone pads them.
+			name: "left_upsert",
+			cols: "seq, k, label, w", ddl: "(seq int PRIMARY KEY, k bigint, label text, w int)",
+			sinkSQL:    "(seq INT, k BIGINT, label STRING, w INT, PRIMARY KEY (seq) NOT ENFORCED)",
+			selectList: "l.seq, l.k, d.label, d.w",
+			from:       "FROM lft AS l LEFT JOIN dim AS d ON l.k = d.k",
+			minRows:    rows, minPadded: rows / 10, padded: func(f []string) bool { return f[2] == "" }, retracting: true,
+		},
+		{
 			// A chain of outer joins: the second takes the first's
 			// changelog (its padded rows retracted as partners come).
 			name: "chain",
@@ -168,6 +212,9 @@ WITH ('connector' = 'kafka', 'topic' = 'lft', 'properties.bootstrap.servers' = '
 CREATE TABLE rgt (seq INT, k INT, tag STRING, bonus INT, name STRING)
 WITH ('connector' = 'kafka', 'topic' = 'rgt', 'properties.bootstrap.servers' = '%[3]s', 'properties.group.id' = 'outer-%[1]s',
       'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+CREATE TABLE dim (k BIGINT, label STRING, w INT, PRIMARY KEY (k) NOT ENFORCED)
+WITH ('connector' = 'upsert-kafka', 'topic' = 'dim', 'properties.bootstrap.servers' = '%[3]s', 'properties.group.id' = 'outer-%[1]s',
+      'key.format' = 'raw', 'value.format' = 'json');
 CREATE TABLE out_%[1]s %[4]s
 WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://%[5]s', 'table-name' = 'out_%[1]s', 'username' = '%[6]s');
 INSERT INTO out_%[1]s
@@ -192,8 +239,9 @@ SELECT %[7]s
 				t.Fatal(err)
 			}
 			bounded := strings.ReplaceAll(string(b), "'format' = 'json');", "'format' = 'json', 'scan.bounded.mode' = 'latest-offset');")
-			if strings.Count(bounded, "scan.bounded.mode") != 2 {
-				t.Fatalf("the script's two tables were not made bounded:\n%s", bounded)
+			bounded = strings.ReplaceAll(bounded, "'value.format' = 'json');", "'value.format' = 'json', 'scan.bounded.mode' = 'latest-offset');")
+			if strings.Count(bounded, "scan.bounded.mode") != 3 {
+				t.Fatalf("the script's three tables were not made bounded:\n%s", bounded)
 			}
 			if err := os.WriteFile(file, []byte(bounded), 0o644); err != nil {
 				t.Fatal(err)
@@ -201,7 +249,7 @@ SELECT %[7]s
 			r.runToEnd()
 
 			orderBy := " ORDER BY 1, 2"
-			if qy.name == "agg" || qy.name == "aggs" || qy.name == "left_agg" {
+			if qy.name == "agg" || qy.name == "aggs" || qy.name == "left_agg" || qy.name == "left_upsert" {
 				orderBy = " ORDER BY 1"
 			}
 			if qy.name == "chain" {
