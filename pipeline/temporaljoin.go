@@ -148,6 +148,9 @@ func (c TemporalJoinConfig) operator(late lateCounter) (Operator, error) {
 	}
 	outer := c.Kind == JoinLeft
 	lateTopic := c.LateTopic
+	// probeTime is a probe record's event time (left-time); a record
+	// without a key is not prepared (keyStep), so OnNoKey asks for it.
+	probeTime := op.Prepare
 	op.Two = func(st *state.Store) TwoInputs {
 		// The current key's versions by version time, and its probe rows
 		// waiting for the watermark, by event time.
@@ -217,7 +220,16 @@ func (c TemporalJoinConfig) operator(late lateCounter) (Operator, error) {
 			},
 			OnNoKey: func(r Record, isLeft bool, out Out) error {
 				if isLeft && outer {
-					out.Emit(nil, paddedValue(r.Value(), true), r.Meta().Timestamp)
+					// Dated by its event time, as a padded row with a key
+					// is (its timer's time); the record timestamp only
+					// when the time cannot be read (a null time).
+					ts := r.Meta().Timestamp
+					if p, err := probeTime(r); err == nil {
+						if t, ok := p.(int64); ok {
+							ts = t
+						}
+					}
+					out.Emit(nil, paddedValue(r.Value(), true), ts)
 				}
 				return nil
 			},

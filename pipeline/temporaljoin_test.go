@@ -400,3 +400,21 @@ func TestTemporalJoinInAJob(t *testing.T) {
 		}
 	}
 }
+
+// A left temporal join emits a probe row without a key padded with the
+// probe's event time as its timestamp, as it does a probe row with a key
+// and no version (the step's doc: "timestamp t"), not the record's own
+// timestamp (found in review: a SQL join's padded rows of a NULL key
+// carried the Kafka timestamp of the orders topic, not order_time).
+func TestTemporalJoinPaddedRowWithoutKeyTakesTheProbeTime(t *testing.T) {
+	h := newTJ(t, JoinLeft, "")
+	h.feed(t, true, "a", 100, "keyed")
+	h.advance(t, 100)
+	r := &handle[krec]{acc: &kAccess, rec: krec{Value: `{"t":200,"n":"nokey"}`, TS: 999}}
+	if err := h.fns.OnNoKey(r, true, h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.emitted) != 2 || !strings.HasPrefix(h.emitted[0], "a@100 ") || !strings.HasPrefix(h.emitted[1], "@200 ") {
+		t.Fatalf("emitted %q; want the keyed probe padded at 100 and the one without a key padded at its time 200, not its record timestamp 999", h.emitted)
+	}
+}
