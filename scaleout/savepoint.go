@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/connector/kafka"
 	"github.com/onceflow/onceflow/flow"
@@ -681,38 +682,40 @@ func LoadJobSavepoint(dir string) (*JobSavepoint, error) {
 
 // loadRestore reads Config.FromSavepoint and checks it fits the job: the
 // same job, stages and partition counts (a task's state is its
-// partition's: another count would split keys differently).
-func (in *Instance) loadRestore(ctx context.Context) (map[string]string, error) {
+// partition's: another count would split keys differently). It returns
+// each task's entry and, for a job of several stages, where each
+// repartition partition is read from (restoreMarker).
+func (in *Instance) loadRestore(ctx context.Context) (map[string]string, map[string]map[int32]int64, error) {
 	cfg := in.cfg
 	dir, err := filepath.Abs(cfg.FromSavepoint)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := LoadJobSavepoint(dir)
 	if err != nil {
-		return nil, fmt.Errorf("scale-out: --from-savepoint: %w: %w", err, flow.ErrRestoreRefused)
+		return nil, nil, fmt.Errorf("scale-out: --from-savepoint: %w: %w", err, flow.ErrRestoreRefused)
 	}
 	if m.Job != cfg.Job {
-		return nil, fmt.Errorf("scale-out: --from-savepoint %s is a savepoint of job %s, not of %s: %w", dir, m.Job, cfg.Job, flow.ErrRestoreRefused)
+		return nil, nil, fmt.Errorf("scale-out: --from-savepoint %s is a savepoint of job %s, not of %s: %w", dir, m.Job, cfg.Job, flow.ErrRestoreRefused)
 	}
 	if len(m.Stages) != len(cfg.Stages) {
-		return nil, fmt.Errorf("scale-out: --from-savepoint %s has %d stages (sub-topologies), the job now %d: a job savepoint restores into the same stages; %w", dir, len(m.Stages), len(cfg.Stages), flow.ErrRestoreRefused)
+		return nil, nil, fmt.Errorf("scale-out: --from-savepoint %s has %d stages (sub-topologies), the job now %d: a job savepoint restores into the same stages; %w", dir, len(m.Stages), len(cfg.Stages), flow.ErrRestoreRefused)
 	}
 	cl, err := cfg.Client.NewClient()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cl.Close()
 	var changed []string
 	for i, s := range cfg.Stages {
 		if !slices.Equal(m.Stages[i].Topics, s.Topics) {
-			return nil, fmt.Errorf("scale-out: --from-savepoint %s: stage %d read %s, it reads %s now: %w", dir, i, strings.Join(m.Stages[i].Topics, ","), strings.Join(s.Topics, ","), flow.ErrRestoreRefused)
+			return nil, nil, fmt.Errorf("scale-out: --from-savepoint %s: stage %d read %s, it reads %s now: %w", dir, i, strings.Join(m.Stages[i].Topics, ","), strings.Join(s.Topics, ","), flow.ErrRestoreRefused)
 		}
 		for _, topic := range s.Topics {
 			n, ok := in.parts[topic]
 			if !ok {
 				if n, err = in.inputPartitions(ctx, cl, topic); err != nil {
-					return nil, fmt.Errorf("scale-out: --from-savepoint: the partition count of %s: %w", topic, err)
+					return nil, nil, fmt.Errorf("scale-out: --from-savepoint: the partition count of %s: %w", topic, err)
 				}
 			}
 			if was := m.Stages[i].Partitions[topic]; was != n {
@@ -721,13 +724,128 @@ func (in *Instance) loadRestore(ctx context.Context) (map[string]string, error) 
 		}
 	}
 	if len(changed) > 0 {
-		return nil, fmt.Errorf("scale-out: --from-savepoint %s is refused: partition counts changed since the savepoint (%s). Each task's state is one partition's keys; restore with the partition counts the savepoint had (a repartition topic: scale-out.repartition-partitions, or delete the topic so it is made again), or start without the savepoint: %w",
+		return nil, nil, fmt.Errorf("scale-out: --from-savepoint %s is refused: partition counts changed since the savepoint (%s). Each task's state is one partition's keys; restore with the partition counts the savepoint had (a repartition topic: scale-out.repartition-partitions, or delete the topic so it is made again), or start without the savepoint: %w",
 			dir, strings.Join(changed, "; "), flow.ErrRestoreRefused)
 	}
 	out := map[string]string{}
 	for _, t := range m.Tasks {
 		out[t.Task] = filepath.Join(dir, t.Dir)
 	}
+	var skip map[string]map[int32]int64
+	if len(cfg.Stages) > 1 {
+		if skip, err = in.restoreMarker(ctx, cl, m); err != nil {
+			return nil, nil, err
+		}
+	}
 	in.log.Info("restoring a job savepoint: each task starts from its entry, then from its own newer checkpoints", "savepoint", dir, "tasks", len(out), "taken", m.Created.Format(time.RFC3339))
-	return out, nil
+	return out, skip, nil
+}
+
+// A restore marker (<Checkpoints>/<Job>.savepoints/restore-NNNNNN.json)
+// fixes, once per restore of a job savepoint of several stages, where
+// the later stages read their repartition topics from: the ends those
+// topics had before any task of the restore ran. A drained stop left
+// nothing unread in them at the savepoint, so what lies between the
+// savepoint's offsets and those ends was written by a run the restore
+// abandons (the job ran on past the savepoint), and the restored first
+// stage writes it again from its input: read twice, it would count twice
+// (docs/design.md, "Scale-out", "Savepoints of the whole job").
+//
+// The newest marker is the restore in progress. An instance restoring
+// the savepoint it names (another instance of the same restore, or one
+// started again) uses its ends; one restoring another savepoint writes
+// the next marker, exclusively, so instances that start at once agree on
+// one. A task's own checkpoints after a restore are past those ends, so
+// resuming them (a restart, a later run that names the savepoint again)
+// is unaffected.
+type restoreMarker struct {
+	Savepoint string    `json:"savepoint"`
+	Created   time.Time `json:"savepoint_created"`
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
+	Ends      []spDrain `json:"ends"`
+}
+
+func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSavepoint) (map[string]map[int32]int64, error) {
+	cfg := in.cfg
+	if cfg.CheckpointStorage != nil {
+		return nil, fmt.Errorf("scale-out: --from-savepoint %s: restoring a job savepoint of %d stages needs Config.Checkpoints to be a directory every instance mounts (state.checkpoints), where the instances agree where the repartition topics are read from; this job keeps its checkpoints in %s: %w",
+			m.Dir, len(cfg.Stages), cfg.Checkpoints, flow.ErrRestoreRefused)
+	}
+	dir := in.controlDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("scale-out: --from-savepoint: %w", err)
+	}
+	var topics []string
+	for _, s := range cfg.Stages[1:] {
+		topics = append(topics, s.Topics...)
+	}
+	for range 10 {
+		names, _ := filepath.Glob(filepath.Join(dir, "restore-*.json"))
+		slices.Sort(names)
+		seq := 0
+		if len(names) > 0 {
+			last := names[len(names)-1]
+			var cur restoreMarker
+			b, err := os.ReadFile(last)
+			if err == nil {
+				err = json.Unmarshal(b, &cur)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("scale-out: --from-savepoint: the restore marker %s: %w (remove it only if no instance of the job runs)", last, err)
+			}
+			if cur.Savepoint == m.Dir && cur.Created.Equal(m.Created) {
+				in.log.Info("restoring a job savepoint: the repartition topics are read from where its restore began", "marker", last, "began", cur.At.Format(time.RFC3339), "by", cur.By)
+				return endsMap(cur.Ends), nil
+			}
+			if seq, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(last), "restore-"), ".json")); err != nil {
+				return nil, fmt.Errorf("scale-out: --from-savepoint: a restore marker with a malformed name: %s", last)
+			}
+		}
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scale-out: --from-savepoint: the end offsets of the repartition topics %s: %w", strings.Join(topics, ", "), err)
+		}
+		mk := restoreMarker{Savepoint: m.Dir, Created: m.Created, By: cfg.Instance, At: time.Now().UTC()}
+		ends.Each(func(o kadm.ListedOffset) {
+			mk.Ends = append(mk.Ends, spDrain{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
+		})
+		slices.SortFunc(mk.Ends, func(a, b spDrain) int {
+			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return int(a.Partition - b.Partition)
+		})
+		path := filepath.Join(dir, fmt.Sprintf("restore-%06d.json", seq+1))
+		tmp := fmt.Sprintf("%s.tmp-%s-%d", path, cfg.Instance, time.Now().UnixNano())
+		if err := writeJSONFile(tmp, mk); err != nil {
+			return nil, fmt.Errorf("scale-out: --from-savepoint: write the restore marker: %w", err)
+		}
+		// A hard link fails if the name exists: one instance writes each
+		// marker; the others read it on the next round.
+		err = os.Link(tmp, path)
+		_ = os.Remove(tmp)
+		if err == nil {
+			in.log.Info("restoring a job savepoint: the repartition topics are read from their ends now; what a run after the savepoint wrote there is written again by the first stage", "marker", path, "partitions", len(mk.Ends))
+			return endsMap(mk.Ends), nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("scale-out: --from-savepoint: write the restore marker: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("scale-out: --from-savepoint: could not agree on a restore marker in %s with the other instances after 10 tries; try again", dir)
+}
+
+func endsMap(ends []spDrain) map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	for _, e := range ends {
+		if out[e.Topic] == nil {
+			out[e.Topic] = map[int32]int64{}
+		}
+		out[e.Topic][e.Partition] = e.Offset
+	}
+	return out
 }

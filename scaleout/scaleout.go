@@ -149,6 +149,10 @@ type Instance struct {
 	ran    bool
 	// restore names each task's savepoint in Config.FromSavepoint.
 	restore map[string]string
+	// skipTo is, when a job savepoint of several stages is restored,
+	// the lowest offset each repartition partition is read from
+	// (restoreMarker).
+	skipTo map[string]map[int32]int64
 	// spSeen are the savepoint requests the instance saw in progress,
 	// spWorking the task savepoints it is taking (under mu); spStopped is
 	// closed when a stop it took part in completed.
@@ -273,7 +277,7 @@ func (in *Instance) Run(ctx context.Context) error {
 		return err
 	}
 	if cfg.FromSavepoint != "" {
-		if in.restore, err = in.loadRestore(ctx); err != nil {
+		if in.restore, in.skipTo, err = in.loadRestore(ctx); err != nil {
 			close(in.joined)
 			return err
 		}

@@ -168,6 +168,9 @@ func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 		if cfg.Upstreams == nil {
 			cfg.Upstreams = t.Upstreams()
 		}
+		if o, ok := t.in.skipTo[t.Partition.Topic][t.Partition.Partition]; ok && cfg.MinOffsets == nil {
+			cfg.MinOffsets = map[string]map[int32]int64{t.Partition.Topic: {t.Partition.Partition: o}}
+		}
 	}
 	src, err := kafka.NewSource(cfg)
 	if err != nil {

@@ -131,6 +131,13 @@ type SourceConfig struct {
 	// StartSpecificOffsets starts at; required by it. An offset outside the
 	// partition's retained range fails the job at start.
 	SpecificOffsets map[string]map[int32]int64
+	// MinOffsets maps topic to partition to the lowest offset the source
+	// reads of it: a position below it, restored from a checkpoint or
+	// given by the startup mode, starts there instead. The scale-out
+	// instance sets it on a repartition topic when it restores a job
+	// savepoint, to skip what a run abandoned by that restore wrote
+	// (docs/design.md, "Scale-out").
+	MinOffsets map[string]map[int32]int64
 	// DiscoveryInterval is how often the source looks for new partitions
 	// (and, with TopicRegex, new topics) and checks the topic ids of the
 	// topics it reads (see OnTopicRecreated): Flink's

@@ -38,6 +38,7 @@ func (r *reader) init(ctx context.Context, restored map[string][]byte) error {
 	if err != nil {
 		return err
 	}
+	r.raiseToMinOffsets()
 	if r.src.cfg.Bounded {
 		if err := r.fixEnds(ctx); err != nil {
 			return err
@@ -64,6 +65,18 @@ func (r *reader) init(ctx context.Context, restored map[string][]byte) error {
 		r.lag.Store(0) // nothing to read, nothing to be behind on
 	}
 	return nil
+}
+
+// raiseToMinOffsets moves each position below SourceConfig.MinOffsets up
+// to it.
+func (r *reader) raiseToMinOffsets() {
+	for s, p := range r.pos {
+		if m, ok := r.src.cfg.MinOffsets[s.topic][s.partition]; ok && p.next < m {
+			r.log.Info("kafka source: skipping to the partition's lowest offset to read (SourceConfig.MinOffsets)", "partition", s.String(), "from", p.next, "to", m)
+			p.next = m
+			r.pos[s] = p
+		}
+	}
 }
 
 // restore takes the positions of the owned splits from restored. Splits
