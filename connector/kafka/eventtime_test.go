@@ -75,7 +75,12 @@ func TestEmptyPartitionHoldsEventTimeUntilIdle(t *testing.T) {
 			// 100 ms apart in event time; partition 2 nothing.
 			cl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			base := time.UnixMilli(1_600_000_000_000)
+			// 2 s where no window may fire; where one must, until it does
+			// (a loaded machine takes longer), at most 30 s.
 			deadline := time.Now().Add(2 * time.Second)
+			if tc.fire {
+				deadline = time.Now().Add(30 * time.Second)
+			}
 			for i := 0; time.Now().Before(deadline); i++ {
 				ts := base.Add(time.Duration(i) * 100 * time.Millisecond)
 				for p := int32(0); p < tc.delivering; p++ {

@@ -444,9 +444,9 @@ func TestPersistenceWarning(t *testing.T) {
 func TestFailedCounterCommitTakesBack(t *testing.T) {
 	defer redis.SetMaxMerged(3)() // 80 blobs in the stage: more than one window of 64
 	url, srv, db := dbtest.Redis(t)
-	ctx := ctxT(t)
 	for _, cmd := range []redis.Command{redis.CommandIncrBy, redis.CommandHIncrBy} {
 		t.Run(string(cmd), func(t *testing.T) {
+			ctx := ctxT(t) // a minute each: the reads fork redis-cli 120 times
 			job := "takeback-" + string(cmd)
 			key := func(k string) (string, string) {
 				if cmd == redis.CommandHIncrBy {

@@ -171,7 +171,9 @@ func (c Cluster) ReadCommitted(tb testing.TB, topic string) []string {
 // hides what follows it.
 func (c Cluster) ReadCommittedRecords(tb testing.TB, topic string) []*kgo.Record {
 	tb.Helper()
-	ctx := Context(tb)
+	// Some tests read hundreds of megabytes back: on a loaded machine
+	// that takes longer than one Timeout.
+	ctx := ContextTimeout(tb, 4*Timeout)
 	ends, err := c.Admin(tb).ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		tb.Fatalf("last stable offsets of %s: %v", topic, err)
