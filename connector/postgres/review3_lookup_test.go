@@ -9,7 +9,7 @@ import (
 )
 
 // Review finding (review3): the lookup casts each key's text to the key
-// column's type in the query (u.k0::bigint), so one key that is not a
+// column's type in the query (u.k0::integer), so one key that is not a
 // value of that type ("abc", "", "1.5", or 3000000000 for an integer
 // column) fails the whole batch's query. The error is not unrecoverable:
 // the step retries it max-retries times, then fails the task, and the
@@ -32,19 +32,60 @@ func TestReview3LookupKeyNotOfTheColumnTypeFailsTheBatch(t *testing.T) {
 	}
 	defer l.Close()
 	keys := [][]string{{"1"}, {"abc"}, {""}, {"1.5"}, {"3000000000"}, {" 2 "}}
-	got, err := l.Get(ctx, keys)
-	if err != nil {
-		t.Fatalf("a batch with keys that are no integer: %v", err)
-	}
-	if len(got) != len(keys) || len(got[0]) != 1 || !strings.Contains(string(got[0][0]), "one") {
-		t.Fatalf("key 1: %q, want the row named one", got)
-	}
-	for i := 1; i < 5; i++ {
-		if len(got[i]) != 0 {
-			t.Errorf("key %q matched %q, want no row", keys[i][0], got[i])
+	for _, batch := range [][][]string{keys, {{"abc"}}} {
+		got, err := l.Get(ctx, batch)
+		if err != nil {
+			t.Fatalf("a batch with keys that are no integer: %v", err)
+		}
+		if len(got) != len(batch) {
+			t.Fatalf("%d answers for %d keys", len(got), len(batch))
+		}
+		for i, k := range batch {
+			want := map[string]string{"1": "one", " 2 ": "two"}[k[0]]
+			switch {
+			case want == "" && len(got[i]) != 0:
+				t.Errorf("key %q matched %q, want no row", k[0], got[i])
+			case want != "" && (len(got[i]) != 1 || !strings.Contains(string(got[i][0]), want)):
+				t.Errorf("key %q: %q, want the row named %s", k[0], got[i], want)
+			}
 		}
 	}
-	if len(got[5]) != 1 || !strings.Contains(string(got[5][0]), "two") {
-		t.Errorf("key %q: %q, want the row named two (PostgreSQL's integer input takes spaces)", keys[5][0], got[5])
+}
+
+// Review finding (review3): the lookup casts the key's text to the key
+// column's type with its modifier (format_type(atttypid, atttypmod)), and
+// an explicit cast to varchar(n) cuts the text to n characters, to
+// numeric(p, s) rounds it to s digits: key "abcdef" of a varchar(3)
+// column matches the row "abc", key 1.234 of a numeric(5, 2) column the
+// row 1.23, so a record is joined with another key's row. Want: only
+// equal keys match (cast to the type without its modifier).
+func TestReview3LookupKeyCutToTheColumnModifier(t *testing.T) {
+	t.Skip("finding: postgres lookup.go casts keys to varchar(n)/numeric(p,s): the key text is cut or rounded, and matches another key's row")
+	dsn, srv := dbtest.Postgres(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	ctx := context.Background()
+	if err := srv.Exec(ctx, db, `CREATE TABLE codes (code varchar(3), name text); INSERT INTO codes VALUES ('abc', 'abc');
+		CREATE TABLE prices (amount numeric(5, 2), name text); INSERT INTO prices VALUES (1.23, 'p123')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ table, col, hit, miss string }{
+		{"codes", "code", "abc", "abcdef"},
+		{"prices", "amount", "1.230", "1.234"},
+	} {
+		l, err := OpenLookup(dsn, tc.table, []string{tc.col}, []string{"name"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Get(ctx, [][]string{{tc.hit}, {tc.miss}})
+		l.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.table, err)
+		}
+		if len(got[0]) != 1 {
+			t.Errorf("%s.%s = %q: %q, want its row", tc.table, tc.col, tc.hit, got[0])
+		}
+		if len(got[1]) != 0 {
+			t.Errorf("%s.%s = %q matched %q, want no row", tc.table, tc.col, tc.miss, got[1])
+		}
 	}
 }
