@@ -227,6 +227,11 @@ func (c TemporalJoinConfig) operator(late lateCounter) (Operator, error) {
 					if p, err := probeTime(r); err == nil {
 						if t, ok := p.(int64); ok {
 							ts = t
+							// Late as a probe row with a key is (the
+							// engine's out is the operator's clock too).
+							if clk, ok := out.(Clock); ok && t <= clk.Watermark() {
+								return onLate(r, out)
+							}
 						}
 					}
 					out.Emit(nil, paddedValue(r.Value(), true), ts)
