@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -53,5 +55,28 @@ func TestReview3TemporalJoinLateProbeWithoutKeyIsWritten(t *testing.T) {
 	}
 	if n := late.Load(); n != 3 {
 		t.Errorf("late records counted: %d, want 3", n)
+	}
+}
+
+// Review finding (review3): a retraction reaching temporal-join's probe
+// side fails the task with a plain error, so the job restarts and replays
+// the same record into the same failure, again and again (the planner
+// compiles an updating probe side: TestReview3TemporalJoinOfAnUpdatingProbeSide,
+// internal/sql/planner). keyStep marks the same mistake before any other
+// keyed step (a retraction into a step that takes none) unrecoverable.
+// Want: unrecoverable, so the fail policy stops the job with the message.
+func TestReview3TemporalJoinProbeRetractionRestartsForever(t *testing.T) {
+	t.Skip("finding: temporaljoin.go fails the task on a probe-side retraction with a recoverable error: the job restarts into it for ever")
+	h := newTJ(t, JoinInner, "")
+	h.setKey("a")
+	r := &handle[krec]{acc: &kAccess, rec: krec{Key: "a", Value: `{"k":"a","t":5,"n":"p"}`, Headers: map[string]string{RowKindHeader: RowUpdateBefore.String()}}, group: "a"}
+	p, err := h.op.Prepare(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.prep = p
+	err = h.fns.OnLeft(r, h, h)
+	if err == nil || !errors.Is(err, flow.ErrUnrecoverable) {
+		t.Errorf("a -U on the probe side: %v, want an unrecoverable error", err)
 	}
 }
