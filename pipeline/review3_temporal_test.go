@@ -58,7 +58,7 @@ func TestReview3TemporalJoinLateProbeWithoutKeyIsWritten(t *testing.T) {
 	}
 }
 
-// Review finding (review3): a retraction reaching temporal-join's probe
+// Review finding (review3, fixed): a retraction reaching temporal-join's probe
 // side fails the task with a plain error, so the job restarts and replays
 // the same record into the same failure, again and again (the planner
 // compiles an updating probe side: TestReview3TemporalJoinOfAnUpdatingProbeSide,
@@ -66,7 +66,6 @@ func TestReview3TemporalJoinLateProbeWithoutKeyIsWritten(t *testing.T) {
 // keyed step (a retraction into a step that takes none) unrecoverable.
 // Want: unrecoverable, so the fail policy stops the job with the message.
 func TestReview3TemporalJoinProbeRetractionRestartsForever(t *testing.T) {
-	t.Skip("finding: temporaljoin.go fails the task on a probe-side retraction with a recoverable error: the job restarts into it for ever")
 	h := newTJ(t, JoinInner, "")
 	h.setKey("a")
 	r := &handle[krec]{acc: &kAccess, rec: krec{Key: "a", Value: `{"k":"a","t":5,"n":"p"}`, Headers: map[string]string{RowKindHeader: RowUpdateBefore.String()}}, group: "a"}
