@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/state"
 )
 
@@ -191,7 +192,10 @@ func (c TemporalJoinConfig) operator(late lateCounter) (Operator, error) {
 		return TwoInputs{
 			OnLeft: func(r Record, clk Clock, out Out) error {
 				if r.RowKind().Retracts() {
-					return fmt.Errorf("record %s: temporal-join's probe side (its first input) takes rows that are only added, and this is a %s of a changelog: join the versioned table as the second input", r.Position(), r.RowKind())
+					// Unrecoverable: a restart replays the record into
+					// the same failure (as keyStep's for a step taking
+					// no retractions).
+					return flow.Unrecoverable(fmt.Errorf("record %s: temporal-join's probe side (its first input) takes rows that are only added, and this is a %s of a changelog: join the versioned table as the second input", r.Position(), r.RowKind()))
 				}
 				ts := r.Prepared().(int64)
 				if ts <= clk.Watermark() {
@@ -227,6 +231,11 @@ func (c TemporalJoinConfig) operator(late lateCounter) (Operator, error) {
 					if p, err := probeTime(r); err == nil {
 						if t, ok := p.(int64); ok {
 							ts = t
+							// Late as a probe row with a key is (the
+							// engine's out is the operator's clock too).
+							if clk, ok := out.(Clock); ok && t <= clk.Watermark() {
+								return onLate(r, out)
+							}
 						}
 					}
 					out.Emit(nil, paddedValue(r.Value(), true), ts)

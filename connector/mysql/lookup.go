@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +27,87 @@ type Lookup struct {
 	once sync.Once
 	db   *sql.DB
 	err  error
+
+	mu sync.Mutex // kinds
+	// kinds are the key columns' kinds (keyOther, keyInt, keyUint,
+	// keyNumber), read from the server on the first Get.
+	kinds []byte
+}
+
+// The kinds of key column whose key text the server would convert
+// loosely: an integer or decimal column compared with a string compares
+// the string's leading number ("7abc" equals 7).
+const (
+	keyOther byte = iota
+	keyInt
+	keyUint
+	keyNumber
+)
+
+// numberText is a decimal number as text.
+var numberText = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// keyKinds returns the kinds of the key columns, reading them once.
+func (l *Lookup) keyKinds(ctx context.Context, db *sql.DB) ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.kinds != nil {
+		return l.kinds, nil
+	}
+	schema, table, qualified := strings.Cut(l.table, ".")
+	if !qualified {
+		schema, table = "", l.table
+	}
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?`, schema, table)
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	defer rows.Close()
+	byName := map[string]byte{}
+	for rows.Next() {
+		var name, typ, full string
+		if err := rows.Scan(&name, &typ, &full); err != nil {
+			return nil, l.fail(err)
+		}
+		k := keyOther
+		switch strings.ToLower(typ) {
+		case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+			k = keyInt
+			if strings.Contains(strings.ToLower(full), "unsigned") {
+				k = keyUint
+			}
+		case "decimal", "numeric", "float", "double", "real":
+			k = keyNumber
+		}
+		byName[strings.ToLower(name)] = k
+	}
+	if err := rows.Err(); err != nil {
+		return nil, l.fail(err)
+	}
+	kinds := make([]byte, len(l.keys))
+	for i, k := range l.keys {
+		kinds[i] = byName[strings.ToLower(k)] // a missing column: the lookup's query says so
+	}
+	l.kinds = kinds
+	return kinds, nil
+}
+
+// keyOK tells whether text is a value of a key column of kind k; one
+// that is not matches no row, as SQL's equality matches nothing for it.
+func keyOK(k byte, text string) bool {
+	text = strings.TrimSpace(text)
+	switch k {
+	case keyInt:
+		_, err := strconv.ParseInt(text, 10, 64)
+		return err == nil
+	case keyUint:
+		_, err := strconv.ParseUint(strings.TrimPrefix(text, "+"), 10, 64)
+		return err == nil
+	case keyNumber:
+		return numberText.MatchString(text)
+	}
+	return true
 }
 
 // OpenLookup returns the lookup of table's columns by its key columns
@@ -68,6 +151,10 @@ func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
 	if err != nil {
 		return nil, flow.Unrecoverable(fmt.Errorf("DSN %s: %v", RedactDSN(l.dsn), err))
 	}
+	kinds, err := l.keyKinds(ctx, db)
+	if err != nil {
+		return nil, err
+	}
 	var obj, on []string
 	for _, c := range l.columns {
 		obj = append(obj, fmt.Sprintf("%s, t.%s", quoteString(c), quote(c)))
@@ -77,16 +164,28 @@ func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
 	}
 	var u strings.Builder
 	args := make([]any, 0, len(keys)*(len(l.keys)+1))
+	out := make([][][]byte, len(keys))
+	asked := 0
+keys:
 	for i, k := range keys {
-		if i > 0 {
+		for c, v := range k {
+			if !keyOK(kinds[c], v) {
+				continue keys // no row
+			}
+		}
+		if asked > 0 {
 			u.WriteString(" UNION ALL ")
 		}
+		asked++
 		u.WriteString("SELECT ? AS ord")
 		args = append(args, i)
 		for c, v := range k {
 			fmt.Fprintf(&u, ", ? AS k%d", c)
 			args = append(args, v)
 		}
+	}
+	if asked == 0 {
+		return out, nil
 	}
 	q := fmt.Sprintf("SELECT u.ord, JSON_OBJECT(%s) FROM %s t JOIN (%s) u ON %s",
 		strings.Join(obj, ", "), quote(l.table), u.String(), strings.Join(on, " AND "))
@@ -95,7 +194,6 @@ func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
 		return nil, l.fail(err)
 	}
 	defer rows.Close()
-	out := make([][][]byte, len(keys))
 	for rows.Next() {
 		var ord int
 		var row []byte

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/onceflow/onceflow/flow"
 )
@@ -14,7 +16,8 @@ import (
 // Lookup reads the rows of a table by key for a lookup join (pipeline's
 // lookup step; docs/design.md, "SQL", lookup joins): one query per batch
 // of keys, the keys sent as text arrays and cast to the key columns'
-// types, so the table's index on them serves it. Safe for concurrent
+// types (without their modifiers), so the table's index on them serves
+// it; a key its column's type does not take matches no row. Safe for concurrent
 // use: each Get takes an idle connection, or opens one (at most as many
 // as Gets run at once; 4 kept idle); a connection that failed is closed.
 type Lookup struct {
@@ -65,12 +68,41 @@ func (l *Lookup) conn(ctx context.Context) (*pgx.Conn, string, error) {
 }
 
 // Get returns, for each key, the JSON objects of the matching rows'
-// columns.
+// columns. A key whose text is no value of its column's type (the cast
+// fails: "abc" or 3000000000 for an integer column) matches no row, as
+// SQL's equality matches nothing for it: the batch's query fails then,
+// and each of its keys is asked alone.
 func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
 	c, q, err := l.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
+	out, err := l.ask(ctx, c, q, keys)
+	if isDataException(err) {
+		out, err = make([][][]byte, len(keys)), nil
+		for i := 0; i < len(keys) && err == nil && len(keys) > 1; i++ {
+			var one [][][]byte
+			if one, err = l.ask(ctx, c, q, keys[i:i+1]); err == nil {
+				out[i] = one[0]
+			} else if isDataException(err) {
+				err = nil // this key: no row
+			}
+		}
+	}
+	if err != nil {
+		c.Close(context.Background()) // after an error: a fresh one next time
+		return nil, fmt.Errorf("look up %s: %v", l.table, redactErr(err, l.dsn))
+	}
+	select {
+	case l.idle <- c:
+	default:
+		c.Close(context.Background())
+	}
+	return out, nil
+}
+
+// ask asks c for the rows of keys.
+func (l *Lookup) ask(ctx context.Context, c *pgx.Conn, q string, keys [][]string) ([][][]byte, error) {
 	args := make([]any, len(l.keys))
 	for k := range l.keys {
 		col := make([]string, len(keys))
@@ -80,31 +112,35 @@ func (l *Lookup) Get(ctx context.Context, keys [][]string) ([][][]byte, error) {
 		args[k] = col
 	}
 	rows, err := c.Query(ctx, q, args...)
-	if err == nil {
-		out := make([][][]byte, len(keys))
-		var ord int64
-		var row []byte
-		_, err = pgx.ForEachRow(rows, []any{&ord, &row}, func() error {
-			out[ord-1] = append(out[ord-1], append([]byte(nil), row...))
-			return nil
-		})
-		if err == nil {
-			select {
-			case l.idle <- c:
-			default:
-				c.Close(context.Background())
-			}
-			return out, nil
-		}
+	if err != nil {
+		return nil, err
 	}
-	c.Close(context.Background()) // after an error: a fresh one next time
-	return nil, fmt.Errorf("look up %s: %v", l.table, redactErr(err, l.dsn))
+	out := make([][][]byte, len(keys))
+	var ord int64
+	var row []byte
+	_, err = pgx.ForEachRow(rows, []any{&ord, &row}, func() error {
+		out[ord-1] = append(out[ord-1], append([]byte(nil), row...))
+		return nil
+	})
+	return out, err
+}
+
+// isDataException tells whether err is the server's data exception
+// (SQLSTATE class 22): a key's text that its column's type does not take.
+func isDataException(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22")
 }
 
 // prepare reads the key columns' types and writes the query.
 func (l *Lookup) prepare(ctx context.Context, conn *pgx.Conn) (string, error) {
 	types := map[string]string{}
-	rows, err := conn.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+	// The type without its modifier: a cast to varchar(3) would cut the
+	// key's text, to numeric(5,2) or timestamp(3) round it, and a key
+	// would match another key's row. By its schema-qualified name, which
+	// takes no default modifier (SQL's character and bit are of length 1).
+	rows, err := conn.Query(ctx, `SELECT a.attname, quote_ident(n.nspname) || '.' || quote_ident(t.typname)
+		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, l.table)
 	if err != nil {
 		return "", fmt.Errorf("read the columns of %s: %v", l.table, err)
