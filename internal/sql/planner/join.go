@@ -454,13 +454,29 @@ func (jp *joinPlan) build(te ast.TableExpr) (*rel, uint64) {
 	if jp.temporal != nil && !jp.temporalKeys(j, rkeys) {
 		return nil, 0
 	}
+	if jp.temporal != nil && l.updating {
+		// The temporal-join step writes each probe row once, joined with
+		// the version valid at its time; it takes no retraction of one.
+		p.errorf(at, "the temporal join's left side %s is an updating result (a GROUP BY, a deduplication keeping the last row, an outer join, a changelog): a temporal join of its updates is not supported yet; join the rows before they are updated (the table itself), or use a regular join", tableText(j.Left))
+		return nil, 0
+	}
 	var iv *intervalBounds
 	if jp.win == nil && jp.outer == "" && jp.temporal == nil && !l.updating && !r.updating {
 		if iv, post, ok = jp.interval(j, l, r, lset, rset, post); !ok {
 			return nil, 0
 		}
 	}
-	if jp.outer == "" && jp.win == nil && (l.updating || r.updating) {
+	if jp.temporal != nil && len(pair) > 0 {
+		if jp.outer != "" {
+			p.errorf(at, "a condition of both tables in the ON of a LEFT temporal join (%s) is not supported yet: it would decide per version whether a row is padded; write it in WHERE (which drops the rows failing it, padded ones too) or use an inner join", pair[0].String())
+			return nil, 0
+		}
+		// An inner temporal join writes each probe row once, joined with
+		// one version: a condition of both tables in its ON filters the
+		// joined rows, as in WHERE.
+		post, pair = append(post, pair...), nil
+	}
+	if jp.outer == "" && jp.win == nil && jp.temporal == nil && (l.updating || r.updating) {
 		// A join of a changelog tests its conditions of both sides per
 		// pair: a row that would be filtered after the join is never
 		// emitted, nor retracted (docs/design.md, "SQL").
