@@ -274,6 +274,13 @@ type Result struct {
 	// VsMapLoop is, for the keyed count runs, RecordsPerSec divided by
 	// the map loop's (NameMapLoop); 0 for the other runs.
 	VsMapLoop float64
+	// CPU is the CPU time of this process during the run (the embedded
+	// broker's included): unlike Elapsed, it hardly changes with what
+	// else the machine runs.
+	CPU time.Duration
+	// CPUVsMapLoop is, for the keyed count runs, the map loop's CPU over
+	// this run's: records per CPU-second as a ratio of the map loop's.
+	CPUVsMapLoop float64
 }
 
 // Run produces cfg.Records keyed records into a fresh input topic (not
@@ -459,10 +466,11 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		// benchmark can be narrowed to one run:
 		// go tool pprof -tagfocus run=pass-through (or ceiling,
 		// count-memory, count-pebble).
+		var cpu time.Duration
 		pprof.Do(ctx, pprof.Labels("run", r.label), func(ctx context.Context) {
-			start := time.Now()
+			start, startCPU := time.Now(), processCPU()
 			rerr = r.fn(ctx, r.out)
-			el = time.Since(start)
+			el, cpu = time.Since(start), processCPU()-startCPU
 		})
 		if rerr != nil {
 			return nil, fmt.Errorf("bench: %s: %w", r.name, rerr)
@@ -471,7 +479,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		if r.join {
 			n = b.cfg.Records / 2 * 2
 		}
-		res := Result{Name: r.name, Records: n, Elapsed: el, RecordsPerSec: float64(n) / el.Seconds()}
+		res := Result{Name: r.name, Records: n, Elapsed: el, RecordsPerSec: float64(n) / el.Seconds(), CPU: cpu}
 		b.logf("%s: %d records in %v (%.0f records/s); verifying the output", r.name, res.Records, el.Round(time.Millisecond), res.RecordsPerSec)
 		var v verifier = countOnly{}
 		want := b.cfg.Records
@@ -491,16 +499,19 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		rs = append(rs, res)
 		counted = append(counted, r.counts)
 	}
-	var mapLoop float64
+	var mapLoop *Result
 	for i := range rs {
 		rs[i].Ratio = rs[i].RecordsPerSec / rs[0].RecordsPerSec
 		if rs[i].Name == NameMapLoop {
-			mapLoop = rs[i].RecordsPerSec
+			mapLoop = &rs[i]
 		}
 	}
 	for i := range rs {
-		if counted[i] && rs[i].Name != NameMapLoop && mapLoop > 0 {
-			rs[i].VsMapLoop = rs[i].RecordsPerSec / mapLoop
+		if counted[i] && rs[i].Name != NameMapLoop && mapLoop != nil {
+			rs[i].VsMapLoop = rs[i].RecordsPerSec / mapLoop.RecordsPerSec
+			if rs[i].CPU > 0 {
+				rs[i].CPUVsMapLoop = float64(mapLoop.CPU) / float64(rs[i].CPU)
+			}
 		}
 	}
 	return rs, nil
@@ -879,13 +890,16 @@ func Format(rs []Result) string {
 	for _, r := range rs {
 		w = max(w, len(r.Name))
 	}
-	fmt.Fprintf(&sb, "%-*s  %9s  %9s  %11s  %6s  %10s\n", w, "run", "records", "elapsed", "records/s", "ratio", "÷ map loop")
+	fmt.Fprintf(&sb, "%-*s  %9s  %9s  %11s  %6s  %10s  %9s  %16s\n", w, "run", "records", "elapsed", "records/s", "ratio", "÷ map loop", "CPU", "÷ map loop (CPU)")
 	for _, r := range rs {
-		vs := ""
+		vs, vsCPU := "", ""
 		if r.VsMapLoop > 0 {
 			vs = fmt.Sprintf("%.2fx", r.VsMapLoop)
 		}
-		fmt.Fprintf(&sb, "%-*s  %9d  %9s  %11.0f  %5.2fx  %10s\n", w, r.Name, r.Records, r.Elapsed.Round(time.Millisecond), r.RecordsPerSec, r.Ratio, vs)
+		if r.CPUVsMapLoop > 0 {
+			vsCPU = fmt.Sprintf("%.2fx", r.CPUVsMapLoop)
+		}
+		fmt.Fprintf(&sb, "%-*s  %9d  %9s  %11.0f  %5.2fx  %10s  %9s  %16s\n", w, r.Name, r.Records, r.Elapsed.Round(time.Millisecond), r.RecordsPerSec, r.Ratio, vs, r.CPU.Round(10*time.Millisecond), vsCPU)
 	}
 	return sb.String()
 }
