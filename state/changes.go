@@ -133,6 +133,27 @@ func (r *Runtime) ResumeChanges() {
 	}
 }
 
+// Unchanged reports whether the state is known to be exactly what the
+// last snapshot (full or incremental) holds: tracking is on, every log is
+// complete, and no write was noted since. SnapshotChanges would then
+// return no change.
+func (r *Runtime) Unchanged() bool {
+	s := r.sc
+	if s.backend != nil || !s.tracking {
+		return false
+	}
+	for _, t := range s.tables {
+		tt, ok := t.(tracked)
+		if !ok {
+			return false
+		}
+		if c := tt.changeLog(); !c.on || c.n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // HasTTL reports whether a handle has a TTL: the heap drops expired
 // entries only in full snapshots.
 func (r *Runtime) HasTTL() bool { return r.sc.ttl }

@@ -316,3 +316,39 @@ func TestCodecsRoundTrip(t *testing.T) {
 		t.Fatal("truncated varint decoded without error")
 	}
 }
+
+// Unchanged holds from a snapshot to the next write, and only while the
+// heap tracks its changes.
+func TestUnchanged(t *testing.T) {
+	rt := state.NewRuntime(0, 7, 8, nil, nil)
+	v := state.NewValue[int64](rt.Store(), "n")
+	rt.Seal()
+	if rt.Unchanged() {
+		t.Fatal("unchanged without tracking")
+	}
+	rt.TrackChanges()
+	if rt.Unchanged() {
+		t.Fatal("unchanged right after tracking started: the first snapshot must be full")
+	}
+	if _, err := rt.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if !rt.Unchanged() {
+		t.Fatal("changed right after a full snapshot")
+	}
+	rt.SetKey("a")
+	v.Set(1)
+	if rt.Unchanged() {
+		t.Fatal("unchanged after a Set")
+	}
+	if _, ok, err := rt.SnapshotChanges(); !ok || err != nil {
+		t.Fatalf("SnapshotChanges: %v, %v", ok, err)
+	}
+	if !rt.Unchanged() {
+		t.Fatal("changed right after a delta")
+	}
+	v.Clear()
+	if rt.Unchanged() {
+		t.Fatal("unchanged after a Clear")
+	}
+}

@@ -63,8 +63,11 @@ const (
 	// collector registered and scraped every 100 ms (a hundred times
 	// more often than Prometheus usually does): the cost of metrics.
 	NamePassThroughMetrics = "onceflow pass-through, metrics scraped"
-	NameCountMemory        = "onceflow keyed count (memory)"
-	NameCountPebble        = "onceflow keyed count (pebble)"
+	// NameMapLoop is the ceiling's loop keeping a count per key in a Go
+	// map (no durable state): the keyed count's yardstick.
+	NameMapLoop     = "franz-go txn loop, counts in a Go map"
+	NameCountMemory = "onceflow keyed count (memory)"
+	NameCountPebble = "onceflow keyed count (pebble)"
 	// NameFilterMap is a job file's filter and map steps over JSON values
 	// (Config.Pipelines): an expression condition and a reshaped value.
 	NameFilterMap = "onceflow filter+map (JSON)"
@@ -268,6 +271,16 @@ type Result struct {
 	// Ratio is RecordsPerSec divided by the ceiling's RecordsPerSec; 1 for
 	// the ceiling itself.
 	Ratio float64
+	// VsMapLoop is, for the keyed count runs, RecordsPerSec divided by
+	// the map loop's (NameMapLoop); 0 for the other runs.
+	VsMapLoop float64
+	// CPU is the CPU time of this process during the run (the embedded
+	// broker's included): unlike Elapsed, it hardly changes with what
+	// else the machine runs.
+	CPU time.Duration
+	// CPUVsMapLoop is, for the keyed count runs, the map loop's CPU over
+	// this run's: records per CPU-second as a ratio of the map loop's.
+	CPUVsMapLoop float64
 }
 
 // Run produces cfg.Records keyed records into a fresh input topic (not
@@ -354,7 +367,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 			}
 		}()
 	}
-	suffixes := []string{"in", "ceiling", "passthrough", "passthrough-metrics"}
+	suffixes := []string{"in", "ceiling", "passthrough", "passthrough-metrics", "map-loop"}
 	for _, be := range b.cfg.Backends {
 		suffixes = append(suffixes, "count-"+be)
 	}
@@ -402,6 +415,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 	if b.cfg.MetricsFirst {
 		runs[1], runs[2] = runs[2], runs[1]
 	}
+	runs = append(runs, measured{NameMapLoop, "map-loop", b.topic("map-loop"), b.runMapLoop, true, false, false})
 	for _, be := range b.cfg.Backends {
 		runs = append(runs, measured{CountName(be), "count-" + be, b.topic("count-" + be), func(ctx context.Context, out string) error { return b.runCount(ctx, out, be) }, true, false, false})
 	}
@@ -437,7 +451,10 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 				}, false, false, true})
 		}
 	}
-	var rs []Result
+	var (
+		rs      []Result
+		counted []bool // the run is a keyed count
+	)
 	for _, r := range runs {
 		b.logf("%s: running", r.name)
 		var (
@@ -449,10 +466,11 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		// benchmark can be narrowed to one run:
 		// go tool pprof -tagfocus run=pass-through (or ceiling,
 		// count-memory, count-pebble).
+		var cpu time.Duration
 		pprof.Do(ctx, pprof.Labels("run", r.label), func(ctx context.Context) {
-			start := time.Now()
+			start, startCPU := time.Now(), processCPU()
 			rerr = r.fn(ctx, r.out)
-			el = time.Since(start)
+			el, cpu = time.Since(start), processCPU()-startCPU
 		})
 		if rerr != nil {
 			return nil, fmt.Errorf("bench: %s: %w", r.name, rerr)
@@ -461,7 +479,7 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 		if r.join {
 			n = b.cfg.Records / 2 * 2
 		}
-		res := Result{Name: r.name, Records: n, Elapsed: el, RecordsPerSec: float64(n) / el.Seconds()}
+		res := Result{Name: r.name, Records: n, Elapsed: el, RecordsPerSec: float64(n) / el.Seconds(), CPU: cpu}
 		b.logf("%s: %d records in %v (%.0f records/s); verifying the output", r.name, res.Records, el.Round(time.Millisecond), res.RecordsPerSec)
 		var v verifier = countOnly{}
 		want := b.cfg.Records
@@ -479,9 +497,22 @@ func (b *bench) run(ctx context.Context) (_ []Result, err error) {
 			return nil, fmt.Errorf("bench: %s: %w", r.name, err)
 		}
 		rs = append(rs, res)
+		counted = append(counted, r.counts)
 	}
+	var mapLoop *Result
 	for i := range rs {
 		rs[i].Ratio = rs[i].RecordsPerSec / rs[0].RecordsPerSec
+		if rs[i].Name == NameMapLoop {
+			mapLoop = &rs[i]
+		}
+	}
+	for i := range rs {
+		if counted[i] && rs[i].Name != NameMapLoop && mapLoop != nil {
+			rs[i].VsMapLoop = rs[i].RecordsPerSec / mapLoop.RecordsPerSec
+			if rs[i].CPU > 0 {
+				rs[i].CPUVsMapLoop = float64(mapLoop.CPU) / float64(rs[i].CPU)
+			}
+		}
 	}
 	return rs, nil
 }
@@ -580,11 +611,34 @@ func (b *bench) produceInput(ctx context.Context, cl *kgo.Client, adm *kadm.Clie
 // producer in one GroupTransactSession, committing the group's offsets in
 // each transaction every CheckpointInterval.
 func (b *bench) runCeiling(ctx context.Context, out string) error {
+	return b.runLoop(ctx, "ceiling", out, nil)
+}
+
+// runMapLoop is the ceiling's loop keeping a running count per key in a
+// Go map, writing each record's key with its count in decimal as the
+// keyed count job does: the least a hand-written exactly-once keyed count
+// does, with no durable state (its counts live only in the process, and
+// an aborted transaction fails the run, as the map cannot be rewound).
+// It is the yardstick of the keyed count (issue 26).
+func (b *bench) runMapLoop(ctx context.Context, out string) error {
+	counts := make(map[string]int64)
+	return b.runLoop(ctx, "map-loop", out, func(r *kgo.Record) *kgo.Record {
+		c := counts[string(r.Key)] + 1
+		counts[string(r.Key)] = c
+		return &kgo.Record{Topic: out, Key: r.Key, Value: strconv.AppendInt(nil, c, 10), Timestamp: r.Timestamp}
+	})
+}
+
+// runLoop is the franz-go transactional loop named name (its group and
+// transactional id) from the input to out; each record is copied, or
+// turned into the record fn returns when fn is not nil, in which case an
+// aborted transaction fails the run (fn's state cannot be rewound).
+func (b *bench) runLoop(ctx context.Context, name, out string, fn func(*kgo.Record) *kgo.Record) error {
 	sess, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(b.brokers...),
 		kgo.ClientID("onceflow-bench"),
-		kgo.TransactionalID(b.topic("ceiling-txn")),
-		kgo.ConsumerGroup(b.topic("ceiling-group")),
+		kgo.TransactionalID(b.topic(name+"-txn")),
+		kgo.ConsumerGroup(b.topic(name+"-group")),
 		kgo.ConsumeTopics(b.input),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -646,6 +700,10 @@ func (b *bench) runCeiling(ctx context.Context, out string) error {
 					return
 				}
 				pending[r.Partition] = r.Offset + 1
+				if fn != nil {
+					sess.Produce(ctx, fn(r), promise)
+					return
+				}
 				sess.Produce(ctx, &kgo.Record{Topic: out, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}, promise)
 			})
 		}
@@ -660,6 +718,8 @@ func (b *bench) runCeiling(ctx context.Context, out string) error {
 		}
 		if ok {
 			committed = pending
+		} else if fn != nil {
+			return errors.New("a transaction aborted: the loop's state cannot be rewound")
 		}
 	}
 	return nil
@@ -830,9 +890,16 @@ func Format(rs []Result) string {
 	for _, r := range rs {
 		w = max(w, len(r.Name))
 	}
-	fmt.Fprintf(&sb, "%-*s  %9s  %9s  %11s  %6s\n", w, "run", "records", "elapsed", "records/s", "ratio")
+	fmt.Fprintf(&sb, "%-*s  %9s  %9s  %11s  %6s  %10s  %9s  %16s\n", w, "run", "records", "elapsed", "records/s", "ratio", "÷ map loop", "CPU", "÷ map loop (CPU)")
 	for _, r := range rs {
-		fmt.Fprintf(&sb, "%-*s  %9d  %9s  %11.0f  %5.2fx\n", w, r.Name, r.Records, r.Elapsed.Round(time.Millisecond), r.RecordsPerSec, r.Ratio)
+		vs, vsCPU := "", ""
+		if r.VsMapLoop > 0 {
+			vs = fmt.Sprintf("%.2fx", r.VsMapLoop)
+		}
+		if r.CPUVsMapLoop > 0 {
+			vsCPU = fmt.Sprintf("%.2fx", r.CPUVsMapLoop)
+		}
+		fmt.Fprintf(&sb, "%-*s  %9d  %9s  %11.0f  %5.2fx  %10s  %9s  %16s\n", w, r.Name, r.Records, r.Elapsed.Round(time.Millisecond), r.RecordsPerSec, r.Ratio, vs, r.CPU.Round(10*time.Millisecond), vsCPU)
 	}
 	return sb.String()
 }

@@ -31,7 +31,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", Format(rs))
-	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameCountPebble}
+	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameMapLoop, NameCountMemory, NameCountPebble}
 	if len(rs) != len(names) {
 		t.Fatalf("got %d results, want %d", len(rs), len(names))
 	}
@@ -48,6 +48,12 @@ func TestRunSmall(t *testing.T) {
 		if want := r.RecordsPerSec / rs[0].RecordsPerSec; r.Ratio != want {
 			t.Errorf("%s: ratio %v, want %v (its rate over the ceiling's)", r.Name, r.Ratio, want)
 		}
+		if want := r.RecordsPerSec / rs[3].RecordsPerSec; i > 3 && r.VsMapLoop != want {
+			t.Errorf("%s: %v of the map loop, want %v (its rate over the map loop's)", r.Name, r.VsMapLoop, want)
+		}
+		if i <= 3 && r.VsMapLoop != 0 {
+			t.Errorf("%s: %v of the map loop, want 0 (not a keyed count)", r.Name, r.VsMapLoop)
+		}
 	}
 }
 
@@ -60,7 +66,7 @@ func TestRunSmallPipelines(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", Format(rs))
-	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameFilterMap, NameFilterMapSQL, NameSumPerKey, WindowName(flow.MemoryBackend)}
+	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameMapLoop, NameCountMemory, NameFilterMap, NameFilterMapSQL, NameSumPerKey, WindowName(flow.MemoryBackend)}
 	if len(rs) != len(names) {
 		t.Fatalf("got %d results, want %d", len(rs), len(names))
 	}
@@ -80,7 +86,7 @@ func TestRunSmallJoins(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", Format(rs))
-	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameCountMemory, NameCountPebble,
+	names := []string{NameCeiling, NamePassThrough, NamePassThroughMetrics, NameMapLoop, NameCountMemory, NameCountPebble,
 		JoinName(flow.MemoryBackend), IntervalJoinName(flow.MemoryBackend), JoinName(flow.PebbleBackend), IntervalJoinName(flow.PebbleBackend)}
 	if len(rs) != len(names) {
 		t.Fatalf("got %d results, want %d", len(rs), len(names))

@@ -28,7 +28,8 @@ import (
 //     bytes than its full snapshot (and than heapMinDeltaBytes, so that a
 //     small state is not written whole at every checkpoint while it
 //     grows): a restore reads at most about twice the state, and the
-//     store holds at most about twice the state per subtask;
+//     store holds at most about twice the state per subtask. At its next
+//     change, not at an idle checkpoint (heapChain.wantsFull);
 //   - with TTL state, heapTTLAge checkpoints after its full snapshot, as
 //     the heap drops expired entries only in full snapshots;
 //   - after a savepoint (which references none of its files: once it
@@ -79,8 +80,7 @@ func (att *attempt) checkpointHeap(cp int64, n *Node, subtask, part int, s *stat
 	ch.mu.Lock()
 	broken := ch.broken
 	ch.mu.Unlock()
-	full := ch.restart || broken || ch.deltas >= heapMaxDeltas || ch.deltaBytes > max(ch.baseBytes, heapMinDeltaBytes) ||
-		(s.HasTTL() && ch.age >= heapTTLAge)
+	full := ch.wantsFull(broken, s.HasTTL(), s.Unchanged())
 	var groups map[int][]byte
 	if !full {
 		d, ok, err := s.SnapshotChanges()
@@ -137,6 +137,27 @@ func (att *attempt) checkpointHeap(cp int64, n *Node, subtask, part int, s *stat
 		att.ack(ackMsg{cp: cp, part: part, uid: n.uid, db: snap, blobs: blobs})
 	}()
 	return nil
+}
+
+// wantsFull decides whether the next checkpoint writes a full snapshot
+// (broken: the chain's last write failed; ttl: the state has a TTL;
+// idle: nothing changed since the last snapshot). A chain that has
+// grown past its bounds starts again at its next change, not at an idle
+// checkpoint: an idle checkpoint adds nothing to the chain, so a restore
+// reads no more for the wait, and a checkpoint with no new input stays
+// free whatever the state's size (a full snapshot of 5M counters takes
+// seconds, BenchmarkIdleCheckpoint).
+func (ch *heapChain) wantsFull(broken, ttl, idle bool) bool {
+	switch {
+	case ch.restart || broken:
+		return true
+	case ttl && ch.age >= heapTTLAge:
+		// Expired entries leave the heap only in full snapshots.
+		return true
+	case idle:
+		return false
+	}
+	return ch.deltas >= heapMaxDeltas || ch.deltaBytes > max(ch.baseBytes, heapMinDeltaBytes)
 }
 
 func payloadBytes(groups map[int][]byte) int64 {

@@ -91,7 +91,13 @@ func sizes(limit int64) (arena, slots int) {
 	return int(min(limit-int64(8*slots), maxArena)), slots
 }
 
-func (c *readCache) hash(key []byte) uint32 { return uint32(maphash.Bytes(c.seed, key) >> 32) }
+func (c *readCache) hash(key []byte) uint32 { return tagOf(c.sum(key)) }
+
+// sum is the 64-bit hash of key the DB computes once per access, for its
+// key filter and (tagOf) the cache.
+func (c *readCache) sum(key []byte) uint64 { return maphash.Bytes(c.seed, key) }
+
+func tagOf(sum uint64) uint32 { return uint32(sum >> 32) }
 
 func (c *readCache) mask() uint64 { return uint64(len(c.slots) - 1) }
 
@@ -127,7 +133,12 @@ func (c *readCache) entry(off uint32) (key, val []byte, flags byte) {
 // get returns key's value, whether the DB holds none (absent), and whether
 // the cache knows. The value is valid until the next change to the cache.
 func (c *readCache) get(key []byte) (val []byte, absent, ok bool) {
-	i := c.find(key, c.hash(key))
+	return c.getTag(key, c.hash(key))
+}
+
+// getTag is get with key's tag computed.
+func (c *readCache) getTag(key []byte, tag uint32) (val []byte, absent, ok bool) {
+	i := c.find(key, tag)
 	if i < 0 {
 		return nil, false, false
 	}
@@ -140,8 +151,21 @@ func (c *readCache) get(key []byte) (val []byte, absent, ok bool) {
 // set records key's value (nil with absent: not in the DB). It fails only
 // when making room needed the batch committed and the commit failed.
 func (c *readCache) set(key, val []byte, absent bool) error {
-	tag := c.hash(key)
-	i := c.find(key, tag)
+	return c.setTag(key, val, absent, c.hash(key))
+}
+
+// setTag is set with key's tag computed.
+func (c *readCache) setTag(key, val []byte, absent bool, tag uint32) error {
+	return c.setAt(key, val, absent, tag, c.find(key, tag))
+}
+
+// setNew is set of a key the cache does not hold.
+func (c *readCache) setNew(key, val []byte, tag uint32) error {
+	return c.setAt(key, val, false, tag, -1)
+}
+
+// setAt is set with key's slot (-1: none) found.
+func (c *readCache) setAt(key, val []byte, absent bool, tag uint32, i int) error {
 	var flags byte
 	if absent {
 		flags = flagAbsent

@@ -102,9 +102,12 @@ func errorsJoin(errs ...error) error {
 	return nil
 }
 
-// setCacheLimit gives d an empty read cache of limit bytes.
+// setCacheLimit gives d an empty read cache of limit bytes, hashing as
+// the one before (the key filter holds those hashes).
 func (d *DB) setCacheLimit(limit int64) {
+	seed := d.cache.seed
 	d.cache = newReadCache(limit)
+	d.cache.seed = seed
 	d.cache.beforeShrink = d.commitBatch
 }
 

@@ -197,6 +197,7 @@ func (d *DB) Import(from state.IncrementalDB, lo, hi int) (keys int64, err error
 		if err != nil {
 			return 0, fail(err)
 		}
+		d.filter.add(d.cache.sum(it.Key()))
 		if err := w.Set(it.Key(), v); err != nil {
 			return 0, fail(err)
 		}

@@ -40,6 +40,9 @@ type DB struct {
 	iterOpts pebble.IterOptions
 	// cache answers Get for recently read and written keys (cache.go).
 	cache readCache
+	// filter answers Get for keys never written, while it is complete
+	// (filter.go).
+	filter keyFilter
 	// batch collects Puts and Deletes, committed every batchOps writes and
 	// before anything reads Pebble itself; until then the cache answers
 	// for them (cache.go).
@@ -176,7 +179,26 @@ func (p *Pool) open(dir string, dbs, maxParallelism int, readOnly bool) (*DB, er
 			return nil, fmt.Errorf("pebblestate: %s %s: flush: %w", how, dir, err)
 		}
 	}
-	d := &DB{db: db, opts: opts, dir: dir, maxPar: maxParallelism, readOnly: readOnly, cache: newReadCache(p.readCacheSize(dbs, readOnly))}
+	cacheSize := p.readCacheSize(dbs, readOnly)
+	filterSize := cacheSize / filterShare
+	cacheSize -= filterSize
+	d := &DB{db: db, opts: opts, dir: dir, maxPar: maxParallelism, readOnly: readOnly, cache: newReadCache(cacheSize)}
+	switch {
+	case readOnly:
+	case !existed:
+		// An empty DB: every key it will hold goes through write or
+		// Import, which add it to the filter.
+		d.filter = newKeyFilter(filterSize)
+	default:
+		// The keys restored are added by a scan of the DB as it is
+		// now (filter.go).
+		it, err := db.NewIter(nil)
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("pebblestate: %s %s: %w", how, dir, err)
+		}
+		d.filter = startScan(filterSize, it, d.cache.sum)
+	}
 	d.cache.beforeShrink = d.commitBatch
 	return d, nil
 }
@@ -230,7 +252,11 @@ func (d *DB) Get(kg int, st string, key []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
-	if v, absent, ok := d.cache.get(d.key); ok {
+	sum := d.cache.sum(d.key)
+	if !d.filter.mayContain(sum) {
+		return nil, false, nil
+	}
+	if v, absent, ok := d.cache.getTag(d.key, tagOf(sum)); ok {
 		if absent {
 			return nil, false, nil
 		}
@@ -243,13 +269,13 @@ func (d *DB) Get(kg int, st string, key []byte) ([]byte, bool, error) {
 		return nil, false, d.failed("get", kg, st, err)
 	}
 	if !ok {
-		if err := d.cache.set(d.key, nil, true); err != nil {
+		if err := d.cache.setTag(d.key, nil, true, tagOf(sum)); err != nil {
 			return nil, false, err
 		}
 		return nil, false, nil
 	}
 	d.val = append(d.val[:0], v...)
-	if err := d.cache.set(d.key, d.val, false); err != nil {
+	if err := d.cache.setTag(d.key, d.val, false, tagOf(sum)); err != nil {
 		return nil, false, err
 	}
 	return d.val, true, nil
@@ -272,6 +298,17 @@ func (d *DB) write(op string, kg int, st string, key, value []byte, del bool) er
 		return err
 	}
 	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
+	sum := d.cache.sum(d.key)
+	// A key the filter has never seen, while it has been complete since
+	// the DB was empty, was never written nor read from Pebble, so the
+	// cache does not hold it: no need to look, and a delete of it needs
+	// no entry (the filter answers for it).
+	unseen := d.filter.sinceEmpty && !d.filter.mayContain(sum)
+	if !del {
+		// Before the write: the filter may hold keys the DB does
+		// not, never the other way round.
+		d.filter.add(sum)
+	}
 	// The batch first, then the cache: a full cache commits the batch
 	// (this write included) before it forgets anything.
 	d.dirty = true
@@ -280,7 +317,13 @@ func (d *DB) write(op string, kg int, st string, key, value []byte, del bool) er
 		return d.failed(op, kg, st, err)
 	}
 	// A failure here is a failed commit of the batch, already wrapped.
-	return d.cache.set(d.key, value, del)
+	switch {
+	case unseen && del:
+		return nil
+	case unseen:
+		return d.cache.setNew(d.key, value, tagOf(sum))
+	}
+	return d.cache.setTag(d.key, value, del, tagOf(sum))
 }
 
 // pointDeleteMax is the most keys DeletePrefix deletes one by one; above
@@ -416,6 +459,7 @@ func (d *DB) DiskUsage() int64 {
 // next open of the directory may or may not see them, so a DB is restored
 // from a checkpoint, not reopened in place after a failure.
 func (d *DB) Close() error {
+	d.filter.stopScan()
 	d.changed()
 	if d.batch != nil {
 		_ = d.batch.Close() // uncommitted writes are lost with the DB: the checkpoint is the durability

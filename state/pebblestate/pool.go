@@ -112,6 +112,11 @@ func (p *Pool) Close() {
 // costs up to twice its live size with the collector's headroom).
 const readCacheShare = 4
 
+// filterShare: a DB that starts empty gives 1/filterShare of its read
+// cache's share to its key filter (filter.go): 4 MiB per DB of the default
+// budget split among four, for about 3.3M keys at 1% false positives.
+const filterShare = 4
+
 // readCacheSize returns the read cache of each of dbs DBs (none for a
 // read-only DB, which is read once, by Import).
 func (p *Pool) readCacheSize(dbs int, readOnly bool) int64 {

@@ -1,0 +1,34 @@
+package engine
+
+import "testing"
+
+// A heap chain past its bounds starts again with a full snapshot at its
+// next change, never at an idle checkpoint (nothing to add to the chain:
+// a checkpoint with no new input stays free at any state size); a new or
+// broken chain, and TTL state due for its expiry, write one whatever.
+func TestHeapChainWantsFull(t *testing.T) {
+	grown := func() *heapChain {
+		return &heapChain{baseBytes: 1 << 20, deltaBytes: 3 << 20, deltas: 3}
+	}
+	tests := []struct {
+		name              string
+		ch                *heapChain
+		broken, ttl, idle bool
+		want              bool
+	}{
+		{"new chain", &heapChain{restart: true}, false, false, true, true},
+		{"broken chain", &heapChain{}, true, false, true, true},
+		{"within bounds", &heapChain{baseBytes: 4 << 20, deltaBytes: 1 << 20, deltas: 1}, false, false, false, false},
+		{"past its bytes, with changes", grown(), false, false, false, true},
+		{"past its bytes, idle", grown(), false, false, true, false},
+		{"past its delta count, idle", &heapChain{baseBytes: 8 << 20, deltas: heapMaxDeltas}, false, false, true, false},
+		{"past its delta count, with changes", &heapChain{baseBytes: 8 << 20, deltas: heapMaxDeltas}, false, false, false, true},
+		{"TTL due, idle", &heapChain{baseBytes: 8 << 20, age: heapTTLAge}, false, true, true, true},
+		{"TTL not due, idle", &heapChain{baseBytes: 8 << 20, age: heapTTLAge - 1}, false, true, true, false},
+	}
+	for _, tt := range tests {
+		if got := tt.ch.wantsFull(tt.broken, tt.ttl, tt.idle); got != tt.want {
+			t.Errorf("%s: wantsFull = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
