@@ -88,6 +88,11 @@ type Expr struct {
 	json  bool // reads JSON paths
 	vars  bool // reads the caller's names
 	pool  sync.Pool
+	// fast evaluates the expression without the VM (exprfast.go), nil
+	// when it has a part the fast path does not know; boolResult: its
+	// result must be a boolean.
+	fast       fastFn
+	boolResult bool
 }
 
 // ExprError is an expression that does not compile: Column is the
@@ -158,6 +163,9 @@ func CompileExpr(src string, kind ResultKind, extra ...string) (*Expr, error) {
 		}
 	}
 	sort.Strings(e.uses)
+	if !e.vars { // compileFast refuses any name but the paths'
+		e.fast, e.boolResult = compileFast(node), kind == BoolResult
+	}
 	e.pool.New = func() any { return &evalCtx{env: make(map[string]any, len(e.uses)+len(extra)+1)} }
 	return e, nil
 }
@@ -229,6 +237,17 @@ func (e *Expr) Eval(r Record) (any, error) { return e.EvalWith(r) }
 func (e *Expr) EvalWith(r Record, vars ...any) (any, error) {
 	c := e.pool.Get().(*evalCtx)
 	c.rec, c.parsed, c.doc, c.valid = r, false, nil, 0
+	if e.fast != nil {
+		v, ok := e.fast(c)
+		if _, isBool := v.(bool); ok && (isBool || !e.boolResult) {
+			c.rec = nil
+			e.pool.Put(c)
+			return v, nil
+		}
+		// A case the fast path leaves to the VM: evaluate it again
+		// there (the value was read once more, at most).
+		c.parsed, c.doc, c.valid = false, nil, 0
+	}
 	env := c.env
 	for _, n := range e.uses {
 		switch n {
