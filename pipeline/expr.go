@@ -15,6 +15,8 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 	"github.com/tidwall/gjson"
+
+	"github.com/onceflow/onceflow/internal/sql/eval"
 )
 
 // Expressions are written in the expr language (github.com/expr-lang/expr;
@@ -92,6 +94,7 @@ type Expr struct {
 	// when it has a part the fast path does not know; boolResult: its
 	// result must be a boolean.
 	fast       fastFn
+	fp         *fastPaths
 	boolResult bool
 }
 
@@ -164,7 +167,8 @@ func CompileExpr(src string, kind ResultKind, extra ...string) (*Expr, error) {
 	}
 	sort.Strings(e.uses)
 	if !e.vars { // compileFast refuses any name but the paths'
-		e.fast, e.boolResult = compileFast(node), kind == BoolResult
+		e.fp = &fastPaths{plain: true}
+		e.fast, e.boolResult = compileFast(node, e.fp), kind == BoolResult
 	}
 	e.pool.New = func() any { return &evalCtx{env: make(map[string]any, len(e.uses)+len(extra)+1)} }
 	return e, nil
@@ -236,7 +240,7 @@ func (e *Expr) Eval(r Record) (any, error) { return e.EvalWith(r) }
 // bound to vars, in the order CompileExpr was given them.
 func (e *Expr) EvalWith(r Record, vars ...any) (any, error) {
 	c := e.pool.Get().(*evalCtx)
-	c.rec, c.parsed, c.doc, c.valid = r, false, nil, 0
+	c.rec, c.parsed, c.doc, c.valid, c.pvRead = r, false, nil, 0, 0
 	if e.fast != nil {
 		v, ok := e.fast(c)
 		if _, isBool := v.(bool); ok && (isBool || !e.boolResult) {
@@ -410,6 +414,10 @@ type evalCtx struct {
 	// valid is 1 once the value was found to be JSON, -1 when not, 0
 	// before a path was read.
 	valid int8
+	// pvs are the fast path's values (exprfast.go); pvRead is 1 once
+	// read, -1 when eval.ReadPaths declined the value, 0 before.
+	pvs    []eval.PathValue
+	pvRead int8
 }
 
 func (c *evalCtx) release(p *sync.Pool) {

@@ -1,10 +1,14 @@
 package pipeline
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/onceflow/onceflow/internal/sql/eval"
 )
 
 // A fast path for the expressions the SQL planner writes into job files
@@ -27,9 +31,89 @@ import (
 // false when the VM must evaluate it instead.
 type fastFn func(c *evalCtx) (v any, ok bool)
 
+// fastPaths are the JSON paths of a fast expression, read together in
+// one pass over the value (eval.ReadPaths) when they are all plain
+// member names; otherwise, or when ReadPaths declines a value, each is
+// read as the VM reads it (evalCtx.path, gjson).
+type fastPaths struct {
+	segs  [][]string
+	plain bool
+}
+
+func (fp *fastPaths) add(path string) int {
+	segs := strings.Split(path, ".")
+	for _, seg := range segs {
+		if seg == "" || strings.Trim(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+			fp.plain = false // an escape, a wildcard or another gjson construct
+		}
+	}
+	fp.segs = append(fp.segs, segs)
+	return len(fp.segs) - 1
+}
+
+// pathValue is path i of c's record read by eval.ReadPaths; ok false when
+// ReadPaths declines the value (or the paths are not plain).
+func (c *evalCtx) pathValue(fp *fastPaths, i int) (eval.PathValue, bool) {
+	if !fp.plain {
+		return eval.PathValue{}, false
+	}
+	if c.pvRead == 0 {
+		c.pvs = append(c.pvs[:0], make([]eval.PathValue, len(fp.segs))...)
+		c.pvRead = -1
+		if eval.ReadPaths(c.rec.Value(), fp.segs, c.pvs) {
+			c.pvRead = 1
+		}
+	}
+	if c.pvRead < 0 {
+		return eval.PathValue{}, false
+	}
+	return c.pvs[i], true
+}
+
+// pathAny is what evalCtx.path gives for the value v.
+func pathAny(v eval.PathValue) any {
+	if !v.Found {
+		return nil
+	}
+	switch v.Kind {
+	case 'n':
+		return nil
+	case 't':
+		return true
+	case 'f':
+		return false
+	case '"':
+		return strings.Clone(v.Text) // v.Text is in the record's buffer
+	case '{', '[':
+		x, err := ParseJSON([]byte(v.Text))
+		if err != nil {
+			return nil // unreachable: the value was checked
+		}
+		return x
+	}
+	f, _ := strconv.ParseFloat(v.Text, 64)
+	return number(v.Text, f)
+}
+
+// jsonCall is the path of a __json(__rec, "path") call node.
+func jsonCall(n ast.Node) (string, bool) {
+	x, ok := n.(*ast.CallNode)
+	if !ok || len(x.Arguments) != 2 {
+		return "", false
+	}
+	callee, ok0 := x.Callee.(*ast.IdentifierNode)
+	rec, ok1 := x.Arguments[0].(*ast.IdentifierNode)
+	p, ok2 := x.Arguments[1].(*ast.StringNode)
+	if !ok0 || !ok1 || !ok2 || callee.Value != jsonFunc || rec.Value != recName {
+		return "", false
+	}
+	return p.Value, true
+}
+
 // compileFast returns the fast path of a compiled expression's (patched)
-// tree, nil when it has a node the fast path does not know.
-func compileFast(n ast.Node) fastFn {
+// tree, nil when it has a node the fast path does not know; fp collects
+// its paths.
+func compileFast(n ast.Node, fp *fastPaths) fastFn {
 	switch x := n.(type) {
 	case *ast.NilNode:
 		return func(*evalCtx) (any, bool) { return nil, true }
@@ -46,7 +130,7 @@ func compileFast(n ast.Node) fastFn {
 		if x.Operator != "==" && x.Operator != "!=" {
 			return nil
 		}
-		l, r := compileFast(x.Left), compileFast(x.Right)
+		l, r := compileFast(x.Left, fp), compileFast(x.Right, fp)
 		if l == nil || r == nil {
 			return nil
 		}
@@ -63,7 +147,7 @@ func compileFast(n ast.Node) fastFn {
 			return runtime.Equal(a, b) != neg, true
 		}
 	case *ast.ConditionalNode:
-		cond, e1, e2 := compileFast(x.Cond), compileFast(x.Exp1), compileFast(x.Exp2)
+		cond, e1, e2 := compileFast(x.Cond, fp), compileFast(x.Exp1, fp), compileFast(x.Exp2, fp)
 		if cond == nil || e1 == nil || e2 == nil {
 			return nil
 		}
@@ -86,25 +170,35 @@ func compileFast(n ast.Node) fastFn {
 		if !ok {
 			return nil
 		}
-		switch {
-		case callee.Value == jsonFunc && len(x.Arguments) == 2:
-			rec, ok1 := x.Arguments[0].(*ast.IdentifierNode)
-			p, ok2 := x.Arguments[1].(*ast.StringNode)
-			if !ok1 || !ok2 || rec.Value != recName {
-				return nil
-			}
-			path := p.Value
+		if path, ok := jsonCall(x); ok {
+			i := fp.add(path)
 			return func(c *evalCtx) (any, bool) {
+				if v, ok := c.pathValue(fp, i); ok {
+					return pathAny(v), true
+				}
 				v, err := c.path(path)
 				return v, err == nil
 			}
+		}
+		switch {
 		case callee.Value == "to_timestamp" && len(x.Arguments) == 1:
-			arg := compileFast(x.Arguments[0])
+			arg := compileFast(x.Arguments[0], fp)
 			if arg == nil {
 				return nil
 			}
+			leaf := -1 // the argument's path, when it is one: its text is parsed where it lies
+			if _, ok := jsonCall(x.Arguments[0]); ok {
+				leaf = len(fp.segs) - 1
+			}
 			slow := toTimestampFn("to_timestamp")
 			return func(c *evalCtx) (any, bool) {
+				if leaf >= 0 {
+					if pv, ok := c.pathValue(fp, leaf); ok && pv.Found && pv.Kind == '"' {
+						if ms, ok := sqlTimestampMillis(pv.Text); ok {
+							return ms, true
+						}
+					}
+				}
 				v, ok := arg(c)
 				if !ok {
 					return nil, false

@@ -43,6 +43,14 @@ func TestExprFastPath(t *testing.T) {
 		`{"t":"1999-12-31 23:59:59","g0":"1000","n":"2","s":"y","b":"no"}`,
 		`{"n":2.5}`,
 		`{}`,
+		` { "t" : "2026-01-01 00:00:00.000" , "a" : { "b" : [1, {"c": 2}] }, "n": -1.5e3 } `,
+		`{"a":{"b":1},"a":{"b":2}}`,
+		`{"a":[{"b":1}],"g0":1e2,"n":0}`,
+		`{"a":{"b":{"x":[1,"y",null]}},"s":"x\"y","t":"2026-01-01 00:00:00.000"}`,
+		`{"a":{"b":true,"b":false}}`,
+		`{"a":null,"g0":-0,"n":12345678901234567890}`,
+		`{"event_type":2,"bid":{"dateTime":"2026-01-01 00:00:00.000"},"event_type":0}`,
+		`[{"a":1}]`,
 		`not json`,
 		`{"n":2,`,
 	}
@@ -65,6 +73,49 @@ func TestExprFastPath(t *testing.T) {
 			want, wantErr := vmOnly.Eval(r)
 			if !reflect.DeepEqual(got, want) || (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
 				t.Errorf("%s over %s: fast path %#v, %v; VM %#v, %v", x.src, v, got, gotErr, want, wantErr)
+			}
+		}
+	}
+}
+
+// TestExprFastPathMutations: over every one-byte change and cut of a few
+// records (most of them no longer JSON), the fast path's one-pass reader
+// agrees with the VM's gjson reads.
+func TestExprFastPathMutations(t *testing.T) {
+	srcs := []string{
+		"((value.event_type == 0)) ? (to_timestamp(value.person.dateTime)) : (((value.event_type == 1)) ? (to_timestamp(value.auction.dateTime)) : (to_timestamp(value.bid.dateTime)))",
+		"value.a.b",
+		"value.n",
+	}
+	docs := []string{
+		`{"event_type":2,"person":null,"auction":null,"bid":{"auction":1000,"dateTime":"2026-01-01 00:00:00.000","extra":"ab"}}`,
+		`{"a":{"b":[1,{"c":-2.5e1}],"n":true},"n":12}`,
+	}
+	alphabet := []byte("{}[]\":,\\ 0123456789-.eEtrufalsn\x01")
+	for _, src := range srcs {
+		e, err := CompileExpr(src, AnyResult)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vmOnly, _ := CompileExpr(src, AnyResult)
+		vmOnly.fast = nil
+		check := func(v string) {
+			r := &handle[krec]{acc: &kAccess, rec: krec{Value: v}}
+			got, gotErr := e.Eval(r)
+			want, wantErr := vmOnly.Eval(r)
+			if !reflect.DeepEqual(got, want) || (gotErr == nil) != (wantErr == nil) {
+				t.Fatalf("%s over %q: fast path %#v, %v; VM %#v, %v", src, v, got, gotErr, want, wantErr)
+			}
+		}
+		for _, d := range docs {
+			for i := 0; i <= len(d); i++ {
+				check(d[:i])
+				for _, c := range alphabet {
+					if i < len(d) {
+						check(d[:i] + string(c) + d[i+1:])
+					}
+					check(d[:i] + string(c) + d[i:])
+				}
 			}
 		}
 	}

@@ -1055,3 +1055,96 @@ func ValidJSON(b []byte) bool {
 	p.ws()
 	return p.i == len(p.s)
 }
+
+// PathValue is the JSON value ReadPaths found at a path.
+type PathValue struct {
+	Found bool
+	// Kind is the value's first byte: 'n' (null), 't', 'f', '"' (a
+	// string: Text is its text, without the quotes), '{' or '[' (Text is
+	// its JSON), anything else a number (Text is its JSON).
+	Kind byte
+	// Text is a substring of the value ReadPaths read.
+	Text string
+}
+
+// ReadPaths reads, in one pass that checks the whole value is JSON, the
+// values at paths (member names from the top object down; at most 64
+// paths) into out. ok is false when the value is not one JSON object,
+// holds a backslash anywhere (so no key or string found has an escape),
+// a path meets an array, or a member a path goes through comes twice in
+// its object: the caller then reads the value another way. A path that
+// meets null, a scalar or no member is not Found.
+func ReadPaths(value []byte, paths [][]string, out []PathValue) (ok bool) {
+	clear(out)
+	if len(value) == 0 || len(paths) > 64 || strings.IndexByte(unsafe.String(&value[0], len(value)), '\\') >= 0 {
+		return false
+	}
+	p := &scanner{s: unsafe.String(&value[0], len(value))}
+	p.ws()
+	if p.i >= len(p.s) || p.s[p.i] != '{' {
+		return false
+	}
+	ok = true
+	if readPathsIn(p, paths, 1<<len(paths)-1, 0, out, &ok) != nil || !ok {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.s)
+}
+
+// readPathsIn reads the object at p for the paths in live (a bit each),
+// whose members above depth matched.
+func readPathsIn(p *scanner, paths [][]string, live uint64, depth int, out []PathValue, ok *bool) error {
+	var met uint64
+	return p.object(func(key string) error {
+		var end, deeper uint64
+		for i := range paths {
+			bit := uint64(1) << i
+			if live&bit == 0 || paths[i][depth] != key {
+				continue
+			}
+			if met&bit != 0 {
+				*ok = false // a second member of that name: which one counts is the caller's rule
+			}
+			met |= bit
+			if len(paths[i]) == depth+1 {
+				end |= bit
+			} else {
+				deeper |= bit
+			}
+		}
+		if end == 0 && deeper == 0 {
+			return p.skip()
+		}
+		p.ws()
+		if p.i >= len(p.s) {
+			return p.errorf("unexpected end of the value")
+		}
+		start := p.i
+		switch c := p.s[p.i]; {
+		case deeper != 0 && c == '{':
+			if err := readPathsIn(p, paths, deeper, depth+1, out, ok); err != nil {
+				return err
+			}
+		case deeper != 0 && c == '[':
+			*ok = false
+			return p.skip()
+		default:
+			if err := p.skip(); err != nil {
+				return err
+			}
+		}
+		raw := p.s[start:p.i]
+		for i := range paths {
+			if end&(uint64(1)<<i) == 0 {
+				continue
+			}
+			v := PathValue{Found: true, Kind: raw[0], Text: raw}
+			if v.Kind == '"' {
+				v.Text = raw[1 : len(raw)-1]
+			}
+			out[i] = v
+		}
+		return nil
+	})
+}
