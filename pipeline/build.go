@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/onceflow/onceflow/flow"
@@ -428,17 +429,30 @@ type outputs[T any] struct {
 // applyEach adds a stateless operator with zero or more outputs per
 // record.
 func applyEach[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, op Operator, policy flow.ErrorPolicy, opts ...flow.OpOption) (flow.Stream[T], *flow.Stream[flow.Failure[T]], error) {
-	f := func(rec T) (outputs[T], error) {
-		h := &handle[T]{acc: &acc, rec: rec}
-		var out outputs[T]
-		err := op.Each(h, func() {
-			if out.n == 0 {
-				out.first = h.rec
+	// A call's handle, outputs and emit function are taken from a pool:
+	// the handle escapes (Each takes a Record), and allocating the three
+	// per record cost a tenth of the CPU of a select over JSON (Nexmark
+	// q0, docs/benchmarks.md). Each is synchronous: nothing holds the
+	// handle after it returns.
+	pool := sync.Pool{New: func() any {
+		c := &eachCall[T]{}
+		c.emit = func() {
+			if c.out.n == 0 {
+				c.out.first = c.h.rec
 			} else {
-				out.more = append(out.more, h.rec)
+				c.out.more = append(c.out.more, c.h.rec)
 			}
-			out.n++
-		})
+			c.out.n++
+		}
+		return c
+	}}
+	f := func(rec T) (outputs[T], error) {
+		c := pool.Get().(*eachCall[T])
+		c.h = handle[T]{acc: &acc, rec: rec}
+		err := op.Each(&c.h, c.emit)
+		out := c.out
+		c.h, c.out = handle[T]{}, outputs[T]{} // the next call starts a slice of its own: out.more goes on
+		pool.Put(c)
 		if err != nil {
 			return outputs[T]{}, err
 		}
@@ -454,6 +468,13 @@ func applyEach[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, o
 		}
 	}, flow.UID(uid+"/emit"), flow.Name(name))
 	return out, &bad, nil
+}
+
+// eachCall is what applyEach needs for one record.
+type eachCall[T any] struct {
+	h    handle[T]
+	out  outputs[T]
+	emit func()
 }
 
 // applyBatch adds a stateless operator over batches of records, after a
@@ -493,8 +514,12 @@ func applyBatch[T any](s flow.Stream[T], acc RecordAccess[T], name, uid string, 
 // operator: the record's key (KeyBy evaluated, or the record key) and
 // what Prepare computes.
 func keyStep[T any](acc RecordAccess[T], name string, op Operator) func(T) (keyed[T], error) {
+	// The handle escapes (it is a Record): pooled, as applyEach's.
+	pool := sync.Pool{New: func() any { return new(handle[T]) }}
 	return func(rec T) (keyed[T], error) {
-		h := &handle[T]{acc: &acc, rec: rec}
+		h := pool.Get().(*handle[T])
+		*h = handle[T]{acc: &acc, rec: rec}
+		defer func() { *h = handle[T]{}; pool.Put(h) }()
 		if !op.TakesRetractions {
 			if kind := h.RowKind(); kind.Retracts() {
 				return keyed[T]{}, flow.Unrecoverable(fmt.Errorf("record %s: %s does not take retractions (this record is a %s of an updating result): a step before it emits a changelog (docs/design.md, \"Changelogs\"); aggregate it with retractions: true, or normalize it with changelog-normalize", h.Position(), name, kind))

@@ -15,6 +15,8 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 	"github.com/tidwall/gjson"
+
+	"github.com/onceflow/onceflow/internal/sql/eval"
 )
 
 // Expressions are written in the expr language (github.com/expr-lang/expr;
@@ -88,6 +90,12 @@ type Expr struct {
 	json  bool // reads JSON paths
 	vars  bool // reads the caller's names
 	pool  sync.Pool
+	// fast evaluates the expression without the VM (exprfast.go), nil
+	// when it has a part the fast path does not know; boolResult: its
+	// result must be a boolean.
+	fast       fastFn
+	fp         *fastPaths
+	boolResult bool
 }
 
 // ExprError is an expression that does not compile: Column is the
@@ -158,6 +166,10 @@ func CompileExpr(src string, kind ResultKind, extra ...string) (*Expr, error) {
 		}
 	}
 	sort.Strings(e.uses)
+	if !e.vars { // compileFast refuses any name but the paths'
+		e.fp = &fastPaths{plain: true}
+		e.fast, e.boolResult = compileFast(node, e.fp), kind == BoolResult
+	}
 	e.pool.New = func() any { return &evalCtx{env: make(map[string]any, len(e.uses)+len(extra)+1)} }
 	return e, nil
 }
@@ -228,7 +240,18 @@ func (e *Expr) Eval(r Record) (any, error) { return e.EvalWith(r) }
 // bound to vars, in the order CompileExpr was given them.
 func (e *Expr) EvalWith(r Record, vars ...any) (any, error) {
 	c := e.pool.Get().(*evalCtx)
-	c.rec, c.parsed, c.doc, c.valid = r, false, nil, 0
+	c.rec, c.parsed, c.doc, c.valid, c.pvRead = r, false, nil, 0, 0
+	if e.fast != nil {
+		v, ok := e.fast(c)
+		if _, isBool := v.(bool); ok && (isBool || !e.boolResult) {
+			c.rec = nil
+			e.pool.Put(c)
+			return v, nil
+		}
+		// A case the fast path leaves to the VM: evaluate it again
+		// there (the value was read once more, at most).
+		c.parsed, c.doc, c.valid = false, nil, 0
+	}
 	env := c.env
 	for _, n := range e.uses {
 		switch n {
@@ -391,6 +414,10 @@ type evalCtx struct {
 	// valid is 1 once the value was found to be JSON, -1 when not, 0
 	// before a path was read.
 	valid int8
+	// pvs are the fast path's values (exprfast.go); pvRead is 1 once
+	// read, -1 when eval.ReadPaths declined the value, 0 before.
+	pvs    []eval.PathValue
+	pvRead int8
 }
 
 func (c *evalCtx) release(p *sync.Pool) {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/onceflow/onceflow/flow"
@@ -468,8 +469,13 @@ func Timestamps[T any](acc RecordAccess[T], expr string) (func(T) int64, error) 
 	if missing := acc.missing(tm.access()); len(missing) > 0 {
 		return nil, fmt.Errorf("%s needed by %q: the record type does not provide it", describeAccessList(missing), expr)
 	}
+	pool := sync.Pool{New: func() any { return new(handle[T]) }} // a handle per record cost an allocation
 	return func(rec T) int64 {
-		v, err := tm.Eval(&handle[T]{acc: &acc, rec: rec})
+		h := pool.Get().(*handle[T])
+		*h = handle[T]{acc: &acc, rec: rec}
+		v, err := tm.Eval(h)
+		*h = handle[T]{}
+		pool.Put(h)
 		if err != nil {
 			return flow.NoTimestamp
 		}

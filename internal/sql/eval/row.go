@@ -2,6 +2,7 @@ package eval
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -793,7 +794,19 @@ func (p *scanner) number() string {
 func (p *scanner) str() (string, error) {
 	s := p.s
 	start := p.i + 1
-	for i := start; i < len(s); i++ {
+	i := start
+	if len(s) > 0 {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character: most of a record's text is strings (the
+		// padding of a Nexmark event, URLs), skipped or read here.
+		b := unsafe.Slice(unsafe.StringData(s), len(s))
+		for ; i+8 <= len(b); i += 8 {
+			if specialByte(binary.LittleEndian.Uint64(b[i:])) {
+				break
+			}
+		}
+	}
+	for ; i < len(s); i++ {
 		c := s[i]
 		if c == '"' {
 			p.i = i + 1
@@ -810,6 +823,15 @@ func (p *scanner) str() (string, error) {
 	}
 	p.i = len(s)
 	return "", p.errorf("unterminated string")
+}
+
+// specialByte reports whether one of the eight bytes of x is a quote, a
+// backslash or below 0x20 (each test exact: a byte's borrow is only
+// wrong in bytes above one that matches).
+func specialByte(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
 }
 
 func (p *scanner) strEscaped(start int) (string, error) {
@@ -1016,4 +1038,113 @@ func encoderFor(t *types.Type) func(b []byte, v Value) []byte {
 		}
 		return enc(b, v)
 	}
+}
+
+// ValidJSON reports whether b is one JSON value, with whitespace around
+// it allowed: encoding/json.Valid's answer (strings are not checked to be
+// UTF-8 there either), in this package's scanner, except for a value
+// nested deeper than 1,000 levels, which it refuses.
+func ValidJSON(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	p := scanner{s: unsafe.String(&b[0], len(b))}
+	if p.skip() != nil {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.s)
+}
+
+// PathValue is the JSON value ReadPaths found at a path.
+type PathValue struct {
+	Found bool
+	// Kind is the value's first byte: 'n' (null), 't', 'f', '"' (a
+	// string: Text is its text, without the quotes), '{' or '[' (Text is
+	// its JSON), anything else a number (Text is its JSON).
+	Kind byte
+	// Text is a substring of the value ReadPaths read.
+	Text string
+}
+
+// ReadPaths reads, in one pass that checks the whole value is JSON, the
+// values at paths (member names from the top object down; at most 64
+// paths) into out. ok is false when the value is not one JSON object,
+// holds a backslash anywhere (so no key or string found has an escape),
+// a path meets an array, or a member a path goes through comes twice in
+// its object: the caller then reads the value another way. A path that
+// meets null, a scalar or no member is not Found.
+func ReadPaths(value []byte, paths [][]string, out []PathValue) (ok bool) {
+	clear(out)
+	if len(value) == 0 || len(paths) > 64 || strings.IndexByte(unsafe.String(&value[0], len(value)), '\\') >= 0 {
+		return false
+	}
+	p := &scanner{s: unsafe.String(&value[0], len(value))}
+	p.ws()
+	if p.i >= len(p.s) || p.s[p.i] != '{' {
+		return false
+	}
+	ok = true
+	if readPathsIn(p, paths, 1<<len(paths)-1, 0, out, &ok) != nil || !ok {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.s)
+}
+
+// readPathsIn reads the object at p for the paths in live (a bit each),
+// whose members above depth matched.
+func readPathsIn(p *scanner, paths [][]string, live uint64, depth int, out []PathValue, ok *bool) error {
+	var met uint64
+	return p.object(func(key string) error {
+		var end, deeper uint64
+		for i := range paths {
+			bit := uint64(1) << i
+			if live&bit == 0 || paths[i][depth] != key {
+				continue
+			}
+			if met&bit != 0 {
+				*ok = false // a second member of that name: which one counts is the caller's rule
+			}
+			met |= bit
+			if len(paths[i]) == depth+1 {
+				end |= bit
+			} else {
+				deeper |= bit
+			}
+		}
+		if end == 0 && deeper == 0 {
+			return p.skip()
+		}
+		p.ws()
+		if p.i >= len(p.s) {
+			return p.errorf("unexpected end of the value")
+		}
+		start := p.i
+		switch c := p.s[p.i]; {
+		case deeper != 0 && c == '{':
+			if err := readPathsIn(p, paths, deeper, depth+1, out, ok); err != nil {
+				return err
+			}
+		case deeper != 0 && c == '[':
+			*ok = false
+			return p.skip()
+		default:
+			if err := p.skip(); err != nil {
+				return err
+			}
+		}
+		raw := p.s[start:p.i]
+		for i := range paths {
+			if end&(uint64(1)<<i) == 0 {
+				continue
+			}
+			v := PathValue{Found: true, Kind: raw[0], Text: raw}
+			if v.Kind == '"' {
+				v.Text = raw[1 : len(raw)-1]
+			}
+			out[i] = v
+		}
+		return nil
+	})
 }
