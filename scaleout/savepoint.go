@@ -794,7 +794,9 @@ func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSav
 			if err != nil {
 				return nil, fmt.Errorf("scale-out: --from-savepoint: the restore marker %s: %w (remove it only if no instance of the job runs)", last, err)
 			}
-			if cur.Savepoint == m.Dir && cur.Created.Equal(m.Created) {
+			// The same savepoint, whatever path this instance mounts it
+			// at: its manifest's creation time (to the nanosecond).
+			if cur.Created.Equal(m.Created) {
 				in.log.Info("restoring a job savepoint: the repartition topics are read from where its restore began", "marker", last, "began", cur.At.Format(time.RFC3339), "by", cur.By)
 				return endsMap(cur.Ends), nil
 			}
