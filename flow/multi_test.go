@@ -375,9 +375,12 @@ func TestCoProcessAtLeastOnceNeverBlocks(t *testing.T) {
 			if mode == checkpoint.ExactlyOnce {
 				// The left input stops once its barrier reached the
 				// CoProcess; it must stay stopped.
+				// Still for half a second: a pause of a loaded machine
+				// (100 ms were taken for the hold once, and 9 records
+				// came after it) is not the hold.
 				waitFor(t, "the left input held back", func() bool {
 					n := left.Load()
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(500 * time.Millisecond)
 					return left.Load() == n
 				})
 			} else {

@@ -890,6 +890,18 @@ func Format(rs []Result) string {
 	for _, r := range rs {
 		w = max(w, len(r.Name))
 	}
+	// The map loop's and CPU columns only when a run has them.
+	extra := false
+	for _, r := range rs {
+		extra = extra || r.VsMapLoop > 0 || r.CPUVsMapLoop > 0 || r.CPU > 0
+	}
+	if !extra {
+		fmt.Fprintf(&sb, "%-*s  %9s  %9s  %11s  %6s\n", w, "run", "records", "elapsed", "records/s", "ratio")
+		for _, r := range rs {
+			fmt.Fprintf(&sb, "%-*s  %9d  %9s  %11.0f  %5.2fx\n", w, r.Name, r.Records, r.Elapsed.Round(time.Millisecond), r.RecordsPerSec, r.Ratio)
+		}
+		return sb.String()
+	}
 	fmt.Fprintf(&sb, "%-*s  %9s  %9s  %11s  %6s  %10s  %9s  %16s\n", w, "run", "records", "elapsed", "records/s", "ratio", "÷ map loop", "CPU", "÷ map loop (CPU)")
 	for _, r := range rs {
 		vs, vsCPU := "", ""
