@@ -64,12 +64,7 @@ var intervalJoinSpec = Spec{
 	},
 	Props: func(p Params) Props {
 		c := intervalJoinConfigOf(p, Env{})
-		pr := Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, EventTime: true,
-			StateBound: "watermark: a row goes once no partner can come on time"}
-		if c.LateTopic != "" {
-			pr.Routes, pr.StaticTopics = true, []string{c.LateTopic}
-		}
-		return pr
+		return eventTimeJoinProps(c.LeftKey, c.RightKey, c.LateTopic, "watermark: a row goes once no partner can come on time")
 	},
 	Build: func(p Params, env Env) (Operator, error) {
 		return intervalJoinConfigOf(p, env).operator(env.counter(LateRecords))

@@ -69,12 +69,7 @@ var temporalJoinSpec = Spec{
 	},
 	Props: func(p Params) Props {
 		c := temporalJoinConfigOf(p, Env{})
-		pr := Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, EventTime: true,
-			StateBound: "watermark: a probe row goes once emitted, a version once a newer one is at or before the watermark"}
-		if c.LateTopic != "" {
-			pr.Routes, pr.StaticTopics = true, []string{c.LateTopic}
-		}
-		return pr
+		return eventTimeJoinProps(c.LeftKey, c.RightKey, c.LateTopic, "watermark: a probe row goes once emitted, a version once a newer one is at or before the watermark")
 	},
 	Build: func(p Params, env Env) (Operator, error) {
 		return temporalJoinConfigOf(p, env).operator(env.counter(LateRecords))

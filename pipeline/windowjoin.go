@@ -54,12 +54,7 @@ var windowJoinSpec = Spec{
 	Validate:    func(p Params) error { return windowJoinConfigOf(p, Env{}).validate() },
 	Props: func(p Params) Props {
 		c := windowJoinConfigOf(p, Env{})
-		pr := Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, EventTime: true,
-			StateBound: "watermark: a window's rows go when it closes"}
-		if c.LateTopic != "" {
-			pr.Routes, pr.StaticTopics = true, []string{c.LateTopic}
-		}
-		return pr
+		return eventTimeJoinProps(c.LeftKey, c.RightKey, c.LateTopic, "watermark: a window's rows go when it closes")
 	},
 	Build: func(p Params, env Env) (Operator, error) {
 		return windowJoinConfigOf(p, env).operator(env.counter(LateRecords))
@@ -212,4 +207,16 @@ func windowJoinedValue(l, r []byte, start, end int64) []byte {
 	b = append(b, `,"window_time":`...)
 	b = strconv.AppendInt(b, end-1, 10)
 	return append(b, '}')
+}
+
+// eventTimeJoinProps are the properties of a join whose state the
+// watermark frees (interval, window and temporal joins): keyed on both
+// sides, the key lost in its output, and routing late rows to lateTopic
+// when one is set.
+func eventTimeJoinProps(leftKey, rightKey, lateTopic, bound string) Props {
+	pr := Props{Key: leftKey, RightKey: rightKey, Keys: KeysLost, EventTime: true, StateBound: bound}
+	if lateTopic != "" {
+		pr.Routes, pr.StaticTopics = true, []string{lateTopic}
+	}
+	return pr
 }

@@ -310,10 +310,7 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 		if err != nil {
 			return fail(fmt.Errorf("scale-out: savepoint: the end offsets of the repartition topic %s: %w", topic, err))
 		}
-		req.Drain = nil
-		ends.Each(func(o kadm.ListedOffset) {
-			req.Drain = append(req.Drain, spDrain{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
-		})
+		req.Drain = drainsOf(ends)
 		req.Phase = phase + 1
 		if err := in.writeRequest(req); err != nil {
 			return fail(fmt.Errorf("scale-out: write the savepoint request: %w", err))
@@ -811,16 +808,7 @@ func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSav
 		if err != nil {
 			return nil, fmt.Errorf("scale-out: --from-savepoint: the end offsets of the repartition topics %s: %w", strings.Join(topics, ", "), err)
 		}
-		mk := restoreMarker{Savepoint: m.Dir, Created: m.Created, By: cfg.Instance, At: time.Now().UTC()}
-		ends.Each(func(o kadm.ListedOffset) {
-			mk.Ends = append(mk.Ends, spDrain{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
-		})
-		slices.SortFunc(mk.Ends, func(a, b spDrain) int {
-			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-				return c
-			}
-			return int(a.Partition - b.Partition)
-		})
+		mk := restoreMarker{Savepoint: m.Dir, Created: m.Created, By: cfg.Instance, At: time.Now().UTC(), Ends: drainsOf(ends)}
 		path := filepath.Join(dir, fmt.Sprintf("restore-%06d.json", seq+1))
 		tmp := fmt.Sprintf("%s.tmp-%s-%d", path, cfg.Instance, time.Now().UnixNano())
 		if err := writeJSONFile(tmp, mk); err != nil {
@@ -839,6 +827,21 @@ func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSav
 		}
 	}
 	return nil, fmt.Errorf("scale-out: --from-savepoint: could not agree on a restore marker in %s with the other instances after 10 tries; try again", dir)
+}
+
+// drainsOf lists offs by topic and partition.
+func drainsOf(offs kadm.ListedOffsets) []spDrain {
+	var out []spDrain
+	offs.Each(func(o kadm.ListedOffset) {
+		out = append(out, spDrain{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
+	})
+	slices.SortFunc(out, func(a, b spDrain) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
 }
 
 func endsMap(ends []spDrain) map[string]map[int32]int64 {
