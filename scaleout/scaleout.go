@@ -277,19 +277,26 @@ func (in *Instance) Run(ctx context.Context) error {
 		return errors.New("scale-out: Instance.Run was called twice: make a new Instance")
 	}
 	cfg := in.cfg
-	var err error
-	if in.parts, err = in.ensureRepartitionTopics(ctx); err != nil {
+	// Before the instance joins, a stop (ctx cancelled) ends it with nil:
+	// nothing ran, whatever it was waiting for failed because of the stop.
+	early := func(err error) error {
 		close(in.joined)
+		if ctx.Err() != nil && !fatal(err) {
+			in.log.Info("stopped before the instance joined its group: nothing ran", "interrupted", err)
+			return nil
+		}
 		return err
 	}
+	var err error
+	if in.parts, err = in.ensureRepartitionTopics(ctx); err != nil {
+		return early(err)
+	}
 	if in.upstreams, err = in.listUpstreams(ctx); err != nil {
-		close(in.joined)
-		return err
+		return early(err)
 	}
 	if cfg.FromSavepoint != "" {
 		if in.restore, in.skipTo, err = in.loadRestore(ctx); err != nil {
-			close(in.joined)
-			return err
+			return early(err)
 		}
 	}
 	// A savepoint request in progress is known before the first tasks
@@ -313,8 +320,7 @@ func (in *Instance) Run(ctx context.Context) error {
 		OnLost:            func(_ context.Context, ps []kafka.Partition) { in.stopTasks(ps, "lost") },
 	})
 	if err != nil {
-		close(in.joined)
-		return err
+		return early(err)
 	}
 	in.mu.Lock()
 	in.m = m

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -325,5 +326,53 @@ level=INFO msg=status process_records_in=120 process_records_written=100 job_rec
 `
 	if buf.String() != want {
 		t.Errorf("status lines\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// SIGINT or SIGTERM while a job starts (here, while it waits for a broker
+// that takes connections and never answers) is a graceful stop: exit 0,
+// a line saying nothing ran. It was exit 1 with "context canceled" from
+// whichever request the stop interrupted.
+func TestRunStoppedWhileStarting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // held open, never answered
+		}
+	}()
+	for _, tc := range []struct{ name, extra string }{
+		{"one process", ""},
+		{"scale-out instance", "scale-out:\n  enabled: true\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "orders.yaml")
+			state := filepath.Join(dir, "state")
+			if tc.extra != "" {
+				state += "\n  checkpoints: " + filepath.Join(dir, "shared")
+			}
+			job := strings.NewReplacer("127.0.0.1:9092", ln.Addr().String(), "./onceflow-data", state).Replace(jobfiletest.Orders) + tc.extra
+			if err := os.WriteFile(file, []byte(job), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(500*time.Millisecond, cancel)
+			var stdout, stderr bytes.Buffer
+			code := Main(ctx, []string{"run", "--status-interval", "0", file}, &stdout, &stderr)
+			if code != 0 {
+				t.Fatalf("exit code %d after a stop while starting, want 0; stderr:\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "stopped while the job was starting") {
+				t.Errorf("the log does not say the job was stopped while starting:\n%s", stderr.String())
+			}
+		})
 	}
 }

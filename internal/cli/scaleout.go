@@ -80,7 +80,7 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 		return err
 	}
 	if err := ping(ctx, jf.Kafka, cc, o.connectTimeout, jf.OutputTopics()); err != nil {
-		return err
+		return stoppedWhileStarting(ctx, e, jf.Job, err)
 	}
 	so := &scaleOut{log: e.log, jf: jf, cc: cc, instance: instance, group: jf.Source.Group, segs: segs}
 	var storage flow.Option
@@ -113,7 +113,7 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 			// The group assigns the anchor's partitions; the task of its
 			// partition p reads p of every topic (taskFile).
 			if err := checkCoPartitioned(ctx, cc, seg.Topics); err != nil {
-				return err
+				return stoppedWhileStarting(ctx, e, jf.Job, err)
 			}
 			topics = []string{seg.Anchor}
 		}

@@ -77,6 +77,8 @@ type logWriter struct {
 	name string
 	mu   sync.Mutex
 	tail []string
+	// lines counts every line written.
+	lines int
 }
 
 func (w *logWriter) Write(p []byte) (int, error) {
@@ -85,11 +87,27 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	sc := bufio.NewScanner(bytes.NewReader(p))
 	for sc.Scan() {
 		w.tail = append(w.tail, sc.Text())
+		w.lines++
 		if len(w.tail) > 40 {
 			w.tail = w.tail[1:]
 		}
 	}
 	return len(p), nil
+}
+
+// count is how many lines were written.
+func (w *logWriter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lines
+}
+
+// last is the log's last n lines, for the first line of a failure (a
+// CI summary may fold the middle of a long message, the whole log).
+func (w *logWriter) last(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.tail[max(0, len(w.tail)-n):], "\n")
 }
 
 func (w *logWriter) String() string {
@@ -287,13 +305,14 @@ func (r *jobRunner) start() (*exec.Cmd, chan error) {
 func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string) {
 	t := r.t
 	r.killAtRandom(rng, kills, 150, 500)
+	from := r.log.count()
 	cmd, done := r.start()
 	deadline := time.Now().Add(3 * time.Minute)
 	adm := kadm.NewClient(client(t, addr))
 	for {
 		select {
 		case err := <-done:
-			t.Fatalf("final run exited: %v\n%s", err, r.log)
+			t.Fatalf("final run exited: %v; its last lines:\n%s\nthe log:\n%s", err, r.log.last(4), r.log)
 		case <-time.After(200 * time.Millisecond):
 		}
 		// Committed offsets of the job's group reach the input's end when
@@ -312,11 +331,17 @@ func (r *jobRunner) crashAndFinish(rng *rand.Rand, kills int, addr, group string
 			t.Fatalf("the job did not finish its input within 3 minutes\n%s", r.log)
 		}
 	}
+	// The group may have caught up before this run: SIGTERM only once it
+	// has logged a line, so its handler is installed (a signal during
+	// the Go runtime's start kills it: "signal: terminated").
+	for r.log.count() == from && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("graceful stop: %v\n%s", err, r.log)
+			t.Fatalf("graceful stop: %v; its last lines:\n%s\nthe log:\n%s", err, r.log.last(4), r.log)
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("the job did not stop within a minute of SIGTERM\n%s", r.log)
