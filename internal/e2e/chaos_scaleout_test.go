@@ -152,6 +152,7 @@ func chaosScaleOutPostgres(t *testing.T, dir, addr string, pg *dbtest.PostgresSe
 		rep.Inputs = len(inputs)
 		perUser := map[string]int{}
 		userOf := map[string]string{} // seq → user
+		inputAt := map[string]string{} // seq → where the input record is
 		for _, r := range inputs {
 			var v struct {
 				User string `json:"user"`
@@ -162,13 +163,13 @@ func chaosScaleOutPostgres(t *testing.T, dir, addr string, pg *dbtest.PostgresSe
 			}
 			perUser[v.User]++
 			userOf[strconv.FormatInt(v.Seq, 10)] = v.User
+			inputAt[strconv.FormatInt(v.Seq, 10)] = fmt.Sprintf("%s/%d@%d", c.input, r.Partition, r.Offset)
 		}
 		var problems []string
 		ok := t.Run(name, func(t *testing.T) {
-			// Each user's counts 1..n once, a row per input, a progress row
-			// per last-stage task (TestScaleOutPostgres's check).
-			sqlScaleOutCase(name, sink, query).check(t, perUser, len(inputs), c.f.log)
-			// Each input's own row: its seq once, under its user.
+			// Each input's own row (checked first: the count check below
+			// stops at a wrong row count, and a failure must say which
+			// inputs and where they were): its seq once, under its user.
 			out, err := query("SELECT seq, u FROM so_counts")
 			if err != nil {
 				t.Fatal(err)
@@ -187,13 +188,17 @@ func chaosScaleOutPostgres(t *testing.T, dir, addr string, pg *dbtest.PostgresSe
 			}
 			for seq := range userOf {
 				if seen[seq] != 1 {
-					problems = append(problems, fmt.Sprintf("seq %s in %d rows", seq, seen[seq]))
+					problems = append(problems, fmt.Sprintf("seq %s (input %s, user %s) in %d rows", seq, inputAt[seq], userOf[seq], seen[seq]))
 				}
 			}
 			if len(problems) > 0 {
 				slices.Sort(problems)
-				t.Errorf("%d inputs not in exactly one row of their own: %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "))
+				t.Errorf("%d inputs not in exactly one row of their own: %s; %s", len(problems), strings.Join(problems[:min(5, len(problems))], "; "),
+					whereInRepartition(ctx, addr, name+"-repartition-1", problems))
 			}
+			// Each user's counts 1..n once, a row per input, a progress row
+			// per last-stage task (TestScaleOutPostgres's check).
+			sqlScaleOutCase(name, sink, query).check(t, perUser, len(inputs), c.f.log)
 			for _, left := range postgresLeftOpen(query) {
 				t.Error(left)
 			}
@@ -207,6 +212,48 @@ func chaosScaleOutPostgres(t *testing.T, dir, addr string, pg *dbtest.PostgresSe
 		}
 	}
 	return c
+}
+
+// whereInRepartition says where the records of the seqs named in problems
+// ("seq N (...") are in the repartition topic: partition and offset,
+// whether read_committed sees them, and each partition's start (the purge
+// deletes below what its reader committed).
+func whereInRepartition(ctx context.Context, addr, topic string, problems []string) string {
+	want := map[string]bool{}
+	for _, p := range problems {
+		if f := strings.Fields(p); len(f) > 1 {
+			want[f[1]] = true
+		}
+	}
+	all, err := verify.ReadTopic(ctx, []string{addr}, topic, false)
+	if err != nil {
+		return fmt.Sprintf("reading %s: %v", topic, err)
+	}
+	committed, err := verify.ReadTopic(ctx, []string{addr}, topic, true)
+	if err != nil {
+		return fmt.Sprintf("reading %s read_committed: %v", topic, err)
+	}
+	visible := map[string]bool{}
+	for _, r := range committed {
+		visible[fmt.Sprint(r.Partition, "@", r.Offset)] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "in %s:", topic)
+	start := map[int32]int64{}
+	for _, r := range all {
+		if o, ok := start[r.Partition]; !ok || r.Offset < o {
+			start[r.Partition] = r.Offset
+		}
+		var v struct {
+			Seq int64 `json:"seq"`
+		}
+		if json.Unmarshal([]byte(r.Value), &v) != nil || !want[strconv.FormatInt(v.Seq, 10)] {
+			continue
+		}
+		fmt.Fprintf(&b, " seq %d at %d@%d (committed: %v);", v.Seq, r.Partition, r.Offset, visible[fmt.Sprint(r.Partition, "@", r.Offset)])
+	}
+	fmt.Fprintf(&b, " first offsets retained per partition %v", start)
+	return b.String()
 }
 
 // postgresLeftOpen returns what the stopped instances of a job left open
