@@ -151,7 +151,7 @@ func chaosScaleOutPostgres(t *testing.T, dir, addr string, pg *dbtest.PostgresSe
 		}
 		rep.Inputs = len(inputs)
 		perUser := map[string]int{}
-		userOf := map[string]string{} // seq → user
+		userOf := map[string]string{}  // seq → user
 		inputAt := map[string]string{} // seq → where the input record is
 		for _, r := range inputs {
 			var v struct {
