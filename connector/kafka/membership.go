@@ -77,6 +77,11 @@ type Membership struct {
 
 	mu    sync.Mutex
 	owned map[Partition]bool
+	// away holds the partitions Reconcile dropped as lost while the
+	// member's own client still held them: if the group's view later
+	// says the member holds one of them, the client will not assign it
+	// again (for it, nothing changed), so Reconcile gives it back.
+	away map[Partition]bool
 	// ids caches topic ids for CommitOffsets.
 	ids  map[string]kadm.TopicID
 	done chan struct{}
@@ -132,7 +137,7 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Membership{cfg: cfg, owned: map[Partition]bool{}}
+	m := &Membership{cfg: cfg, owned: map[Partition]bool{}, away: map[Partition]bool{}}
 	list := func(ps map[string][]int32) []Partition {
 		var out []Partition
 		for _, t := range slices.Sorted(maps.Keys(ps)) {
@@ -167,6 +172,7 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 			m.mu.Lock()
 			for _, p := range ps {
 				m.owned[p] = true
+				delete(m.away, p)
 			}
 			m.mu.Unlock()
 			if len(ps) > 0 {
@@ -177,9 +183,11 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 			}
 		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, r map[string][]int32) {
+			m.forget(list(r))
 			m.drop(ctx, list(r), "revoked", cfg.OnRevoked)
 		}),
 		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, l map[string][]int32) {
+			m.forget(list(l))
 			m.drop(ctx, list(l), "lost", cfg.OnLost)
 		}),
 	}
@@ -257,10 +265,17 @@ func (m *Membership) reconcileLoop() {
 // stable and gives a partition this member holds to another member (or
 // no longer lists this member), the partition is lost: the member's own
 // client missed that, and the work on it must stop (OnLost) before it
-// fights its new owner. It returns the partitions it dropped.
+// fights its new owner. It returns the partitions it dropped. A
+// partition dropped so that the group's view later lists under this
+// member again is taken back (OnAssigned): the member's client never
+// gave it up, so it would not assign it again, and no member would run
+// it.
 func (m *Membership) Reconcile(ctx context.Context) ([]Partition, error) {
 	member, _ := m.cl.GroupMetadata()
-	if member == "" || len(m.Owned()) == 0 {
+	m.mu.Lock()
+	idle := len(m.owned) == 0 && len(m.away) == 0
+	m.mu.Unlock()
+	if member == "" || idle {
 		return nil, nil
 	}
 	view, err := describeGroup(ctx, m.cl, m.cfg.Group)
@@ -270,6 +285,50 @@ func (m *Membership) Reconcile(ctx context.Context) ([]Partition, error) {
 	if view.State != "Stable" {
 		return nil, nil // a rebalance is on: the member will hear of it
 	}
+	m.mu.Lock()
+	lost, back, gone := reconcile(member, m.owned, m.away, view)
+	for _, p := range gone {
+		delete(m.away, p)
+	}
+	m.mu.Unlock()
+	if len(lost) > 0 || len(back) > 0 {
+		if again, _ := m.cl.GroupMetadata(); again != member {
+			return nil, nil // the member rejoined meanwhile
+		}
+	}
+	if len(lost) > 0 {
+		m.cfg.Logger.Warn("the group gives partitions this member holds to another member: they are lost", "group", m.cfg.Group, "member", member, "partitions", fmt.Sprint(lost))
+		m.mu.Lock()
+		for _, p := range lost {
+			m.away[p] = true
+		}
+		m.mu.Unlock()
+		m.drop(ctx, lost, "lost", m.cfg.OnLost)
+	}
+	if len(back) > 0 {
+		// Seen in a chaos run: a partition dropped so was never run
+		// again by anyone, the group listing it under this member.
+		m.mu.Lock()
+		for _, p := range back {
+			delete(m.away, p)
+			m.owned[p] = true
+		}
+		m.mu.Unlock()
+		m.cfg.Logger.Warn("the group lists partitions this member dropped as lost under this member again: it takes them back", "group", m.cfg.Group, "member", member, "partitions", fmt.Sprint(back))
+		if m.cfg.OnAssigned != nil {
+			m.cfg.OnAssigned(ctx, back)
+		}
+	}
+	return lost, nil
+}
+
+// reconcile compares what member holds (owned) and what Reconcile dropped
+// before (away) with the group's stable view: lost are the partitions it
+// holds that the group gives to another member (all of them when the
+// group does not list the member), back the dropped ones the group lists
+// under this member, gone the dropped ones another member holds now (the
+// member's client assigns them again if they come back).
+func reconcile(member string, owned, away map[Partition]bool, view GroupView) (lost, back, gone []Partition) {
 	holder := map[Partition]string{}
 	listed := false
 	for _, mem := range view.Members {
@@ -280,20 +339,26 @@ func (m *Membership) Reconcile(ctx context.Context) ([]Partition, error) {
 			holder[p] = mem.MemberID
 		}
 	}
-	var lost []Partition
-	for _, p := range m.Owned() {
+	for p := range owned {
 		if h, ok := holder[p]; !listed || ok && h != member {
 			lost = append(lost, p)
 		}
 	}
-	if len(lost) > 0 {
-		if again, _ := m.cl.GroupMetadata(); again != member {
-			return nil, nil // the member rejoined meanwhile
+	for p := range away {
+		switch h, ok := holder[p]; {
+		case !listed:
+		case h == member && !owned[p]:
+			back = append(back, p)
+		case ok && h != member:
+			gone = append(gone, p)
 		}
-		m.cfg.Logger.Warn("the group gives partitions this member holds to another member: they are lost", "group", m.cfg.Group, "member", member, "partitions", fmt.Sprint(lost))
-		m.drop(ctx, lost, "lost", m.cfg.OnLost)
 	}
-	return lost, nil
+	for _, ps := range [][]Partition{lost, back, gone} {
+		slices.SortFunc(ps, func(a, b Partition) int {
+			return compareSplits(split{a.Topic, a.Partition}, split{b.Topic, b.Partition})
+		})
+	}
+	return lost, back, gone
 }
 
 // GroupView is a group's members and what each holds, as its coordinator
@@ -403,6 +468,16 @@ func (m *Membership) drop(ctx context.Context, ps []Partition, how string, fn fu
 	m.cfg.Logger.Info("partitions "+how, "group", m.cfg.Group, "partitions", fmt.Sprint(mine))
 	if fn != nil {
 		fn(ctx, mine)
+	}
+}
+
+// forget clears ps from away: the member's client gave them up too, and
+// assigns them again if the group gives them back.
+func (m *Membership) forget(ps []Partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range ps {
+		delete(m.away, p)
 	}
 }
 
