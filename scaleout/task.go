@@ -168,8 +168,8 @@ func (t *Task) Source(cfg kafka.SourceConfig) (*kafka.Source, error) {
 		if cfg.Upstreams == nil {
 			cfg.Upstreams = t.Upstreams()
 		}
-		if o, ok := t.in.skipTo[t.Partition.Topic][t.Partition.Partition]; ok && cfg.MinOffsets == nil {
-			cfg.MinOffsets = map[string]map[int32]int64{t.Partition.Topic: {t.Partition.Partition: o}}
+		if cfg.MinOffsets == nil {
+			cfg.MinOffsets = t.MinOffsets()
 		}
 	}
 	src, err := kafka.NewSource(cfg)
@@ -262,6 +262,25 @@ func (t *Task) Repartition(s flow.Stream[kafka.Record], to int, key func(kafka.R
 	}, flow.UID("repartition"), flow.Name("to-"+topic))
 	flow.To(out, sink, flow.UID("repartition-sink"), flow.Name("repartition-sink"))
 	return nil
+}
+
+// MinOffsets is, for a task of a later stage when the instance restores
+// a job savepoint of several stages, the lowest offset its source reads
+// its repartition partition from (kafka.SourceConfig.MinOffsets, which
+// Source sets): the end the partition had when the restore began (the
+// restore marker), so what a run past the savepoint wrote there is not
+// read again; the restored first stage writes it anew. nil otherwise. A
+// Build that makes its source itself sets it (docs/design.md, "Savepoints
+// of the whole job").
+func (t *Task) MinOffsets() map[string]map[int32]int64 {
+	if t.Stage == 0 {
+		return nil
+	}
+	o, ok := t.in.skipTo[t.Partition.Topic][t.Partition.Partition]
+	if !ok {
+		return nil
+	}
+	return map[string]map[int32]int64{t.Partition.Topic: {t.Partition.Partition: o}}
 }
 
 // MarkAs is the name the task gives itself in the watermark markers it

@@ -205,6 +205,10 @@ func (so *scaleOut) taskFile(t *scaleout.Task, seg *jobfile.Segment) *jobfile.Jo
 		// (docs/design.md, "Scale-out").
 		tj.Source.Startup = jobfile.Startup{Mode: jobfile.StartEarliest}
 		tj.Task.Upstreams = t.Upstreams()
+		// A restored job savepoint of several stages: not below the
+		// repartition topic's end when the restore began (the restore
+		// marker; docs/design.md, "Savepoints of the whole job").
+		tj.Task.MinOffsets = t.MinOffsets()
 	}
 	if seg.Out != "" {
 		tj.Task.Out, tj.Task.OutKey, tj.Task.OutPartitions = seg.Out, seg.OutKey, t.RepartitionPartitions(so.stageOf(seg.Out))

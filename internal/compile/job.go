@@ -246,7 +246,17 @@ func newSource(jf *jobfile.JobFile, sc jobfile.SourceConfig, cc kafka.ClientConf
 		Partitions:        partitionsOf(jf.Task.PartitionsOrNil(), sc.Topics),
 		Upstreams:         upstreamsOf(jf.Task),
 		GroupCommit:       groupCommitOf(jf.Task),
+		MinOffsets:        minOffsetsOf(jf.Task),
 	})
+}
+
+// minOffsetsOf is where a scale-out task's source reads from at the
+// lowest (a restored job savepoint's marker), nil for another job.
+func minOffsetsOf(t *jobfile.TaskSpec) map[string]map[int32]int64 {
+	if t == nil {
+		return nil
+	}
+	return t.MinOffsets
 }
 
 // groupCommitOf is how a scale-out task's sources commit their offsets

@@ -76,6 +76,11 @@ type TaskSpec struct {
 	// "Scale-out").
 	MarkAs    string
 	Upstreams []string
+	// MinOffsets is the lowest offset of each partition the task's
+	// source reads from (kafka.SourceConfig.MinOffsets): a later stage's
+	// task when a job savepoint of several stages is restored
+	// (scaleout.Task.MinOffsets).
+	MinOffsets map[string]map[int32]int64
 	// OutEdges, for a task of a cut graph, are the streams it writes into
 	// Out, each by its own key and tagged (Segment.OutEdges); OutKey is
 	// then unused.
