@@ -161,6 +161,10 @@ type Instance struct {
 	// spSkipped are the partitions given to the instance whose tasks it
 	// did not start, by the stop that had their savepoints (under mu).
 	spSkipped map[kafka.Partition]string
+	// spPauses are the pauses (running savepoints of several stages)
+	// the instance saw in progress, until the tasks they stopped run
+	// again (under mu).
+	spPauses  map[string]*spRequest
 	spStopped chan struct{}
 	stopOnce  sync.Once
 }
@@ -225,7 +229,7 @@ func New(cfg Config) (*Instance, error) {
 	}
 	return &Instance{cfg: cfg, log: cfg.Logger, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
 		tasks: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
-		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spStopped: make(chan struct{})}, nil
+		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spPauses: map[string]*spRequest{}, spStopped: make(chan struct{})}, nil
 }
 
 // Run is New, then Instance.Run.
@@ -401,9 +405,13 @@ type TaskStatus struct {
 	// does not run): records, checkpoints completed and failed, the
 	// last checkpoint's size and durations.
 	Stats flow.Stats
-	// Savepointed names the job stop with a savepoint the task stopped
-	// for, "" for none: it does not run until the job starts again.
+	// Savepointed names the job savepoint request the task stopped with
+	// its savepoint for, "" for none: a stop's (it does not run until the
+	// job starts again) or a pause's (a running savepoint of several
+	// stages: it runs again when the stage reading its output has taken
+	// its savepoint, or the job savepoint ended). Paused says which.
 	Savepointed string
+	Paused      bool
 	// Problem says what is wrong with the task, "" when nothing is: it
 	// is down, it waits to restart, or it restarted and its job has not
 	// completed a checkpoint since its failure. An instance is healthy
@@ -417,10 +425,10 @@ func (in *Instance) Tasks() []TaskStatus {
 	for p, t := range in.snapshot() {
 		t.mu.Lock()
 		running := t.job != nil && !t.stopped.Load()
-		f, j, sp := t.failure, t.job, t.savepointed
+		f, j, sp, paused := t.failure, t.job, t.savepointed, t.paused
 		t.mu.Unlock()
 		st := TaskStatus{Name: t.Name, Partition: p, Stage: t.Stage, Running: running, Runs: t.runs.Load(),
-			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started, Savepointed: sp}
+			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started, Savepointed: sp, Paused: sp != "" && paused}
 		if j != nil {
 			st.Stats = j.Stats()
 		}
@@ -471,9 +479,9 @@ func (in *Instance) assigned(_ context.Context, ps []kafka.Partition) {
 			continue // unreachable: the member subscribes to the stages' topics
 		}
 		name := TaskName(in.cfg.Job, p)
-		if id := in.blockedBySavepoint(name); id != "" {
+		if id := in.blockedBySavepoint(name, st); id != "" {
 			in.spSkipped[p] = id
-			in.log.Info("not starting a task: the job is stopping with a savepoint, which has the task's", "task", name, "request", id)
+			in.log.Info("not starting a task: the job is stopping with a savepoint, or pausing for one, which has the task's", "task", name, "request", id)
 			continue
 		}
 		delete(in.spSkipped, p)
