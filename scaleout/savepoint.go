@@ -475,8 +475,11 @@ func (in *Instance) watchSavepoints(quit <-chan struct{}) {
 	}
 	tk := time.NewTicker(500 * time.Millisecond)
 	defer tk.Stop()
-	for {
+	for n := 0; ; n++ {
 		in.pollSavepoints()
+		if n%int(ReportInterval/(500*time.Millisecond)) == 0 {
+			in.writeReport(false) // for onceflow status (report.go)
+		}
 		select {
 		case <-quit:
 			return

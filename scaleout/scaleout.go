@@ -167,6 +167,9 @@ type Instance struct {
 	spPauses  map[string]*spRequest
 	spStopped chan struct{}
 	stopOnce  sync.Once
+	// reportWarned is when writing the instance's report last failed
+	// and was logged (the watcher's own).
+	reportWarned time.Time
 }
 
 // New checks cfg and returns the instance; Run runs it.
@@ -289,9 +292,16 @@ func (in *Instance) Run(ctx context.Context) error {
 	// A savepoint request in progress is known before the first tasks
 	// start: a task a stop has taken the savepoint of does not start.
 	in.pollSavepoints()
-	quitWatch := make(chan struct{})
-	defer close(quitWatch)
-	go in.watchSavepoints(quitWatch)
+	quitWatch, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		in.watchSavepoints(quitWatch)
+	}()
+	defer func() {
+		close(quitWatch)
+		<-watched
+		in.writeReport(true) // the instance stopped: onceflow status says so
+	}()
 	var topics []string
 	for _, s := range cfg.Stages {
 		topics = append(topics, s.Topics...)
