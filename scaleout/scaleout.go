@@ -170,6 +170,11 @@ type Instance struct {
 	// reportWarned is when writing the instance's report last failed
 	// and was logged (the watcher's own).
 	reportWarned time.Time
+	// lostWait bounds how long a task failure that would stop the
+	// instance waits for the member to say whether the task's partition
+	// moved (lostMeanwhile); testOwns replaces the member's Owns in tests.
+	lostWait time.Duration
+	testOwns func(kafka.Partition) bool
 }
 
 // New checks cfg and returns the instance; Run runs it.
@@ -230,7 +235,8 @@ func New(cfg Config) (*Instance, error) {
 			seen[t] = i
 		}
 	}
-	return &Instance{cfg: cfg, log: cfg.Logger, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
+	lostWait := max(cfg.SessionTimeout, 10*time.Second)
+	return &Instance{cfg: cfg, log: cfg.Logger, lostWait: lostWait, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
 		tasks: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
 		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spPauses: map[string]*spRequest{}, spStopped: make(chan struct{})}, nil
 }

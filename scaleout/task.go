@@ -380,6 +380,14 @@ func (in *Instance) runTask(t *Task) {
 			return
 		}
 		f := failure{err: err, at: time.Now(), checkpoint: t.checkpoint()}
+		if errors.Is(err, flow.ErrRestoreRefused) && in.lostMeanwhile(t) {
+			// A zombie (paused past the session timeout) whose task's
+			// partition moved: the new owner's checkpoints replaced the
+			// one it was restoring (its files collected), which reads
+			// as a damaged checkpoint. Not the instance's failure.
+			log.Warn("task failed after its partition moved to another instance; it stops here", "err", err)
+			return
+		}
 		if fatal(err) {
 			f.down = "restarting cannot fix this error"
 			t.setFailure(f)
@@ -404,6 +412,31 @@ func (in *Instance) runTask(t *Task) {
 		}
 		t.restarting()
 	}
+}
+
+// lostMeanwhile says whether the instance has lost t's partition: before
+// a refused restore stops the instance, the member is given up to
+// lostWait to learn that the group moved the partition, as it does at
+// its next heartbeat after a pause (docs/design.md, "Scale-out",
+// Zombies).
+func (in *Instance) lostMeanwhile(t *Task) bool {
+	for deadline := time.Now().Add(in.lostWait); ; time.Sleep(100 * time.Millisecond) {
+		if t.stopped.Load() || !in.owns(t.Partition) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// owns says whether the instance's member holds p.
+func (in *Instance) owns(p kafka.Partition) bool {
+	if in.testOwns != nil {
+		return in.testOwns(p)
+	}
+	m := in.membership()
+	return m != nil && m.Owns(p)
 }
 
 // stop stops the instance with err (the first such error is Run's).
