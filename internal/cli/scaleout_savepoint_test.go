@@ -457,3 +457,44 @@ func checkInstancePage(t *testing.T, url, taskPrefix string) {
 	}
 	t.Fatalf("the instance page at %s does not show its running tasks without problems:\ntasks:\n%s\nproblems: %s", url, rows, problems)
 }
+
+// checkPartitionsPage opens an instance's page in headless Chromium and
+// waits until its partitions table has a row for each task of want,
+// running on the instance want names.
+func checkPartitionsPage(t *testing.T, url string, want map[string]string) {
+	t.Helper()
+	var bin string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Log("chromium not found; the instance page is not checked in a browser")
+		return
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#partitions"))); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	var rows string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		rows, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#partitions tbody tr")].map(r => [...r.cells].map(c => c.textContent).join("|")).join("\n")`))
+		all := true
+		for task, who := range want {
+			all = all && strings.Contains(rows, "|"+task+"|"+who+"|running|")
+		}
+		if all {
+			return
+		}
+	}
+	t.Fatalf("the instance page at %s does not show every task running on its instance (%v):\n%s", url, want, rows)
+}

@@ -153,6 +153,14 @@ scale-out: {enabled: true}
 	if why := check(out); why != "" {
 		t.Fatalf("onceflow status --api b: %s\n%s", why, out)
 	}
+	// a's page shows b's tasks too.
+	want := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if m := row.FindStringSubmatch(l); m != nil {
+			want[m[3]] = m[4]
+		}
+	}
+	checkPartitionsPage(t, "http://"+a.api+"/", want)
 	// b stops: its last report says so, and a takes its partitions.
 	b.cancel()
 	if code := <-b.done; code != 0 {
