@@ -135,11 +135,15 @@ type Instance struct {
 	upstreams map[int][]string
 	m         *kafka.Membership
 
-	mu      sync.Mutex
-	tasks   map[kafka.Partition]*Task
-	closing bool
-	wg      sync.WaitGroup
-	fatal   chan error
+	mu    sync.Mutex
+	tasks map[kafka.Partition]*Task
+	// stopping are the tasks stopTasks took out of tasks that have not
+	// ended yet: a task given the partition again waits for its
+	// predecessor (which holds the task's local lock) to end.
+	stopping map[kafka.Partition]*Task
+	closing  bool
+	wg       sync.WaitGroup
+	fatal    chan error
 	// failed is the task failure that stops the instance, nil before.
 	failed  error
 	metrics *taskMetrics
@@ -237,7 +241,7 @@ func New(cfg Config) (*Instance, error) {
 	}
 	lostWait := max(cfg.SessionTimeout, 10*time.Second)
 	return &Instance{cfg: cfg, log: cfg.Logger, lostWait: lostWait, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
-		tasks: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
+		tasks: map[kafka.Partition]*Task{}, stopping: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
 		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spPauses: map[string]*spRequest{}, spStopped: make(chan struct{})}, nil
 }
 
@@ -501,8 +505,17 @@ func (in *Instance) assigned(_ context.Context, ps []kafka.Partition) {
 			continue
 		}
 		delete(in.spSkipped, p)
+		prev := in.tasks[p]
+		if prev == nil {
+			// Lost or revoked, and given back before its task ended (the
+			// member's loss and its new assignment come from different
+			// goroutines): the new run waits for the old one, or it
+			// would find the task's state directory locked and stop the
+			// instance (seen in a chaos run after a pause).
+			prev = in.stopping[p]
+		}
 		t := &Task{Partition: p, Stage: st, Name: name, StateDir: in.stateDir, in: in,
-			prev: in.tasks[p], done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
+			prev: prev, done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
 		in.tasks[p] = t
 		in.wg.Add(1)
 		go in.runTask(t)
@@ -518,6 +531,7 @@ func (in *Instance) stopTasks(ps []kafka.Partition, why string) {
 		if t := in.tasks[p]; t != nil {
 			ts = append(ts, t)
 			delete(in.tasks, p)
+			in.stopping[p] = t
 		}
 	}
 	in.mu.Unlock()
@@ -528,6 +542,11 @@ func (in *Instance) stopTasks(ps []kafka.Partition, why string) {
 	for _, t := range ts {
 		select {
 		case <-t.done:
+			in.mu.Lock()
+			if in.stopping[t.Partition] == t {
+				delete(in.stopping, t.Partition)
+			}
+			in.mu.Unlock()
 		case <-limit:
 			in.log.Warn("a task did not stop in time; its partition is given up anyway (its next owner fences it)", "task", t.Name, "why", why)
 			return

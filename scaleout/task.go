@@ -364,6 +364,13 @@ const restartedBy = "the scale-out instance, under the job's restart strategy,"
 func (in *Instance) runTask(t *Task) {
 	defer in.wg.Done()
 	defer close(t.done)
+	defer func() {
+		in.mu.Lock()
+		if in.stopping[t.Partition] == t {
+			delete(in.stopping, t.Partition)
+		}
+		in.mu.Unlock()
+	}()
 	if t.prev != nil {
 		<-t.prev.done
 	}

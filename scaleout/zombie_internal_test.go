@@ -75,3 +75,40 @@ func TestRefusedRestoreOfAMovedPartitionKeepsTheInstance(t *testing.T) {
 		t.Fatal("the instance did not stop after a refused restore of a partition it owns")
 	}
 }
+
+// A partition lost (or revoked) and given back before its task ended:
+// the new task waits for the old one, which still holds the task's
+// state directory lock. Seen in a chaos run: the member's loss (its
+// reconcile) and the new assignment came from different goroutines, the
+// new task found the directory locked ("in use by another instance"), an
+// invalid job, and the instance exited.
+func TestTaskGivenBackWaitsForItsStoppingPredecessor(t *testing.T) {
+	in := testInstance(t, 1, func(c *Config) { c.StopTimeout = time.Millisecond })
+	p := kafka.Partition{Topic: "t0", Partition: 0}
+	old := &Task{Partition: p, Name: TaskName("j", p), in: in, done: make(chan struct{}), quit: make(chan struct{})}
+	in.tasks[p] = old
+	stopped := make(chan struct{})
+	go func() {
+		in.stopTasks([]kafka.Partition{p}, "lost")
+		close(stopped)
+	}()
+	for !old.stopped.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	in.assigned(context.Background(), []kafka.Partition{p})
+	in.mu.Lock()
+	nt := in.tasks[p]
+	in.mu.Unlock()
+	if nt == nil || nt.prev != old {
+		t.Fatalf("the task given back does not wait for the one still stopping (prev %p, want %p)", nt.prev, old)
+	}
+	close(old.done)
+	<-stopped
+	close(in.joined)
+	in.wg.Wait()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.stopping) != 0 {
+		t.Errorf("stopping tasks left: %v", in.stopping)
+	}
+}
