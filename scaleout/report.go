@@ -55,11 +55,8 @@ type TaskReport struct {
 	// (flow.CheckpointText).
 	Checkpoint     int64  `json:"checkpoint"`
 	CheckpointText string `json:"checkpoint-text"`
-	// Position is the next offset the task's source reads, -1 when it
-	// does not say (not running).
-	Position int64  `json:"position"`
-	Restarts int64  `json:"restarts"`
-	Problem  string `json:"problem,omitempty"`
+	Restarts       int64  `json:"restarts"`
+	Problem        string `json:"problem,omitempty"`
 }
 
 // Stale says the report is older than three intervals at now: its
@@ -99,21 +96,12 @@ func (in *Instance) report(stopped bool) InstanceReport {
 	if stopped {
 		return r
 	}
-	jobs := map[string]*flow.Job{}
-	for _, t := range in.snapshot() {
-		t.mu.Lock()
-		if t.job != nil {
-			jobs[t.Name] = t.job
-		}
-		t.mu.Unlock()
-	}
+	// Nothing here asks the brokers (a source's metrics may, and a
+	// broker that is down would hold up the savepoint requests this
+	// goroutine also follows, and the instance's stop).
 	for _, t := range in.Tasks() {
-		tr := TaskReport{Task: t.Name, Topic: t.Partition.Topic, Partition: t.Partition.Partition, Stage: t.Stage, State: taskState(t),
-			Checkpoint: t.LastCheckpoint, CheckpointText: flow.CheckpointText(t.LastCheckpoint), Position: -1, Restarts: t.Restarts, Problem: t.Problem}
-		if j := jobs[t.Name]; j != nil && t.Running {
-			tr.Position = readTo(j, t.Partition)
-		}
-		r.Tasks = append(r.Tasks, tr)
+		r.Tasks = append(r.Tasks, TaskReport{Task: t.Name, Topic: t.Partition.Topic, Partition: t.Partition.Partition, Stage: t.Stage, State: taskState(t),
+			Checkpoint: t.LastCheckpoint, CheckpointText: flow.CheckpointText(t.LastCheckpoint), Restarts: t.Restarts, Problem: t.Problem})
 	}
 	return r
 }

@@ -73,7 +73,7 @@ type partitionStatus struct {
 	// Task is the partition's task; State its state on its instance
 	// (scaleout.TaskReport.State; "" when no fresh report of the
 	// instance holding the partition lists it), with its restarts,
-	// problem and the next offset its source reads (-1: unknown). When
+	// problem. When
 	// the instance's report is fresh, Checkpoint is the task's newest
 	// (a task whose database is its commit point commits its offsets
 	// after it).
@@ -81,7 +81,6 @@ type partitionStatus struct {
 	State    string `json:"state,omitempty"`
 	Restarts int64  `json:"restarts"`
 	Problem  string `json:"problem,omitempty"`
-	Position int64  `json:"position"`
 }
 
 func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *jobfile.JobFile) (groupStatus, error) {
@@ -178,7 +177,7 @@ func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *jobfile.Job
 			end, _ := ends.Lookup(t, p)
 			kp := kafka.Partition{Topic: t, Partition: p}
 			ps := partitionStatus{Topic: t, Partition: p, Instance: owner[kp], Committed: -1, End: end.Offset, Lag: end.Offset,
-				Task: scaleout.TaskName(jf.Job, kp), Position: -1}
+				Task: scaleout.TaskName(jf.Job, kp)}
 			if o, ok := offs.Lookup(t, p); ok && o.At >= 0 {
 				ps.Committed, ps.Lag = o.At, end.Offset-o.At
 				if i := strings.LastIndexByte(o.Metadata, ':'); i >= 0 {
@@ -189,7 +188,7 @@ func readGroupStatus(ctx context.Context, cc kafka.ClientConfig, jf *jobfile.Job
 				}
 			}
 			if tr, ok := tasks[kp]; ok {
-				ps.State, ps.Restarts, ps.Problem, ps.Position = tr.State, tr.Restarts, tr.Problem, tr.Position
+				ps.State, ps.Restarts, ps.Problem = tr.State, tr.Restarts, tr.Problem
 				if ps.Instance == "" {
 					ps.Instance = taskOf[kp]
 				}
