@@ -76,9 +76,13 @@ type spRequest struct {
 	Job  string `json:"job"`
 	Kind string `json:"kind"` // savepoint, stop
 	Dir  string `json:"dir"`
-	// Phase is the stage whose tasks take their savepoints now (stop:
-	// one stage after the other); -1: every stage at once.
+	// Phase is the stage whose tasks take their savepoints now (stop
+	// and pause: one stage after the other); -1: every stage at once.
 	Phase int `json:"phase"`
+	// Pause says the request is a savepoint of a running job of several
+	// stages: the stages stop with their savepoints one after the other,
+	// as in a stop, and then run on (pausedStages).
+	Pause bool `json:"pause,omitempty"`
 	// Drain is, for a stop's phase after the first, the offset each
 	// partition of the stage's topic must be read to before the task
 	// stops: the end of the repartition topic once the stage before
@@ -110,6 +114,23 @@ func (r *spRequest) drainTo(p kafka.Partition) int64 {
 
 func (r *spRequest) active(now time.Time) bool {
 	return r != nil && r.State == "running" && now.Before(r.Deadline)
+}
+
+// staged says the request's stages take their savepoints one after the
+// other, each stopping with it: a stop, and a pause.
+func (r *spRequest) staged() bool { return r.Kind == "stop" || r.Pause }
+
+// pausedFrom is, for a pause in progress, the first stage whose tasks
+// stay stopped: at phase p the stage p-1 waits for stage p to read what
+// it wrote, and the stages before it run on (their output lands in a
+// repartition topic whose reader has taken its savepoint and is stopped).
+// Once the pause ended (completed, failed or past its deadline) every
+// stage runs: len(stages).
+func (r *spRequest) pausedFrom(now time.Time, stages int) int {
+	if !r.active(now) {
+		return stages
+	}
+	return max(r.Phase-1, 0)
 }
 
 // spResult is what an instance writes when a task took its savepoint
@@ -182,9 +203,14 @@ func readResult(dir, task string) (*spResult, bool) {
 // stop, the job stops with it: the stages stop one after the other, each
 // after it read its repartition topic to the end the stage before left,
 // so nothing sits between them; then every instance's Run returns nil.
-// Without stop, a job of several stages is refused: records in flight in
-// a repartition topic would be in neither stage's savepoint (or in
-// both). A task that does not take its savepoint within
+// Without stop, a job of one stage takes its tasks' savepoints at once,
+// running. A job of several stages pauses instead: its stages stop with
+// their savepoints one after the other, as in a stop, so that a record
+// in flight in a repartition topic is in exactly one stage's savepoint
+// (the writer's input offsets, or the reader's state), and each stage
+// runs again from its savepoint (its newest checkpoint) as soon as the
+// stage reading its output has taken its own; the last ones when the
+// savepoint completes. A task that does not take its savepoint within
 // Config.SavepointTimeout (it is moving between instances, or its
 // instance is gone) fails the savepoint naming it; a failed stop resumes
 // the tasks that had stopped.
@@ -197,8 +223,6 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 	switch {
 	case cfg.CheckpointStorage != nil:
 		return "", fmt.Errorf("scale-out: a savepoint of the whole job needs a checkpoint directory every instance mounts (Config.Checkpoints, state.checkpoints), which carries the request to the instances and holds the tasks' savepoints; this job keeps its checkpoints in %s: stop the instances instead (each task stops with a final checkpoint, and a later start at any instance count resumes them)", cfg.Checkpoints)
-	case !stop && len(cfg.Stages) > 1:
-		return "", fmt.Errorf("scale-out: a savepoint of the running job is refused: its %d stages are joined by repartition topics, and records in flight in them would be in neither stage's savepoint, or in both; take it with a stop (onceflow stop --api URL, POST /jobs/%s/stop), which stops the stages one after the other, each after it read what the one before wrote, then start the job again from it (onceflow run --from-savepoint DIR on every instance)", len(cfg.Stages), cfg.Job)
 	case in.membership() == nil:
 		return "", errors.New("scale-out: the instance has not joined its group yet; try again")
 	}
@@ -244,13 +268,17 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 		manifest.Stages = append(manifest.Stages, st)
 	}
 	bound := cfg.SavepointTimeout
+	// A running savepoint of several stages pauses them one after the
+	// other (docs/design.md, "Savepoints of the whole job").
+	pause := !stop && len(cfg.Stages) > 1
+	staged := stop || pause
 	phases := 1
-	if stop {
+	if staged {
 		phases = len(cfg.Stages)
 	}
 	req := &spRequest{ID: fmt.Sprintf("%s-%s-%d", kind, cfg.Instance, now.UnixMilli()), Job: cfg.Job, Kind: kind, Dir: dir, Phase: -1,
-		State: "running", Deadline: now.Add(time.Duration(phases)*bound + 30*time.Second), By: cfg.Instance}
-	if stop {
+		Pause: pause, State: "running", Deadline: now.Add(time.Duration(phases)*bound + 30*time.Second), By: cfg.Instance}
+	if staged {
 		req.Phase = 0
 	}
 	if err := in.writeRequest(req); err != nil {
@@ -268,7 +296,7 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 	adm := kadm.NewClient(cl)
 	for phase := range phases {
 		var want []kafka.Partition
-		if stop {
+		if staged {
 			want = expect[phase]
 		} else {
 			for _, e := range expect {
@@ -276,13 +304,13 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 			}
 		}
 		var progress func() int64
-		if stop && phase > 0 {
+		if staged && phase > 0 {
 			progress = func() int64 { return committedSum(ctx, adm, cfg.Group, req.Drain) }
 		}
 		if err := in.awaitResults(ctx, req, want, bound, manifest, progress); err != nil {
 			return fail(err)
 		}
-		if stop && phase > 0 {
+		if staged && phase > 0 {
 			// The stage stopped past the end it was to read to: its
 			// offsets, committed with its savepoints, say so.
 			// A task whose database is its commit point commits its
@@ -297,7 +325,7 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 				return fail(err)
 			}
 		}
-		if !stop || phase+1 == phases {
+		if !staged || phase+1 == phases {
 			break
 		}
 		// The stage before stopped: what it wrote is committed, and the
@@ -315,7 +343,11 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 		if err := in.writeRequest(req); err != nil {
 			return fail(fmt.Errorf("scale-out: write the savepoint request: %w", err))
 		}
-		in.log.Info("job savepoint: a stage stopped; the next one reads its repartition topic to the end and stops", "request", req.ID, "stage", phase+1, "topic", topic)
+		if pause {
+			in.log.Info("job savepoint: a stage took its savepoint; the next one reads its repartition topic to the end and takes its own, and the stage before the one that just took it runs again", "request", req.ID, "stage", phase+1, "topic", topic, "resumes", phase-1)
+		} else {
+			in.log.Info("job savepoint: a stage stopped; the next one reads its repartition topic to the end and stops", "request", req.ID, "stage", phase+1, "topic", topic)
+		}
 	}
 	slices.SortFunc(manifest.Tasks, func(a, b SavepointTask) int {
 		if a.Stage != b.Stage {
@@ -333,7 +365,7 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 	if err := in.writeRequest(req); err != nil {
 		return fail(fmt.Errorf("scale-out: write the savepoint request: %w", err))
 	}
-	in.log.Info("job savepoint completed", "request", req.ID, "dir", dir, "tasks", len(manifest.Tasks), "stop", stop)
+	in.log.Info("job savepoint completed", "request", req.ID, "dir", dir, "tasks", len(manifest.Tasks), "stop", stop, "paused", pause)
 	return dir, nil
 }
 
@@ -440,8 +472,11 @@ func (in *Instance) watchSavepoints(quit <-chan struct{}) {
 	}
 	tk := time.NewTicker(500 * time.Millisecond)
 	defer tk.Stop()
-	for {
+	for n := 0; ; n++ {
 		in.pollSavepoints()
+		if n%int(ReportInterval/(500*time.Millisecond)) == 0 {
+			in.writeReport(false) // for onceflow status (report.go)
+		}
 		select {
 		case <-quit:
 			return
@@ -456,7 +491,11 @@ func (in *Instance) pollSavepoints() {
 		in.log.Warn("cannot read the savepoint request", "err", err)
 		return
 	}
-	if r == nil || r.Job != in.cfg.Job {
+	if r != nil && r.Job != in.cfg.Job {
+		r = nil
+	}
+	in.resumeEndedPauses(r)
+	if r == nil {
 		return
 	}
 	now := time.Now()
@@ -464,10 +503,18 @@ func (in *Instance) pollSavepoints() {
 	seen := in.spSeen[r.ID]
 	if r.active(now) {
 		in.spSeen[r.ID] = true
+		if r.Pause {
+			in.spPauses[r.ID] = r
+		}
 	}
 	in.mu.Unlock()
 	switch {
 	case r.active(now):
+		if r.Pause {
+			// The stages before the one that waits for its reader run
+			// again.
+			in.resumeStopped(r, r.pausedFrom(now, len(in.cfg.Stages)))
+		}
 		for _, t := range in.snapshot() {
 			if r.Phase >= 0 && t.Stage != r.Phase {
 				continue
@@ -485,7 +532,10 @@ func (in *Instance) pollSavepoints() {
 			}
 			go in.taskSavepoint(r, t, key)
 		}
-	case !seen || r.Kind != "stop":
+	case !seen:
+	case r.Pause: // ended: completed, failed, or no word by its deadline
+		in.resumeStopped(r, len(in.cfg.Stages))
+	case r.Kind != "stop":
 	case r.State == "completed":
 		in.stopOnce.Do(func() {
 			in.mu.Lock()
@@ -495,21 +545,28 @@ func (in *Instance) pollSavepoints() {
 			close(in.spStopped)
 		})
 	default: // a stop that failed, or whose coordinator gave no word by its deadline
-		in.resumeStopped(r)
+		in.resumeStopped(r, len(in.cfg.Stages))
 	}
 }
 
-// blockedBySavepoint says whether the task named name must not start (in
-// assigned, under mu): a stop in progress, or one this instance took part
-// in that completed, has the task's savepoint; the task would go on past
-// it. The request is read afresh: an instance that left after the stop
-// completed hands its partitions to the others.
-func (in *Instance) blockedBySavepoint(name string) (request string) {
+// blockedBySavepoint says whether the task named name, of stage, must
+// not start (in assigned, under mu): a stop in progress, or one this
+// instance took part in that completed, has the task's savepoint; the
+// task would go on past it. So does a pause in progress whose stage
+// stays stopped. The request is read afresh: an instance that left after
+// the stop completed hands its partitions to the others.
+func (in *Instance) blockedBySavepoint(name string, stage int) (request string) {
 	r, err := in.readRequest()
-	if err != nil || r == nil || r.Job != in.cfg.Job || r.Kind != "stop" {
+	if err != nil || r == nil || r.Job != in.cfg.Job || !r.staged() {
 		return ""
 	}
-	if !r.active(time.Now()) && !(r.State == "completed" && in.spSeen[r.ID]) {
+	now := time.Now()
+	switch {
+	case r.Pause:
+		if stage < r.pausedFrom(now, len(in.cfg.Stages)) {
+			return ""
+		}
+	case !r.active(now) && !(r.State == "completed" && in.spSeen[r.ID]):
 		return ""
 	}
 	if _, done := readResult(r.Dir, name); !done {
@@ -519,8 +576,43 @@ func (in *Instance) blockedBySavepoint(name string) (request string) {
 	return r.ID
 }
 
-// resumeStopped starts again the tasks the failed stop r had stopped.
-func (in *Instance) resumeStopped(r *spRequest) {
+// resumeEndedPauses starts again the tasks a pause stopped that another
+// request cur has replaced since (nil: none is there): the pause ended,
+// and a task whose job was still winding down when this instance last
+// saw it may not have been started again yet.
+func (in *Instance) resumeEndedPauses(cur *spRequest) {
+	in.mu.Lock()
+	var ended []*spRequest
+	for id, r := range in.spPauses {
+		if cur != nil && id == cur.ID {
+			continue
+		}
+		used := false
+		for _, t := range in.tasks {
+			t.mu.Lock()
+			used = used || t.savepointed == id
+			t.mu.Unlock()
+		}
+		for _, sid := range in.spSkipped {
+			used = used || sid == id
+		}
+		if !used {
+			delete(in.spPauses, id)
+			continue
+		}
+		e := *r
+		e.State = "ended"
+		ended = append(ended, &e)
+	}
+	in.mu.Unlock()
+	for _, r := range ended {
+		in.resumeStopped(r, len(in.cfg.Stages))
+	}
+}
+
+// resumeStopped starts again the tasks of the stages before stage that
+// request r had stopped: a failed stop's, a pause's.
+func (in *Instance) resumeStopped(r *spRequest, stage int) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closing {
@@ -530,7 +622,7 @@ func (in *Instance) resumeStopped(r *spRequest) {
 		t.mu.Lock()
 		by := t.savepointed
 		t.mu.Unlock()
-		if by != r.ID {
+		if by != r.ID || t.Stage >= stage {
 			continue
 		}
 		select {
@@ -538,7 +630,7 @@ func (in *Instance) resumeStopped(r *spRequest) {
 		default:
 			continue
 		}
-		in.log.Warn("the job's stop with a savepoint failed; the task resumes", "task", t.Name, "request", r.ID, "failure", r.Failure)
+		in.logResume(r, t.Name)
 		nt := &Task{Partition: p, Stage: t.Stage, Name: t.Name, StateDir: in.stateDir, in: in,
 			prev: t, done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
 		in.tasks[p] = nt
@@ -548,19 +640,32 @@ func (in *Instance) resumeStopped(r *spRequest) {
 	// The partitions given to this instance while the stop ran, whose
 	// tasks it did not start (the stop had their savepoints).
 	for p, id := range in.spSkipped {
-		if id != r.ID {
+		if id != r.ID || in.stageOf(p.Topic) >= stage {
 			continue
 		}
 		delete(in.spSkipped, p)
 		if in.tasks[p] != nil || in.m == nil || !in.m.Owns(p) {
 			continue
 		}
-		in.log.Warn("the job's stop with a savepoint failed; the task resumes", "task", TaskName(in.cfg.Job, p), "request", r.ID, "failure", r.Failure)
+		in.logResume(r, TaskName(in.cfg.Job, p))
 		nt := &Task{Partition: p, Stage: in.stageOf(p.Topic), Name: TaskName(in.cfg.Job, p), StateDir: in.stateDir, in: in,
 			done: make(chan struct{}), quit: make(chan struct{}), started: time.Now()}
 		in.tasks[p] = nt
 		in.wg.Add(1)
 		go in.runTask(nt)
+	}
+}
+
+func (in *Instance) logResume(r *spRequest, task string) {
+	switch {
+	case r.Pause && r.State == "completed":
+		in.log.Info("the job's savepoint is taken; the task runs again from it", "task", task, "request", r.ID)
+	case r.Pause && r.active(time.Now()):
+		in.log.Info("the stage reading this task's output took its savepoint; the task runs again from its own", "task", task, "request", r.ID)
+	case r.Pause:
+		in.log.Warn("the job's savepoint failed; the task runs again from its own savepoint", "task", task, "request", r.ID, "failure", r.Failure)
+	default:
+		in.log.Warn("the job's stop with a savepoint failed; the task resumes", "task", task, "request", r.ID, "failure", r.Failure)
 	}
 }
 
@@ -572,7 +677,8 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 		delete(in.spWorking, key)
 		in.mu.Unlock()
 	}()
-	stop := r.Kind == "stop"
+	// A stop, and a pause, take the savepoint with the task's stop.
+	stop := r.staged()
 	loc := filepath.Join(r.Dir, t.Name)
 	log := in.log.With("task", t.Name, "request", r.ID)
 	for attempt := 0; ; attempt++ {
@@ -602,7 +708,7 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 		var path string
 		if stop {
 			t.mu.Lock()
-			t.savepointed = r.ID
+			t.savepointed, t.paused = r.ID, r.Pause
 			t.mu.Unlock()
 			path, err = job.StopWithSavepoint(ctx, loc)
 		} else {
@@ -629,7 +735,7 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 			log.Error("cannot record the task's savepoint", "err", err)
 			return
 		}
-		log.Info("task savepoint taken", "savepoint", path, "stop", stop, "checkpoint", flow.CheckpointText(res.Checkpoint))
+		log.Info("task savepoint taken", "savepoint", path, "stop", r.Kind == "stop", "paused", r.Pause, "checkpoint", flow.CheckpointText(res.Checkpoint))
 		return
 	}
 }

@@ -29,16 +29,11 @@ func testInstance(t *testing.T, stages int, opts ...func(*Config)) *Instance {
 	return in
 }
 
-// A running savepoint of a job whose stages are joined by repartition
-// topics is refused, pointing at the stop; so is any job savepoint
-// without a shared checkpoint directory.
+// A job savepoint without a shared checkpoint directory is refused, and
+// so is one before the instance joined.
 func TestJobSavepointRefusals(t *testing.T) {
-	_, err := testInstance(t, 2).Savepoint(context.Background(), "", false)
-	if err == nil || !strings.Contains(err.Error(), "records in flight") || !strings.Contains(err.Error(), "onceflow stop") {
-		t.Errorf("running savepoint of two stages: %v; want it refused naming the stop", err)
-	}
 	s3 := func(c *Config) { c.CheckpointStorage = flow.StopTimeout(time.Second) } // any option stands for S3 here
-	_, err = testInstance(t, 1, s3).Savepoint(context.Background(), "", true)
+	_, err := testInstance(t, 1, s3).Savepoint(context.Background(), "", true)
 	if err == nil || !strings.Contains(err.Error(), "checkpoint directory every instance mounts") {
 		t.Errorf("savepoint with object-storage checkpoints: %v; want it refused", err)
 	}
@@ -125,5 +120,55 @@ func TestJobSavepointWaitsForADrainingStage(t *testing.T) {
 	stored, err := in.readRequest()
 	if err != nil || stored == nil || !stored.Deadline.After(start.Add(time.Second)) {
 		t.Fatalf("the request's deadline did not move: %+v, %v", stored, err)
+	}
+}
+
+// A pause (a running savepoint of several stages) keeps stopped only the
+// stage that waits for its reader and the stages still to take theirs:
+// at phase p, stages before p-1 run again; once it ended, all do. A
+// task of a stopped stage that has its savepoint is not started by an
+// assignment; one of a stage that runs again is.
+func TestPauseKeepsOnlyTheWaitingStagesStopped(t *testing.T) {
+	in := testInstance(t, 3)
+	now := time.Now()
+	dir := t.TempDir()
+	r := &spRequest{ID: "savepoint-a-1", Job: "j", Kind: "savepoint", Pause: true, Dir: dir, State: "running", Deadline: now.Add(time.Minute)}
+	for phase, want := range []int{0, 0, 1} {
+		r.Phase = phase
+		if got := r.pausedFrom(now, 3); got != want {
+			t.Errorf("phase %d: stages from %d stay stopped, want from %d", phase, got, want)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for stage := range 3 {
+		p := kafka.Partition{Topic: "t" + string(rune('0'+stage)), Partition: 0}
+		if err := writeJSONFile(resultPath(dir, TaskName("j", p)), spResult{Task: TaskName("j", p), Stage: stage}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Phase = 2
+	if err := in.writeRequest(r); err != nil {
+		t.Fatal(err)
+	}
+	for stage, blocked := range []bool{false, true, true} {
+		name := TaskName("j", kafka.Partition{Topic: "t" + string(rune('0'+stage)), Partition: 0})
+		if got := in.blockedBySavepoint(name, stage) != ""; got != blocked {
+			t.Errorf("phase 2: a task of stage %d is blocked: %v, want %v", stage, got, blocked)
+		}
+	}
+	r.State = "completed"
+	if err := in.writeRequest(r); err != nil {
+		t.Fatal(err)
+	}
+	if r.pausedFrom(now, 3) != 3 {
+		t.Errorf("a completed pause keeps stages from %d stopped, want none", r.pausedFrom(now, 3))
+	}
+	for stage := range 3 {
+		name := TaskName("j", kafka.Partition{Topic: "t" + string(rune('0'+stage)), Partition: 0})
+		if id := in.blockedBySavepoint(name, stage); id != "" {
+			t.Errorf("after the pause completed, a task of stage %d is blocked by %s", stage, id)
+		}
 	}
 }

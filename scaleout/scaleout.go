@@ -165,8 +165,15 @@ type Instance struct {
 	// spSkipped are the partitions given to the instance whose tasks it
 	// did not start, by the stop that had their savepoints (under mu).
 	spSkipped map[kafka.Partition]string
+	// spPauses are the pauses (running savepoints of several stages)
+	// the instance saw in progress, until the tasks they stopped run
+	// again (under mu).
+	spPauses  map[string]*spRequest
 	spStopped chan struct{}
 	stopOnce  sync.Once
+	// reportWarned is when writing the instance's report last failed
+	// and was logged (the watcher's own).
+	reportWarned time.Time
 	// lostWait bounds how long a task failure that would stop the
 	// instance waits for the member to say whether the task's partition
 	// moved (lostMeanwhile); testOwns replaces the member's Owns in tests.
@@ -235,7 +242,7 @@ func New(cfg Config) (*Instance, error) {
 	lostWait := max(cfg.SessionTimeout, 10*time.Second)
 	return &Instance{cfg: cfg, log: cfg.Logger, lostWait: lostWait, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
 		tasks: map[kafka.Partition]*Task{}, stopping: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
-		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spStopped: make(chan struct{})}, nil
+		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spPauses: map[string]*spRequest{}, spStopped: make(chan struct{})}, nil
 }
 
 // Run is New, then Instance.Run.
@@ -302,9 +309,16 @@ func (in *Instance) Run(ctx context.Context) error {
 	// A savepoint request in progress is known before the first tasks
 	// start: a task a stop has taken the savepoint of does not start.
 	in.pollSavepoints()
-	quitWatch := make(chan struct{})
-	defer close(quitWatch)
-	go in.watchSavepoints(quitWatch)
+	quitWatch, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		in.watchSavepoints(quitWatch)
+	}()
+	defer func() {
+		close(quitWatch)
+		<-watched
+		in.writeReport(true) // the instance stopped: onceflow status says so
+	}()
 	var topics []string
 	for _, s := range cfg.Stages {
 		topics = append(topics, s.Topics...)
@@ -417,9 +431,13 @@ type TaskStatus struct {
 	// does not run): records, checkpoints completed and failed, the
 	// last checkpoint's size and durations.
 	Stats flow.Stats
-	// Savepointed names the job stop with a savepoint the task stopped
-	// for, "" for none: it does not run until the job starts again.
+	// Savepointed names the job savepoint request the task stopped with
+	// its savepoint for, "" for none: a stop's (it does not run until the
+	// job starts again) or a pause's (a running savepoint of several
+	// stages: it runs again when the stage reading its output has taken
+	// its savepoint, or the job savepoint ended). Paused says which.
 	Savepointed string
+	Paused      bool
 	// Problem says what is wrong with the task, "" when nothing is: it
 	// is down, it waits to restart, or it restarted and its job has not
 	// completed a checkpoint since its failure. An instance is healthy
@@ -433,10 +451,10 @@ func (in *Instance) Tasks() []TaskStatus {
 	for p, t := range in.snapshot() {
 		t.mu.Lock()
 		running := t.job != nil && !t.stopped.Load()
-		f, j, sp := t.failure, t.job, t.savepointed
+		f, j, sp, paused := t.failure, t.job, t.savepointed, t.paused
 		t.mu.Unlock()
 		st := TaskStatus{Name: t.Name, Partition: p, Stage: t.Stage, Running: running, Runs: t.runs.Load(),
-			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started, Savepointed: sp}
+			Restarts: t.restarts.Load(), LastCheckpoint: t.checkpoint(), Since: t.started, Savepointed: sp, Paused: sp != "" && paused}
 		if j != nil {
 			st.Stats = j.Stats()
 		}
@@ -487,9 +505,9 @@ func (in *Instance) assigned(_ context.Context, ps []kafka.Partition) {
 			continue // unreachable: the member subscribes to the stages' topics
 		}
 		name := TaskName(in.cfg.Job, p)
-		if id := in.blockedBySavepoint(name); id != "" {
+		if id := in.blockedBySavepoint(name, st); id != "" {
 			in.spSkipped[p] = id
-			in.log.Info("not starting a task: the job is stopping with a savepoint, which has the task's", "task", name, "request", id)
+			in.log.Info("not starting a task: the job is stopping with a savepoint, or pausing for one, which has the task's", "task", name, "request", id)
 			continue
 		}
 		delete(in.spSkipped, p)

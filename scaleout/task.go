@@ -47,9 +47,10 @@ type Task struct {
 	lastCheckpoint atomic.Int64
 	// failure is the task's last failure (under mu).
 	failure failure
-	// savepointed is the stop request the task stopped with a savepoint
-	// for, "" for none (under mu).
+	// savepointed is the request (a stop, a pause) the task stopped with a
+	// savepoint for, "" for none; paused says it was a pause (under mu).
 	savepointed string
+	paused      bool
 
 	// run is the state of the current run's Build.
 	run *taskRun

@@ -25,7 +25,7 @@ import (
 //	GET  /jobs/overview                 the job, its state on this instance
 //	GET  /jobs/{job}                    state, records, restarts, the tasks
 //	GET  /jobs/{job}/checkpoints        counts summed over the tasks, each task's newest
-//	POST /jobs/{job}/savepoints         a savepoint of the whole job (one stage only)
+//	POST /jobs/{job}/savepoints         a savepoint of the whole job, running (several stages pause in turn)
 //	POST /jobs/{job}/stop               the whole job stops with a savepoint
 //	GET  /jobs/{job}/savepoints/{id}    the request's outcome
 
@@ -127,6 +127,9 @@ type soTask struct {
 	Completed   int64  `json:"checkpoints-completed"`
 	Failed      int64  `json:"checkpoints-failed"`
 	Savepointed string `json:"stopped-with-savepoint,omitempty"`
+	// Paused says the savepoint is a running one's: the task runs again
+	// when the stage reading its output has taken its own.
+	Paused bool `json:"paused,omitempty"`
 }
 
 func (a *soAPI) tasks() []soTask {
@@ -136,7 +139,7 @@ func (a *soAPI) tasks() []soTask {
 			taskView: taskView{Task: t.Name, Topic: t.Partition.Topic, Partition: t.Partition.Partition, Running: t.Running, Runs: t.Runs,
 				Restarts: t.Restarts, LastCheckpoint: t.LastCheckpoint, LastCheckpointText: flow.CheckpointText(t.LastCheckpoint), Since: t.Since.UnixMilli(), LastError: t.LastError, Problem: t.Problem},
 			Stage: t.Stage, RecordsIn: t.Stats.RecordsIn, RecordsOut: t.Stats.RecordsOut,
-			Completed: t.Stats.CheckpointsCompleted, Failed: t.Stats.CheckpointsFailed, Savepointed: t.Savepointed,
+			Completed: t.Stats.CheckpointsCompleted, Failed: t.Stats.CheckpointsFailed, Savepointed: t.Savepointed, Paused: t.Paused,
 		})
 	}
 	return out
@@ -287,6 +290,8 @@ func printScaleOutAPIStatus(ctx context.Context, w io.Writer, client func() (*ap
 	for _, t := range so.Tasks {
 		st := "running"
 		switch {
+		case t.Paused:
+			st = "paused (savepoint)"
 		case t.Savepointed != "":
 			st = "stopped (savepoint)"
 		case t.Problem != "":

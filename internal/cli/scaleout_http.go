@@ -141,7 +141,12 @@ func (so *scaleOut) notReady() string {
 		return "not a member of the group yet\n"
 	}
 	for _, t := range so.in.Tasks() {
-		if !t.Running {
+		switch {
+		case t.Paused:
+			return "task of " + t.Partition.String() + " is paused for a savepoint of the job (" + t.Savepointed + "): it runs again once the stage reading its output has taken its own\n"
+		case t.Savepointed != "":
+			return "task of " + t.Partition.String() + " stopped with a savepoint of the job (" + t.Savepointed + ")\n"
+		case !t.Running:
 			return "task of " + t.Partition.String() + " is starting\n"
 		}
 	}

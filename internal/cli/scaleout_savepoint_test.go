@@ -31,8 +31,10 @@ import (
 // from it on one instance, stops with a savepoint again, and starts on
 // five. Every user's counts come out exactly 1..n, read committed: no
 // record was lost or counted twice across the stops, the repartition
-// topic included. Refused on the way: a running savepoint of the
-// two-stage job, and a restore after the input gained partitions.
+// topic included. A running savepoint taken under input at the start
+// (the stages pause one after the other) is restored at the end, after
+// the job ran past it: every count ends at its total. Refused: a restore
+// after the input gained partitions.
 func TestScaleOutJobSavepoint(t *testing.T) {
 	perRound := 600
 	if os.Getenv("ONCEFLOW_LONG") != "" {
@@ -159,11 +161,33 @@ scale-out: {enabled: true}
 	produce(perRound)
 	a, b, c3 := start("a"), start("b"), start("c")
 	caughtUp("three instances")
-	// A running savepoint of a job of two stages is refused, saying
-	// what to do.
-	if code, out := cmd(b, "savepoint"); code == 0 || !strings.Contains(out, "stop") || !strings.Contains(out, "repartition topics") {
-		t.Fatalf("a running savepoint of a two-stage job: exit %d, %q; want it refused, pointing at a stop", code, out)
+	// A running savepoint of the job of two stages, under input: the
+	// stages pause one after the other and run on. It is restored at
+	// the end, after the job ran far past it.
+	feed := make(chan struct{})
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for {
+			select {
+			case <-feed:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			produce(10)
+		}
+	}()
+	code, out := cmd(b, "savepoint")
+	close(feed)
+	<-fed
+	if code != 0 {
+		t.Fatalf("a running savepoint of a two-stage job: exit %d, %q\n%s", code, out, logs())
 	}
+	sp0 := out[strings.LastIndexByte(out, '\n')+1:]
+	if m, err := scaleout.LoadJobSavepoint(sp0); err != nil || m.Kind != "savepoint" || len(m.Tasks) != 8 {
+		t.Fatalf("the running savepoint %q: %v; want a savepoint of 8 tasks (%+v)", sp0, err, m)
+	}
+	caughtUp("after the running savepoint")
 	if code, out := cmd(a, "checkpoints"); code != 0 || !strings.Contains(out, "sp-") || !strings.Contains(out, "TASK") {
 		t.Fatalf("onceflow checkpoints --api an instance: exit %d\n%s", code, out)
 	}
@@ -231,6 +255,58 @@ scale-out: {enabled: true}
 	}
 	if len(got) != len(perUser) {
 		t.Fatalf("%d users in the output, want %d", len(got), len(perUser))
+	}
+
+	// The running savepoint, restored after the job ran past it (two
+	// stops and restores): every user's count ends at its total, the
+	// records in flight between the stages at the savepoint neither
+	// lost nor counted twice.
+	ends, err := adm.ListEndOffsets(t.Context(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := start("g", "--from-savepoint", sp0)
+	restored := func() map[string]int {
+		counts := map[string]int{}
+		for _, r := range c.ReadCommittedRecords(t, "out") {
+			if end, ok := ends.Lookup("out", r.Partition); !ok || r.Offset < end.Offset {
+				continue
+			}
+			var v struct {
+				Key string `json:"key"`
+				N   int    `json:"n"`
+			}
+			if err := json.Unmarshal(r.Value, &v); err != nil {
+				t.Fatalf("output %q: %v", r.Value, err)
+			}
+			counts[v.Key] = max(counts[v.Key], v.N)
+		}
+		return counts
+	}
+	// The group's offsets are at the ends already: wait for the
+	// restored run's counts to reach the totals, then for it to settle.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		got, done := restored(), true
+		for u, n := range perUser {
+			done = done && got[u] >= n
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the running savepoint restored: counts %v after 2 minutes, want %v\n%s", got, perUser, logs())
+			break
+		}
+	}
+	caughtUp("the running savepoint restored")
+	time.Sleep(time.Second)
+	g.cancel()
+	exited(g, "the running savepoint restored")
+	final := restored()
+	for u, n := range perUser {
+		if final[u] != n {
+			t.Errorf("user %s: counted %d after the running savepoint was restored, want %d", u, final[u], n)
+		}
 	}
 
 	// The input gains a partition: the savepoint no longer fits.
@@ -380,4 +456,45 @@ func checkInstancePage(t *testing.T, url, taskPrefix string) {
 		}
 	}
 	t.Fatalf("the instance page at %s does not show its running tasks without problems:\ntasks:\n%s\nproblems: %s", url, rows, problems)
+}
+
+// checkPartitionsPage opens an instance's page in headless Chromium and
+// waits until its partitions table has a row for each task of want,
+// running on the instance want names.
+func checkPartitionsPage(t *testing.T, url string, want map[string]string) {
+	t.Helper()
+	var bin string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Log("chromium not found; the instance page is not checked in a browser")
+		return
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#partitions"))); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	var rows string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		rows, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#partitions tbody tr")].map(r => [...r.cells].map(c => c.textContent).join("|")).join("\n")`))
+		all := true
+		for task, who := range want {
+			all = all && strings.Contains(rows, "|"+task+"|"+who+"|running|")
+		}
+		if all {
+			return
+		}
+	}
+	t.Fatalf("the instance page at %s does not show every task running on its instance (%v):\n%s", url, want, rows)
 }
