@@ -111,7 +111,9 @@ func runScaleOutDB(t *testing.T, c scaleOutDBCase) {
 		ends, err2 := adm.ListEndOffsets(t.Context(), c.job+"-repartition-1")
 		purged := err1 == nil && err2 == nil
 		starts.Each(func(o kadm.ListedOffset) {
-			if e, ok := ends.Lookup(o.Topic, o.Partition); !ok || o.Offset < e.Offset {
+			// All but the last record (scaleout.purgeOffset: a partition
+			// purged to its end lost its offsets in the embedded broker).
+			if e, ok := ends.Lookup(o.Topic, o.Partition); !ok || o.Offset < e.Offset-1 {
 				purged = false
 			}
 		})
@@ -119,7 +121,7 @@ func runScaleOutDB(t *testing.T, c scaleOutDBCase) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the repartition topic was not purged to its end within 30s of the tasks' last commit (start offsets %v, end offsets %v)", starts, ends)
+			t.Fatalf("the repartition topic was not purged to its last record within 30s of the tasks' last commit (start offsets %v, end offsets %v)", starts, ends)
 		}
 	}
 	// onceflow status shows the last sub-topology's partitions caught up,

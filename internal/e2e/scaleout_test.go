@@ -462,7 +462,9 @@ func TestScaleOutRepartition(t *testing.T) {
 		ends, err2 := adm.ListEndOffsets(t.Context(), "rp-repartition-1")
 		purged := err1 == nil && err2 == nil
 		starts.Each(func(o kadm.ListedOffset) {
-			if e, ok := ends.Lookup(o.Topic, o.Partition); !ok || o.Offset < e.Offset {
+			// All but the last record (scaleout.purgeOffset: a partition
+			// purged to its end lost its offsets in the embedded broker).
+			if e, ok := ends.Lookup(o.Topic, o.Partition); !ok || o.Offset < e.Offset-1 {
 				purged = false
 			}
 		})
