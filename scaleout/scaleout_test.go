@@ -19,7 +19,6 @@ import (
 	"github.com/onceflow/onceflow/internal/kafkatest"
 	"github.com/onceflow/onceflow/internal/verify"
 	"github.com/onceflow/onceflow/scaleout"
-	"github.com/onceflow/onceflow/state"
 )
 
 // A job of two stages built in Go: the input is not partitioned by key
@@ -32,40 +31,7 @@ func TestScaleOutGoJobTwoStages(t *testing.T) {
 	c := kafkatest.Start(t, broker.Config{Topics: map[string]int32{"in": 4, "out": 4}, GroupSessionTimeout: 6 * time.Second})
 	dir := t.TempDir()
 	const repart = "gj-by-key"
-	stages := []scaleout.Stage{
-		{Topics: []string{"in"}, Build: func(tk *scaleout.Task) (*flow.Env, error) {
-			env := flow.New(append(tk.Options(), flow.Checkpointing(100*time.Millisecond))...)
-			src, err := tk.Source(kafka.SourceConfig{StartupMode: kafka.StartEarliest})
-			if err != nil {
-				return nil, err
-			}
-			in := flow.From(env, src, flow.UID("in"))
-			return env, tk.Repartition(in, 1, func(r kafka.Record) string { return string(r.Key) })
-		}},
-		{Topics: []string{repart}, Build: func(tk *scaleout.Task) (*flow.Env, error) {
-			env := flow.New(append(tk.Options(), flow.Checkpointing(100*time.Millisecond))...)
-			src, err := tk.Source(kafka.SourceConfig{})
-			if err != nil {
-				return nil, err
-			}
-			sink, err := tk.Sink(kafka.SinkConfig{Topic: "out"})
-			if err != nil {
-				return nil, err
-			}
-			counts := flow.Process(flow.KeyBy(flow.From(env, src, flow.UID("in")), func(r kafka.Record) string { return string(r.Key) }), "count",
-				func(s *state.Store) flow.ProcessFunc[kafka.Record, kafka.Record] {
-					n := state.NewValue[int64](s, "n")
-					return func(_ flow.Context, r kafka.Record, out flow.Collector[kafka.Record]) error {
-						v, _ := n.Get()
-						n.Set(v + 1)
-						out.Emit(kafka.Record{Key: r.Key, Value: strconv.AppendInt(nil, v+1, 10)})
-						return nil
-					}
-				}, flow.UID("count"))
-			flow.To(counts, sink, flow.UID("out"))
-			return env, nil
-		}},
-	}
+	stages := countStages(repart, "out")
 	type inst struct {
 		in     *scaleout.Instance
 		cancel context.CancelFunc
