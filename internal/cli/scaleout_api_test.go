@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -197,4 +199,44 @@ scale-out: {enabled: true}
 	if fault.Hits() != 1 {
 		t.Errorf("the fault answered %d requests, want 1", fault.Hits())
 	}
+	checkFailuresPage(t, "http://"+addr+"/", x.Task, "UNKNOWN_SERVER_ERROR")
+}
+
+// checkFailuresPage opens an instance's page in headless Chromium and
+// waits until its table of recent failures names task and its error.
+func checkFailuresPage(t *testing.T, url, task, errText string) {
+	t.Helper()
+	var bin string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("ONCEFLOW_REQUIRE_DBS") != "" {
+			t.Fatal("chromium not found: scripts/test installs it (apt-get install chromium)")
+		}
+		t.Log("chromium not found; the instance page is not checked in a browser")
+		return
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#failures"))); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	var rows string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		rows, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#failures tbody tr")].map(r => [...r.cells].map(c => c.textContent).join("|")).join("\n")`))
+		if strings.Contains(rows, "|"+task+"|") && strings.Contains(rows, errText) && strings.Contains(rows, "restarted (attempt 1)") {
+			return
+		}
+	}
+	t.Errorf("the instance page at %s does not show %s's failure (%s) among its recent failures:\n%s", url, task, errText, rows)
 }
