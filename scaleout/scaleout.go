@@ -145,8 +145,11 @@ type Instance struct {
 	wg       sync.WaitGroup
 	fatal    chan error
 	// failed is the task failure that stops the instance, nil before.
-	failed  error
-	metrics *taskMetrics
+	failed error
+	// failures are the tasks' recent failures, oldest first, at most
+	// maxFailures (under mu).
+	failures []TaskFailure
+	metrics  *taskMetrics
 	// joined is closed once m is set: the member's first assignment can
 	// come before NewMembership returns.
 	joined chan struct{}
@@ -295,9 +298,13 @@ func (in *Instance) Run(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if in.parts, err = in.ensureRepartitionTopics(ctx); err != nil {
+	parts, err := in.ensureRepartitionTopics(ctx)
+	if err != nil {
 		return early(err)
 	}
+	in.mu.Lock()
+	in.parts = parts // RepartitionPartitions may read it now
+	in.mu.Unlock()
 	if in.upstreams, err = in.listUpstreams(ctx); err != nil {
 		return early(err)
 	}
@@ -398,6 +405,60 @@ func (in *Instance) Failed() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.failed
+}
+
+// maxFailures bounds Instance.Failures, as the single-process REST API
+// bounds its list of restarts.
+const maxFailures = 100
+
+// TaskFailure is a failure of one of the instance's tasks' jobs.
+type TaskFailure struct {
+	// Task is the task's name, Partition the partition it reads, Stage
+	// its stage.
+	Task      string
+	Partition kafka.Partition
+	Stage     int
+	// Time is when the task's job failed, Err its error.
+	Time time.Time
+	Err  string
+	// Restarts says the instance restarts the task (at RestartAt,
+	// restart Attempt under Config.Restart); otherwise Down says why
+	// not, and the instance stops.
+	Restarts  bool
+	RestartAt time.Time
+	Attempt   int
+	Down      string
+}
+
+// keepFailure adds f to the failure history.
+func (in *Instance) keepFailure(f TaskFailure) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.failures = append(in.failures, f)
+	if len(in.failures) > maxFailures {
+		in.failures = slices.Clone(in.failures[len(in.failures)-maxFailures:])
+	}
+}
+
+// Failures are the recent failures of the instance's tasks (of tasks it
+// no longer runs too), newest first, at most 100: a task whose job fails
+// is restarted by the instance, so TaskStatus shows its last failure
+// only.
+func (in *Instance) Failures() []TaskFailure {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := slices.Clone(in.failures)
+	slices.Reverse(out)
+	return out
+}
+
+// RepartitionPartitions is the partition count of each repartition
+// topic (the input of each stage after the first), known once Run has
+// created or read them; nil before.
+func (in *Instance) RepartitionPartitions() map[string]int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return maps.Clone(in.parts)
 }
 
 // TaskStatus is a task of the instance, as Tasks shows it.

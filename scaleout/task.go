@@ -76,6 +76,9 @@ type failure struct {
 	// checkpoint is the task's newest checkpoint when it failed: the
 	// task has recovered once its job completed a newer one.
 	checkpoint int64
+	// attempt is the restart's number under the restart strategy, 0
+	// when the task does not restart.
+	attempt int
 }
 
 // problem says what is wrong with a task that failed (TaskStatus.Problem),
@@ -92,11 +95,14 @@ func (f failure) problem(t *Task, st TaskStatus) string {
 	return ""
 }
 
-// setFailure records the task's failure.
+// setFailure records the task's failure, and keeps it in the
+// instance's failure history (Instance.Failures).
 func (t *Task) setFailure(f failure) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.failure = f
+	t.mu.Unlock()
+	t.in.keepFailure(TaskFailure{Task: t.Name, Partition: t.Partition, Stage: t.Stage, Time: f.at, Err: f.err.Error(),
+		Restarts: f.down == "", RestartAt: f.restartAt, Attempt: f.attempt, Down: f.down})
 }
 
 // restarting clears the due restart of the task's failure: its job
@@ -410,7 +416,7 @@ func (in *Instance) runTask(t *Task) {
 			return
 		}
 		t.restarts.Add(1)
-		f.restartAt = f.at.Add(d.Delay)
+		f.restartAt, f.attempt = f.at.Add(d.Delay), d.Attempt
 		t.setFailure(f)
 		log.Error("task failed; it restarts from its last committed checkpoint", "err", err, "attempt", d.Attempt, "delay", d.Delay, "restart", strategy.String())
 		select {

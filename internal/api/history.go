@@ -214,3 +214,18 @@ func (h *History) restore() *Restore {
 	r := *h.restored
 	return &r
 }
+
+// Checkpoints are the kept checkpoints, newest first: what GET
+// /jobs/{job}/checkpoints lists. A scale-out instance keeps a History per
+// task and lists them together (docs/design.md, "Scale-out").
+func (h *History) Checkpoints() []Checkpoint { return h.checkpointsCopy() }
+
+// Checkpoint is the kept checkpoint id, false when it is not kept.
+func (h *History) Checkpoint(id int64) (Checkpoint, bool) { return h.checkpoint(id) }
+
+// Restored is the checkpoint or savepoint the current attempt started
+// from, nil for none.
+func (h *History) Restored() *Restore { return h.restore() }
+
+// Max is how many checkpoints and restarts h keeps.
+func (h *History) Max() int { return h.max }

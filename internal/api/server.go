@@ -398,13 +398,18 @@ func (s *Server) jobDetail(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) config(w http.ResponseWriter, _ *http.Request) {
 	out := map[string]any{"name": s.cfg.Job, "job-config": s.cfg.JobConfig}
 	if j := s.current(); j != nil {
-		c := j.Checkpointing()
-		out["checkpointing"] = map[string]any{
-			"interval": c.Interval.String(), "mode": c.Mode.String(), "timeout": c.Timeout.String(),
-			"min-pause": c.MinPause.String(), "tolerable-failures": c.TolerableFailures, "retained": c.NumRetained,
-		}
+		out["checkpointing"] = CheckpointingJSON(j.Checkpointing())
 	}
 	WriteJSON(w, http.StatusOK, out)
+}
+
+// CheckpointingJSON is a job's checkpoint settings as GET
+// /jobs/{job}/config shows them.
+func CheckpointingJSON(c flow.CheckpointSettings) map[string]any {
+	return map[string]any{
+		"interval": c.Interval.String(), "mode": c.Mode.String(), "timeout": c.Timeout.String(),
+		"min-pause": c.MinPause.String(), "tolerable-failures": c.TolerableFailures, "retained": c.NumRetained,
+	}
 }
 
 func (s *Server) checkpoints(w http.ResponseWriter, _ *http.Request) {

@@ -256,12 +256,19 @@ func checkpointsFlags(fs *flag.FlagSet) func(context.Context, *env, []string) er
 		fmt.Fprintf(e.stdout, "checkpoints: %d completed, %d failed, %d in progress\n", d.Counts["completed"], d.Counts["failed"], d.Counts["in_progress"])
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 		if d.ScaleOut != nil {
-			// A scale-out instance: each of its tasks' newest checkpoint,
-			// ids as epoch:sequence (docs/design.md, "Scale-out").
-			fmt.Fprintf(e.stdout, "(the tasks of instance %s, each with its newest checkpoint)\n", d.ScaleOut.Instance)
-			fmt.Fprintln(tw, "TASK\tCHECKPOINT\tSTATUS\tDURATION\tSIZE\tWRITTEN\tBARRIER\tALIGNMENT")
-			for _, h := range d.History {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%dms\n", h.Task, flow.CheckpointText(h.ID), h.Status, h.Duration, h.Size, h.Written, h.Delay, h.Align)
+			// A scale-out instance: its tasks' recent checkpoints, newest
+			// first, ids as epoch:sequence (docs/design.md, "Scale-out").
+			fmt.Fprintf(e.stdout, "(the checkpoints of the tasks of instance %s, newest first)\n", d.ScaleOut.Instance)
+			fmt.Fprintln(tw, "TASK\tCHECKPOINT\tSTATUS\tTRIGGERED\tDURATION\tSIZE\tWRITTEN\tBARRIER\tALIGNMENT\t")
+			for i, h := range d.History {
+				if i == *last {
+					break
+				}
+				kind := ""
+				if h.Savepoint {
+					kind = " (savepoint)"
+				}
+				fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%dms\t%d\t%d\t%dms\t%dms\t%s\n", h.Task, flow.CheckpointText(h.ID), kind, h.Status, time.UnixMilli(h.Trigger).Format("15:04:05.000"), h.Duration, h.Size, h.Written, h.Delay, h.Align, h.Failure)
 			}
 			return tw.Flush()
 		}

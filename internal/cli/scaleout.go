@@ -36,6 +36,8 @@ type scaleOut struct {
 	in       *scaleout.Instance
 	// pipelines are the tasks' pipeline counters, on /metrics.
 	pipelines pipelineMetrics
+	// hist are the tasks' checkpoint histories, for the REST API.
+	hist taskHistories
 }
 
 // instanceName is the instance's name: the flag, the file, the host.
@@ -118,7 +120,8 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 			topics = []string{seg.Anchor}
 		}
 		cfg.Stages = append(cfg.Stages, scaleout.Stage{Topics: topics, Build: func(t *scaleout.Task) (*flow.Env, error) {
-			b, err := compile.Job(so.taskFile(t, seg), cc, t.Logger(), t.Options()...)
+			opts := append(slices.Clone(t.Options()), flow.WithHooks(so.hist.of(t.Name)))
+			b, err := compile.Job(so.taskFile(t, seg), cc, t.Logger(), opts...)
 			if err != nil {
 				return nil, err
 			}

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -24,7 +27,10 @@ import (
 //
 //	GET  /jobs/overview                 the job, its state on this instance
 //	GET  /jobs/{job}                    state, records, restarts, the tasks
-//	GET  /jobs/{job}/checkpoints        counts summed over the tasks, each task's newest
+//	GET  /jobs/{job}/config             the job file as validate shows it, checkpointing, the stages
+//	GET  /jobs/{job}/checkpoints        counts summed over the tasks, the last checkpoints of each task
+//	GET  /jobs/{job}/checkpoints/details/{id}  a checkpoint of a task (?task=NAME when ids repeat)
+//	GET  /jobs/{job}/exceptions         the tasks' failures, newest first
 //	POST /jobs/{job}/savepoints         a savepoint of the whole job, running (several stages pause in turn)
 //	POST /jobs/{job}/stop               the whole job stops with a savepoint
 //	GET  /jobs/{job}/savepoints/{id}    the request's outcome
@@ -71,7 +77,10 @@ func (a *soAPI) routes(mux *http.ServeMux) {
 	jobs := "/jobs/" + a.so.jf.Job
 	mux.HandleFunc("GET /jobs/overview", a.overview)
 	mux.HandleFunc("GET "+jobs, a.detail)
+	mux.HandleFunc("GET "+jobs+"/config", a.config)
 	mux.HandleFunc("GET "+jobs+"/checkpoints", a.checkpoints)
+	mux.HandleFunc("GET "+jobs+"/checkpoints/details/{id}", a.checkpointDetail)
+	mux.HandleFunc("GET "+jobs+"/exceptions", a.exceptions)
 	mux.HandleFunc("POST "+jobs+"/savepoints", a.mutating(func(w http.ResponseWriter, r *http.Request) { a.startOp(w, r, false) }))
 	mux.HandleFunc("POST "+jobs+"/stop", a.mutating(func(w http.ResponseWriter, r *http.Request) { a.startOp(w, r, true) }))
 	mux.HandleFunc("GET "+jobs+"/savepoints/{id}", a.opStatus)
@@ -161,35 +170,229 @@ func (a *soAPI) detail(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// soCheckpoint is a task's newest checkpoint in the history.
+// soCheckpoint is a checkpoint of a task in the history: the
+// single-process API's fields, with the task and the id as
+// epoch:sequence.
 type soCheckpoint struct {
-	ID       int64  `json:"id"`
-	IDText   string `json:"id-text"`
-	Task     string `json:"task"`
-	Status   string `json:"status"`
-	Duration int64  `json:"end_to_end_duration"`
-	Size     int64  `json:"state_size"`
-	Written  int64  `json:"checkpointed_size"`
-	Align    int64  `json:"alignment_duration"`
+	api.Checkpoint
+	IDText string `json:"id-text"`
+	Task   string `json:"task"`
 }
 
+// soHistoryPerTask is how many checkpoints the instance keeps of each
+// of its tasks.
+const soHistoryPerTask = 20
+
+// taskHistories are the checkpoint histories of the tasks the instance
+// ran, by task name: a hook of every run of the task's job (api.History),
+// kept across its restarts. Its zero value is ready.
+type taskHistories struct {
+	mu    sync.Mutex
+	tasks map[string]*taskHistory
+	// settings are the checkpoint settings of the newest task job that
+	// started (every task's job has the file's).
+	settings *flow.CheckpointSettings
+}
+
+// taskHistory is a task's checkpoint history; as a job hook it also
+// learns the job's checkpoint settings.
+type taskHistory struct {
+	*api.History
+	all *taskHistories
+}
+
+func (th taskHistory) OnJobStarted(j *flow.Job) {
+	c := j.Checkpointing()
+	th.all.mu.Lock()
+	defer th.all.mu.Unlock()
+	th.all.settings = &c
+}
+
+// of is the hook that keeps task's history.
+func (hs *taskHistories) of(task string) flow.Hook {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.tasks == nil {
+		hs.tasks = map[string]*taskHistory{}
+	}
+	h := hs.tasks[task]
+	if h == nil {
+		h = &taskHistory{History: api.NewHistory(soHistoryPerTask), all: hs}
+		hs.tasks[task] = h
+	}
+	return *h
+}
+
+// each calls f with every task's history, by task name.
+func (hs *taskHistories) each(f func(task string, h *api.History)) {
+	hs.mu.Lock()
+	names := slices.Sorted(maps.Keys(hs.tasks))
+	hists := make([]*api.History, len(names))
+	for i, n := range names {
+		hists[i] = hs.tasks[n].History
+	}
+	hs.mu.Unlock()
+	for i, n := range names {
+		f(n, hists[i])
+	}
+}
+
+func (hs *taskHistories) checkpointing() *flow.CheckpointSettings {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.settings
+}
+
+// checkpoints lists the kept checkpoints of the tasks the instance ran
+// (each task's last soHistoryPerTask), newest first, as the
+// single-process API does, each naming its task.
 func (a *soAPI) checkpoints(w http.ResponseWriter, _ *http.Request) {
 	var completed, failed, inProgress int64
-	hist := []soCheckpoint{}
 	for _, t := range a.so.in.Tasks() {
 		st := t.Stats
 		completed, failed, inProgress = completed+st.CheckpointsCompleted, failed+st.CheckpointsFailed, inProgress+st.CheckpointsInProgress
-		if t.LastCheckpoint > 0 {
-			hist = append(hist, soCheckpoint{ID: t.LastCheckpoint, IDText: flow.CheckpointText(t.LastCheckpoint), Task: t.Name, Status: "COMPLETED",
-				Duration: st.LastCheckpointDuration.Milliseconds(), Size: st.LastCheckpointStateBytes, Written: st.LastCheckpointWrittenBytes,
-				Align: st.LastCheckpointAlignment.Milliseconds()})
+	}
+	hist := []soCheckpoint{}
+	restored := map[string]*api.Restore{}
+	a.so.hist.each(func(task string, h *api.History) {
+		for _, c := range h.Checkpoints() {
+			hist = append(hist, soCheckpoint{Checkpoint: c, IDText: flow.CheckpointText(c.ID), Task: task})
+		}
+		if r := h.Restored(); r != nil {
+			restored[task] = r
+		}
+	})
+	slices.SortStableFunc(hist, func(x, y soCheckpoint) int { return cmp.Compare(y.TriggerTimestamp, x.TriggerTimestamp) })
+	latest := map[string]any{}
+	for _, c := range hist {
+		switch {
+		case c.Status == "COMPLETED" && !c.Savepoint && latest["completed"] == nil:
+			latest["completed"] = c
+		case c.Status == "COMPLETED" && c.Savepoint && latest["savepoint"] == nil:
+			latest["savepoint"] = c
+		case c.Status == "FAILED" && latest["failed"] == nil:
+			latest["failed"] = c
 		}
 	}
 	api.WriteJSON(w, http.StatusOK, map[string]any{
-		"counts":    map[string]int64{"completed": completed, "failed": failed, "in_progress": inProgress},
-		"history":   hist,
-		"scale-out": map[string]any{"instance": a.so.instance, "note": "one entry per task of this instance: its newest checkpoint"},
+		"counts":  map[string]int64{"completed": completed, "failed": failed, "in_progress": inProgress},
+		"latest":  latest,
+		"history": hist,
+		"scale-out": map[string]any{"instance": a.so.instance, "restored": restored,
+			"note": fmt.Sprintf("the last %d checkpoints of each task this instance ran, newest first; counts are of the tasks' current runs", soHistoryPerTask)},
 	})
+}
+
+// checkpointDetail is a checkpoint of a task by id (a number, or
+// epoch:sequence). Tasks number their checkpoints each on its own, so
+// several may have one id: ?task=NAME chooses; without it the newest is
+// answered, and also-in-tasks names the others.
+func (a *soAPI) checkpointDetail(w http.ResponseWriter, r *http.Request) {
+	id, err := flow.ParseCheckpointText(r.PathValue("id"))
+	if err != nil {
+		api.WriteError(w, http.StatusBadRequest, fmt.Sprintf("checkpoint id %q is neither a number nor epoch:sequence", r.PathValue("id")))
+		return
+	}
+	want := r.URL.Query().Get("task")
+	var found []soCheckpoint
+	a.so.hist.each(func(task string, h *api.History) {
+		if want != "" && task != want {
+			return
+		}
+		if c, ok := h.Checkpoint(id); ok {
+			found = append(found, soCheckpoint{Checkpoint: c, IDText: flow.CheckpointText(id), Task: task})
+		}
+	})
+	if len(found) == 0 {
+		of := "any task"
+		if want != "" {
+			of = "task " + want
+		}
+		api.WriteError(w, http.StatusNotFound, fmt.Sprintf("checkpoint %s is not among the last %d of %s of instance %s", flow.CheckpointText(id), soHistoryPerTask, of, a.so.instance))
+		return
+	}
+	slices.SortStableFunc(found, func(x, y soCheckpoint) int { return cmp.Compare(y.TriggerTimestamp, x.TriggerTimestamp) })
+	var others []string
+	for _, c := range found[1:] {
+		others = append(others, c.Task)
+	}
+	api.WriteJSON(w, http.StatusOK, struct {
+		soCheckpoint
+		Others []string `json:"also-in-tasks,omitempty"`
+	}{found[0], others})
+}
+
+// soException is a task failure in /exceptions: the single-process
+// API's fields (timestamp, attempt, restart_delay, exception), with the
+// task.
+type soException struct {
+	api.Exception
+	Task      string `json:"task"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Stage     int    `json:"stage"`
+	Restarts  bool   `json:"restarts"`
+	Down      string `json:"down,omitempty"`
+}
+
+// exceptions lists the failures of the instance's tasks, newest first
+// (scaleout.Instance.Failures keeps the last 100), and the failure that
+// stops the instance.
+func (a *soAPI) exceptions(w http.ResponseWriter, _ *http.Request) {
+	out := []soException{}
+	for _, f := range a.so.in.Failures() {
+		x := soException{Exception: api.Exception{Timestamp: f.Time.UnixMilli(), Attempt: f.Attempt, Message: f.Err},
+			Task: f.Task, Topic: f.Partition.Topic, Partition: f.Partition.Partition, Stage: f.Stage, Restarts: f.Restarts, Down: f.Down}
+		if f.Restarts {
+			x.DelayMs = f.RestartAt.Sub(f.Time).Milliseconds()
+		}
+		out = append(out, x)
+	}
+	var ended *api.Exception
+	if err := a.so.in.Failed(); err != nil {
+		ended = &api.Exception{Timestamp: time.Now().UnixMilli(), Message: err.Error()}
+		if len(out) > 0 && !out[0].Restarts {
+			ended.Timestamp = out[0].Timestamp // the failure that stopped it
+		}
+	}
+	api.WriteJSON(w, http.StatusOK, map[string]any{"restarts": out, "failure": ended,
+		"scale-out": map[string]any{"instance": a.so.instance, "note": "the failures of this instance's tasks, newest first; the instance restarts a task under the job's restart strategy"}})
+}
+
+// config is the job's configuration as the single-process API shows it
+// (the job file as onceflow validate describes it, the checkpoint
+// settings), and the instance's part of the scale-out: its name, group,
+// and the stages with their topics.
+func (a *soAPI) config(w http.ResponseWriter, _ *http.Request) {
+	var desc strings.Builder
+	describeJob(&desc, a.so.jf)
+	// The instance restarts a failed task under the job's strategy
+	// (scaleout.Config.Restart), exponential-delay unless the file names one.
+	restart := "exponential-delay (default)"
+	if a.so.jf.RestartSet {
+		restart = a.so.jf.Restart.Describe()
+	}
+	parts := a.so.in.RepartitionPartitions()
+	stages := []map[string]any{}
+	for _, seg := range a.so.segs {
+		st := map[string]any{"stage": seg.Index, "topics": seg.Topics, "co-partitioned": seg.CoPartitioned, "steps": len(seg.Steps)}
+		if seg.CoPartitioned {
+			st["anchor"] = seg.Anchor
+		}
+		if seg.Index > 0 {
+			st["repartition-partitions"] = parts[seg.Topics[0]]
+		}
+		if seg.Out != "" {
+			st["writes"], st["writes-key"] = seg.Out, seg.OutKey
+		}
+		stages = append(stages, st)
+	}
+	out := map[string]any{"name": a.so.jf.Job, "job-config": strings.Split(strings.TrimRight(desc.String(), "\n"), "\n"),
+		"scale-out": map[string]any{"instance": a.so.instance, "group": a.so.group, "stages": stages, "restart": restart}}
+	if c := a.so.hist.checkpointing(); c != nil {
+		out["checkpointing"] = api.CheckpointingJSON(*c)
+	}
+	api.WriteJSON(w, http.StatusOK, out)
 }
 
 func (a *soAPI) startOp(w http.ResponseWriter, r *http.Request, stop bool) {

@@ -28,7 +28,8 @@ import (
 //	                completed a checkpoint), with its last error
 //	GET /readyz     200 once the instance is a member of its group and
 //	                every task it was given runs its job (readiness)
-//	GET /           a page showing the three below, live
+//	GET /           a page showing the three below and the tasks' recent
+//	                failures (/jobs/{job}/exceptions), live
 //	GET /instance   the instance, its group generation and its tasks
 //	GET /group      the job's instances and who holds which partition
 //	                (what onceflow status JOB.yaml prints)
