@@ -624,6 +624,13 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			}
 		}
 	}
+	var prune *joinPrune
+	if tj == nil && iv == nil && oj.kind == "" && !l.updating && !r.updating {
+		// An inner regular join of appends: its sides write only what the
+		// select after it reads (prune.go).
+		prune = &joinPrune{}
+		l.sidePrune, r.sidePrune = &sidePrune{jp: prune, side: 0}, &sidePrune{jp: prune, side: 1}
+	}
 	lcols := p.joinSide(l, lkeys, at, oj.preserved[0], oj.guards[0])
 	if lcols == nil {
 		return nil
@@ -632,7 +639,7 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	if rcols == nil {
 		return nil
 	}
-	j := &rel{branches: []*rel{l, r}, join: true}
+	j := &rel{branches: []*rel{l, r}, join: true, prune: prune}
 	for i, side := range []*rel{l, r} {
 		for n := range side.nullOut {
 			if j.nullable == nil {
@@ -860,6 +867,12 @@ func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos, preserved bool, 
 			match = and(match, &ast.IsNull{X: x, Not: true})
 		} else {
 			r.where = and(r.where, &ast.IsNull{X: x, Not: true})
+		}
+	}
+	if sp := r.sidePrune; sp != nil {
+		sp.jp.keys[sp.side] = map[string]bool{}
+		for _, k := range key {
+			sp.jp.keys[sp.side][strings.ToLower(k)] = true
 		}
 	}
 	if preserved {
