@@ -640,6 +640,7 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 		return nil
 	}
 	j := &rel{branches: []*rel{l, r}, join: true, prune: prune}
+	sides := [2][]schemaCol{l.in, r.in} // each side's select's output
 	for i, side := range []*rel{l, r} {
 		for n := range side.nullOut {
 			if j.nullable == nil {
@@ -755,6 +756,16 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			for i, name := range []string{"left-match", "right-match"} {
 				if oj.preserved[i] {
 					w.linef(at, d+2, "%s: %s", name, q(outerMatch))
+				}
+			}
+		}
+		if prune != nil {
+			// What each pruned side's kept rows hold (prune.go): known
+			// only now, once the select after the join was written.
+			for i, name := range []string{"left-columns", "right-columns"} {
+				sp := &sidePrune{jp: prune, side: i}
+				if kept := sp.kept(sides[i]); kept != nil {
+					w.linef(at, d+2, "%s: %s", name, qlist(kept))
 				}
 			}
 		}

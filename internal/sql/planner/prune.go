@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -84,6 +85,30 @@ func (jp *joinPrune) record(exprs []ast.Expr) {
 			return true
 		})
 	}
+}
+
+// kept is what the side's select writes of its columns in (its output),
+// sorted, when it writes only some: the join step's left-columns or
+// right-columns, part of its state layout, so a restore whose kept rows
+// hold other columns is refused instead of joining them with the
+// columns they lack as NULL (docs/design.md, "State across query
+// changes"). nil when the side writes them all: its rows are those of
+// an unpruned join, whose layout names no columns.
+func (s *sidePrune) kept(in []schemaCol) []string {
+	if !s.jp.known || s.jp.all[s.side] {
+		return nil
+	}
+	var names []string
+	for _, c := range in {
+		if s.keeps(c.name) {
+			names = append(names, c.name)
+		}
+	}
+	if len(names) == len(in) {
+		return nil
+	}
+	sort.Strings(names)
+	return names
 }
 
 // prunedSchema is in (a join's result's schema: the `left` and `right`
