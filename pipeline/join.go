@@ -78,6 +78,11 @@ var joinSpec = Spec{
 			Description: "The columns condition reads (`left` and `right`) and their SQL types, as a select step's schema."},
 		{Name: "retractions", Type: Bool, Example: "true",
 			Description: "Take a changelog on either input: a retraction takes its row out and retracts the joined rows it made (the output is a changelog); the state keeps each row's copies, another layout than without."},
+
+		{Name: "left-columns", Type: StringList, Example: "[ id, x ]",
+			Description: "The columns the first input's kept rows hold, when the steps before wrote only those (a SQL join's side pruned to what the query reads): it computes nothing, but it is part of the step's state layout, so a restore whose kept rows hold other columns is refused."},
+		{Name: "right-columns", Type: StringList, Example: "[ id, z ]",
+			Description: "The same for the second input."},
 	},
 	IDField: "left-key",
 	// An outer join emits retractions; a join takes them only with
@@ -87,8 +92,11 @@ var joinSpec = Spec{
 		return p.Bool("retractions"), p.Text("kind") != JoinInner || p.Bool("retractions")
 	},
 	// retractions keeps another state (a map of rows to copies), so a
-	// checkpoint of the other layout is refused, not misread.
-	StateFields: []string{"left-key", "right-key", "kind", "retractions"},
+	// checkpoint of the other layout is refused, not misread; so are kept
+	// rows that hold other columns (left-columns, right-columns: rows
+	// lacking a column the query now reads would join with it NULL,
+	// docs/design.md, "State across query changes").
+	StateFields: []string{"left-key", "right-key", "kind", "retractions", "left-columns", "right-columns"},
 	Stateful:    true,
 	Inputs:      2,
 	Validate:    func(p Params) error { return joinConfigOf(p).validate() },

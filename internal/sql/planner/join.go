@@ -624,6 +624,13 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 			}
 		}
 	}
+	var prune *joinPrune
+	if tj == nil && iv == nil && oj.kind == "" && !l.updating && !r.updating {
+		// An inner regular join of appends: its sides write only what the
+		// select after it reads (prune.go).
+		prune = &joinPrune{}
+		l.sidePrune, r.sidePrune = &sidePrune{jp: prune, side: 0}, &sidePrune{jp: prune, side: 1}
+	}
 	lcols := p.joinSide(l, lkeys, at, oj.preserved[0], oj.guards[0])
 	if lcols == nil {
 		return nil
@@ -632,7 +639,8 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 	if rcols == nil {
 		return nil
 	}
-	j := &rel{branches: []*rel{l, r}, join: true}
+	j := &rel{branches: []*rel{l, r}, join: true, prune: prune}
+	sides := [2][]schemaCol{l.in, r.in} // each side's select's output
 	for i, side := range []*rel{l, r} {
 		for n := range side.nullOut {
 			if j.nullable == nil {
@@ -751,6 +759,16 @@ func (p *planner) joinRels(at ast.Pos, l, r *rel, lkeys, rkeys []ast.Expr, ttl j
 				}
 			}
 		}
+		if prune != nil {
+			// What each pruned side's kept rows hold (prune.go): known
+			// only now, once the select after the join was written.
+			for i, name := range []string{"left-columns", "right-columns"} {
+				sp := &sidePrune{jp: prune, side: i}
+				if kept := sp.kept(sides[i]); kept != nil {
+					w.linef(at, d+2, "%s: %s", name, qlist(kept))
+				}
+			}
+		}
 		w.linef(ttl.leftAt, d+2, "ttl: %s", goDuration(ttl.left))
 		if ttl.right != ttl.left {
 			w.linef(ttl.rightAt, d+2, "right-ttl: %s", goDuration(ttl.right))
@@ -860,6 +878,12 @@ func (p *planner) joinSide(r *rel, keys []ast.Expr, at ast.Pos, preserved bool, 
 			match = and(match, &ast.IsNull{X: x, Not: true})
 		} else {
 			r.where = and(r.where, &ast.IsNull{X: x, Not: true})
+		}
+	}
+	if sp := r.sidePrune; sp != nil {
+		sp.jp.keys[sp.side] = map[string]bool{}
+		for _, k := range key {
+			sp.jp.keys[sp.side][strings.ToLower(k)] = true
 		}
 	}
 	if preserved {

@@ -75,6 +75,11 @@ type rel struct {
 	// straight from such a member (outerKeyNotNull).
 	nullable map[string]bool
 	nullOut  map[string]bool
+	// prune, on a regular join's result, collects what the select reading
+	// it uses of its sides; sidePrune, on a side, is consulted by the
+	// side's select (prune.go).
+	prune     *joinPrune
+	sidePrune *sidePrune
 	// csv is set while the records are a csv table's values, before the
 	// first select step reads them into JSON rows.
 	csv *csvFormat

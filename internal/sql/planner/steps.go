@@ -18,6 +18,25 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 	if len(p.errs) > 0 {
 		return nil // the columns are not all known: typing them would repeat the errors
 	}
+	p.simplifyCases(r) // prune.go
+	var sp *sidePrune  // a regular join's side: what its reader uses (prune.go)
+	sp, r.sidePrune = r.sidePrune, nil
+	jprune := r.prune // a join's result read by this select
+	r.prune = nil
+	if jprune != nil {
+		if len(r.steps) == 1 { // right after the join step
+			exprs := []ast.Expr{r.where}
+			for _, c := range r.cols {
+				exprs = append(exprs, c.expr)
+			}
+			if r.pair != nil {
+				exprs = append(exprs, r.pair.cond)
+			}
+			jprune.record(exprs)
+		} else {
+			jprune.known = false
+		}
+	}
 	types, out := p.typeColumns(r, key, at)
 	if out == nil {
 		return nil
@@ -32,6 +51,9 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 			if cdc {
 				w.linef(at, d+2, "format: debezium-json")
 			}
+			if jprune != nil && jprune.known {
+				in = jprune.prunedSchema(in)
+			}
 			w.linef(at, d+2, "schema:")
 			for _, c := range in {
 				t := c.typ.String()
@@ -42,6 +64,9 @@ func (p *planner) materialize(r *rel, key []string, at ast.Pos) map[string]*ast.
 			}
 			w.linef(at, d+2, "columns:")
 			for _, c := range cols {
+				if sp != nil && !sp.keeps(c.name) {
+					continue // no reader after the join uses it
+				}
 				w.linef(c.expr.Position(), d+3, "%s: %s", q(c.name), q(c.expr.String()))
 			}
 			if where != nil {
