@@ -80,7 +80,7 @@ var joinSpec = Spec{
 			Description: "Take a changelog on either input: a retraction takes its row out and retracts the joined rows it made (the output is a changelog); the state keeps each row's copies, another layout than without."},
 
 		{Name: "left-columns", Type: StringList, Example: "[ id, x ]",
-			Description: "The columns the first input's kept rows hold, when the steps before wrote only those (a SQL join's side pruned to what the query reads): it computes nothing, but it is part of the step's state layout, so a restore whose kept rows hold other columns is refused."},
+			Description: "The columns the first input's kept rows hold, when the steps before wrote only those (a SQL join's side pruned to what the query reads): it computes nothing, but it is part of the step's state layout, so a restore whose kept rows lack a column it names is refused (rows holding more serve)."},
 		{Name: "right-columns", Type: StringList, Example: "[ id, z ]",
 			Description: "The same for the second input."},
 	},
@@ -96,10 +96,11 @@ var joinSpec = Spec{
 	// rows that hold other columns (left-columns, right-columns: rows
 	// lacking a column the query now reads would join with it NULL,
 	// docs/design.md, "State across query changes").
-	StateFields: []string{"left-key", "right-key", "kind", "retractions", "left-columns", "right-columns"},
-	Stateful:    true,
-	Inputs:      2,
-	Validate:    func(p Params) error { return joinConfigOf(p).validate() },
+	StateFields:  []string{"left-key", "right-key", "kind", "retractions", "left-columns", "right-columns"},
+	SubsetFields: []string{"left-columns", "right-columns"},
+	Stateful:     true,
+	Inputs:       2,
+	Validate:     func(p Params) error { return joinConfigOf(p).validate() },
 	Props: func(p Params) Props {
 		c := joinConfigOf(p)
 		return Props{Key: c.LeftKey, RightKey: c.RightKey, Keys: KeysLost, StateBound: c.ttlText()}

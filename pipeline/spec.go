@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -49,6 +50,13 @@ type Spec struct {
 	// across query changes"). Fields that only bound or route the state
 	// (ttl, late-topic) are not among them. Nil: not checked.
 	StateFields []string
+	// SubsetFields, among StateFields, name string-list fields that say
+	// which columns the state's rows hold (a pruned join side's kept
+	// rows): rows holding more serve a job that reads fewer, so a restore
+	// whose checkpoint names a superset, or none (rows of every column),
+	// is accepted. StateLayout writes them last, marked (~name=[...]),
+	// and the engine compares them as sets (engine.LayoutCompatible).
+	SubsetFields []string
 	// Stateful tells whether the operator keeps keyed state under the
 	// step's id (Build returns an Operator with Process), or none (Map).
 	Stateful bool
@@ -352,7 +360,12 @@ func (s Spec) StateLayout(p Params) string {
 	}
 	var b strings.Builder
 	b.WriteString(s.Name)
+	var subsets []string
 	for _, f := range s.StateFields {
+		if slices.Contains(s.SubsetFields, f) {
+			subsets = append(subsets, f)
+			continue
+		}
 		// A field at its default (or, without one, at its zero value) is
 		// left out, so a field added to a spec later does not change the
 		// layout of steps that leave it, nor one written as its default.
@@ -388,6 +401,18 @@ func (s Spec) StateLayout(p Params) string {
 		default:
 			fmt.Fprint(&b, v)
 		}
+	}
+	for _, f := range subsets {
+		// A subset field: a sorted column list, written as JSON so a
+		// column's name may hold any character (engine.LayoutCompatible).
+		cols := p.List(f)
+		if len(cols) == 0 {
+			continue
+		}
+		cols = slices.Clone(cols)
+		slices.Sort(cols)
+		js, _ := json.Marshal(cols)
+		fmt.Fprintf(&b, " ~%s=%s", f, js)
 	}
 	return b.String()
 }

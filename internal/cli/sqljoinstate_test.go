@@ -23,7 +23,8 @@ import (
 // select after it reads, so the rows it keeps hold only those. A query
 // that reads the same columns otherwise goes on from the checkpoint; one
 // that reads another column of a side is refused naming the join, not
-// run with that column NULL in the joins of the rows kept before.
+// run with that column NULL in the joins of the rows kept before; one
+// that reads fewer goes on.
 func TestSQLJoinStateAcrossPruning(t *testing.T) {
 	c := kafkatest.Start(t, broker.Config{})
 	for _, topic := range []string{"ta", "tb", "joined"} {
@@ -126,4 +127,12 @@ INSERT INTO joined %[4]s;
 		t.Fatalf("run reading another column of a side: exit %d (rows %v), want the restore refused naming the join and its columns\n%s", code, rows(), stderr)
 	}
 	t.Logf("refused: %s", stderr[strings.Index(stderr, "checkpoint"):])
+	// Reading fewer columns: the kept rows hold more than it needs, and
+	// a's rows 4 and 5 join b's.
+	if code, stderr := run(6, "id BIGINT, z STRING", "SELECT a.id, b.z FROM a JOIN b ON a.id = b.id"); code != 0 {
+		t.Fatalf("run reading fewer columns: exit %d\n%s", code, stderr)
+	}
+	if got := rows(); len(got) != 6 || got[5]["id"] != float64(5) || got[5]["z"] != "z5" {
+		t.Fatalf("rows after the run reading fewer columns: %v, want row 5 joined with z5", got)
+	}
 }

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Graph is a job definition: its configuration and its operators in
@@ -93,8 +96,69 @@ func UID(uid string) NodeOption { return func(n *Node) { n.uid = uid } }
 // as the job now builds it (an aggregate's functions, a window's size):
 // the manifest records it per operator, and a restore refuses a
 // checkpoint whose layout differs (docs/design.md, "State across query
-// changes"). Empty: not checked.
+// changes"). Empty: not checked. A layout may end in subset parts,
+// ` ~name=["a","b"]` (LayoutCompatible).
 func StateLayout(layout string) NodeOption { return func(n *Node) { n.layout = layout } }
+
+// LayoutCompatible says whether state a checkpoint kept with layout
+// checkpoint can be read by an operator whose layout is now job. Equal
+// layouts are; so are layouts that differ only in their subset parts
+// (` ~name=<JSON list>`, written last: the columns the state's rows
+// hold), when for each of the job's the checkpoint's part names every
+// column of it, or is absent (rows of every column): rows that hold
+// more serve a reader of fewer. A subset part the checkpoint has and
+// the job lacks (the job reads every column now) is not compatible.
+func LayoutCompatible(checkpoint, job string) bool {
+	if checkpoint == job {
+		return true
+	}
+	cBase, cSubs, ok1 := splitLayout(checkpoint)
+	jBase, jSubs, ok2 := splitLayout(job)
+	if !ok1 || !ok2 || cBase != jBase {
+		return false
+	}
+	for name, have := range cSubs {
+		need, ok := jSubs[name]
+		if !ok {
+			return false
+		}
+		for _, col := range need {
+			if !slices.Contains(have, col) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// splitLayout splits a layout into what precedes its subset parts and
+// those parts by name; ok is false for a subset part that does not parse.
+func splitLayout(l string) (base string, subs map[string][]string, ok bool) {
+	i := strings.Index(l, " ~")
+	if i < 0 {
+		return l, nil, true
+	}
+	base, rest := l[:i], l[i:]
+	subs = map[string][]string{}
+	for rest != "" {
+		if !strings.HasPrefix(rest, " ~") {
+			return "", nil, false
+		}
+		eq := strings.IndexByte(rest, '=')
+		if eq < 0 {
+			return "", nil, false
+		}
+		name := rest[2:eq]
+		dec := json.NewDecoder(strings.NewReader(rest[eq+1:]))
+		var cols []string
+		if err := dec.Decode(&cols); err != nil {
+			return "", nil, false
+		}
+		subs[name] = cols
+		rest = rest[eq+1+int(dec.InputOffset()):]
+	}
+	return base, subs, true
+}
 
 // Name sets the node's display name.
 func Name(name string) NodeOption { return func(n *Node) { n.name = name } }

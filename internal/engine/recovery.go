@@ -213,7 +213,7 @@ func (j *RunningJob) checkRestore(m *storage.Manifest) error {
 			missing = append(missing, uid)
 			continue
 		}
-		if op.Layout != "" && n.layout != "" && op.Layout != n.layout {
+		if op.Layout != "" && n.layout != "" && !LayoutCompatible(op.Layout, n.layout) {
 			if !j.cfg.AllowNonRestored {
 				return fmt.Errorf("%w: checkpoint %d in %s holds the state of operator %q kept as\n  %s\nand the job's operator %q now keeps it as\n  %s\nso that state cannot be read into it (a changed aggregate, key, window, ranking or join's kept columns: docs/design.md, \"State across query changes\"). Undo the change to go on from the checkpoint, or start that operator with empty state (--allow-non-restored-state, flow.AllowNonRestoredState: it drops that operator's state and keeps every other's)",
 					ErrRestoreRefused, m.CheckpointID, m.Dir, uid, op.Layout, uid, n.layout)
