@@ -190,6 +190,7 @@ func (r *Runtime) SnapshotChanges() (map[int][]byte, bool, error) {
 	out := make(map[int][]byte)
 	now := s.now().UnixMilli()
 	var buf []byte
+	changed := 0
 	for local := 0; local < s.groups(); local++ {
 		var blob []byte
 		for _, t := range s.tables {
@@ -200,6 +201,7 @@ func (r *Runtime) SnapshotChanges() (map[int][]byte, bool, error) {
 			}
 			slices.Sort(keys)
 			keys = slices.Compact(keys)
+			changed += len(keys)
 			buf = append(buf[:0], t.(tracked).kind())
 			buf = binary.AppendUvarint(buf, uint64(len(keys)))
 			for _, k := range keys {
@@ -224,7 +226,29 @@ func (r *Runtime) SnapshotChanges() (map[int][]byte, bool, error) {
 	for _, t := range s.tables {
 		t.(tracked).changeLog().n = 0
 	}
+	s.changedKeys = changed
 	return out, true, nil
+}
+
+// ChangedKeys is the number of record keys the last SnapshotChanges wrote
+// (a key counts once per table that changed it).
+func (r *Runtime) ChangedKeys() int { return r.sc.changedKeys }
+
+// LiveKeys is the number of record keys the heap's tables hold (a key
+// counts once per table holding it), as ChangedKeys counts them; 0 with a
+// Backend.
+func (r *Runtime) LiveKeys() int {
+	s := r.sc
+	if s.backend != nil {
+		return 0
+	}
+	n := 0
+	for _, t := range s.tables {
+		if tt, ok := t.(tracked); ok {
+			n += tt.liveKeys()
+		}
+	}
+	return n
 }
 
 // RestoreChanges applies deltas that SnapshotChanges wrote over restored

@@ -352,3 +352,39 @@ func TestUnchanged(t *testing.T) {
 		t.Fatal("unchanged after a Clear")
 	}
 }
+
+// ChangedKeys counts the record keys a delta wrote, each once however
+// often it was written; LiveKeys the keys the state holds, counted alike.
+func TestChangedAndLiveKeys(t *testing.T) {
+	rt := state.NewRuntime(0, 7, 8, nil, nil)
+	v := state.NewValue[int64](rt.Store(), "n")
+	m := state.NewMap[string, int64](rt.Store(), "m")
+	rt.Seal()
+	rt.TrackChanges()
+	if _, err := rt.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "a", "c", "a"} {
+		rt.SetKey(k)
+		v.Set(1)
+	}
+	rt.SetKey("a")
+	m.Put("x", 1)
+	if _, ok, err := rt.SnapshotChanges(); !ok || err != nil {
+		t.Fatalf("SnapshotChanges: %v, %v", ok, err)
+	}
+	if got := rt.ChangedKeys(); got != 4 {
+		t.Errorf("ChangedKeys = %d, want 4 (a, b, c in n; a in m)", got)
+	}
+	if got := rt.LiveKeys(); got != 4 {
+		t.Errorf("LiveKeys = %d, want 4", got)
+	}
+	rt.SetKey("b")
+	v.Clear()
+	if _, ok, err := rt.SnapshotChanges(); !ok || err != nil {
+		t.Fatalf("SnapshotChanges: %v, %v", ok, err)
+	}
+	if got, live := rt.ChangedKeys(), rt.LiveKeys(); got != 1 || live != 3 {
+		t.Errorf("after clearing b: ChangedKeys = %d, LiveKeys = %d, want 1 and 3", got, live)
+	}
+}

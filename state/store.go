@@ -47,6 +47,7 @@ type scope struct {
 	orphanNames         map[string]bool
 	ttl                 bool // a handle has a TTL: Sweep has work
 	tracking            bool // heap tables log their writes (TrackChanges)
+	changedKeys         int  // record keys the last SnapshotChanges wrote
 }
 
 // NewRuntime returns keyed state for the key groups first..last (inclusive)

@@ -27,7 +27,10 @@ import (
 //   - when it holds heapMaxDeltas deltas, or its deltas add up to more
 //     bytes than its full snapshot (and than heapMinDeltaBytes, so that a
 //     small state is not written whole at every checkpoint while it
-//     grows): a restore reads at most about twice the state, and the
+//     grows) and its files write more than twice the record keys the
+//     state holds (deltas of new keys add to both: a growing state's
+//     chain is the state itself, and a full snapshot would bound
+//     nothing): a restore reads at most about twice the state, and the
 //     store holds at most about twice the state per subtask. At its next
 //     change, not at an idle checkpoint (heapChain.wantsFull);
 //   - with TTL state, heapTTLAge checkpoints after its full snapshot, as
@@ -52,6 +55,11 @@ type heapChain struct {
 	deltas     int   // deltas since the full snapshot
 	baseBytes  int64 // payload bytes of the full snapshot
 	deltaBytes int64 // payload bytes of the deltas since
+	// chainKeys is the record keys the chain's files write, the full
+	// snapshot's and each delta's (-1: not known, a restored chain);
+	// liveKeys the state's at the last checkpoint.
+	chainKeys int
+	liveKeys  int
 	age        int   // checkpoints since the full snapshot
 	restart    bool  // the next checkpoint writes a full snapshot
 	seq        int   // files written by this chain's subtask
@@ -80,6 +88,7 @@ func (att *attempt) checkpointHeap(cp int64, n *Node, subtask, part int, s *stat
 	ch.mu.Lock()
 	broken := ch.broken
 	ch.mu.Unlock()
+	ch.liveKeys = s.LiveKeys()
 	full := ch.wantsFull(broken, s.HasTTL(), s.Unchanged())
 	var groups map[int][]byte
 	if !full {
@@ -98,11 +107,15 @@ func (att *attempt) checkpointHeap(cp int64, n *Node, subtask, part int, s *stat
 		groups = snap
 		ch.deltas, ch.deltaBytes, ch.age, ch.restart = 0, 0, 0, false
 		ch.baseBytes = payloadBytes(groups)
+		ch.chainKeys = ch.liveKeys
 	} else {
 		ch.age++
 		if len(groups) > 0 {
 			ch.deltas++
 			ch.deltaBytes += payloadBytes(groups)
+			if ch.chainKeys >= 0 {
+				ch.chainKeys += s.ChangedKeys()
+			}
 		}
 	}
 	var name string
@@ -157,7 +170,19 @@ func (ch *heapChain) wantsFull(broken, ttl, idle bool) bool {
 	case idle:
 		return false
 	}
-	return ch.deltas >= heapMaxDeltas || ch.deltaBytes > max(ch.baseBytes, heapMinDeltaBytes)
+	if ch.deltas >= heapMaxDeltas {
+		return true
+	}
+	if ch.deltaBytes <= max(ch.baseBytes, heapMinDeltaBytes) {
+		return false
+	}
+	// The deltas outweigh the full snapshot. While the state only grows
+	// (deltas of new keys) the chain is the state itself, written once:
+	// a full snapshot would bound nothing. So with the chain's keys
+	// known, it starts again only when they are more than twice the
+	// state's: the keys overwritten, not the keys added, make a restore
+	// read more than the state.
+	return ch.chainKeys < 0 || ch.chainKeys > 2*ch.liveKeys
 }
 
 func payloadBytes(groups map[int][]byte) int64 {
@@ -294,6 +319,7 @@ func (ch *heapChain) inherit(files []storage.DBFile) {
 	ch.deltas = len(files) - 1
 	ch.age = ch.deltas
 	ch.baseBytes = files[0].Size
+	ch.chainKeys = -1 // a restored chain's: judged by its bytes
 	for _, f := range files[1:] {
 		ch.deltaBytes += f.Size
 	}
