@@ -60,9 +60,9 @@ type heapChain struct {
 	// liveKeys the state's at the last checkpoint.
 	chainKeys int
 	liveKeys  int
-	age        int   // checkpoints since the full snapshot
-	restart    bool  // the next checkpoint writes a full snapshot
-	seq        int   // files written by this chain's subtask
+	age       int  // checkpoints since the full snapshot
+	restart   bool // the next checkpoint writes a full snapshot
+	seq       int  // files written by this chain's subtask
 
 	// The asynchronous writes of one chain run one after the other, each
 	// after the one before it (prev), so each knows the files stored
