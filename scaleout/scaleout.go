@@ -99,7 +99,8 @@ type Config struct {
 	// "RepartitionPartitions" (the job-file runner names its YAML key).
 	RepartitionSetting string
 	// FromSavepoint is a job savepoint to start from (Instance.Savepoint
-	// took it; its directory holds job-savepoint.json): each task starts
+	// took it; its directory, or its location in the SavepointPlace such
+	// as s3://bucket/key, holds job-savepoint.json): each task starts
 	// from its entry there, then from its own newer checkpoints (a task's
 	// checkpoints record the savepoint they descend from). Give it to
 	// every instance of the start. A savepoint of another job, other
