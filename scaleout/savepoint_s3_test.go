@@ -30,7 +30,8 @@ var _ scaleout.SavepointPlace = (*s3ckpt.Place)(nil)
 // storage (docs/design.md, "Savepoints of the whole job"): the request,
 // the tasks' results, the manifest, the restore markers and the tasks'
 // savepoints all live in the bucket, under <prefix>/<job>.savepoints/.
-// A count of two stages stops with a savepoint on two instances, starts
+// A count of two stages takes a running savepoint (a pause) and then
+// stops with a savepoint on two instances, starts
 // from it on one, stops with a savepoint again (into a named s3://
 // location) and starts from that on three: every key's counts come out
 // exactly 1..n, read committed, so each restore carried every task's
@@ -167,6 +168,17 @@ func TestJobSavepointInObjectStorage(t *testing.T) {
 	a, b := start("a", ""), start("b", "")
 	spread("run 1", a, b)
 	caughtUp("run 1")
+	// A running savepoint first: the stages pause in turn, take theirs
+	// (uploaded) and run on.
+	sp0, err := b.in.Savepoint(t.Context(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := scaleout.LoadJobSavepointFrom(place, sp0); err != nil || m.Kind != "savepoint" || len(m.Tasks) != 5 {
+		t.Fatalf("the running savepoint %s: %v, %+v", sp0, err, m)
+	}
+	produce(100)
+	caughtUp("run 1, after the running savepoint")
 	sp1, _ := stopWithSavepoint("run 1", a, "", a, b)
 	if !strings.HasPrefix(sp1, url+"/s3sp.savepoints/savepoint-") {
 		t.Errorf("the default job savepoint is %s; want it under %s/s3sp.savepoints/", sp1, url)
