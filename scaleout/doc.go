@@ -48,7 +48,8 @@
 // Instance.Savepoint takes a savepoint of the whole job, every task of
 // every stage on whichever instance runs it, asked at any one instance
 // (the instances carry the request through the shared checkpoint
-// directory); with stop the stages stop one after the other, each after
+// directory, or with checkpoints in object storage through that storage,
+// Config.SavepointPlace, which keeps the savepoint too); with stop the stages stop one after the other, each after
 // reading its repartition topic to the end the one before left, and
 // every instance's Run returns. Config.FromSavepoint, given to every
 // instance of a later start at any instance count, restores it

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,11 +22,13 @@ import (
 )
 
 // Job savepoints (docs/design.md, "Scale-out", "Savepoints of the whole
-// job"). The instances share nothing but Kafka and the checkpoint
-// directory, so that directory carries the request: the instance asked
-// for a savepoint (the coordinator) writes <Checkpoints>/<Job>.savepoints/
+// job"). The instances share nothing but Kafka and where their
+// checkpoints are, so that place (a SavepointPlace: the checkpoint
+// directory, or object storage) carries the request: the instance asked
+// for a savepoint (the coordinator) writes <Root>/<Job>.savepoints/
 // request.json; every instance reads it twice a second and savepoints
-// its tasks of the request's stage into <dir>/<task>, then writes
+// its tasks of the request's stage into <dir>/<task> (in object storage:
+// into a local directory, then uploaded), then writes
 // <dir>/tasks/<task>.json. The coordinator waits for every task of the
 // stage (the partitions of its topics), bounded, and at the end writes
 // <dir>/job-savepoint.json, the job savepoint's manifest, which a start
@@ -45,7 +49,8 @@ type JobSavepoint struct {
 	Stages []SavepointStage `json:"stages"`
 	// Tasks are the tasks' savepoints, by stage, topic and partition.
 	Tasks []SavepointTask `json:"tasks"`
-	// Dir is the directory the manifest was read from (not stored).
+	// Dir is the location the manifest was read from (not stored): a
+	// directory, or a URL such as s3://bucket/key.
 	Dir string `json:"-"`
 }
 
@@ -137,15 +142,22 @@ func (r *spRequest) pausedFrom(now time.Time, stages int) int {
 // (<dir>/tasks/<task>.json).
 type spResult = SavepointTask
 
-// controlDir is where the requests are: in the shared checkpoint
-// directory, next to the tasks' own (which are named <job>-<topic>-<n>).
+// controlDir is where the requests are: in the savepoint place, next to
+// the tasks' checkpoints (which are named <job>-<topic>-<n>).
 func (in *Instance) controlDir() string {
-	return filepath.Join(in.cfg.Checkpoints, in.cfg.Job+".savepoints")
+	return in.place.Join(in.place.Root(), in.cfg.Job+".savepoints")
+}
+
+// errNoPlace says why a job savepoint cannot be taken or restored: the
+// instance has no savepoint place.
+func (in *Instance) errNoPlace(what string) error {
+	return fmt.Errorf("scale-out: %s needs a place every instance reaches for the savepoint's files, and this job keeps its checkpoints in %s (Config.CheckpointStorage) without one: set Config.SavepointPlace (s3.SavepointPlace of package checkpoint/s3, for the same bucket and prefix; a job file's runner does), or stop the instances instead (each task stops with a final checkpoint, and a later start at any instance count resumes them)", what, in.cfg.Checkpoints)
 }
 
 func (in *Instance) readRequest() (*spRequest, error) {
-	b, err := os.ReadFile(filepath.Join(in.controlDir(), "request.json"))
-	if errors.Is(err, os.ErrNotExist) {
+	loc := in.place.Join(in.controlDir(), "request.json")
+	b, err := in.place.ReadFile(loc)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -153,9 +165,18 @@ func (in *Instance) readRequest() (*spRequest, error) {
 	}
 	var r spRequest
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("savepoint request %s: %w", filepath.Join(in.controlDir(), "request.json"), err)
+		return nil, fmt.Errorf("savepoint request %s: %w", loc, err)
 	}
 	return &r, nil
+}
+
+// writeJSON writes v as loc of the place, atomically.
+func (in *Instance) writeJSON(loc string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return in.place.WriteFile(loc, append(b, '\n'))
 }
 
 // writeJSONFile writes v to path atomically (a temporary file renamed).
@@ -176,16 +197,19 @@ func writeJSONFile(path string, v any) error {
 }
 
 func (in *Instance) writeRequest(r *spRequest) error {
-	if err := os.MkdirAll(in.controlDir(), 0o755); err != nil {
-		return err
-	}
-	return writeJSONFile(filepath.Join(in.controlDir(), "request.json"), r)
+	return in.writeJSON(in.place.Join(in.controlDir(), "request.json"), r)
 }
 
+// resultPath is a task's result in the job savepoint dir of a directory
+// place.
 func resultPath(dir, task string) string { return filepath.Join(dir, "tasks", task+".json") }
 
-func readResult(dir, task string) (*spResult, bool) {
-	b, err := os.ReadFile(resultPath(dir, task))
+func (in *Instance) resultLoc(dir, task string) string {
+	return in.place.Join(dir, "tasks", task+".json")
+}
+
+func (in *Instance) readResult(dir, task string) (*spResult, bool) {
+	b, err := in.place.ReadFile(in.resultLoc(dir, task))
 	if err != nil {
 		return nil, false
 	}
@@ -199,7 +223,9 @@ func readResult(dir, task string) (*spResult, bool) {
 // Savepoint takes a savepoint of the whole job, every task of every
 // stage whichever instance runs it, into dir (default
 // <Checkpoints>/<Job>.savepoints/savepoint-<time>; a directory every
-// instance reaches), and returns dir once its manifest is written. With
+// instance reaches, or with checkpoints in object storage a location
+// there such as s3://bucket/key), and returns dir once its manifest is
+// written. With
 // stop, the job stops with it: the stages stop one after the other, each
 // after it read its repartition topic to the end the stage before left,
 // so nothing sits between them; then every instance's Run returns nil.
@@ -221,8 +247,8 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 		kind = "stop"
 	}
 	switch {
-	case cfg.CheckpointStorage != nil:
-		return "", fmt.Errorf("scale-out: a savepoint of the whole job needs a checkpoint directory every instance mounts (Config.Checkpoints, state.checkpoints), which carries the request to the instances and holds the tasks' savepoints; this job keeps its checkpoints in %s: stop the instances instead (each task stops with a final checkpoint, and a later start at any instance count resumes them)", cfg.Checkpoints)
+	case in.place == nil:
+		return "", in.errNoPlace("a savepoint of the whole job")
 	case in.membership() == nil:
 		return "", errors.New("scale-out: the instance has not joined its group yet; try again")
 	}
@@ -233,17 +259,19 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 		return "", fmt.Errorf("scale-out: job savepoint %s (%s, asked at instance %s, into %s) is in progress: wait for it (until %s at the latest)", cur.ID, cur.Kind, cur.By, cur.Dir, cur.Deadline.Format(time.RFC3339))
 	}
 	if dir == "" {
-		dir = filepath.Join(in.controlDir(), "savepoint-"+now.UTC().Format("20060102T150405.000Z"))
+		dir = in.place.Join(in.controlDir(), "savepoint-"+now.UTC().Format("20060102T150405.000Z"))
 	}
-	dir, err := filepath.Abs(dir)
+	dir, err := in.place.Locate(dir)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("scale-out: savepoint: %w", err)
 	}
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return "", fmt.Errorf("scale-out: savepoint directory %s is not empty: name a new one", dir)
+	if ents, err := in.place.List(dir); err != nil {
+		return "", fmt.Errorf("scale-out: savepoint location %s: %w", dir, err)
+	} else if len(ents) > 0 {
+		return "", fmt.Errorf("scale-out: savepoint location %s is not empty: name a new one", dir)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
-		return "", fmt.Errorf("scale-out: savepoint directory: %w", err)
+	if err := in.place.MakeDir(in.place.Join(dir, "tasks")); err != nil {
+		return "", fmt.Errorf("scale-out: savepoint location: %w", err)
 	}
 	// The tasks of each stage: every partition of its topics.
 	cl, err := cfg.Client.NewClient()
@@ -358,7 +386,7 @@ func (in *Instance) Savepoint(ctx context.Context, dir string, stop bool) (strin
 		}
 		return int(a.Partition - b.Partition)
 	})
-	if err := writeJSONFile(filepath.Join(dir, SavepointManifestName), manifest); err != nil {
+	if err := in.writeJSON(in.place.Join(dir, SavepointManifestName), manifest); err != nil {
 		return fail(fmt.Errorf("scale-out: write the job savepoint's manifest: %w", err))
 	}
 	req.State = "completed"
@@ -377,17 +405,24 @@ func (in *Instance) awaitResults(ctx context.Context, req *spRequest, want []kaf
 	deadline := time.Now().Add(bound)
 	var last int64 = -1
 	nextLook := time.Now()
+	// A task's result, once written, stays: each look reads the missing
+	// ones only (a request each, in object storage).
+	have := map[string]SavepointTask{}
 	for {
 		var missing []string
 		var got []SavepointTask
 		for _, p := range want {
 			name := TaskName(in.cfg.Job, p)
-			r, ok := readResult(req.Dir, name)
+			r, ok := have[name]
 			if !ok {
-				missing = append(missing, name)
-				continue
+				rp, found := in.readResult(req.Dir, name)
+				if !found {
+					missing = append(missing, name)
+					continue
+				}
+				r, have[name] = *rp, *rp
 			}
-			got = append(got, *r)
+			got = append(got, r)
 		}
 		if len(missing) == 0 {
 			m.Tasks = append(m.Tasks, got...)
@@ -467,7 +502,7 @@ func checkDrained(ctx context.Context, adm *kadm.Client, group string, drain []s
 // resumes the tasks a failed stop had stopped, and ends the instance
 // when a stop it took part in completed.
 func (in *Instance) watchSavepoints(quit <-chan struct{}) {
-	if in.cfg.CheckpointStorage != nil {
+	if in.place == nil {
 		return
 	}
 	tk := time.NewTicker(500 * time.Millisecond)
@@ -486,6 +521,9 @@ func (in *Instance) watchSavepoints(quit <-chan struct{}) {
 }
 
 func (in *Instance) pollSavepoints() {
+	if in.place == nil {
+		return
+	}
 	r, err := in.readRequest()
 	if err != nil {
 		in.log.Warn("cannot read the savepoint request", "err", err)
@@ -527,7 +565,7 @@ func (in *Instance) pollSavepoints() {
 			if busy {
 				continue
 			}
-			if _, done := readResult(r.Dir, t.Name); done {
+			if _, done := in.readResult(r.Dir, t.Name); done {
 				continue
 			}
 			go in.taskSavepoint(r, t, key)
@@ -556,6 +594,9 @@ func (in *Instance) pollSavepoints() {
 // stays stopped. The request is read afresh: an instance that left after
 // the stop completed hands its partitions to the others.
 func (in *Instance) blockedBySavepoint(name string, stage int) (request string) {
+	if in.place == nil {
+		return ""
+	}
 	r, err := in.readRequest()
 	if err != nil || r == nil || r.Job != in.cfg.Job || !r.staged() {
 		return ""
@@ -569,7 +610,7 @@ func (in *Instance) blockedBySavepoint(name string, stage int) (request string) 
 	case !r.active(now) && !(r.State == "completed" && in.spSeen[r.ID]):
 		return ""
 	}
-	if _, done := readResult(r.Dir, name); !done {
+	if _, done := in.readResult(r.Dir, name); !done {
 		return ""
 	}
 	in.spSeen[r.ID] = true // so its failure starts the task (resumeStopped)
@@ -679,13 +720,20 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 	}()
 	// A stop, and a pause, take the savepoint with the task's stop.
 	stop := r.staged()
-	loc := filepath.Join(r.Dir, t.Name)
+	loc := in.place.Join(r.Dir, t.Name)
+	// The flow savepoint is taken into a directory: loc itself, or in
+	// object storage a local one that is uploaded to loc.
+	local, direct := in.place.LocalPath(loc)
+	if !direct {
+		local = filepath.Join(in.stateDir, transferDir, "upload-"+r.ID+"-"+t.Name)
+		defer os.RemoveAll(local)
+	}
 	log := in.log.With("task", t.Name, "request", r.ID)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			time.Sleep(300 * time.Millisecond)
 		}
-		if _, done := readResult(r.Dir, t.Name); done || t.stopped.Load() || !r.active(time.Now()) {
+		if _, done := in.readResult(r.Dir, t.Name); done || t.stopped.Load() || !r.active(time.Now()) {
 			return
 		}
 		if cur, err := in.readRequest(); err != nil || cur == nil || cur.ID != r.ID || !cur.active(time.Now()) {
@@ -702,7 +750,7 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 				continue
 			}
 		}
-		_ = os.RemoveAll(loc) // an earlier attempt's leftovers
+		_ = os.RemoveAll(local) // an earlier attempt's leftovers
 		ctx, cancel := context.WithTimeout(context.Background(), min(time.Until(r.Deadline), in.cfg.StopTimeout+10*time.Second))
 		var err error
 		var path string
@@ -710,9 +758,9 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 			t.mu.Lock()
 			t.savepointed, t.paused = r.ID, r.Pause
 			t.mu.Unlock()
-			path, err = job.StopWithSavepoint(ctx, loc)
+			path, err = job.StopWithSavepoint(ctx, local)
 		} else {
-			path, err = job.TriggerSavepoint(ctx, loc)
+			path, err = job.TriggerSavepoint(ctx, local)
 		}
 		cancel()
 		if err != nil {
@@ -728,15 +776,46 @@ func (in *Instance) taskSavepoint(r *spRequest, t *Task, key string) {
 		}
 		res := spResult{Task: t.Name, Stage: t.Stage, Topic: t.Partition.Topic, Partition: t.Partition.Partition,
 			Dir: filepath.Base(path), Instance: in.cfg.Instance, Checkpoint: job.Stats().LastCheckpoint}
-		if rel, err := filepath.Rel(r.Dir, path); err == nil {
+		if !direct {
+			// The savepoint is taken (a stopping task has stopped):
+			// only its upload is left, tried until the request ends.
+			res.Dir = t.Name
+			if !in.upload(r, path, loc, log) {
+				return
+			}
+			path = loc
+		} else if rel, err := filepath.Rel(r.Dir, path); err == nil {
 			res.Dir = rel
 		}
-		if err := writeJSONFile(resultPath(r.Dir, t.Name), res); err != nil {
+		if err := in.writeJSON(in.resultLoc(r.Dir, t.Name), res); err != nil {
 			log.Error("cannot record the task's savepoint", "err", err)
 			return
 		}
 		log.Info("task savepoint taken", "savepoint", path, "stop", r.Kind == "stop", "paused", r.Pause, "checkpoint", flow.CheckpointText(res.Checkpoint))
 		return
+	}
+}
+
+// transferDir is the directory under the instance's state directory
+// that holds the task savepoints on their way to and from object
+// storage (no task is named so: a task's name ends in -<partition>).
+const transferDir = "_savepoints"
+
+// upload uploads the task savepoint in the local directory path to loc,
+// trying again until it succeeds or the request r ends; false when it
+// gave up.
+func (in *Instance) upload(r *spRequest, path, loc string, log *slog.Logger) bool {
+	for attempt := 1; ; attempt++ {
+		err := in.place.Upload(path, loc)
+		if err == nil {
+			return true
+		}
+		if cur, rerr := in.readRequest(); rerr == nil && (cur == nil || cur.ID != r.ID || !cur.active(time.Now())) || !r.active(time.Now()) {
+			log.Error("cannot upload the task's savepoint; the job savepoint ended meanwhile", "savepoint", path, "to", loc, "err", err)
+			return false
+		}
+		log.Warn("cannot upload the task's savepoint; trying again", "savepoint", path, "to", loc, "err", err, "attempt", attempt)
+		time.Sleep(time.Second)
 	}
 }
 
@@ -767,19 +846,28 @@ func readTo(job *flow.Job, p kafka.Partition) int64 {
 
 // LoadJobSavepoint reads the manifest of the job savepoint in dir.
 func LoadJobSavepoint(dir string) (*JobSavepoint, error) {
-	path := filepath.Join(dir, SavepointManifestName)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s holds no job savepoint (no %s): name the directory `onceflow savepoint` or `onceflow stop` printed for this scale-out job; a savepoint that failed has no manifest", dir, SavepointManifestName)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return LoadJobSavepointFrom(DirPlace(""), dir)
+}
+
+// LoadJobSavepointFrom reads the manifest of the job savepoint at loc of
+// place p (such as s3://bucket/key in object storage).
+func LoadJobSavepointFrom(p SavepointPlace, loc string) (*JobSavepoint, error) {
+	path := p.Join(loc, SavepointManifestName)
+	b, err := p.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s holds no job savepoint (no %s): name the location `onceflow savepoint` or `onceflow stop` printed for this scale-out job; a savepoint that failed has no manifest", loc, SavepointManifestName)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("job savepoint %s: %w", path, err)
 	}
 	var m JobSavepoint
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("job savepoint %s is damaged: %w; name another savepoint", path, err)
 	}
-	m.Dir = dir
+	m.Dir = loc
 	return &m, nil
 }
 
@@ -790,11 +878,14 @@ func LoadJobSavepoint(dir string) (*JobSavepoint, error) {
 // repartition partition is read from (restoreMarker).
 func (in *Instance) loadRestore(ctx context.Context) (map[string]string, map[string]map[int32]int64, error) {
 	cfg := in.cfg
-	dir, err := filepath.Abs(cfg.FromSavepoint)
-	if err != nil {
-		return nil, nil, err
+	if in.place == nil {
+		return nil, nil, fmt.Errorf("%w: %w", in.errNoPlace("restoring a job savepoint (--from-savepoint)"), flow.ErrRestoreRefused)
 	}
-	m, err := LoadJobSavepoint(dir)
+	dir, err := in.place.Locate(cfg.FromSavepoint)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scale-out: --from-savepoint: %w: %w", err, flow.ErrRestoreRefused)
+	}
+	m, err := LoadJobSavepointFrom(in.place, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scale-out: --from-savepoint: %w: %w", err, flow.ErrRestoreRefused)
 	}
@@ -832,8 +923,9 @@ func (in *Instance) loadRestore(ctx context.Context) (map[string]string, map[str
 	}
 	out := map[string]string{}
 	for _, t := range m.Tasks {
-		out[t.Task] = filepath.Join(dir, t.Dir)
+		out[t.Task] = in.place.Join(dir, t.Dir)
 	}
+	in.restoreID = strconv.FormatInt(m.Created.UnixNano(), 10)
 	var skip map[string]map[int32]int64
 	if len(cfg.Stages) > 1 {
 		if skip, err = in.restoreMarker(ctx, cl, m); err != nil {
@@ -871,12 +963,8 @@ type restoreMarker struct {
 
 func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSavepoint) (map[string]map[int32]int64, error) {
 	cfg := in.cfg
-	if cfg.CheckpointStorage != nil {
-		return nil, fmt.Errorf("scale-out: --from-savepoint %s: restoring a job savepoint of %d stages needs Config.Checkpoints to be a directory every instance mounts (state.checkpoints), where the instances agree where the repartition topics are read from; this job keeps its checkpoints in %s: %w",
-			m.Dir, len(cfg.Stages), cfg.Checkpoints, flow.ErrRestoreRefused)
-	}
 	dir := in.controlDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := in.place.MakeDir(dir); err != nil {
 		return nil, fmt.Errorf("scale-out: --from-savepoint: %w", err)
 	}
 	var topics []string
@@ -884,13 +972,22 @@ func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSav
 		topics = append(topics, s.Topics...)
 	}
 	for range 10 {
-		names, _ := filepath.Glob(filepath.Join(dir, "restore-*.json"))
+		all, err := in.place.List(dir)
+		if err != nil {
+			return nil, fmt.Errorf("scale-out: --from-savepoint: the restore markers in %s: %w", dir, err)
+		}
+		var names []string
+		for _, n := range all {
+			if strings.HasPrefix(n, "restore-") && strings.HasSuffix(n, ".json") {
+				names = append(names, n)
+			}
+		}
 		slices.Sort(names)
 		seq := 0
 		if len(names) > 0 {
-			last := names[len(names)-1]
+			last := in.place.Join(dir, names[len(names)-1])
 			var cur restoreMarker
-			b, err := os.ReadFile(last)
+			b, err := in.place.ReadFile(last)
 			if err == nil {
 				err = json.Unmarshal(b, &cur)
 			}
@@ -903,7 +1000,7 @@ func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSav
 				in.log.Info("restoring a job savepoint: the repartition topics are read from where its restore began", "marker", last, "began", cur.At.Format(time.RFC3339), "by", cur.By)
 				return endsMap(cur.Ends), nil
 			}
-			if seq, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(last), "restore-"), ".json")); err != nil {
+			if seq, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(names[len(names)-1], "restore-"), ".json")); err != nil {
 				return nil, fmt.Errorf("scale-out: --from-savepoint: a restore marker with a malformed name: %s", last)
 			}
 		}
@@ -915,21 +1012,21 @@ func (in *Instance) restoreMarker(ctx context.Context, cl *kgo.Client, m *JobSav
 			return nil, fmt.Errorf("scale-out: --from-savepoint: the end offsets of the repartition topics %s: %w", strings.Join(topics, ", "), err)
 		}
 		mk := restoreMarker{Savepoint: m.Dir, Created: m.Created, By: cfg.Instance, At: time.Now().UTC(), Ends: drainsOf(ends)}
-		path := filepath.Join(dir, fmt.Sprintf("restore-%06d.json", seq+1))
-		tmp := fmt.Sprintf("%s.tmp-%s-%d", path, cfg.Instance, time.Now().UnixNano())
-		if err := writeJSONFile(tmp, mk); err != nil {
-			return nil, fmt.Errorf("scale-out: --from-savepoint: write the restore marker: %w", err)
+		path := in.place.Join(dir, fmt.Sprintf("restore-%06d.json", seq+1))
+		b, err := json.MarshalIndent(mk, "", "  ")
+		if err != nil {
+			return nil, err
 		}
-		// A hard link fails if the name exists: one instance writes each
-		// marker; the others read it on the next round.
-		err = os.Link(tmp, path)
-		_ = os.Remove(tmp)
-		if err == nil {
+		// An exclusive create (a hard link; a conditional PUT): one
+		// instance writes each marker, the others read it on the next
+		// round.
+		created, err := in.place.CreateFile(path, append(b, '\n'))
+		if err != nil {
+			return nil, fmt.Errorf("scale-out: --from-savepoint: write the restore marker %s: %w", path, err)
+		}
+		if created {
 			in.log.Info("restoring a job savepoint: the repartition topics are read from their ends now; what a run after the savepoint wrote there is written again by the first stage", "marker", path, "partitions", len(mk.Ends))
 			return endsMap(mk.Ends), nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("scale-out: --from-savepoint: write the restore marker: %w", err)
 		}
 	}
 	return nil, fmt.Errorf("scale-out: --from-savepoint: could not agree on a restore marker in %s with the other instances after 10 tries; try again", dir)

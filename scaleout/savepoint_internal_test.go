@@ -2,6 +2,7 @@ package scaleout
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -29,17 +30,30 @@ func testInstance(t *testing.T, stages int, opts ...func(*Config)) *Instance {
 	return in
 }
 
-// A job savepoint without a shared checkpoint directory is refused, and
-// so is one before the instance joined.
+// A job savepoint of a job whose checkpoints are in object storage
+// needs a savepoint place: without one, the savepoint and a restore are
+// refused, saying what to set. So is a savepoint before the instance
+// joined, and a URL where the place is a directory.
 func TestJobSavepointRefusals(t *testing.T) {
 	s3 := func(c *Config) { c.CheckpointStorage = flow.StopTimeout(time.Second) } // any option stands for S3 here
 	_, err := testInstance(t, 1, s3).Savepoint(context.Background(), "", true)
-	if err == nil || !strings.Contains(err.Error(), "checkpoint directory every instance mounts") {
-		t.Errorf("savepoint with object-storage checkpoints: %v; want it refused", err)
+	if err == nil || !strings.Contains(err.Error(), "set Config.SavepointPlace") {
+		t.Errorf("savepoint with object-storage checkpoints and no savepoint place: %v; want it refused, naming Config.SavepointPlace", err)
+	}
+	_, _, err = testInstance(t, 1, s3, func(c *Config) { c.FromSavepoint = "s3://b/sp" }).loadRestore(context.Background())
+	if !errors.Is(err, flow.ErrRestoreRefused) || !strings.Contains(err.Error(), "set Config.SavepointPlace") {
+		t.Errorf("restore with object-storage checkpoints and no savepoint place: %v; want it refused, naming Config.SavepointPlace", err)
+	}
+	withPlace := testInstance(t, 1, s3, func(c *Config) { c.SavepointPlace = DirPlace(t.TempDir()) })
+	if withPlace.place == nil {
+		t.Error("an instance given a savepoint place has none")
 	}
 	_, err = testInstance(t, 1).Savepoint(context.Background(), "", false)
 	if err == nil || !strings.Contains(err.Error(), "not joined") {
 		t.Errorf("savepoint before joining: %v", err)
+	}
+	if _, err := DirPlace(t.TempDir()).Locate("s3://bucket/sp"); err == nil || !strings.Contains(err.Error(), "name a directory") {
+		t.Errorf("an s3:// savepoint of a job whose checkpoints are a directory: %v", err)
 	}
 	_, err = LoadJobSavepoint(t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), SavepointManifestName) {

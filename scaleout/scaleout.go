@@ -47,6 +47,13 @@ type Config struct {
 	// …) of package checkpoint/s3, which a program links only if it
 	// imports it.
 	CheckpointStorage flow.Option
+	// SavepointPlace is where the job's savepoints (Instance.Savepoint,
+	// FromSavepoint) and the files that coordinate them are kept, a
+	// place every instance reaches; default the directory Checkpoints
+	// (DirPlace). With CheckpointStorage there is no default: set it to
+	// the same storage, s3.SavepointPlace(ctx, "s3://bucket/prefix", …)
+	// of package checkpoint/s3, or job savepoints are refused.
+	SavepointPlace SavepointPlace
 	// Stages are the job's sub-topologies, in order. The first reads the
 	// job's input topics; each later one reads one repartition topic,
 	// which an earlier stage writes with Task.Repartition. Required.
@@ -92,7 +99,8 @@ type Config struct {
 	// "RepartitionPartitions" (the job-file runner names its YAML key).
 	RepartitionSetting string
 	// FromSavepoint is a job savepoint to start from (Instance.Savepoint
-	// took it; its directory holds job-savepoint.json): each task starts
+	// took it; its directory, or its location in the SavepointPlace such
+	// as s3://bucket/key, holds job-savepoint.json): each task starts
 	// from its entry there, then from its own newer checkpoints (a task's
 	// checkpoints record the savepoint they descend from). Give it to
 	// every instance of the start. A savepoint of another job, other
@@ -154,8 +162,15 @@ type Instance struct {
 	// come before NewMembership returns.
 	joined chan struct{}
 	ran    bool
-	// restore names each task's savepoint in Config.FromSavepoint.
+	// restore names each task's savepoint in Config.FromSavepoint, a
+	// location of place.
 	restore map[string]string
+	// restoreID names the restored job savepoint's local copies (its
+	// creation time), when its place is not a filesystem.
+	restoreID string
+	// place keeps the job savepoints (Config.SavepointPlace), nil for
+	// none: they are refused.
+	place SavepointPlace
 	// skipTo is, when a job savepoint of several stages is restored,
 	// the lowest offset each repartition partition is read from
 	// (restoreMarker).
@@ -243,7 +258,11 @@ func New(cfg Config) (*Instance, error) {
 		}
 	}
 	lostWait := max(cfg.SessionTimeout, 10*time.Second)
-	return &Instance{cfg: cfg, log: cfg.Logger, lostWait: lostWait, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
+	place := cfg.SavepointPlace
+	if place == nil && cfg.CheckpointStorage == nil {
+		place = DirPlace(cfg.Checkpoints)
+	}
+	return &Instance{cfg: cfg, log: cfg.Logger, lostWait: lostWait, place: place, stateDir: filepath.Join(cfg.StateDir, cfg.Job+".instances", cfg.Instance),
 		tasks: map[kafka.Partition]*Task{}, stopping: map[kafka.Partition]*Task{}, fatal: make(chan error, 1), metrics: &taskMetrics{cols: map[*metrics.Collector]bool{}},
 		joined: make(chan struct{}), spSeen: map[string]bool{}, spWorking: map[string]bool{}, spSkipped: map[kafka.Partition]string{}, spPauses: map[string]*spRequest{}, spStopped: make(chan struct{})}, nil
 }

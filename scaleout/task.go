@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,7 +133,7 @@ func (t *Task) Logger() *slog.Logger { return t.run.log }
 // then Config.TaskOptions. Add options after them; do not replace these.
 func (t *Task) Options() []flow.Option { return t.run.opts }
 
-func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option {
+func (t *Task) options(col *metrics.Collector, hooks []flow.Hook, from string) []flow.Option {
 	cfg := t.in.cfg
 	opts := []flow.Option{flow.JobName(t.Name), flow.StateDir(t.StateDir), flow.Logger(t.run.log),
 		flow.RestartedBy(restartedBy), flow.FencedCheckpointIDs(), flow.WithHooks(col)}
@@ -140,10 +143,10 @@ func (t *Task) options(col *metrics.Collector, hooks []flow.Hook) []flow.Option 
 		opts = append(opts, flow.CheckpointsIn(cfg.Checkpoints))
 	}
 	opts = append(opts, flow.StopTimeout(cfg.StopTimeout))
-	if dir, ok := t.in.restore[t.Name]; ok {
+	if from != "" {
 		// The job savepoint's entry: the first start restores it, later
 		// ones resume the task's checkpoints that descend from it.
-		opts = append(opts, flow.FromSavepoint(dir))
+		opts = append(opts, flow.FromSavepoint(from))
 	}
 	if len(hooks) > 0 {
 		opts = append(opts, flow.WithHooks(hooks...))
@@ -353,6 +356,46 @@ func (t *Task) checkpoint() int64 {
 	return t.lastCheckpoint.Load()
 }
 
+// restoreFrom is the directory of t's entry in the job savepoint the
+// instance restores, "" for none. A savepoint in object storage is
+// downloaded into the instance's state directory first, once: every
+// start of the task names it (the engine resumes the task's own
+// checkpoints once they descend from it, which it tells by the
+// savepoint's manifest).
+func (in *Instance) restoreFrom(t *Task, log *slog.Logger) (string, error) {
+	loc, ok := in.restore[t.Name]
+	if !ok {
+		return "", nil
+	}
+	if p, ok := in.place.LocalPath(loc); ok {
+		return p, nil
+	}
+	dir := filepath.Join(in.stateDir, transferDir, "restore-"+in.restoreID, t.Name)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	tmp := fmt.Sprintf("%s.part-%d", dir, time.Now().UnixNano())
+	defer os.RemoveAll(tmp)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", err
+	}
+	start := time.Now()
+	if err := in.place.Download(loc, tmp); err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("scale-out: --from-savepoint: task %s's savepoint %s is missing (%w): the job savepoint is incomplete; restore another one, or start without --from-savepoint: %w", t.Name, loc, err, flow.ErrRestoreRefused)
+		case errors.Is(err, fs.ErrInvalid):
+			return "", fmt.Errorf("scale-out: --from-savepoint: task %s's savepoint %s is damaged (%w); restore another job savepoint, or start without --from-savepoint: %w", t.Name, loc, err, flow.ErrRestoreRefused)
+		}
+		return "", fmt.Errorf("scale-out: --from-savepoint: download task %s's savepoint %s: %w", t.Name, loc, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", err
+	}
+	log.Info("downloaded the task's savepoint to restore it", "savepoint", loc, "into", dir, "took", time.Since(start).Round(time.Millisecond))
+	return dir, nil
+}
+
 // fatal tells the errors a restart of the task cannot mend.
 func fatal(err error) bool {
 	return errors.Is(err, flow.ErrUnrecoverable) || errors.Is(err, flow.ErrRestoreRefused) || errors.Is(err, flow.ErrInvalidJob)
@@ -477,9 +520,13 @@ func (in *Instance) runTaskOnce(t *Task, log *slog.Logger) error {
 		pg = &purger{cc: in.cfg.Client, p: t.Partition, log: log}
 		hooks = append(hooks, pg)
 	}
+	from, err := in.restoreFrom(t, log)
+	if err != nil {
+		return err
+	}
 	run := &taskRun{log: log}
 	t.run = run
-	run.opts = t.options(col, hooks)
+	run.opts = t.options(col, hooks, from)
 	defer func() {
 		for _, c := range run.closers {
 			_ = c() // the job's outcome is what counts; a restart reconnects

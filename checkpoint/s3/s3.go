@@ -29,3 +29,18 @@ func Checkpoints(url string, o Options) flow.Option {
 		return s3store.Open(ctx, url, job, o)
 	})
 }
+
+// Place keeps a scale-out job's savepoints in object storage (see
+// SavepointPlace).
+type Place = s3store.Place
+
+// SavepointPlace is the place a scale-out job whose checkpoints are
+// under url (s3://bucket/prefix, as given to Checkpoints) keeps its job
+// savepoints in: scaleout.Config.SavepointPlace. The savepoints, and the
+// objects their instances coordinate through, go under
+// url/<job>.savepoints/ unless a savepoint names another s3:// location
+// (docs/design.md, "Savepoints of the whole job"). It checks that the
+// bucket exists and the credentials are accepted; ctx bounds the check.
+func SavepointPlace(ctx context.Context, url string, o Options) (*Place, error) {
+	return s3store.OpenPlace(ctx, url, o)
+}

@@ -341,7 +341,8 @@ func savepointOp(ctx context.Context, e *env, c *apiClient, kind, dir string) er
 
 func savepointFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	client := apiFlags(fs)
-	dir := fs.String("dir", "", "the savepoint's `DIR` on the job's machine (default: STATE_DIR/JOB/savepoints/savepoint-TIME)")
+	dir := fs.String("dir", "", "the savepoint's `DIR` on the job's machine (default: STATE_DIR/JOB/savepoints/savepoint-TIME); of a scale-out job,\n"+
+		"a directory every instance reaches, or with checkpoints on S3 an s3://bucket/key location (default: next to the checkpoints)")
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return fmt.Errorf("%w: savepoint takes no arguments (the directory is --dir)", errUsage)
@@ -356,7 +357,8 @@ func savepointFlags(fs *flag.FlagSet) func(context.Context, *env, []string) erro
 
 func stopFlags(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 	client := apiFlags(fs)
-	dir := fs.String("savepoint", "", "take the final savepoint into `DIR` on the job's machine (default: STATE_DIR/JOB/savepoints/savepoint-TIME)")
+	dir := fs.String("savepoint", "", "take the final savepoint into `DIR` on the job's machine (default: STATE_DIR/JOB/savepoints/savepoint-TIME); of a scale-out job,\n"+
+		"a directory every instance reaches, or with checkpoints on S3 an s3://bucket/key location (default: next to the checkpoints)")
 	return func(ctx context.Context, e *env, args []string) error {
 		if len(args) > 0 {
 			return fmt.Errorf("%w: stop takes no arguments", errUsage)

@@ -79,7 +79,8 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 		"ignored once the job's newest checkpoint descends from DIR (a later start resumes that checkpoint, it\n"+
 		"does not go back), also after cleanup removed a retained checkpoint named as DIR; to go back to DIR\n"+
 		"again, use a new state.dir. A scale-out job starts from a job savepoint (what onceflow stop or savepoint\n"+
-		"printed at an instance): give it to every instance; each task restores its entry, at any instance count")
+		"printed at an instance, a directory or an s3:// location): give it to every instance; each task restores\n"+
+		"its entry, at any instance count")
 	httpOpts := httpFlags(fs)
 	set := make([]*bool, len(restoreSwitches))
 	for i, sw := range restoreSwitches {
@@ -101,6 +102,12 @@ func runOptionFlags(fs *flag.FlagSet) func() (runOptions, error) {
 			return o, fmt.Errorf("%w: --start-fresh and --resume-latest-checkpoint exclude each other: choose one", errUsage)
 		}
 		if *savepoint == "" {
+			return o, nil
+		}
+		if strings.HasPrefix(*savepoint, "s3://") {
+			// A job savepoint of a scale-out job whose checkpoints are
+			// in object storage (runJob refuses it for another job).
+			o.fromSavepoint = *savepoint
 			return o, nil
 		}
 		// Resolved now, against the working directory (it is a flag, not
@@ -203,6 +210,9 @@ func mentionsUID(msg, uid string) bool {
 func runJob(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions) error {
 	if jf.ScaleOut.Enabled {
 		return runScaleOut(ctx, e, jf, o)
+	}
+	if strings.HasPrefix(o.fromSavepoint, "s3://") {
+		return fmt.Errorf("%w: --from-savepoint %s: a savepoint in object storage is a scale-out job's (onceflow savepoint or stop --api at an instance); a job of one process restores a local directory: name the savepoint's directory", errUsage, o.fromSavepoint)
 	}
 	cc, err := clientConfig(jf.Kafka)
 	if err != nil {

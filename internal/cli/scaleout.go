@@ -86,13 +86,27 @@ func runScaleOut(ctx context.Context, e *env, jf *jobfile.JobFile, o runOptions)
 	}
 	so := &scaleOut{log: e.log, jf: jf, cc: cc, instance: instance, group: jf.Source.Group, segs: segs}
 	var storage flow.Option
+	var place scaleout.SavepointPlace
 	if c := jf.State.Checkpoints; strings.Contains(c, "://") {
 		s3 := jf.State.S3
-		storage = s3ckpt.Checkpoints(c, s3ckpt.Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure})
+		so3 := s3ckpt.Options{Endpoint: s3.Endpoint, Region: s3.Region, PathStyle: s3.PathStyle, Insecure: s3.Insecure}
+		storage = s3ckpt.Checkpoints(c, so3)
+		// The job savepoints go next to the checkpoints, under
+		// <prefix>/<job>.savepoints/ (docs/design.md, "Savepoints of
+		// the whole job").
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		p, err := s3ckpt.SavepointPlace(pctx, c, so3)
+		cancel()
+		if err != nil {
+			return stoppedWhileStarting(ctx, e, jf.Job, err)
+		}
+		place = p
+	} else if strings.HasPrefix(fromSavepoint, "s3://") {
+		return fmt.Errorf("%w: --from-savepoint %s is in object storage, but this job keeps its checkpoints and savepoints in the directory %s (state.checkpoints): name a job savepoint's directory", errUsage, fromSavepoint, jf.State.Checkpoints)
 	}
 	cfg := scaleout.Config{
 		Job: jf.Job, Group: so.group, Client: cc, Instance: instance,
-		StateDir: jf.State.Dir, Checkpoints: jf.State.Checkpoints, CheckpointStorage: storage,
+		StateDir: jf.State.Dir, Checkpoints: jf.State.Checkpoints, CheckpointStorage: storage, SavepointPlace: place,
 		RepartitionPartitions: jf.ScaleOut.RepartitionPartitions, RepartitionSetting: "scale-out.repartition-partitions",
 		SessionTimeout: jf.ScaleOut.SessionTimeout, ClassicProtocol: jf.ScaleOut.GroupProtocol == jobfile.GroupProtocolClassic,
 		DiscoveryInterval: jf.Source.DiscoveryInterval, StopTimeout: o.stopTimeout, FromSavepoint: fromSavepoint,

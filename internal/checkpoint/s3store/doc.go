@@ -24,7 +24,11 @@
 // (a missing object, another size, another SHA-256, an unreadable manifest)
 // is a *storage.CorruptError naming the object as s3://bucket/key.
 // Savepoints stay local directories: CopyTo downloads a checkpoint into
-// one, and a restore from one reads it from the local filesystem.
+// one, and a restore from one reads it from the local filesystem. A
+// scale-out job's savepoints are kept in the bucket by Place (the
+// scaleout.SavepointPlace of such a job; docs/design.md, "Savepoints of
+// the whole job"): each task's savepoint is taken locally, uploaded, and
+// downloaded into a local directory to be restored.
 //
 // # Pointing it at a server
 //

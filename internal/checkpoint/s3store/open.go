@@ -120,12 +120,29 @@ func ParseURL(u string) (bucket, prefix string, err error) {
 // the bucket exists and that the server accepts the credentials, and fails
 // with an error that says what to fix. ctx bounds only this check.
 func Open(ctx context.Context, url, job string, o Options) (*Store, error) {
-	bucket, prefix, err := ParseURL(url)
+	if job == "" || strings.ContainsAny(job, "/\\") || job == "." || job == ".." {
+		if _, _, err := ParseURL(url); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("s3store: job name %q cannot name a key prefix: use a name without slashes", job)
+	}
+	s, err := dial(url, o)
 	if err != nil {
 		return nil, err
 	}
-	if job == "" || strings.ContainsAny(job, "/\\") || job == "." || job == ".." {
-		return nil, fmt.Errorf("s3store: job name %q cannot name a key prefix: use a name without slashes", job)
+	s.root = path.Join(s.root, job)
+	if err := s.checkAccess(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// dial makes the client of the server url (s3://bucket/prefix) is on, and
+// a Store whose root is prefix. It sends no request.
+func dial(url string, o Options) (*Store, error) {
+	bucket, prefix, err := ParseURL(url)
+	if err != nil {
+		return nil, err
 	}
 	host, secure, err := o.endpoint()
 	if err != nil {
@@ -151,11 +168,7 @@ func Open(ctx context.Context, url, job string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3store: %s: %w", url, err)
 	}
-	s := &Store{client: client, bucket: bucket, root: path.Join(prefix, job), endpoint: client.EndpointURL().String(), region: region, partSize: o.partSize, staleUpload: DefaultStaleUpload}
-	if err := s.checkAccess(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &Store{client: client, bucket: bucket, root: prefix, endpoint: client.EndpointURL().String(), region: region, partSize: o.partSize, staleUpload: DefaultStaleUpload}, nil
 }
 
 // checkAccess lists one key under the root: a request that needs the bucket
