@@ -199,6 +199,9 @@ func (d *DB) Import(from state.IncrementalDB, lo, hi int) (keys int64, err error
 			return 0, fail(err)
 		}
 		d.filter.add(d.cache.sum(it.Key()))
+		if n := segmentEnd(it.Key()); n > 0 {
+			d.filter.addOnce(d.cache.sum(it.Key()[:n]))
+		}
 		if err := w.Set(it.Key(), v); err != nil {
 			return 0, fail(err)
 		}

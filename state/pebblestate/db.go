@@ -122,6 +122,35 @@ func (d *DB) mayBeDirty(lower []byte, ns int) bool {
 	return true
 }
 
+// segmentEnd returns the length of a DB key's [key group][state] part and
+// its first segment (the record key, in the handles' layout), 0 when the
+// key has no whole segment or is no longer than it (the key itself is
+// then in the key filter).
+func segmentEnd(key []byte) int {
+	if len(key) < 2 {
+		return 0
+	}
+	l, w := binary.Uvarint(key[2:])
+	if w <= 0 || uint64(len(key)-2-w) < l {
+		return 0
+	}
+	ns := 2 + w + int(l)
+	u := segmentLen(key[ns:])
+	if u == 0 || ns+u == len(key) {
+		return 0
+	}
+	return ns + u
+}
+
+// noSegment reports whether the key filter says no key starting with
+// lower (a [key group][state][prefix] bound whose [key group][state] part
+// is ns bytes long) was ever written: lower starts with a whole segment
+// the filter has not seen.
+func (d *DB) noSegment(lower []byte, ns int) bool {
+	u := segmentLen(lower[ns:])
+	return u > 0 && !d.filter.mayContain(d.cache.sum(lower[:ns+u]))
+}
+
 // segmentLen returns the length of b's first length-prefixed segment
 // (uvarint n, then n bytes), 0 when b does not start with a whole one.
 func segmentLen(b []byte) int {
@@ -386,6 +415,9 @@ func (d *DB) write(op string, kg int, st string, key, value []byte, del bool) er
 		// Before the write: the filter may hold keys the DB does
 		// not, never the other way round.
 		d.filter.add(sum)
+		if n := segmentEnd(d.key); n > 0 {
+			d.filter.addOnce(d.cache.sum(d.key[:n]))
+		}
 	}
 	d.dirty = true
 	// A failure here is a failed write of the dirty entries, already
@@ -424,6 +456,9 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 		return err
 	}
 	opts, ns := d.bounds(kg, st, prefix)
+	if d.noSegment(opts.LowerBound, ns) {
+		return nil
+	}
 	if d.mayBeDirty(opts.LowerBound, ns) {
 		if err := d.flushDirty(); err != nil {
 			return err
@@ -508,6 +543,9 @@ func (d *DB) Range(kg int, st string, prefix []byte, fn func(key, value []byte) 
 		return err
 	}
 	opts, strip := d.bounds(kg, st, prefix)
+	if d.noSegment(opts.LowerBound, strip) {
+		return nil
+	}
 	if d.mayBeDirty(opts.LowerBound, strip) {
 		if err := d.flushDirty(); err != nil {
 			return err
