@@ -99,8 +99,9 @@ type readCache struct {
 	used       int    // slots in use
 	scratch    []byte // an entry on its way to the ring's end
 	limit      int64
-	// dirty logs the arena offsets of dirty entries (and stale ones).
-	dirty []uint32
+	// dirty logs the dirty entries (and stale ones) as index slots do:
+	// hash tag in the high 32 bits, arena offset in the low.
+	dirty []uint64
 	// spans is the span filter of the dirty keys, spanned whether any
 	// bit is set.
 	spans   *[spanWords]uint64
@@ -223,7 +224,7 @@ func (c *readCache) setAt(key, val []byte, flags byte, tag uint32, i int) (bool,
 		if _, v, f := c.entry(off); len(v) == len(val) {
 			copy(v, val)
 			if flags&flagDirty != 0 && f&flagDirty == 0 {
-				c.logDirty(off)
+				c.logDirty(tag, off)
 			}
 			c.arena[off+2] = flags | f&flagDirty | flagRef
 			return true, c.checkLog()
@@ -254,12 +255,14 @@ func (c *readCache) setAt(key, val []byte, flags byte, tag uint32, i int) (bool,
 	copy(a[entryHeader+len(key):], val)
 	c.insert(tag, uint32(off))
 	if flags&flagDirty != 0 {
-		c.logDirty(uint32(off))
+		c.logDirty(tag, uint32(off))
 	}
 	return true, c.checkLog()
 }
 
-func (c *readCache) logDirty(off uint32) { c.dirty = append(c.dirty, off) }
+func (c *readCache) logDirty(tag, off uint32) {
+	c.dirty = append(c.dirty, uint64(tag)<<32|uint64(off))
+}
 
 // checkLog has the dirty entries written once their log is long.
 func (c *readCache) checkLog() error {
@@ -274,7 +277,8 @@ func (c *readCache) checkLog() error {
 // first error.
 func (c *readCache) takeDirty(fn func(key, val []byte, absent bool) error) error {
 	n := uint32(len(c.arena))
-	for _, off := range c.dirty {
+	for _, e := range c.dirty {
+		tag, off := uint32(e>>32), uint32(e)
 		if off+entryHeader > n {
 			continue
 		}
@@ -287,7 +291,7 @@ func (c *readCache) takeDirty(fn func(key, val []byte, absent bool) error) error
 		}
 		k, v := a[entryHeader:entryHeader+kl], a[entryHeader+kl:entryHeader+kl+vl]
 		// A stale offset: the entry moved, was replaced or dropped.
-		if i := c.find(k, c.hash(k)); i < 0 || uint32(c.slots[i])-1 != off {
+		if i := c.find(k, tag); i < 0 || uint32(c.slots[i])-1 != off {
 			continue
 		}
 		if err := fn(k, v, f&flagAbsent != 0); err != nil {
@@ -462,7 +466,7 @@ func (c *readCache) evict(bytes uint64) error {
 			c.arena[end+2] &^= flagRef
 			c.slots[i] = c.slots[i]&^math.MaxUint32 | (end + 1)
 			if f&flagDirty != 0 {
-				c.logDirty(uint32(end))
+				c.logDirty(uint32(c.slots[i]>>32), uint32(end))
 			}
 			c.tail += size
 			moved += size
@@ -520,9 +524,10 @@ func (c *readCache) grow() bool {
 			continue
 		}
 		copy(c.arena[c.tail:], old[off:off+uint64(sz)])
-		c.insert(c.hash(old[off+entryHeader:off+entryHeader+uint64(kl)]), uint32(c.tail))
+		tag := c.hash(old[off+entryHeader : off+entryHeader+uint64(kl)])
+		c.insert(tag, uint32(c.tail))
 		if old[off+2]&flagDirty != 0 {
-			c.logDirty(uint32(c.tail))
+			c.logDirty(tag, uint32(c.tail))
 		}
 		c.tail += uint64(sz)
 	}

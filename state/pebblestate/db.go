@@ -62,6 +62,11 @@ type DB struct {
 	// its bounds set per call.
 	rangeIter  *pebble.Iterator
 	rangeStale bool
+	// The table of the last write and its hash (markDirty).
+	spanKG    int
+	spanState string
+	spanSum   uint64
+	spanOK    bool
 }
 
 // changed closes Get's iterator after a change to the DB.
@@ -100,10 +105,20 @@ func (d *DB) flushDirty() error {
 }
 
 // markDirty notes in the cache's span filter the spans of d.key, a key
-// just written, whose [key group][state] part is ns bytes long.
-func (d *DB) markDirty(ns int) {
-	d.cache.markSpan(d.cache.sum(d.key[:ns]))
-	if u := segmentLen(d.key[ns:]); u > 0 {
+// just written with hash sum, whose [key group][state] part is ns bytes
+// long.
+func (d *DB) markDirty(kg int, st string, ns int, sum uint64) {
+	// The table's hash, kept for the next write of the same table.
+	if d.spanKG != kg || d.spanState != st || !d.spanOK {
+		d.spanKG, d.spanState, d.spanOK = kg, st, true
+		d.spanSum = d.cache.sum(d.key[:ns])
+	}
+	d.cache.markSpan(d.spanSum)
+	switch u := segmentLen(d.key[ns:]); {
+	case u == 0:
+	case ns+u == len(d.key):
+		d.cache.markSpan(sum) // the key is its segment
+	default:
 		d.cache.markSpan(d.cache.sum(d.key[:ns+u]))
 	}
 }
@@ -429,7 +444,7 @@ func (d *DB) write(op string, kg int, st string, key, value []byte, del bool) er
 	if cached {
 		// After the write: making room for it may have written the
 		// dirty entries, and emptied the span filter.
-		d.markDirty(ns)
+		d.markDirty(kg, st, ns, sum)
 		return nil
 	}
 	if err := d.batchWrite(d.key, value, del); err != nil {
