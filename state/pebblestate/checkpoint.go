@@ -17,8 +17,8 @@ import (
 )
 
 // Checkpoint makes the DB's state durable as files in dir, which must not
-// exist: it flushes the memtable (when anything was written since the last
-// checkpoint), then writes a Pebble checkpoint: the sstables hard-linked,
+// exist: it writes the read cache's dirty entries to Pebble, flushes the
+// memtable (when anything was written since the last checkpoint), then writes a Pebble checkpoint: the sstables hard-linked,
 // the MANIFEST, OPTIONS and marker files copied, no WAL. It returns the
 // names of the files in dir (dir has no subdirectories), sorted.
 //
