@@ -25,10 +25,10 @@ package pebblestate
 // only ever restored from a checkpoint (pool.go, "Durability"), and the
 // checkpoint writes the dirty entries first.
 //
-// The dirty entries are found through a log of their arena offsets
-// (dirty), appended to when an entry becomes dirty or a dirty one moves;
-// an offset whose entry moved or was replaced since fails the index check
-// and is skipped. The span filter (spans) has a bit per hash of the
+// The dirty entries are found through a log of their arena offsets and
+// index tags (dirty), appended to when an entry becomes dirty or a dirty
+// one moves; an offset whose entry moved or was replaced since fails the
+// index check and is skipped. The span filter (spans) has a bit per hash of the
 // [key group][state] part of every dirty key and of that part followed
 // by the key's first length-prefixed segment (the record key of the
 // state handles' layout, state/statetest): a Range or DeletePrefix whose
@@ -81,7 +81,8 @@ const (
 	// index, so a million counters fit in 41 MiB.
 	arenaPerSlot = 16
 	// dirtyLogMax is the longest the log of dirty entries gets before
-	// they are written to Pebble: 256 KiB of offsets.
+	// they are written to Pebble: 512 KiB of tags and offsets (outside
+	// the budget).
 	dirtyLogMax = 1 << 16
 	// spanWords is the size of the span filter in 64-bit words: 64K bits,
 	// 8 KiB, cleared at every flush of the dirty entries.
