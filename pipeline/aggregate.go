@@ -428,7 +428,7 @@ func (c AggregateConfig) operator() (Operator, error) {
 		accs := make([]*state.Value[Acc], len(fields))
 		seen := make([]*state.Map[string, bool], len(fields))
 		for i, f := range fields {
-			accs[i] = state.NewValue[Acc](st, "agg/"+f.name, opts...)
+			accs[i] = state.NewValueWithCodec[Acc](st, "agg/"+f.name, accCodec{}, opts...)
 			if f.fn == AggDistinct {
 				seen[i] = state.NewMap[string, bool](st, "distinct/"+f.name, opts...)
 			}
@@ -493,7 +493,7 @@ func changelogAggregate(st *state.Store, fields []aggField, opts []state.Option,
 	// the aggregate without a changelog keeps them (the same state).
 	seen := make([]*state.Map[string, bool], len(fields))
 	for i, f := range fields {
-		accs[i] = state.NewValue[Acc](st, "agg/"+f.name, opts...)
+		accs[i] = state.NewValueWithCodec[Acc](st, "agg/"+f.name, accCodec{}, opts...)
 		switch {
 		case c.Retractions && (f.fn == AggMin || f.fn == AggMax || f.fn == AggDistinct):
 			vals[i] = state.NewMap[string, int64](st, "vals/"+f.name, opts...)

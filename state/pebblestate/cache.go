@@ -1,18 +1,39 @@
 package pebblestate
 
-// A read cache of entries in front of Pebble, in memory the collector
-// never scans.
+// A cache of entries in front of Pebble, in memory the collector never
+// scans.
 //
 // A Pebble point read builds an iterator over the memtables and every
 // level (a few microseconds even when every block is cached), while the
 // records of a keyed operator read the current key's state once or more
 // each: profiles of a keyed count put four fifths of its time in Get. The
 // cache keeps recently read and written entries by their full key, and
-// answers "absent" as well. It is write-through: every Put and Delete goes
-// to Pebble too (through the DB's batch), so Range, checkpoints and
-// everything else read Pebble as before, and only the cache's own copies
-// must be kept true: Put and Delete update them, DeletePrefix drops those
-// it deletes, Clip and Import (which change many keys at once) empty it.
+// answers "absent" as well.
+//
+// It is write-back: a Put or Delete changes the cache alone and marks the
+// entry dirty; the DB writes the dirty entries to Pebble (through its
+// batch) only when something reads Pebble itself or the cache must forget
+// one (db.go, flushDirty): before a checkpoint, Clip or Import, before a
+// Range or DeletePrefix whose keys may be dirty (the span filter below
+// says), before an eviction, and when the log of dirty entries is long.
+// A key updated at every record (an auction's maximum, a window's
+// accumulator, a list's sequence counter) so reaches Pebble's memtable
+// once per flush instead of once per record: the memtable inserts and the
+// flushes and compactions of the rewritten keys were the pebble backend's
+// largest cost over the memory backend in Nexmark q4, q5 and q7
+// (docs/benchmarks.md). Nothing is lost by holding writes back: a DB is
+// only ever restored from a checkpoint (pool.go, "Durability"), and the
+// checkpoint writes the dirty entries first.
+//
+// The dirty entries are found through a log of their arena offsets and
+// index tags (dirty), appended to when an entry becomes dirty or a dirty
+// one moves; an offset whose entry moved or was replaced since fails the
+// index check and is skipped. The span filter (spans) has a bit per hash of the
+// [key group][state] part of every dirty key and of that part followed
+// by the key's first length-prefixed segment (the record key of the
+// state handles' layout, state/statetest): a Range or DeletePrefix whose
+// prefix starts with such a segment needs the dirty entries written first
+// only when its segment's bit is set, any other when its table's is.
 //
 // # Layout
 //
@@ -47,6 +68,7 @@ const (
 	flagAbsent  = 1
 	flagSkip    = 2 // the rest of the arena up to its end is unused
 	flagRef     = 4 // read or written since the ring last passed the entry
+	flagDirty   = 8 // written since Pebble last got it
 	// minArena is the arena a cache starts with.
 	minArena = 64 << 10
 	// maxArena keeps offsets in 32 bits.
@@ -58,6 +80,13 @@ const (
 	// a 20-byte key, a 2-byte value) takes 30 bytes of arena and 11 of
 	// index, so a million counters fit in 41 MiB.
 	arenaPerSlot = 16
+	// dirtyLogMax is the longest the log of dirty entries gets before
+	// they are written to Pebble: 512 KiB of tags and offsets (outside
+	// the budget).
+	dirtyLogMax = 1 << 16
+	// spanWords is the size of the span filter in 64-bit words: 64K bits,
+	// 8 KiB, cleared at every flush of the dirty entries.
+	spanWords = 1024
 )
 
 type readCache struct {
@@ -71,8 +100,15 @@ type readCache struct {
 	used       int    // slots in use
 	scratch    []byte // an entry on its way to the ring's end
 	limit      int64
-	// beforeShrink commits the DB's batch: the cache may forget only
-	// what Pebble holds.
+	// dirty logs the dirty entries (and stale ones) as index slots do:
+	// hash tag in the high 32 bits, arena offset in the low.
+	dirty []uint64
+	// spans is the span filter of the dirty keys, spanned whether any
+	// bit is set.
+	spans   *[spanWords]uint64
+	spanned bool
+	// beforeShrink writes the dirty entries to Pebble and commits the
+	// DB's batch: the cache may forget only what Pebble holds.
 	beforeShrink func() error
 }
 
@@ -148,52 +184,69 @@ func (c *readCache) getTag(key []byte, tag uint32) (val []byte, absent, ok bool)
 	return v, f&flagAbsent != 0, true
 }
 
-// set records key's value (nil with absent: not in the DB). It fails only
-// when making room needed the batch committed and the commit failed.
+// set records key's value (nil with absent: not in the DB) as Pebble
+// holds it. It fails only when making room needed the dirty entries
+// written and that failed.
 func (c *readCache) set(key, val []byte, absent bool) error {
 	return c.setTag(key, val, absent, c.hash(key))
 }
 
 // setTag is set with key's tag computed.
 func (c *readCache) setTag(key, val []byte, absent bool, tag uint32) error {
-	return c.setAt(key, val, absent, tag, c.find(key, tag))
-}
-
-// setNew is set of a key the cache does not hold.
-func (c *readCache) setNew(key, val []byte, tag uint32) error {
-	return c.setAt(key, val, false, tag, -1)
-}
-
-// setAt is set with key's slot (-1: none) found.
-func (c *readCache) setAt(key, val []byte, absent bool, tag uint32, i int) error {
 	var flags byte
 	if absent {
 		flags = flagAbsent
 	}
+	_, err := c.setAt(key, val, flags, tag, c.find(key, tag))
+	return err
+}
+
+// write records a write of key, to reach Pebble later (absent: a
+// delete). known is false when key is not in the cache (the DB knows it
+// never saw it). It reports whether the cache holds the write: when not
+// (too large, or no room), the caller must write it to Pebble itself.
+func (c *readCache) write(key, val []byte, absent, known bool, tag uint32) (bool, error) {
+	flags := byte(flagDirty)
+	if absent {
+		flags |= flagAbsent
+	}
+	i := -1
+	if known {
+		i = c.find(key, tag)
+	}
+	return c.setAt(key, val, flags, tag, i)
+}
+
+// setAt sets key's entry, with key's slot (-1: none) found; it reports
+// whether the cache holds the entry.
+func (c *readCache) setAt(key, val []byte, flags byte, tag uint32, i int) (bool, error) {
 	if i >= 0 {
 		off := uint32(c.slots[i]) - 1
-		if _, v, _ := c.entry(off); len(v) == len(val) {
+		if _, v, f := c.entry(off); len(v) == len(val) {
 			copy(v, val)
-			c.arena[off+2] = flags | flagRef
-			return nil
+			if flags&flagDirty != 0 && f&flagDirty == 0 {
+				c.logDirty(tag, off)
+			}
+			c.arena[off+2] = flags | f&flagDirty | flagRef
+			return true, c.checkLog()
 		}
 	}
 	size := entryHeader + len(key) + len(val)
 	if len(key) > math.MaxUint16 || int64(size) > c.limit/8 || c.limit <= 0 {
 		// Too large to be worth caching: Pebble answers, once it holds
-		// the write, so the batch is committed before the cache forgets
-		// the key.
-		return c.forget(i)
+		// the write, so the dirty entries are written before the cache
+		// forgets the key.
+		return false, c.forget(i)
 	}
 	if i >= 0 {
 		c.remove(i)
 	}
 	off, err := c.alloc(size)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if off < 0 {
-		return c.forget(-1)
+		return false, c.forget(-1)
 	}
 	a := c.arena[off:]
 	binary.LittleEndian.PutUint16(a, uint16(len(key)))
@@ -202,11 +255,88 @@ func (c *readCache) setAt(key, val []byte, absent bool, tag uint32, i int) error
 	copy(a[entryHeader:], key)
 	copy(a[entryHeader+len(key):], val)
 	c.insert(tag, uint32(off))
+	if flags&flagDirty != 0 {
+		c.logDirty(tag, uint32(off))
+	}
+	return true, c.checkLog()
+}
+
+func (c *readCache) logDirty(tag, off uint32) {
+	c.dirty = append(c.dirty, uint64(tag)<<32|uint64(off))
+}
+
+// checkLog has the dirty entries written once their log is long.
+func (c *readCache) checkLog() error {
+	if len(c.dirty) >= dirtyLogMax && c.beforeShrink != nil {
+		return c.beforeShrink()
+	}
 	return nil
 }
 
-// forget drops slot i (none when i < 0) after the batch is committed: the
-// key's value, whatever it is now, is then Pebble's to answer.
+// takeDirty calls fn for every dirty entry (absent: a delete) and marks
+// it clean, then empties the log and the span filter. It stops at fn's
+// first error.
+func (c *readCache) takeDirty(fn func(key, val []byte, absent bool) error) error {
+	n := uint32(len(c.arena))
+	for _, e := range c.dirty {
+		tag, off := uint32(e>>32), uint32(e)
+		if off+entryHeader > n {
+			continue
+		}
+		a := c.arena[off:]
+		kl := uint32(binary.LittleEndian.Uint16(a))
+		vl := binary.LittleEndian.Uint32(a[4:])
+		f := a[2]
+		if f&(flagDirty|flagSkip) != flagDirty || uint64(off)+entryHeader+uint64(kl)+uint64(vl) > uint64(n) {
+			continue
+		}
+		k, v := a[entryHeader:entryHeader+kl], a[entryHeader+kl:entryHeader+kl+vl]
+		// A stale offset: the entry moved, was replaced or dropped.
+		if i := c.find(k, tag); i < 0 || uint32(c.slots[i])-1 != off {
+			continue
+		}
+		if err := fn(k, v, f&flagAbsent != 0); err != nil {
+			return err
+		}
+		c.arena[off+2] &^= flagDirty
+	}
+	c.dirty = c.dirty[:0]
+	c.resetSpans()
+	return nil
+}
+
+// hasDirty reports whether any entry may be dirty.
+func (c *readCache) hasDirty() bool { return len(c.dirty) > 0 }
+
+// markSpan sets the span filter's bit of a hash.
+func (c *readCache) markSpan(sum uint64) {
+	if c.spans == nil {
+		c.spans = new([spanWords]uint64)
+	}
+	b := sum % (spanWords * 64)
+	c.spans[b/64] |= 1 << (b % 64)
+	c.spanned = true
+}
+
+// maySpan reports whether the span filter's bit of a hash is set.
+func (c *readCache) maySpan(sum uint64) bool {
+	if !c.spanned {
+		return false
+	}
+	b := sum % (spanWords * 64)
+	return c.spans[b/64]&(1<<(b%64)) != 0
+}
+
+func (c *readCache) resetSpans() {
+	if c.spanned {
+		clear(c.spans[:])
+		c.spanned = false
+	}
+}
+
+// forget drops slot i (none when i < 0) after the dirty entries are
+// written and the batch committed: the key's value, whatever it is now, is
+// then Pebble's to answer.
 func (c *readCache) forget(i int) error {
 	if c.beforeShrink != nil {
 		if err := c.beforeShrink(); err != nil {
@@ -249,17 +379,21 @@ func (c *readCache) remove(i int) {
 	c.used--
 }
 
-// drop forgets key.
+// drop forgets key, dirty or not: only for a key the caller deletes from
+// Pebble, or whose write failed.
 func (c *readCache) drop(key []byte) {
 	if i := c.find(key, c.hash(key)); i >= 0 {
 		c.remove(i)
 	}
 }
 
-// clear forgets everything.
+// clear forgets everything, dirty entries included: the caller writes
+// them first, or has lost them (a failed commit).
 func (c *readCache) clear() {
 	clear(c.slots)
 	c.head, c.tail, c.used = 0, 0, 0
+	c.dirty = c.dirty[:0]
+	c.resetSpans()
 }
 
 // alloc returns the arena offset of size free bytes at the ring's end,
@@ -304,7 +438,7 @@ func (c *readCache) markSkip(off uint64) {
 // slots until the index has room. Garbage is freed for nothing; an entry
 // read or written since it was last passed is moved to the ring's end (a
 // second chance, once per pass) when it fits there; any other is dropped,
-// after the batch is committed.
+// after the dirty entries are written and the batch committed.
 func (c *readCache) evict(bytes uint64) error {
 	n := uint64(len(c.arena))
 	committed := false
@@ -332,6 +466,9 @@ func (c *readCache) evict(bytes uint64) error {
 			copy(c.arena[end:], c.scratch)
 			c.arena[end+2] &^= flagRef
 			c.slots[i] = c.slots[i]&^math.MaxUint32 | (end + 1)
+			if f&flagDirty != 0 {
+				c.logDirty(uint32(c.slots[i]>>32), uint32(end))
+			}
 			c.tail += size
 			moved += size
 			continue
@@ -371,6 +508,7 @@ func (c *readCache) grow() bool {
 	oldSlots := c.slots
 	c.arena, c.slots = make([]byte, size), make([]uint64, slots)
 	c.head, c.tail, c.used = 0, 0, 0
+	c.dirty = c.dirty[:0] // logged anew at the entries' new offsets
 	n := uint64(len(old))
 	for p := oldHead; p < oldTail; {
 		off := p % n
@@ -387,7 +525,11 @@ func (c *readCache) grow() bool {
 			continue
 		}
 		copy(c.arena[c.tail:], old[off:off+uint64(sz)])
-		c.insert(c.hash(old[off+entryHeader:off+entryHeader+uint64(kl)]), uint32(c.tail))
+		tag := c.hash(old[off+entryHeader : off+entryHeader+uint64(kl)])
+		c.insert(tag, uint32(c.tail))
+		if old[off+2]&flagDirty != 0 {
+			c.logDirty(tag, uint32(c.tail))
+		}
 		c.tail += uint64(sz)
 	}
 	return true

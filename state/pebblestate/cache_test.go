@@ -108,7 +108,7 @@ func (d *DB) setCacheLimit(limit int64) {
 	seed := d.cache.seed
 	d.cache = newReadCache(limit)
 	d.cache.seed = seed
-	d.cache.beforeShrink = d.commitBatch
+	d.cache.beforeShrink = d.flushDirty
 }
 
 // The cache on its own, against a map: it may forget, never lie; the entry

@@ -17,8 +17,8 @@ import (
 )
 
 // Checkpoint makes the DB's state durable as files in dir, which must not
-// exist: it flushes the memtable (when anything was written since the last
-// checkpoint), then writes a Pebble checkpoint: the sstables hard-linked,
+// exist: it writes the read cache's dirty entries to Pebble, flushes the
+// memtable (when anything was written since the last checkpoint), then writes a Pebble checkpoint: the sstables hard-linked,
 // the MANIFEST, OPTIONS and marker files copied, no WAL. It returns the
 // names of the files in dir (dir has no subdirectories), sorted.
 //
@@ -37,7 +37,8 @@ func (d *DB) Checkpoint(dir string) ([]string, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("pebblestate: checkpoint of %s into %s: %w", d.dir, dir, err)
 	}
-	if err := d.commitBatch(); err != nil {
+	// The cache's dirty entries first: the checkpoint holds every write.
+	if err := d.flushDirty(); err != nil {
 		return nil, err
 	}
 	// Get's iterator pins the files it reads: release them at least once
@@ -92,7 +93,7 @@ func (d *DB) Clip(first, last int) error {
 	if err := d.checkRange("clip", first, last); err != nil {
 		return err
 	}
-	if err := d.commitBatch(); err != nil {
+	if err := d.flushDirty(); err != nil {
 		return err
 	}
 	d.cache.clear()
@@ -132,7 +133,7 @@ func (d *DB) Import(from state.IncrementalDB, lo, hi int) (keys int64, err error
 	if src.maxPar != d.maxPar {
 		return 0, fmt.Errorf("pebblestate: import from %s into %s: maxParallelism %d differs from %d", src.dir, d.dir, src.maxPar, d.maxPar)
 	}
-	if err := errors.Join(d.commitBatch(), src.commitBatch()); err != nil {
+	if err := errors.Join(d.flushDirty(), src.flushDirty()); err != nil {
 		return 0, err
 	}
 	d.cache.clear()
@@ -198,6 +199,9 @@ func (d *DB) Import(from state.IncrementalDB, lo, hi int) (keys int64, err error
 			return 0, fail(err)
 		}
 		d.filter.add(d.cache.sum(it.Key()))
+		if n := segmentEnd(it.Key()); n > 0 {
+			d.filter.addOnce(d.cache.sum(it.Key()[:n]))
+		}
 		if err := w.Set(it.Key(), v); err != nil {
 			return 0, fail(err)
 		}

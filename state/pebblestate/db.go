@@ -38,16 +38,19 @@ type DB struct {
 	// another's fn gets bounds of its own.
 	ranging  int
 	iterOpts pebble.IterOptions
-	// cache answers Get for recently read and written keys (cache.go).
+	// cache answers Get for recently read and written keys, and holds
+	// the writes not yet in Pebble (cache.go).
 	cache readCache
 	// filter answers Get for keys never written, while it is complete
 	// (filter.go).
 	filter keyFilter
-	// batch collects Puts and Deletes, committed every batchOps writes and
-	// before anything reads Pebble itself; until then the cache answers
-	// for them (cache.go).
+	// batch collects the dirty entries of the cache on their way to
+	// Pebble (flushDirty), committed every batchOps writes and at the end
+	// of the flush.
 	batch   *pebble.Batch
 	batched int
+	// written counts the writes that reached the batch (for tests).
+	written int64
 	// getIter answers Get's cache misses: one iterator whose per-level
 	// iterators are reused from read to read (a new one per read costs a
 	// third more). It sees the DB as it was when it was made, so every
@@ -55,6 +58,15 @@ type DB struct {
 	// one; until then the changes not in it are in the batch, so in the
 	// cache.
 	getIter *pebble.Iterator
+	// rangeIter answers Range (outside another Range's fn) likewise,
+	// its bounds set per call.
+	rangeIter  *pebble.Iterator
+	rangeStale bool
+	// The table of the last write and its hash (markDirty).
+	spanKG    int
+	spanState string
+	spanSum   uint64
+	spanOK    bool
 }
 
 // changed closes Get's iterator after a change to the DB.
@@ -63,6 +75,105 @@ func (d *DB) changed() {
 		_ = d.getIter.Close()
 		d.getIter = nil
 	}
+	if d.rangeIter != nil {
+		if d.ranging > 0 {
+			// A Range in progress still reads it: closed when it ends.
+			d.rangeStale = true
+			return
+		}
+		_ = d.rangeIter.Close()
+		d.rangeIter = nil
+	}
+}
+
+// flushDirty writes the cache's dirty entries to Pebble and commits them:
+// after it, Pebble holds every write (cache.go).
+func (d *DB) flushDirty() error {
+	if d.cache.hasDirty() {
+		err := d.cache.takeDirty(func(key, val []byte, absent bool) error {
+			if err := d.batchWrite(key, val, absent); err != nil {
+				return fmt.Errorf("pebblestate: write to %s: %w", d.dir, err)
+			}
+			return nil
+		})
+		if err != nil {
+			d.cache.clear() // what it held is lost: the task fails
+			return err
+		}
+	}
+	return d.commitBatch()
+}
+
+// markDirty notes in the cache's span filter the spans of d.key, a key
+// just written with hash sum, whose [key group][state] part is ns bytes
+// long.
+func (d *DB) markDirty(kg int, st string, ns int, sum uint64) {
+	// The table's hash, kept for the next write of the same table.
+	if d.spanKG != kg || d.spanState != st || !d.spanOK {
+		d.spanKG, d.spanState, d.spanOK = kg, st, true
+		d.spanSum = d.cache.sum(d.key[:ns])
+	}
+	d.cache.markSpan(d.spanSum)
+	switch u := segmentLen(d.key[ns:]); {
+	case u == 0:
+	case ns+u == len(d.key):
+		d.cache.markSpan(sum) // the key is its segment
+	default:
+		d.cache.markSpan(d.cache.sum(d.key[:ns+u]))
+	}
+}
+
+// mayBeDirty reports whether a key starting with lower, whose
+// [key group][state] part is ns bytes long, may be dirty in the cache.
+// A key starting with lower starts with lower's first segment too, if
+// lower has a whole one, and then markDirty set that segment's bit.
+func (d *DB) mayBeDirty(lower []byte, ns int) bool {
+	if !d.cache.hasDirty() || !d.cache.maySpan(d.cache.sum(lower[:ns])) {
+		return false
+	}
+	if u := segmentLen(lower[ns:]); u > 0 {
+		return d.cache.maySpan(d.cache.sum(lower[:ns+u]))
+	}
+	return true
+}
+
+// segmentEnd returns the length of a DB key's [key group][state] part and
+// its first segment (the record key, in the handles' layout), 0 when the
+// key has no whole segment or is no longer than it (the key itself is
+// then in the key filter).
+func segmentEnd(key []byte) int {
+	if len(key) < 2 {
+		return 0
+	}
+	l, w := binary.Uvarint(key[2:])
+	if w <= 0 || uint64(len(key)-2-w) < l {
+		return 0
+	}
+	ns := 2 + w + int(l)
+	u := segmentLen(key[ns:])
+	if u == 0 || ns+u == len(key) {
+		return 0
+	}
+	return ns + u
+}
+
+// noSegment reports whether the key filter says no key starting with
+// lower (a [key group][state][prefix] bound whose [key group][state] part
+// is ns bytes long) was ever written: lower starts with a whole segment
+// the filter has not seen.
+func (d *DB) noSegment(lower []byte, ns int) bool {
+	u := segmentLen(lower[ns:])
+	return u > 0 && !d.filter.mayContain(d.cache.sum(lower[:ns+u]))
+}
+
+// segmentLen returns the length of b's first length-prefixed segment
+// (uvarint n, then n bytes), 0 when b does not start with a whole one.
+func segmentLen(b []byte) int {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return 0
+	}
+	return w + int(n)
 }
 
 // getIterOptions: Pebble skips the bloom filters of the last level unless
@@ -126,6 +237,7 @@ func (d *DB) batchWrite(key, value []byte, del bool) error {
 		return err
 	}
 	d.batched++
+	d.written++
 	if d.batched >= batchOps {
 		return d.commitBatch()
 	}
@@ -199,7 +311,7 @@ func (p *Pool) open(dir string, dbs, maxParallelism int, readOnly bool) (*DB, er
 		}
 		d.filter = startScan(filterSize, it, d.cache.sum)
 	}
-	d.cache.beforeShrink = d.commitBatch
+	d.cache.beforeShrink = d.flushDirty
 	return d, nil
 }
 
@@ -292,38 +404,53 @@ func (d *DB) Delete(kg int, st string, key []byte) error {
 	return d.write("delete", kg, st, key, nil, true)
 }
 
-// write sets key to value, or deletes it when del.
+// write sets key to value, or deletes it when del: in the cache, which
+// writes it to Pebble later (cache.go), or, when the cache cannot hold
+// it, in Pebble at once.
 func (d *DB) write(op string, kg int, st string, key, value []byte, del bool) error {
 	if err := d.checkGroup(op, kg, st); err != nil {
 		return err
 	}
-	d.key = append(appendPrefix(d.key[:0], kg, st), key...)
+	if d.readOnly {
+		return d.failed(op, kg, st, errors.New("the DB is open read-only"))
+	}
+	d.key = appendPrefix(d.key[:0], kg, st)
+	ns := len(d.key)
+	d.key = append(d.key, key...)
 	sum := d.cache.sum(d.key)
 	// A key the filter has never seen, while it has been complete since
 	// the DB was empty, was never written nor read from Pebble, so the
 	// cache does not hold it: no need to look, and a delete of it needs
 	// no entry (the filter answers for it).
 	unseen := d.filter.sinceEmpty && !d.filter.mayContain(sum)
+	if unseen && del {
+		return nil
+	}
 	if !del {
 		// Before the write: the filter may hold keys the DB does
 		// not, never the other way round.
 		d.filter.add(sum)
+		if n := segmentEnd(d.key); n > 0 {
+			d.filter.addOnce(d.cache.sum(d.key[:n]))
+		}
 	}
-	// The batch first, then the cache: a full cache commits the batch
-	// (this write included) before it forgets anything.
 	d.dirty = true
+	// A failure here is a failed write of the dirty entries, already
+	// wrapped.
+	cached, err := d.cache.write(d.key, value, del, !unseen, tagOf(sum))
+	if err != nil {
+		return err
+	}
+	if cached {
+		// After the write: making room for it may have written the
+		// dirty entries, and emptied the span filter.
+		d.markDirty(kg, st, ns, sum)
+		return nil
+	}
 	if err := d.batchWrite(d.key, value, del); err != nil {
-		d.cache.drop(d.key)
 		return d.failed(op, kg, st, err)
 	}
-	// A failure here is a failed commit of the batch, already wrapped.
-	switch {
-	case unseen && del:
-		return nil
-	case unseen:
-		return d.cache.setNew(d.key, value, tagOf(sum))
-	}
-	return d.cache.setTag(d.key, value, del, tagOf(sum))
+	return d.commitBatch()
 }
 
 // pointDeleteMax is the most keys DeletePrefix deletes one by one; above
@@ -343,10 +470,15 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 	if err := d.checkGroup("delete prefix", kg, st); err != nil {
 		return err
 	}
-	if err := d.commitBatch(); err != nil {
-		return err
+	opts, ns := d.bounds(kg, st, prefix)
+	if d.noSegment(opts.LowerBound, ns) {
+		return nil
 	}
-	opts, _ := d.bounds(kg, st, prefix)
+	if d.mayBeDirty(opts.LowerBound, ns) {
+		if err := d.flushDirty(); err != nil {
+			return err
+		}
+	}
 	it, err := d.db.NewIter(opts)
 	if err != nil {
 		return d.failed("delete prefix", kg, st, err)
@@ -355,6 +487,8 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 	// can collect the deletions while it moves.
 	var b *pebble.Batch
 	n := 0
+	// A key of the range in the cache is in Pebble or cached as absent,
+	// never dirty (mayBeDirty), so forgetting it loses nothing.
 	for ok := it.First(); ok && n <= pointDeleteMax; ok = it.Next() {
 		if b == nil {
 			b = d.db.NewBatch()
@@ -371,7 +505,12 @@ func (d *DB) DeletePrefix(kg int, st string, prefix []byte) error {
 	switch {
 	case err != nil:
 	case n > pointDeleteMax:
-		d.cache.clear() // which cached keys lie in the range is not known
+		// Which cached keys lie in the range is not known: forget them
+		// all, after writing the dirty ones.
+		if err = d.flushDirty(); err != nil {
+			break
+		}
+		d.cache.clear()
 		err = d.db.DeleteRange(opts.LowerBound, opts.UpperBound, pebble.NoSync)
 	case n > 0:
 		err = b.Commit(pebble.NoSync)
@@ -418,17 +557,45 @@ func (d *DB) Range(kg int, st string, prefix []byte, fn func(key, value []byte) 
 	if err := d.checkGroup("range", kg, st); err != nil {
 		return err
 	}
-	if err := d.commitBatch(); err != nil {
-		return err
-	}
 	opts, strip := d.bounds(kg, st, prefix)
-	it, err := d.db.NewIter(opts)
-	if err != nil {
+	if d.noSegment(opts.LowerBound, strip) {
+		return nil
+	}
+	if d.mayBeDirty(opts.LowerBound, strip) {
+		if err := d.flushDirty(); err != nil {
+			return err
+		}
+	}
+	var it *pebble.Iterator
+	if d.ranging == 0 {
+		// The DB's own iterator, reused until the DB changes (its level
+		// iterators are reused too): bounds are cheaper than a new one.
+		if d.rangeIter == nil {
+			if d.rangeIter, err = d.db.NewIter(nil); err != nil {
+				return d.failed("range", kg, st, err)
+			}
+		}
+		it = d.rangeIter
+		it.SetBounds(opts.LowerBound, opts.UpperBound)
+	} else if it, err = d.db.NewIter(opts); err != nil {
 		return d.failed("range", kg, st, err)
 	}
 	d.ranging++
 	defer func() {
 		d.ranging--
+		if it == d.rangeIter {
+			ierr := it.Error()
+			if ierr != nil && err == nil {
+				err = d.failed("range", kg, st, ierr)
+			}
+			if (ierr != nil || d.rangeStale) && d.ranging == 0 {
+				// A fresh iterator next time.
+				d.rangeStale = false
+				_ = it.Close()
+				d.rangeIter = nil
+			}
+			return
+		}
 		if cerr := it.Close(); cerr != nil && err == nil {
 			err = d.failed("range", kg, st, cerr)
 		}

@@ -113,3 +113,61 @@ func TestKeyFilterOfEmptyAndRestoredDBs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The filter's record-key segments: a Range of a record key never
+// written answers from the filter, and one written before a restore (the
+// scan adds it), by Import, or by Put is found.
+func TestKeyFilterSegments(t *testing.T) {
+	p := newPool(t)
+	d := openDB(t, p, t.TempDir(), 8)
+	for i := range 20 {
+		if err := d.Put(i%8, "l", segKey(fmt.Sprint("rk", i), "/elem"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(db *DB, kg int, rk string) int {
+		n := 0
+		if err := db.Range(kg, "l", segKey(rk, ""), func(_, _ []byte) bool { n++; return true }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(d, 3, "rk3"); n != 1 {
+		t.Fatalf("range of a written record key found %d keys", n)
+	}
+	if d.noSegment(append(appendPrefix(nil, 3, "l"), segKey("rk3", "")...), len(appendPrefix(nil, 3, "l"))) {
+		t.Fatal("the filter says a written record key was never written")
+	}
+	if !d.noSegment(append(appendPrefix(nil, 3, "l"), segKey("never", "")...), len(appendPrefix(nil, 3, "l"))) {
+		t.Fatal("the filter does not answer for a record key never written")
+	}
+	chk := filepath.Join(t.TempDir(), "chk")
+	if _, err := d.Checkpoint(chk); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restored: the scan adds the segments.
+	restored := filepath.Join(t.TempDir(), "restored")
+	copyDir(t, chk, restored)
+	r := openDB(t, p, restored, 8)
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.filter.useful() {
+		if time.Now().After(deadline) {
+			t.Fatal("the restored DB's key filter is not complete after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Imported: Import adds them.
+	im := openDB(t, p, t.TempDir(), 8)
+	src := openReadOnly(t, p, chk, 8)
+	if _, err := im.Import(src, 0, 7); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []*DB{r, im} {
+		for i := range 20 {
+			if n := count(db, i%8, fmt.Sprint("rk", i)); n != 1 {
+				t.Fatalf("%s: range of record key rk%d found %d keys, want 1", db.dir, i, n)
+			}
+		}
+	}
+}
