@@ -129,14 +129,32 @@ func BenchmarkKeyedCount(b *testing.B) {
 // uniformly, on each state backend with 1 s checkpoints: state that defeats
 // the CPU caches (memory) and the read cache (pebble). Run with
 // -benchtime 10000000x so that every key is counted several times.
+func BenchmarkKeyedCountLarge(b *testing.B) {
+	keys := make([]string, 1_000_000)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	for _, backend := range []string{"memory", "pebble"} {
+		b.Run("backend="+backend, func(b *testing.B) {
+			benchKeyedCount(b, backend, func(i int) string { return keys[i%len(keys)] })
+		})
+	}
+}
+
 // BenchmarkKeyedCountDistinct counts b.N distinct keys on the memory
 // backend, 1 s checkpoints: a state that only grows, each checkpoint's
 // delta all new keys (docs/benchmarks.md, "Keyed count against a Go
 // map"), so what it measures beyond the count itself is the incremental
 // checkpoints of a growing heap chain.
 func BenchmarkKeyedCountDistinct(b *testing.B) {
-	env := flow.New(quiet(), flow.Checkpointing(time.Second), flow.StateDir(b.TempDir()), flow.StateBackend("memory"))
-	src := flow.From(env, genSource[event]{n: b.N, gen: func(i int) event { return event{Key: "user-" + strconv.Itoa(i), Seq: i} }})
+	benchKeyedCount(b, "memory", func(i int) string { return "user-" + strconv.Itoa(i) })
+}
+
+// benchKeyedCount runs a count per key of b.N records, record i's key
+// keyOf(i), on backend with 1 s checkpoints.
+func benchKeyedCount(b *testing.B, backend string, keyOf func(int) string) {
+	env := flow.New(quiet(), flow.Checkpointing(time.Second), flow.StateDir(b.TempDir()), flow.StateBackend(backend))
+	src := flow.From(env, genSource[event]{n: b.N, gen: func(i int) event { return event{Key: keyOf(i), Seq: i} }})
 	keyed := flow.KeyBy(src, func(e event) string { return e.Key })
 	counts := flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[event, count] {
 		n := state.NewValue[int64](s, "n")
@@ -150,30 +168,4 @@ func BenchmarkKeyedCountDistinct(b *testing.B) {
 	})
 	flow.To(counts, discardSink[count]{})
 	runBench(b, env)
-}
-
-func BenchmarkKeyedCountLarge(b *testing.B) {
-	keys := make([]string, 1_000_000)
-	for i := range keys {
-		keys[i] = "user-" + strconv.Itoa(i)
-	}
-	for _, backend := range []string{"memory", "pebble"} {
-		b.Run("backend="+backend, func(b *testing.B) {
-			env := flow.New(quiet(), flow.Checkpointing(time.Second), flow.StateDir(b.TempDir()), flow.StateBackend(backend))
-			src := flow.From(env, genSource[event]{n: b.N, gen: func(i int) event { return event{Key: keys[i%len(keys)], Seq: i} }})
-			keyed := flow.KeyBy(src, func(e event) string { return e.Key })
-			counts := flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[event, count] {
-				n := state.NewValue[int64](s, "n")
-				return func(ctx flow.Context, e event, out flow.Collector[count]) error {
-					c, _ := n.Get()
-					c++
-					n.Set(c)
-					out.Emit(count{Key: e.Key, N: c})
-					return nil
-				}
-			})
-			flow.To(counts, discardSink[count]{})
-			runBench(b, env)
-		})
-	}
 }
