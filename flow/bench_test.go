@@ -96,9 +96,14 @@ var benchKeys = func() []string {
 	return ks
 }()
 
-func keyedCountEnv(b *testing.B, opts ...flow.Option) *flow.Env {
+// keyedCountEnv is a count per key of b.N records, record i's key
+// keyOf(i) (nil: the benchKeys, cycled).
+func keyedCountEnv(b *testing.B, keyOf func(int) string, opts ...flow.Option) *flow.Env {
+	if keyOf == nil {
+		keyOf = func(i int) string { return benchKeys[i%len(benchKeys)] }
+	}
 	env := flow.New(append([]flow.Option{quiet()}, opts...)...)
-	src := flow.From(env, genSource[event]{n: b.N, gen: func(i int) event { return event{Key: benchKeys[i%len(benchKeys)], Seq: i} }})
+	src := flow.From(env, genSource[event]{n: b.N, gen: func(i int) event { return event{Key: keyOf(i), Seq: i} }})
 	keyed := flow.KeyBy(src, func(e event) string { return e.Key })
 	counts := flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[event, count] {
 		n := state.NewValue[int64](s, "n")
@@ -118,10 +123,10 @@ func keyedCountEnv(b *testing.B, opts ...flow.Option) *flow.Env {
 // -> sink, 10k keys, with and without 1 s checkpoints.
 func BenchmarkKeyedCount(b *testing.B) {
 	b.Run("checkpointing=off", func(b *testing.B) {
-		runBench(b, keyedCountEnv(b))
+		runBench(b, keyedCountEnv(b, nil))
 	})
 	b.Run("checkpointing=1s", func(b *testing.B) {
-		runBench(b, keyedCountEnv(b, flow.Checkpointing(time.Second), flow.StateDir(b.TempDir())))
+		runBench(b, keyedCountEnv(b, nil, flow.Checkpointing(time.Second), flow.StateDir(b.TempDir())))
 	})
 }
 
@@ -150,22 +155,7 @@ func BenchmarkKeyedCountDistinct(b *testing.B) {
 	benchKeyedCount(b, "memory", func(i int) string { return "user-" + strconv.Itoa(i) })
 }
 
-// benchKeyedCount runs a count per key of b.N records, record i's key
-// keyOf(i), on backend with 1 s checkpoints.
+// benchKeyedCount runs keyedCountEnv on backend with 1 s checkpoints.
 func benchKeyedCount(b *testing.B, backend string, keyOf func(int) string) {
-	env := flow.New(quiet(), flow.Checkpointing(time.Second), flow.StateDir(b.TempDir()), flow.StateBackend(backend))
-	src := flow.From(env, genSource[event]{n: b.N, gen: func(i int) event { return event{Key: keyOf(i), Seq: i} }})
-	keyed := flow.KeyBy(src, func(e event) string { return e.Key })
-	counts := flow.Process(keyed, "count", func(s *state.Store) flow.ProcessFunc[event, count] {
-		n := state.NewValue[int64](s, "n")
-		return func(ctx flow.Context, e event, out flow.Collector[count]) error {
-			c, _ := n.Get()
-			c++
-			n.Set(c)
-			out.Emit(count{Key: e.Key, N: c})
-			return nil
-		}
-	})
-	flow.To(counts, discardSink[count]{})
-	runBench(b, env)
+	runBench(b, keyedCountEnv(b, keyOf, flow.Checkpointing(time.Second), flow.StateDir(b.TempDir()), flow.StateBackend(backend)))
 }
