@@ -416,16 +416,7 @@ func (s *Server) checkpoints(w http.ResponseWriter, _ *http.Request) {
 	_, st := s.summary()
 	hist := s.History.checkpointsCopy()
 	latest := map[string]any{"restored": s.History.restore()}
-	for _, c := range hist {
-		switch {
-		case c.Status == "COMPLETED" && !c.Savepoint && latest["completed"] == nil:
-			latest["completed"] = c
-		case c.Status == "COMPLETED" && c.Savepoint && latest["savepoint"] == nil:
-			latest["savepoint"] = c
-		case c.Status == "FAILED" && latest["failed"] == nil:
-			latest["failed"] = c
-		}
-	}
+	AddLatest(latest, hist, func(c Checkpoint) Checkpoint { return c })
 	WriteJSON(w, http.StatusOK, map[string]any{
 		"counts": map[string]int64{
 			"completed": st.CheckpointsCompleted, "failed": st.CheckpointsFailed, "in_progress": st.CheckpointsInProgress,
@@ -536,4 +527,22 @@ func (s *Server) savepointStatus(w http.ResponseWriter, r *http.Request) {
 		"status":    map[string]string{"id": cp.Status},
 		"operation": cp,
 	})
+}
+
+// AddLatest fills latest's "completed", "savepoint" and "failed" with the
+// first of hist (newest first) of each kind, as /jobs/{id}/checkpoints
+// shows them; of gives each entry's checkpoint (a scale-out task's
+// checkpoint embeds one).
+func AddLatest[T any](latest map[string]any, hist []T, of func(T) Checkpoint) {
+	for _, c := range hist {
+		k := of(c)
+		switch {
+		case k.Status == "COMPLETED" && !k.Savepoint && latest["completed"] == nil:
+			latest["completed"] = c
+		case k.Status == "COMPLETED" && k.Savepoint && latest["savepoint"] == nil:
+			latest["savepoint"] = c
+		case k.Status == "FAILED" && latest["failed"] == nil:
+			latest["failed"] = c
+		}
+	}
 }

@@ -264,16 +264,7 @@ func (a *soAPI) checkpoints(w http.ResponseWriter, _ *http.Request) {
 	})
 	slices.SortStableFunc(hist, func(x, y soCheckpoint) int { return cmp.Compare(y.TriggerTimestamp, x.TriggerTimestamp) })
 	latest := map[string]any{}
-	for _, c := range hist {
-		switch {
-		case c.Status == "COMPLETED" && !c.Savepoint && latest["completed"] == nil:
-			latest["completed"] = c
-		case c.Status == "COMPLETED" && c.Savepoint && latest["savepoint"] == nil:
-			latest["savepoint"] = c
-		case c.Status == "FAILED" && latest["failed"] == nil:
-			latest["failed"] = c
-		}
-	}
+	api.AddLatest(latest, hist, func(c soCheckpoint) api.Checkpoint { return c.Checkpoint })
 	api.WriteJSON(w, http.StatusOK, map[string]any{
 		"counts":  map[string]int64{"completed": completed, "failed": failed, "in_progress": inProgress},
 		"latest":  latest,
