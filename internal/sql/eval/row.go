@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -593,6 +594,14 @@ func (p *scanner) errorf(format string, args ...any) error {
 }
 
 func (p *scanner) ws() {
+	// Records are mostly written without whitespace: this test inlines.
+	if p.i < len(p.s) && p.s[p.i] > ' ' {
+		return
+	}
+	p.wsSlow()
+}
+
+func (p *scanner) wsSlow() {
 	for p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ' ', '\t', '\n', '\r':
@@ -799,9 +808,12 @@ func (p *scanner) str() (string, error) {
 		// Eight bytes at a time while none is a quote, a backslash or a
 		// control character: most of a record's text is strings (the
 		// padding of a Nexmark event, URLs), skipped or read here.
+		// The lowest bit of the mask is exact, so it gives the first
+		// special byte without a byte loop.
 		b := unsafe.Slice(unsafe.StringData(s), len(s))
 		for ; i+8 <= len(b); i += 8 {
-			if specialByte(binary.LittleEndian.Uint64(b[i:])) {
+			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
 				break
 			}
 		}
@@ -828,10 +840,14 @@ func (p *scanner) str() (string, error) {
 // specialByte reports whether one of the eight bytes of x is a quote, a
 // backslash or below 0x20 (each test exact: a byte's borrow is only
 // wrong in bytes above one that matches).
-func specialByte(x uint64) bool {
+func specialByte(x uint64) bool { return specialMask(x) != 0 }
+
+// specialMask has the high bit of each byte of x that specialByte finds
+// set, exact up to the lowest one set.
+func specialMask(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
+	return ((x-ones*0x20)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 func (p *scanner) strEscaped(start int) (string, error) {
@@ -898,23 +914,110 @@ func (p *scanner) hex4() (rune, bool) {
 	return rune(v), err == nil
 }
 
-// skip reads over one value of any kind, checking it is JSON.
+// skip reads over one value of any kind, checking it is JSON. It is the
+// scanner's hottest loop (a record's members no column reads, a Nexmark
+// event's other two kinds), so it is one loop with the containers it is
+// inside kept as a stack of bits, not a call per member.
 func (p *scanner) skip() error {
-	p.ws()
-	if p.i >= len(p.s) {
-		return p.errorf("unexpected end of the value")
+	var stack [maxDepth/64 + 1]uint64 // bit d: the container at depth d is an object
+	depth := 0
+	s := p.s
+	open := func(object bool) error {
+		if p.depth+depth+1 > maxDepth {
+			return p.errorf("nested more than %d levels deep", maxDepth)
+		}
+		if object {
+			stack[depth/64] |= 1 << (depth % 64)
+		} else {
+			stack[depth/64] &^= 1 << (depth % 64)
+		}
+		depth++
+		p.i++
+		return nil
 	}
-	switch p.s[p.i] {
-	case '{':
-		return p.object(func(string) error { return p.skip() })
-	case '[':
-		return p.array(p.skip)
-	case '"':
-		_, err := p.str()
+	inObject := func() bool { return stack[(depth-1)/64]&(1<<((depth-1)%64)) != 0 }
+	for {
+		// A value comes at p.i.
+		p.ws()
+		if p.i >= len(s) {
+			return p.errorf("unexpected end of the value")
+		}
+		switch c := s[p.i]; c {
+		case '{', '[':
+			if err := open(c == '{'); err != nil {
+				return err
+			}
+			p.ws()
+			if p.i < len(s) && (c == '{' && s[p.i] == '}' || c == '[' && s[p.i] == ']') {
+				p.i++
+				depth--
+				break
+			}
+			if c == '{' {
+				if err := p.key(); err != nil {
+					return err
+				}
+			}
+			continue
+		case '"':
+			if _, err := p.str(); err != nil {
+				return err
+			}
+		default:
+			if _, _, err := p.scalar(); err != nil {
+				return err
+			}
+		}
+		// After a value: the end of the containers it closes, then a
+		// comma before the next value (and its key in an object).
+		for {
+			if depth == 0 {
+				return nil
+			}
+			p.ws()
+			if p.i >= len(s) {
+				return p.errorf("unexpected end of the value")
+			}
+			obj := inObject()
+			closing := byte(']')
+			if obj {
+				closing = '}'
+			}
+			switch s[p.i] {
+			case ',':
+				p.i++
+				if obj {
+					if err := p.key(); err != nil {
+						return err
+					}
+				}
+			case closing:
+				p.i++
+				depth--
+				continue
+			default:
+				return p.errorf("expected , or %c", closing)
+			}
+			break
+		}
+	}
+}
+
+// key reads a member's name and its colon, positioned at the value.
+func (p *scanner) key() error {
+	p.ws()
+	if p.i >= len(p.s) || p.s[p.i] != '"' {
+		return p.errorf("expected a field name")
+	}
+	if _, err := p.str(); err != nil {
 		return err
 	}
-	_, _, err := p.scalar()
-	return err
+	p.ws()
+	if p.i >= len(p.s) || p.s[p.i] != ':' {
+		return p.errorf("expected :")
+	}
+	p.i++
+	return nil
 }
 
 // encoderFor returns the JSON encoder of values of type t, as Flink's

@@ -100,3 +100,33 @@ func BenchmarkValidJSON(b *testing.B) {
 		}
 	})
 }
+
+// FuzzValidJSON: ValidJSON (the scanner's skip) agrees with
+// encoding/json.Valid on any input (`go test -fuzz FuzzValidJSON`).
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":"c\u00e9"}],"d":null}`, `[[[]]]`, `{"a":{}}`, `"x\"y"`, `-1.5e3`, `{"a":1,"a":2}`, "[1,\x01]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := ValidJSON(b), json.Valid(b); got != want && !(want && deeperThan(b, maxDepth)) {
+			t.Fatalf("%q: ValidJSON %v, json.Valid %v", b, got, want)
+		}
+	})
+}
+
+// deeperThan reports whether b opens more than n brackets at once
+// (strings not considered: a bound, for the one documented difference).
+func deeperThan(b []byte, n int) bool {
+	d := 0
+	for _, c := range b {
+		switch c {
+		case '{', '[':
+			if d++; d > n {
+				return true
+			}
+		case '}', ']':
+			d--
+		}
+	}
+	return false
+}
