@@ -228,13 +228,16 @@ type span struct{ Start, End int64 }
 
 // assign returns the tumbling, sliding or cumulate windows holding ts,
 // oldest first (cumulate: shortest first); a session's is [ts, ts+gap).
-func (s shape) assign(ts int64) []span {
+func (s shape) assign(ts int64) []span { return s.appendAssign(nil, ts) }
+
+// appendAssign appends the windows of ts to out (assign without an
+// allocation per record when out has room).
+func (s shape) appendAssign(out []span, ts int64) []span {
 	if s.gap > 0 {
-		return []span{{ts, ts + s.gap}}
+		return append(out, span{ts, ts + s.gap})
 	}
 	if s.step > 0 {
 		start := floorDiv(ts, s.size) * s.size
-		var out []span
 		for end := s.stepEnd(ts); end <= start+s.size; end += s.step {
 			out = append(out, span{start, end})
 		}
@@ -245,7 +248,6 @@ func (s shape) assign(ts int64) []span {
 		slide = s.size
 	}
 	last := floorDiv(ts-s.offset, slide)*slide + s.offset
-	var out []span
 	for start := last - s.size + slide; start <= last; start += slide {
 		if start+s.size > ts {
 			out = append(out, span{start, start + s.size})
@@ -569,8 +571,10 @@ func fireAt(w span) int64 { return w.End - 1 }
 // of them (and changed nothing).
 func (w *windower) add(key string, p winPrep, clk Clock, out Out) (bool, error) {
 	wm := clk.Watermark()
-	var spans []span
-	for _, s := range w.sh.assign(p.ts) {
+	var buf [8]span
+	all := w.sh.appendAssign(buf[:0], p.ts)
+	spans := all[:0] // filtered in place
+	for _, s := range all {
 		// Late for a window: the watermark passed its end and its
 		// allowed lateness.
 		if fireAt(s)+w.lateness > wm {
