@@ -35,7 +35,7 @@ import (
 //
 // Records go out in the order of the other side's rows (sorted by their
 // bytes), so a run restored from a checkpoint emits what an uncut run does.
-func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bool, match func(joined []byte) (bool, error)) TwoInputs {
+func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bool, match func(left, right []byte) (bool, error)) TwoInputs {
 	left := state.NewMap[string, []byte](st, "left-rows", state.WithTTL(lttl))
 	right := state.NewMap[string, []byte](st, "right-rows", state.WithTTL(rttl))
 	side := func(mine, other *state.Map[string, []byte], myOuter, otherOuter, isLeft bool) func(Record, Clock, Out) error {
@@ -53,14 +53,19 @@ func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bo
 				}
 				return joinedValue([]byte(o.row), mv)
 			}
+			matches := func(mv []byte, o *joinRow) (bool, error) {
+				if isLeft {
+					return match(mv, []byte(o.row))
+				}
+				return match([]byte(o.row), mv)
+			}
 			// The other side's rows that pair with v (all, without a
 			// condition), and their joined rows.
 			var partners []*joinRow
 			var pairs [][]byte
 			for _, o := range others {
-				j := joined(v, o)
 				if match != nil {
-					ok, err := match(j)
+					ok, err := matches(v, o)
 					if err != nil {
 						return fail(err)
 					}
@@ -68,7 +73,7 @@ func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bo
 						continue
 					}
 				}
-				partners, pairs = append(partners, o), append(pairs, j)
+				partners, pairs = append(partners, o), append(pairs, joined(v, o))
 			}
 			var mc joinCopies
 			if b, ok := mine.Get(string(v)); ok {
@@ -134,7 +139,7 @@ func retractingJoin(st *state.Store, lttl, rttl time.Duration, outerL, outerR bo
 						paired = true
 						break
 					}
-					ok, err := match(joined([]byte(m.row), o))
+					ok, err := matches([]byte(m.row), o)
 					if err != nil {
 						return fail(err)
 					}
@@ -224,10 +229,12 @@ func joinRowsOf(m *state.Map[string, []byte]) ([]*joinRow, error) {
 	return rows, failed
 }
 
-// pairCondition compiles the join's condition (nil: none): whether a
-// joined row {"left": …, "right": …} meets it. Each call takes an
-// evaluation state of its own from a pool (subtasks run concurrently).
-func (c joinConfig) pairCondition() (func([]byte) (bool, error), error) {
+// pairCondition compiles the join's condition (nil: none): whether the
+// pair of a left and a right row, as the joined row {"left": …,
+// "right": …}, meets it. The joined row is built only when eval's Match
+// cannot read the sides as they are. Each call takes an evaluation state
+// of its own from a pool (subtasks run concurrently).
+func (c joinConfig) pairCondition() (func(left, right []byte) (bool, error), error) {
 	if c.Condition == "" {
 		return nil, nil
 	}
@@ -252,10 +259,17 @@ func (c joinConfig) pairCondition() (func([]byte) (bool, error), error) {
 		return nil, &FieldError{Field: "schema", Err: err}
 	}
 	pool := sync.Pool{New: func() any { return new(selectState) }}
-	return func(joined []byte) (bool, error) {
+	return func(left, right []byte) (bool, error) {
 		st := pool.Get().(*selectState)
 		defer pool.Put(st)
-		res, err := sel.Run(&st.ctx, joined, &eval.Meta{}, st.buf[:0])
+		keep, ok, err := sel.Match(&st.ctx, left, right)
+		if ok {
+			if err != nil {
+				return false, fmt.Errorf("join condition %s: %w", c.Condition, err)
+			}
+			return keep, nil
+		}
+		res, err := sel.Run(&st.ctx, joinedValue(left, right), &eval.Meta{}, st.buf[:0])
 		if err != nil {
 			return false, fmt.Errorf("join condition %s: %w", c.Condition, err)
 		}

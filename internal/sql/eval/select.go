@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/onceflow/onceflow/internal/jsontext"
 	"github.com/onceflow/onceflow/internal/sql/ast"
@@ -324,6 +325,50 @@ func (s *Select) Run(ctx *Ctx, value []byte, m *Meta, buf []byte) (Result, error
 		r.Key = s.key(keyVals)
 	}
 	return r, nil
+}
+
+// Match is Run's Keep for a select whose schema is exactly two physical
+// columns, a join's two sides (the value {"left": left, "right":
+// right}), with each column read from its own side's JSON instead of
+// from that joined value: a retracting join tests its condition on every
+// pair a row meets, and most fail it (docs/design.md, "Changelogs").
+// ok is false when it cannot answer without the joined value (a side
+// that is not one JSON value, or a decode error): the caller then builds
+// it and calls Run, for the same answer and the same error.
+func (s *Select) Match(ctx *Ctx, left, right []byte) (keep, ok bool, err error) {
+	d := s.dec
+	if d.csv != nil || len(d.meta) > 0 || d.ncols != 2 {
+		return false, false, nil
+	}
+	ctx.Reset()
+	if cap(ctx.Row) < 2 {
+		ctx.Row = make([]Value, 2)
+	}
+	ctx.Row = ctx.Row[:2]
+	clear(ctx.Row)
+	for i, side := range [2][]byte{left, right} {
+		if d.decs[i] == nil || len(side) == 0 { // not read, or null
+			continue
+		}
+		p := &ctx.scan
+		*p = scanner{s: unsafe.String(&side[0], len(side))}
+		v, err := d.decs[i](ctx, p)
+		if err != nil {
+			return false, false, nil
+		}
+		if p.ws(); p.i != len(p.s) {
+			return false, false, nil
+		}
+		ctx.Row[i] = v
+	}
+	if s.where == nil {
+		return true, true, nil
+	}
+	w := s.where.Fn(ctx)
+	if ctx.err != nil {
+		return false, true, fmt.Errorf("where: %w", ctx.err)
+	}
+	return w.True(), true, nil
 }
 
 // key is the record key of the key columns' values (in the order key
