@@ -337,37 +337,46 @@ func (p *planner) named(w *yamlWriter, set *settings, sources []*table, outs []*
 	for _, t := range sources {
 		used[streamName(t.name)]++ // a stream may not take a source's name
 	}
-	var stream func(r *rel, base string, at ast.Pos) string
-	stream = func(r *rel, base string, at ast.Pos) string {
-		var from []string
+	var streams []*namedStream
+	var stream func(r *rel, base string, at ast.Pos) *namedStream
+	stream = func(r *rel, base string, at ast.Pos) *namedStream {
+		var from []streamInput
 		if r.src != nil {
-			from = []string{streamName(r.src.name)}
+			from = []streamInput{{source: streamName(r.src.name)}}
 		} else {
 			for i, b := range r.branches {
 				part := fmt.Sprintf("%s_part%d", base, i+1)
 				if r.join {
 					part = base + []string{"_left", "_right"}[i]
 				}
-				from = append(from, stream(b, part, at))
+				from = append(from, streamInput{stream: stream(b, part, at)})
 			}
 		}
-		n := name(base)
-		w.linef(at, 1, "%s:", n)
-		w.linef(at, 2, "from: %s", qlist(from))
-		if len(r.steps) > 0 {
-			w.linef(at, 2, "steps:")
-			for _, s := range r.steps {
-				s.write(w, 3)
-			}
+		ns := &namedStream{name: name(base), from: from, at: at}
+		for _, s := range r.steps {
+			ns.steps = append(ns.steps, renderStep(s))
 		}
-		return n
+		streams = append(streams, ns)
+		return ns
 	}
-	for _, o := range outs {
-		o.stream = stream(o.r, "into_"+o.sink.name, o.ins.At)
+	ends := make([]*namedStream, len(outs))
+	for i, o := range outs {
+		ends[i] = stream(o.r, "into_"+o.sink.name, o.ins.At)
+	}
+	sinkNames := make([]string, len(ends)) // before shareSteps renames any
+	for i, e := range ends {
+		sinkNames[i] = streamName(e.name + "_sink")
+	}
+	if p.reuseSubPlans() {
+		streams = shareSteps(streams, name)
+	}
+	for _, ns := range streams {
+		ns.write(w)
 	}
 	w.linef(ast.Pos{}, 0, "sinks:")
-	for _, o := range outs {
-		p.sinkSection(w, o.sink, set, streamName(o.stream+"_sink")+":", o.stream, 1)
+	for i, o := range outs {
+		o.stream = ends[i].resolve().name
+		p.sinkSection(w, o.sink, set, sinkNames[i]+":", o.stream, 1)
 	}
 }
 

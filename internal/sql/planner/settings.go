@@ -59,15 +59,16 @@ var settingKeys = map[string]setting{
 	"state.backend":         {section: "state", field: "backend", kind: setString, values: map[string]string{"hashmap": "memory", "memory": "memory", "rocksdb": "pebble", "pebble": "pebble"}},
 	"state.checkpoints.dir": {section: "state", field: "dir", kind: setString},
 
-	"table.exec.state.ttl":                {section: "ttl", kind: setDuration},
-	"table.exec.source.idle-timeout":      {section: "event-time", field: "idle-timeout", kind: setDuration},
-	"table.exec.sink.not-null-enforcer":   {section: "ignored"},
-	"parallelism.default":                 {section: "ignored"},
-	"sql-client.execution.result-mode":    {section: "ignored"},
-	"table.exec.mini-batch.enabled":       {section: "ignored"},
-	"table.exec.mini-batch.allow-latency": {section: "ignored"},
-	"table.exec.mini-batch.size":          {section: "ignored"},
-	"table.optimizer.agg-phase-strategy":  {section: "ignored"},
+	"table.exec.state.ttl":                   {section: "ttl", kind: setDuration},
+	"table.exec.source.idle-timeout":         {section: "event-time", field: "idle-timeout", kind: setDuration},
+	"table.exec.sink.not-null-enforcer":      {section: "ignored"},
+	"parallelism.default":                    {section: "ignored"},
+	"sql-client.execution.result-mode":       {section: "ignored"},
+	"table.exec.mini-batch.enabled":          {section: "ignored"},
+	"table.exec.mini-batch.allow-latency":    {section: "ignored"},
+	"table.exec.mini-batch.size":             {section: "ignored"},
+	"table.optimizer.agg-phase-strategy":     {section: "ignored"},
+	"table.optimizer.reuse-sub-plan-enabled": {section: "plan", kind: setString, values: map[string]string{"true": "true", "false": "false"}},
 }
 
 // settings are the SETs read, as job-file lines by section.
@@ -105,6 +106,11 @@ func (p *planner) readSettings() *settings {
 			continue
 		case "ttl":
 			continue // read by the steps that keep state (stateTTL)
+		case "plan":
+			if v := strings.ToLower(v); v != "true" && v != "false" {
+				p.errorf(o.ValueAt, "SET '%s': '%s' is neither true nor false", k, o.Value)
+			}
+			continue // read by the planner (reuseSubPlans)
 		}
 		switch st.kind {
 		case setDuration:
@@ -196,4 +202,12 @@ func (s *settings) write(w *yamlWriter, p *planner) {
 			w.linef(s.at[sec+"."+l[0]], 1, "%s: %s", l[0], l[1])
 		}
 	}
+}
+
+// reuseSubPlans is SET 'table.optimizer.reuse-sub-plan-enabled' (true
+// when not set): whether streams share the steps they begin with
+// (reuse.go).
+func (p *planner) reuseSubPlans() bool {
+	o := p.settings["table.optimizer.reuse-sub-plan-enabled"]
+	return o == nil || !strings.EqualFold(strings.TrimSpace(o.Value), "false")
 }

@@ -210,6 +210,8 @@ func settingBecomes(s setting) string {
 		return "how long the state of a key of a `GROUP BY` aggregate, a deduplication or a Top-N is kept after its last update (default: for ever), and how long a join keeps each row (a join needs it or a `STATE_TTL` hint)"
 	case "ignored":
 		return "accepted and ignored (`onceflow validate` notes it)"
+	case "plan":
+		return "whether streams that read the same input and begin with the same steps share them (sub-plan reuse; default true): `false` writes each stream whole, as builds before it did"
 	case "checkpointing", "restart", "state", "event-time":
 		return "`" + s.section + "." + s.field + "`"
 	}
