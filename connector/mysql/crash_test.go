@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"os"
 	"slices"
@@ -139,35 +140,47 @@ func (r *crashRun) check() {
 			r.t.Fatalf("%s (keys, min count, max count) = %s, want %s", r.mode, got, want)
 		}
 	}
-	if xa := r.leftPrepared(); len(xa) > 0 {
-		r.t.Errorf("prepared XA transactions of job %s are left behind: %v", crashJob(r.mode), xa)
-	}
-	if open := r.client("SELECT COUNT(*) FROM information_schema.INNODB_TRX"); open != "0" {
-		r.t.Errorf("%s transactions are left open", open)
+	for _, left := range r.leftBehind() {
+		r.t.Errorf("left behind: %s", left)
 	}
 }
 
-// leftPrepared lists the XA transactions the crash job left prepared.
-// XA RECOVER lists the whole server's, and the test binary's other tests
-// share the server: only xids of this job's sink count, so a transaction
-// another test left cannot fail this one.
-func (r *crashRun) leftPrepared() []string {
+// leftBehind describes what the crash job left behind: its XA
+// transactions still prepared, and transactions open on sessions of the
+// test's database. XA RECOVER and INNODB_TRX list the whole server's, and
+// the test binary's other tests share the server: only xids of this
+// job's sink (sqlsink.GIDPrefix) and sessions of this database count, so
+// what another test left cannot fail this one. (A prepared XA
+// transaction is in INNODB_TRX too, with no session once the one that
+// prepared it ended: its xid counts it.)
+func (r *crashRun) leftBehind() []string {
 	r.t.Helper()
+	var left []string
 	xids, err := r.srv.PreparedXA(context.Background(), sqlsink.GIDPrefix(crashJob(r.mode), crashUID))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return xids
+	if len(xids) > 0 {
+		left = append(left, fmt.Sprintf("prepared XA transactions of job %s: %v", crashJob(r.mode), xids))
+	}
+	if open := r.client("SELECT COUNT(*) FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE p.DB = DATABASE()"); open != "0" {
+		left = append(left, open+" transactions open")
+	}
+	return left
 }
 
-// The crash tests' check of what is left prepared sees the transactions
-// of its own job, in any subtask and epoch, and not another job's (the
-// flake this fixes: a transaction the conformance suite's failed job left
+// The crash tests' check of what the job left behind sees the XA
+// transactions of its own job, in any subtask and epoch, and transactions
+// open in its own database, not another job's or database's (the flake
+// this fixes: a transaction the conformance suite's failed job left
 // prepared failed every later crash test).
 func TestCrashCheckSeesItsOwnJobOnly(t *testing.T) {
 	dsn, srv := dbtest.MariaDB(t)
 	db := dsn[strings.LastIndex(dsn, "/")+1:]
 	createTables(t, srv, db)
+	otherDSN, _ := dbtest.MariaDB(t)
+	otherDB := otherDSN[strings.LastIndex(otherDSN, "/")+1:]
+	createTables(t, srv, otherDB)
 	r := &crashRun{t: t, db: db, srv: srv, mode: "twophase"}
 	ctx := ctxT(t)
 	own := sqlsink.GID(crashJob(r.mode), crashUID, 1, 7)
@@ -177,25 +190,34 @@ func TestCrashCheckSeesItsOwnJobOnly(t *testing.T) {
 		sqlsink.GID(crashJob("append"), crashUID, 0, 1),
 		"held-by-hand",
 	}
-	// Transactions prepared by hand, like a job's: each on a session of
-	// its own, closed after the prepare (the transaction outlives it).
-	prepare := func(x string) {
+	// A session of its own on dsn's database that runs qs; end closes
+	// it for good.
+	session := func(dsn string, qs ...string) (end func()) {
 		t.Helper()
 		pool, err := sql.Open("mysql", dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer pool.Close()
 		c, err := pool.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		for _, q := range []string{"XA START '" + x + "'", "INSERT INTO append VALUES ('by-hand', 1)", "XA END '" + x + "'", "XA PREPARE '" + x + "'"} {
+		for _, q := range qs {
 			if _, err := c.ExecContext(ctx, q); err != nil {
 				t.Fatal(q, err)
 			}
 		}
+		return func() {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn })
+			_ = c.Close()
+			_ = pool.Close()
+		}
+	}
+	// Prepared by hand, like a job's transaction: the session that
+	// prepared it ends, the transaction stays.
+	prepare := func(dsn, x string) {
+		t.Helper()
+		session(dsn, "XA START '"+x+"'", "INSERT INTO append VALUES ('by-hand', 1)", "XA END '"+x+"'", "XA PREPARE '"+x+"'")()
 	}
 	t.Cleanup(func() {
 		for _, x := range append(foreign, own) {
@@ -205,17 +227,24 @@ func TestCrashCheckSeesItsOwnJobOnly(t *testing.T) {
 		}
 	})
 	for _, x := range foreign {
-		prepare(x)
+		prepare(otherDSN, x)
 	}
-	if left := r.leftPrepared(); len(left) != 0 {
-		t.Errorf("with only other jobs' transactions prepared, the check finds %v", left)
+	// InnoDB refreshes INNODB_TRX when it was not read for 0.1 s: let a
+	// read after a change see it.
+	waitTrxCache := func() { time.Sleep(200 * time.Millisecond) }
+	endOther := session(otherDSN, "BEGIN", "INSERT INTO append VALUES ('open', 1)")
+	defer endOther()
+	waitTrxCache()
+	if left := r.leftBehind(); len(left) != 0 {
+		t.Errorf("with other jobs' transactions prepared and one open in another database, the check finds %v", left)
 	}
 	if all, err := srv.PreparedXA(ctx, ""); err != nil || len(all) != len(foreign) {
 		t.Errorf("XA RECOVER lists %v (%v), want the %d prepared by hand", all, err, len(foreign))
 	}
-	prepare(own)
-	if left := r.leftPrepared(); !slices.Equal(left, []string{own}) {
-		t.Errorf("with a transaction of the job prepared, the check finds %v, want [%s]", left, own)
+	prepare(dsn, own)
+	waitTrxCache()
+	if left := r.leftBehind(); len(left) != 1 || !strings.Contains(left[0], own) {
+		t.Errorf("with a transaction of the job prepared, the check finds %v, want it, %s", left, own)
 	}
 	// RollbackXA, the cleanup of a test whose job may leave transactions
 	// prepared, rolls back by prefix: the job's, not the others.
@@ -225,6 +254,12 @@ func TestCrashCheckSeesItsOwnJobOnly(t *testing.T) {
 	if all, err := srv.PreparedXA(ctx, ""); err != nil || len(all) != len(foreign) {
 		t.Errorf("after the job's rollback XA RECOVER lists %v (%v), want the other %d", all, err, len(foreign))
 	}
+	end := session(dsn, "BEGIN", "INSERT INTO append VALUES ('open', 1)")
+	waitTrxCache()
+	if left := r.leftBehind(); !slices.Equal(left, []string{"1 transactions open"}) {
+		t.Errorf("with a transaction open in the test's database, the check finds %v", left)
+	}
+	end()
 }
 
 // Each appending mode, SIGKILLed 8 times (dbtest.CrashKills; 60 with
