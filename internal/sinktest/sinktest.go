@@ -542,6 +542,10 @@ func settleLeftPrepared(t *testing.T, h Harness, addr, job, uid string) {
 	defer cancel()
 	if err := r.ResolvePrepared(ctx, job, uid, 0, true); err != nil {
 		t.Errorf("roll back what job %s left prepared: %v", job, err)
+		return
+	}
+	if n := h.Prepared(t, addr, job, uid); n != 0 {
+		t.Errorf("%d transactions of job %s are still prepared after the settling", n, job)
 	}
 }
 
