@@ -57,7 +57,7 @@ func conformance() sinktest.Harness {
 		},
 		// dsn's database only: the suite's crash subtests run in parallel.
 		Isolated: true,
-		Leftovers: func(t *testing.T, dsn string) string {
+		Leftovers: func(t *testing.T, dsn, _, _ string) string {
 			var left []string
 			if n := psql(t, dsn, "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()"); n != "0" {
 				left = append(left, n+" prepared transactions: "+psql(t, dsn, "SELECT string_agg(gid, ', ') FROM pg_prepared_xacts WHERE database = current_database()"))
@@ -67,7 +67,7 @@ func conformance() sinktest.Harness {
 			}
 			return strings.Join(left, "; ")
 		},
-		Prepared: func(t *testing.T, dsn string) int {
+		Prepared: func(t *testing.T, dsn, _, _ string) int {
 			n, _ := strconv.Atoi(psql(t, dsn, "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()"))
 			return n
 		},

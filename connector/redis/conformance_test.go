@@ -55,7 +55,7 @@ func conformance() sinktest.Harness {
 		},
 		// url's database only: the suite's crash subtests run in parallel.
 		Isolated: true,
-		Leftovers: func(t *testing.T, url string) string {
+		Leftovers: func(t *testing.T, url, _, _ string) string {
 			if stages := cli(t, url, "KEYS", "onceflow:stage:*"); stages != "" {
 				return "stages " + strings.ReplaceAll(stages, "\n", ", ")
 			}

@@ -280,6 +280,9 @@ func (r *CrashRun) KillAfterCommit(committed func() bool) {
 // divisible by 10) is one the tests' Row functions make unwritable.
 const RejectsRecords = 1000
 
+// RejectsUID is the uid of RunRejects's sink.
+const RejectsUID = "sink"
+
 // RunRejects runs, in this process, a job sending RejectsRecords records
 // Count{Key: "r<N>", N: N} (N from 1) through two subtasks into sink,
 // added with flow.OnRejected(policy), with 20 ms checkpoints, and returns
@@ -292,7 +295,7 @@ func RunRejects(t *testing.T, job string, sink flow.Sink[Count], policy flow.Err
 	}
 	env := flow.New(flow.JobName(job), flow.Checkpointing(20*time.Millisecond), flow.StateDir(t.TempDir()),
 		flow.Restart(restart.Config{Strategy: restart.None}), flow.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	flow.To(flow.From(env, flowtest.NewSource(flowtest.Split(recs, 2), flowtest.PerPoll(50))), sink, flow.UID("sink"), flow.OnRejected(policy))
+	flow.To(flow.From(env, flowtest.NewSource(flowtest.Split(recs, 2), flowtest.PerPoll(50))), sink, flow.UID(RejectsUID), flow.OnRejected(policy))
 	j, err := env.Start(context.Background())
 	if err != nil {
 		return flow.Stats{}, err

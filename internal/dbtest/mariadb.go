@@ -64,6 +64,80 @@ func (s *MariaDBServer) Exec(ctx context.Context, db, statement string, args ...
 	return err
 }
 
+// PreparedXA lists the xids of the XA transactions prepared on the server
+// whose xid starts with prefix ("" for all). XA RECOVER lists the whole
+// server's, not a database's: a test that checks that its job left none
+// asks for its job's prefix (sqlsink.GIDPrefix), so that a transaction
+// another test left cannot fail it.
+func (s *MariaDBServer) PreparedXA(ctx context.Context, prefix string) ([]string, error) {
+	conn, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return preparedXA(ctx, conn, prefix)
+}
+
+func preparedXA(ctx context.Context, conn *sql.DB, prefix string) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, "XA RECOVER")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var format, gtridLen, bqualLen int
+		var data []byte
+		if err := rows.Scan(&format, &gtridLen, &bqualLen, &data); err != nil {
+			return nil, err
+		}
+		if x := string(data[:min(gtridLen, len(data))]); strings.HasPrefix(x, prefix) {
+			out = append(out, x)
+		}
+	}
+	return out, rows.Err()
+}
+
+// RollbackXA rolls back the prepared XA transactions whose xid starts
+// with prefix and returns their xids: the cleanup of a test whose job may
+// end with transactions prepared (a job that fails for good is not
+// restarted, so nothing settles them), which would otherwise stay on the
+// server the whole test binary shares. One still attached to the session
+// that prepared it (the server answers "unknown XID" until it lets go) is
+// tried again for up to 30 s.
+func (s *MariaDBServer) RollbackXA(ctx context.Context, prefix string) ([]string, error) {
+	conn, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var done []string
+	for {
+		xids, err := preparedXA(ctx, conn, prefix)
+		if err != nil || len(xids) == 0 {
+			return done, err
+		}
+		for _, x := range xids {
+			_, err := conn.ExecContext(ctx, "XA ROLLBACK '"+strings.ReplaceAll(x, "'", "''")+"'")
+			var me *mysql.MySQLError
+			switch {
+			case err == nil:
+				done = append(done, x)
+			case errors.As(err, &me) && me.Number == 1397: // XAER_NOTA: still attached
+			default:
+				return done, fmt.Errorf("XA ROLLBACK %s: %w", x, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return done, fmt.Errorf("roll back the prepared XA transactions %v: %w", xids, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // Client runs the mariadb command-line client on database db with the
 // given SQL and returns its output, columns separated by |: an
 // independent client's view.

@@ -142,9 +142,27 @@ func Postgres(t testing.TB, o ...PostgresOptions) (dsn string, srv *PostgresServ
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		srv.rollbackPrepared(ctx, name)
 		_ = srv.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	})
 	return srv.DSN(name), srv
+}
+
+// rollbackPrepared rolls back the transactions left prepared in database
+// db: a two-phase job that ended between a prepare and its commit, and
+// was not started again to settle them (one that failed for good). They
+// keep DROP DATABASE, even WITH (FORCE), from dropping db ("being used by
+// prepared transactions") and hold VACUUM back on the whole server.
+// pg_prepared_xacts names each one's database, so this touches no other
+// test's.
+func (s *PostgresServer) rollbackPrepared(ctx context.Context, db string) {
+	out, err := s.Psql(db, "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+	if err != nil || out == "" {
+		return
+	}
+	for _, gid := range strings.Split(out, "\n") {
+		_ = s.Exec(ctx, db, "ROLLBACK PREPARED '"+strings.ReplaceAll(gid, "'", "''")+"'")
+	}
 }
 
 // Exec runs sql in database db as the superuser.

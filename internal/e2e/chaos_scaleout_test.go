@@ -254,7 +254,7 @@ func postgresLeftOpen(query func(string) (string, error)) []string {
 	var left []string
 	for _, q := range []string{
 		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'onceflow%' AND datname = current_database()",
-		"SELECT count(*) FROM pg_prepared_xacts",
+		"SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()",
 	} {
 		if got, err := query(q); err != nil || got != "0" {
 			left = append(left, fmt.Sprintf("%s = %s (%v), want 0: the stopped instances left work open", q, got, err))

@@ -61,7 +61,7 @@ func TestTwoPhaseCommittedCheckpointSurvivesAnyStart(t *testing.T) {
 		create:   "CREATE TABLE %s (v text NOT NULL)",
 		exec:     func(q string) error { return pg.Exec(context.Background(), pgDB, q) },
 		query:    func(q string) (string, error) { return pg.Psql(pgDB, q) },
-		prepared: "SELECT gid FROM pg_prepared_xacts",
+		prepared: "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()",
 	}, {
 		name:     "my",
 		sink:     "  mysql:\n    dsn: ${E2E_MYSQL_DSN}\n    table: %s\n    columns: { v: record.value }",
