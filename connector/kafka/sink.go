@@ -742,10 +742,16 @@ func (w *writer) write(ctx context.Context, r *kgo.Record) error {
 	}
 }
 
-// Prepare waits until the broker has every record the writer sent. With
-// exactly-once the records stay invisible until the commit point commits
-// the transaction; with delivery none it does not wait. The handle is
-// empty because nothing is left to commit afterwards.
+// Prepare ends the writer's epoch. With at-least-once it waits until the
+// broker has every record the writer sent; with delivery none it does not
+// wait. With exactly-once it does not wait either: the records stay
+// invisible until the commit point commits the transaction, and the commit
+// point flushes the producer and checks every writer's produces before
+// EndTxn, so their acknowledgements arrive while the checkpoint's other
+// parts (the state snapshots' upload) run instead of before this subtask
+// acknowledges the barrier (docs/design.md, "The Kafka commit point"). A
+// produce that failed already fails the prepare. The handle is empty
+// because nothing is left to commit afterwards.
 func (w *writer) Prepare(ctx context.Context, checkpointID int64) ([]byte, error) {
 	switch w.sink.cfg.Delivery {
 	case DeliveryNone:
@@ -767,6 +773,7 @@ func (w *writer) Prepare(ctx context.Context, checkpointID int64) ([]byte, error
 		w.prepared = checkpointID
 		s.hold.Prepared(checkpointID)
 		s.mu.Unlock()
+		return nil, w.firstErr()
 	}
 	done := make(chan struct{})
 	go func() { w.inflight.Wait(); close(done) }()

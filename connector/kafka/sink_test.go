@@ -1,14 +1,18 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/onceflow/onceflow/flow"
 	"github.com/onceflow/onceflow/internal/broker"
@@ -278,4 +282,45 @@ func TestExactlyOnceWithFailure(t *testing.T) {
 	}
 	t.Logf("failed after checkpoint %d; %d records seen", lastAtErr.Load(), seen.Load())
 	checkExactlyOnce(t, c, j, input, 300)
+}
+
+// With exactly-once a writer's Prepare does not wait for the broker to
+// acknowledge its records: the commit point flushes them before EndTxn
+// (docs/design.md, "The Kafka commit point"), so a checkpoint's barrier is
+// acknowledged while they are on their way. Here the broker answers no
+// produce until after Prepare returned; the commit still carries the
+// record.
+func TestExactlyOncePrepareDoesNotWaitForAcks(t *testing.T) {
+	c := startBroker(t, map[string]int32{"out": 1})
+	ctx := kafkatest.Context(t)
+	sink := newSink(t, SinkConfig{Client: c.client(), Job: "j", Topic: "out"})
+	cp := sink.CommitPoint()
+	if _, err := cp.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := openWriter(t, sink, 0, 1)
+	defer w.Close()
+	wake := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(wake) }) }
+	defer release()
+	cl := c.Broker.Cluster()
+	cl.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cl.KeepControl()
+		cl.SleepControl(func() { <-wake })
+		return nil, nil, false
+	})
+	write(t, w, "r1")
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := w.Prepare(pctx, 1); err != nil {
+		t.Fatalf("prepare while the broker holds the produce: %v (it waited for the acknowledgement)", err)
+	}
+	release()
+	if err := cp.Commit(ctx, rec("j", 1)); err != nil {
+		t.Fatalf("commit 1: %v", err)
+	}
+	if got := c.ReadCommitted(t, "out"); !slices.Equal(got, []string{"r1"}) {
+		t.Fatalf("after checkpoint 1: %q, want [r1]", got)
+	}
 }

@@ -16,11 +16,14 @@ import (
 	"github.com/onceflow/onceflow/state"
 )
 
-// Checkpoint makes the DB's state durable as files in dir, which must not
+// Checkpoint writes the DB's state as files in dir, which must not
 // exist: it writes the read cache's dirty entries to Pebble, flushes the
-// memtable (when anything was written since the last checkpoint), then writes a Pebble checkpoint: the sstables hard-linked,
-// the MANIFEST, OPTIONS and marker files copied, no WAL. It returns the
-// names of the files in dir (dir has no subdirectories), sorted.
+// memtable (when anything was written since the last checkpoint), then
+// writes a Pebble checkpoint: the sstables hard-linked, the MANIFEST,
+// OPTIONS and marker files copied, no WAL. Nothing is fsynced (see the
+// package doc): the caller makes the files durable where it keeps them,
+// as the checkpoint store does. It returns the names of the files in dir
+// (dir has no subdirectories), sorted.
 //
 // This is the synchronous part of an incremental checkpoint
 // (docs/design.md, "The checkpoint protocol", step 3): sstables never

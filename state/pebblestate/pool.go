@@ -28,11 +28,14 @@
 // "Recovery decisions"), never from what its local DB held when the process
 // died, because everything written after that checkpoint belongs to an
 // epoch that is replayed. A WAL would therefore only cost a write and an
-// fsync per record for data nobody reads. Checkpoint flushes the memtable
-// and hard-links the DB's sstables into a checkpoint directory; sstables are
-// immutable, so a checkpoint with no writes since the last one lists the
-// same sstables and only the new ones need to be stored again (an
-// incremental checkpoint).
+// fsync per record for data nobody reads. For the same reason the DB's
+// files are never fsynced either (noSyncFS). Checkpoint flushes the
+// memtable and hard-links the DB's sstables into a checkpoint directory,
+// unsynced: whoever keeps its files makes them durable (the checkpoint
+// store fsyncs every file it stores, a hard link included, or uploads it).
+// sstables are immutable, so a checkpoint with no writes since the last
+// one lists the same sstables and only the new ones need to be stored
+// again (an incremental checkpoint).
 package pebblestate
 
 import (
@@ -76,6 +79,9 @@ type Pool struct {
 	cache     *pebble.Cache
 	fileCache *pebble.FileCache
 	closeOnce sync.Once
+	// fs is the file system under the DBs, vfs.Default unless a test
+	// sets it.
+	fs vfs.FS
 }
 
 // NewPool returns a pool with a memory budget in bytes (DefaultBudget when
@@ -89,6 +95,7 @@ func NewPool(budget int64) *Pool {
 		budget:    budget,
 		cache:     pebble.NewCache(budget - budget/readCacheShare),
 		fileCache: pebble.NewFileCache(shards, 1000),
+		fs:        vfs.Default,
 	}
 }
 
@@ -148,8 +155,9 @@ func (p *Pool) options(dbs int, readOnly bool) *pebble.Options {
 		FileCache: p.fileCache,
 		// The checkpoint is the durability (see the package doc).
 		DisableWAL: true,
-		// Writes are not synced; the files a checkpoint links are synced
-		// by the flush that writes them.
+		// Writes are not synced, and neither are files: the checkpoint
+		// store fsyncs the files it keeps (noSyncFS).
+		FS:                          noSyncFS{p.fs},
 		MemTableSize:                p.memTableSize(dbs),
 		MemTableStopWritesThreshold: memTables,
 		// Every checkpoint flushes an L0 file, and every compaction
@@ -177,7 +185,7 @@ func (p *Pool) options(dbs int, readOnly bool) *pebble.Options {
 	if readOnly {
 		// A read-only open must not touch the checkpoint directory, not
 		// even to create its LOCK file, and must not upgrade its format.
-		o.FS = noLockFS{vfs.Default}
+		o.FS = noLockFS{p.fs}
 		o.FormatMajorVersion = pebble.FormatDefault
 	}
 	// Point reads (Value.Get) go through bloom filters in every level, so
