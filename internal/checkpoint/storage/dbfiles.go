@@ -114,7 +114,8 @@ func dbFilePath(m *Manifest, f DBFile) string {
 // shared file is hard-linked when src is on the same filesystem (database
 // files are immutable), copied otherwise; either way it is synced. Like
 // WriteKeyedFile, the new directory entry becomes durable with the
-// manifest write.
+// manifest write (which syncs the shared area first when it lists a
+// shared file).
 func (s *Store) PutDBFile(id int64, src string, f DBFile) (DBFile, error) {
 	if err := CheckDBFilePut(id, f); err != nil {
 		return DBFile{}, err

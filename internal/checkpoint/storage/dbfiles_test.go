@@ -294,3 +294,19 @@ func TestMissingSharedFileRefusesCommitAndGC(t *testing.T) {
 		t.Fatalf("after the refused GC: committed %v, removed %v; want [1 2] and nothing removed", ids, removed)
 	}
 }
+
+// A manifest that lists shared files is written after the shared area's
+// directory is synced: the files were linked or renamed into it, and
+// syncing the store's root does not make a subdirectory's entries
+// durable.
+func TestCommitSyncsTheSharedArea(t *testing.T) {
+	s := newStore(t)
+	var synced []string
+	dirSynced = func(dir string) { synced = append(synced, filepath.Clean(dir)) }
+	defer func() { dirSynced = nil }()
+	dbCheckpoint(t, s, 1, t.TempDir(), map[string]int64{"000004.sst": 1}, true)
+	shared := filepath.Clean(filepath.Join(s.root, SharedDir))
+	if !slices.Contains(synced, shared) {
+		t.Fatalf("directories synced: %q; want %s among them", synced, shared)
+	}
+}

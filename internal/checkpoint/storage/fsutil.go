@@ -65,9 +65,15 @@ func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
 	return nil
 }
 
+// dirSynced, set by tests, is told each directory syncDir syncs.
+var dirSynced func(dir string)
+
 // syncDir makes the directory entries of dir (creations, renames, removals)
 // durable.
 func syncDir(dir string) error {
+	if dirSynced != nil {
+		dirSynced(dir)
+	}
 	if runtime.GOOS == "windows" {
 		// Directories cannot be opened for fsync there; NTFS journals
 		// metadata itself.

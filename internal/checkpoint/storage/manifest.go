@@ -404,11 +404,13 @@ func WriteManifest(dir string, m *Manifest) error {
 // writeManifestFile writes m as dir/name the way WriteManifest describes
 // and returns the hex SHA-256 of the file written.
 func writeManifestFile(dir, name string, m *Manifest) (string, error) {
+	sharedDir := ""
 	data, err := EncodeManifest(m, func(name string, shared bool) (int64, error) {
 		path := filepath.Join(dir, name)
 		if shared {
 			// dir is R/checkpoints/chk-<id>; see dbFilePath.
-			path = filepath.Join(filepath.Dir(filepath.Dir(dir)), SharedDir, name)
+			sharedDir = filepath.Join(filepath.Dir(filepath.Dir(dir)), SharedDir)
+			path = filepath.Join(sharedDir, name)
 		}
 		st, err := os.Stat(path)
 		if err != nil {
@@ -418,6 +420,14 @@ func writeManifestFile(dir, name string, m *Manifest) (string, error) {
 	})
 	if err != nil {
 		return "", err
+	}
+	if sharedDir != "" {
+		// The shared files' entries were linked or renamed into the
+		// shared area: make them durable before a manifest that needs
+		// them (syncing the root below does not sync a subdirectory).
+		if err := syncDir(sharedDir); err != nil {
+			return "", err
+		}
 	}
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return "", fmt.Errorf("storage: write manifest: %w", err)
