@@ -153,7 +153,10 @@ return {#vs, s}`
 			if strings.HasSuffix(tc.name, "-2pc") {
 				q := "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()"
 				if strings.HasPrefix(tc.name, "my-") {
-					q = "SELECT COUNT(*) FROM information_schema.INNODB_TRX"
+					q = myOpenInDB
+					if xids, err := myPrepared(my, tc.name, "sink-mysql"); err != nil || xids != "" {
+						t.Errorf("XA transactions are left prepared (%v): %s", err, xids)
+					}
 				}
 				if left, err := tc.query(q); err != nil || left != "0" {
 					t.Errorf("%s transactions are left prepared or open (%v)", left, err)
