@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/onceflow/onceflow/internal/dbtest"
+	"github.com/onceflow/onceflow/scaleout"
 )
 
 // The scale-out tests of database sinks: each task of the last
@@ -125,26 +126,42 @@ func runScaleOutDB(t *testing.T, c scaleOutDBCase) {
 		}
 	}
 	// onceflow status shows the last sub-topology's partitions caught up,
-	// each with the checkpoint that committed its offset.
-	out, err := exec.Command(binary(t), "status", file).CombinedOutput()
-	if err != nil {
-		t.Fatalf("onceflow status: %v\n%s", err, out)
-	}
-	rows := 0
-	for _, line := range strings.Split(string(out), "\n") {
-		cols := strings.Fields(line)
-		// TOPIC PARTITION TASK INSTANCE STATE CHECKPOINT COMMITTED END
-		// LAG RESTARTS [PROBLEM]
-		if len(cols) < 10 || cols[0] != c.job+"-repartition-1" {
-			continue
+	// each with the checkpoint that committed its offset. The tasks'
+	// states come from the instances' reports (every
+	// scaleout.ReportInterval), so a partition the last rebalance moved
+	// shows its new task once its instance has reported again.
+	var problems []string
+	var out []byte
+	for deadline := time.Now().Add(5 * scaleout.ReportInterval); ; {
+		var err error
+		out, err = exec.Command(binary(t), "status", file).CombinedOutput()
+		if err != nil {
+			t.Fatalf("onceflow status: %v\n%s", err, out)
 		}
-		rows++
-		if cols[6] != cols[7] || cols[5] == "-" || cols[4] != "running" {
-			t.Errorf("onceflow status: %q: want the task running, the committed offset at the end and a checkpoint\n%s", line, out)
+		problems = problems[:0]
+		rows := 0
+		for _, line := range strings.Split(string(out), "\n") {
+			cols := strings.Fields(line)
+			// TOPIC PARTITION TASK INSTANCE STATE CHECKPOINT COMMITTED END
+			// LAG RESTARTS [PROBLEM]
+			if len(cols) < 10 || cols[0] != c.job+"-repartition-1" {
+				continue
+			}
+			rows++
+			if cols[6] != cols[7] || cols[5] == "-" || cols[4] != "running" {
+				problems = append(problems, fmt.Sprintf("%q: want the task running, the committed offset at the end and a checkpoint", line))
+			}
 		}
+		if rows != 4 {
+			problems = append(problems, fmt.Sprintf("%d partitions of %s-repartition-1 shown, want 4", rows, c.job))
+		}
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	if rows != 4 {
-		t.Errorf("onceflow status shows %d partitions of %s-repartition-1, want 4:\n%s", rows, c.job, out)
+	for _, p := range problems {
+		t.Errorf("onceflow status: %s\n%s", p, out)
 	}
 	f.stopAll()
 	t.Logf("%d records, events: %s", produced, strings.Join(events, ", "))
