@@ -914,110 +914,23 @@ func (p *scanner) hex4() (rune, bool) {
 	return rune(v), err == nil
 }
 
-// skip reads over one value of any kind, checking it is JSON. It is the
-// scanner's hottest loop (a record's members no column reads, a Nexmark
-// event's other two kinds), so it is one loop with the containers it is
-// inside kept as a stack of bits, not a call per member.
+// skip reads over one value of any kind, checking it is JSON.
 func (p *scanner) skip() error {
-	var stack [maxDepth/64 + 1]uint64 // bit d: the container at depth d is an object
-	depth := 0
-	s := p.s
-	open := func(object bool) error {
-		if p.depth+depth+1 > maxDepth {
-			return p.errorf("nested more than %d levels deep", maxDepth)
-		}
-		if object {
-			stack[depth/64] |= 1 << (depth % 64)
-		} else {
-			stack[depth/64] &^= 1 << (depth % 64)
-		}
-		depth++
-		p.i++
-		return nil
-	}
-	inObject := func() bool { return stack[(depth-1)/64]&(1<<((depth-1)%64)) != 0 }
-	for {
-		// A value comes at p.i.
-		p.ws()
-		if p.i >= len(s) {
-			return p.errorf("unexpected end of the value")
-		}
-		switch c := s[p.i]; c {
-		case '{', '[':
-			if err := open(c == '{'); err != nil {
-				return err
-			}
-			p.ws()
-			if p.i < len(s) && (c == '{' && s[p.i] == '}' || c == '[' && s[p.i] == ']') {
-				p.i++
-				depth--
-				break
-			}
-			if c == '{' {
-				if err := p.key(); err != nil {
-					return err
-				}
-			}
-			continue
-		case '"':
-			if _, err := p.str(); err != nil {
-				return err
-			}
-		default:
-			if _, _, err := p.scalar(); err != nil {
-				return err
-			}
-		}
-		// After a value: the end of the containers it closes, then a
-		// comma before the next value (and its key in an object).
-		for {
-			if depth == 0 {
-				return nil
-			}
-			p.ws()
-			if p.i >= len(s) {
-				return p.errorf("unexpected end of the value")
-			}
-			obj := inObject()
-			closing := byte(']')
-			if obj {
-				closing = '}'
-			}
-			switch s[p.i] {
-			case ',':
-				p.i++
-				if obj {
-					if err := p.key(); err != nil {
-						return err
-					}
-				}
-			case closing:
-				p.i++
-				depth--
-				continue
-			default:
-				return p.errorf("expected , or %c", closing)
-			}
-			break
-		}
-	}
-}
-
-// key reads a member's name and its colon, positioned at the value.
-func (p *scanner) key() error {
 	p.ws()
-	if p.i >= len(p.s) || p.s[p.i] != '"' {
-		return p.errorf("expected a field name")
+	if p.i >= len(p.s) {
+		return p.errorf("unexpected end of the value")
 	}
-	if _, err := p.str(); err != nil {
+	switch p.s[p.i] {
+	case '{':
+		return p.object(func(string) error { return p.skip() })
+	case '[':
+		return p.array(p.skip)
+	case '"':
+		_, err := p.str()
 		return err
 	}
-	p.ws()
-	if p.i >= len(p.s) || p.s[p.i] != ':' {
-		return p.errorf("expected :")
-	}
-	p.i++
-	return nil
+	_, _, err := p.scalar()
+	return err
 }
 
 // encoderFor returns the JSON encoder of values of type t, as Flink's
