@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -594,14 +593,6 @@ func (p *scanner) errorf(format string, args ...any) error {
 }
 
 func (p *scanner) ws() {
-	// Records are mostly written without whitespace: this test inlines.
-	if p.i < len(p.s) && p.s[p.i] > ' ' {
-		return
-	}
-	p.wsSlow()
-}
-
-func (p *scanner) wsSlow() {
 	for p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ' ', '\t', '\n', '\r':
@@ -808,12 +799,9 @@ func (p *scanner) str() (string, error) {
 		// Eight bytes at a time while none is a quote, a backslash or a
 		// control character: most of a record's text is strings (the
 		// padding of a Nexmark event, URLs), skipped or read here.
-		// The lowest bit of the mask is exact, so it gives the first
-		// special byte without a byte loop.
 		b := unsafe.Slice(unsafe.StringData(s), len(s))
 		for ; i+8 <= len(b); i += 8 {
-			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
+			if specialByte(binary.LittleEndian.Uint64(b[i:])) {
 				break
 			}
 		}
@@ -840,14 +828,10 @@ func (p *scanner) str() (string, error) {
 // specialByte reports whether one of the eight bytes of x is a quote, a
 // backslash or below 0x20 (each test exact: a byte's borrow is only
 // wrong in bytes above one that matches).
-func specialByte(x uint64) bool { return specialMask(x) != 0 }
-
-// specialMask has the high bit of each byte of x that specialByte finds
-// set, exact up to the lowest one set.
-func specialMask(x uint64) uint64 {
+func specialByte(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := x^(ones*'"'), x^(ones*'\\')
-	return ((x-ones*0x20)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
 }
 
 func (p *scanner) strEscaped(start int) (string, error) {
