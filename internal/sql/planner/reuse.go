@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/onceflow/onceflow/internal/sql/ast"
@@ -72,17 +73,7 @@ func renderStep(s step) renderedStep {
 	return r
 }
 
-func (r renderedStep) same(o renderedStep) bool {
-	if len(r.lines) != len(o.lines) {
-		return false
-	}
-	for i := range r.lines {
-		if r.lines[i] != o.lines[i] {
-			return false
-		}
-	}
-	return true
-}
+func (r renderedStep) same(o renderedStep) bool { return slices.Equal(r.lines, o.lines) }
 
 func (ns *namedStream) write(w *yamlWriter) {
 	from := make([]string, len(ns.from))
