@@ -124,8 +124,9 @@ func newRowDecoder(s Schema, used func(int) bool, fields func(int) map[string]bo
 	return d, nil
 }
 
-// decode fills ctx.Row from value and meta.
-func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta) error {
+// decode fills ctx.Row from value and meta, reading value through ix
+// (index.go), or an index of the pool's when ix is nil.
+func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta, ix *valueIndex) error {
 	if cap(ctx.Row) < d.ncols {
 		ctx.Row = make([]Value, d.ncols)
 	}
@@ -176,29 +177,95 @@ func (d *rowDecoder) decode(ctx *Ctx, value []byte, m *Meta) error {
 	if p.i < len(p.s) && p.s[p.i] == 'n' && strings.HasPrefix(p.s[p.i:], "null") {
 		return &DecodeError{Msg: "the value is JSON null, not an object"}
 	}
-	err := p.object(func(key string) error {
-		i, ok := d.fields[key]
-		if !ok {
-			return p.skip()
-		}
-		v, err := d.decs[i](ctx, p)
-		if err != nil {
-			return wrapColumn(err, d.names[i])
-		}
-		ctx.Row[i] = v
-		return nil
-	})
-	if err == nil {
-		p.ws()
-		if p.i != len(p.s) {
-			err = p.errorf("unexpected text after the JSON object")
-		}
+	if ix == nil {
+		ix = getIndex(value)
+		defer putIndex(ix)
+	} else {
+		ix.check(value)
+	}
+	var err error
+	if ix.built {
+		err = d.decodeIndexed(ctx, p, ix)
+	} else {
+		err = d.decodeScan(ctx, p, ix, value)
 	}
 	if err != nil {
 		if _, ok := err.(*DecodeError); ok {
 			return err
 		}
 		return &DecodeError{Msg: "the value is not a JSON object: " + err.Error()}
+	}
+	return nil
+}
+
+// column is the index of the column read from the member key, ok false
+// when no column is: the one after the last member's is tried first
+// (members usually come in the schema's order), then the map. next is
+// where the last member's column was.
+func (d *rowDecoder) column(key string, next *int) (i int, ok bool) {
+	if i = *next; i < len(d.names) && d.names[i] == key {
+		*next = i + 1
+		return i, d.decs[i] != nil
+	}
+	if i, ok = d.fields[key]; ok {
+		*next = i + 1
+	}
+	return i, ok
+}
+
+// decodeScan reads the object at p, indexing it into ix as it goes
+// (index.go) when it is valid.
+func (d *rowDecoder) decodeScan(ctx *Ctx, p *scanner, ix *valueIndex, value []byte) error {
+	index := ix.start(value)
+	next := 0
+	err := p.object(func(key string) error {
+		keyAt, at := p.keyAt, p.i
+		i, ok := d.column(key, &next)
+		if !ok {
+			if err := p.skip(); err != nil {
+				return err
+			}
+		} else {
+			v, err := d.decs[i](ctx, p)
+			if err != nil {
+				return wrapColumn(err, d.names[i])
+			}
+			ctx.Row[i] = v
+		}
+		if index {
+			index = ix.add(p, key, keyAt, at)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.ws()
+	if p.i != len(p.s) {
+		return p.errorf("unexpected text after the JSON object")
+	}
+	if index {
+		ix.finish(value)
+	}
+	return nil
+}
+
+// decodeIndexed reads the members d wants of the value ix indexes (p's),
+// from where ix says they are: the value was read whole and found valid
+// before (index.go).
+func (d *rowDecoder) decodeIndexed(ctx *Ctx, p *scanner, ix *valueIndex) error {
+	next := 0
+	for _, m := range ix.members {
+		i, ok := d.column(m.key(p.s), &next)
+		if !ok {
+			continue
+		}
+		p.i, p.depth = int(m.at), 1
+		v, err := d.decs[i](ctx, p)
+		if err != nil {
+			return wrapColumn(err, d.names[i])
+		}
+		ctx.Row[i] = v
 	}
 	return nil
 }
@@ -572,6 +639,8 @@ type scanner struct {
 	s     string
 	i     int
 	depth int
+	// keyAt is where the last member name read starts, after its quote.
+	keyAt int
 }
 
 // maxDepth bounds the nesting of objects and arrays a value may have.
@@ -640,6 +709,7 @@ func (p *scanner) fields(field func(key string) error) error {
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
 			return p.errorf("expected a field name")
 		}
+		p.keyAt = p.i + 1
 		key, err := p.str()
 		if err != nil {
 			return err
@@ -1075,6 +1145,12 @@ type PathValue struct {
 // its object: the caller then reads the value another way. A path that
 // meets null, a scalar or no member is not Found.
 func ReadPaths(value []byte, paths [][]string, out []PathValue) (ok bool) {
+	return readPathsWith(value, paths, out, nil)
+}
+
+// readPathsWith is ReadPaths reading value through ix (index.go), or an
+// index of the pool's when ix is nil.
+func readPathsWith(value []byte, paths [][]string, out []PathValue, ix *valueIndex) (ok bool) {
 	clear(out)
 	if len(value) == 0 || len(paths) > 64 || strings.IndexByte(unsafe.String(&value[0], len(value)), '\\') >= 0 {
 		return false
@@ -1084,67 +1160,132 @@ func ReadPaths(value []byte, paths [][]string, out []PathValue) (ok bool) {
 	if p.i >= len(p.s) || p.s[p.i] != '{' {
 		return false
 	}
-	ok = true
-	if readPathsIn(p, paths, 1<<len(paths)-1, 0, out, &ok) != nil || !ok {
-		return false
+	if ix == nil {
+		ix = getIndex(value)
+		defer putIndex(ix)
+	} else {
+		ix.check(value)
 	}
-	p.ws()
-	return p.i == len(p.s)
+	return readPaths(p, value, paths, out, ix)
 }
 
-// readPathsIn reads the object at p for the paths in live (a bit each),
-// whose members above depth matched.
-func readPathsIn(p *scanner, paths [][]string, live uint64, depth int, out []PathValue, ok *bool) error {
+// readPaths is ReadPaths after its first checks, with p at the value's {:
+// from ix when it indexes value, otherwise indexing value into ix.
+func readPaths(p *scanner, value []byte, paths [][]string, out []PathValue, ix *valueIndex) (ok bool) {
+	ok = true
+	r := pathReader{p: p, paths: paths, out: out, ok: &ok}
+	if ix.built {
+		// Read and found valid before (index.go): only the members a path
+		// goes through are read.
+		p.depth = 1
+		var met uint64
+		for _, m := range ix.members {
+			p.i = int(m.at)
+			if r.member(m.key(p.s), 1<<len(paths)-1, 0, &met, false) != nil {
+				return false // cannot be: the value was read before
+			}
+		}
+		return ok
+	}
+	index := ix.start(value)
 	var met uint64
-	return p.object(func(key string) error {
-		var end, deeper uint64
-		for i := range paths {
-			bit := uint64(1) << i
-			if live&bit == 0 || paths[i][depth] != key {
-				continue
-			}
-			if met&bit != 0 {
-				*ok = false // a second member of that name: which one counts is the caller's rule
-			}
-			met |= bit
-			if len(paths[i]) == depth+1 {
-				end |= bit
-			} else {
-				deeper |= bit
-			}
+	err := p.object(func(key string) error {
+		keyAt, at := p.keyAt, p.i
+		if err := r.member(key, 1<<len(paths)-1, 0, &met, true); err != nil {
+			return err
 		}
-		if end == 0 && deeper == 0 {
-			return p.skip()
-		}
-		p.ws()
-		if p.i >= len(p.s) {
-			return p.errorf("unexpected end of the value")
-		}
-		start := p.i
-		switch c := p.s[p.i]; {
-		case deeper != 0 && c == '{':
-			if err := readPathsIn(p, paths, deeper, depth+1, out, ok); err != nil {
-				return err
-			}
-		case deeper != 0 && c == '[':
-			*ok = false
-			return p.skip()
-		default:
-			if err := p.skip(); err != nil {
-				return err
-			}
-		}
-		raw := p.s[start:p.i]
-		for i := range paths {
-			if end&(uint64(1)<<i) == 0 {
-				continue
-			}
-			v := PathValue{Found: true, Kind: raw[0], Text: raw}
-			if v.Kind == '"' {
-				v.Text = raw[1 : len(raw)-1]
-			}
-			out[i] = v
+		if index {
+			index = ix.add(p, key, keyAt, at)
 		}
 		return nil
 	})
+	if err != nil {
+		return false
+	}
+	p.ws()
+	if p.i != len(p.s) {
+		return false
+	}
+	if index {
+		ix.finish(value) // valid, even when ok is false
+	}
+	return ok
+}
+
+// pathReader reads the values at paths into out; ok goes false when a
+// path meets an array or a member it goes through comes twice.
+type pathReader struct {
+	p     *scanner
+	paths [][]string
+	out   []PathValue
+	ok    *bool
+}
+
+// in reads the object at p for the paths in live (a bit each), whose
+// members above depth matched.
+func (r *pathReader) in(live uint64, depth int) error {
+	var met uint64
+	return r.p.object(func(key string) error {
+		return r.member(key, live, depth, &met, true)
+	})
+}
+
+// member reads the member key, whose value is at p, of an object at depth
+// for the paths in live; met are the paths that met a member of the
+// object before. A member no path wants is skipped when skip, left unread
+// otherwise (the caller knows where the next one is).
+func (r *pathReader) member(key string, live uint64, depth int, met *uint64, skip bool) error {
+	p, paths := r.p, r.paths
+	var end, deeper uint64
+	for i := range paths {
+		bit := uint64(1) << i
+		if live&bit == 0 || paths[i][depth] != key {
+			continue
+		}
+		if *met&bit != 0 {
+			*r.ok = false // a second member of that name: which one counts is the caller's rule
+		}
+		*met |= bit
+		if len(paths[i]) == depth+1 {
+			end |= bit
+		} else {
+			deeper |= bit
+		}
+	}
+	if end == 0 && deeper == 0 {
+		if !skip {
+			return nil
+		}
+		return p.skip()
+	}
+	p.ws()
+	if p.i >= len(p.s) {
+		return p.errorf("unexpected end of the value")
+	}
+	start := p.i
+	switch c := p.s[p.i]; {
+	case deeper != 0 && c == '{':
+		if err := r.in(deeper, depth+1); err != nil {
+			return err
+		}
+	case deeper != 0 && c == '[':
+		*r.ok = false
+		return p.skip()
+	default:
+		if err := p.skip(); err != nil {
+			return err
+		}
+	}
+	raw := p.s[start:p.i]
+	for i := range paths {
+		if end&(uint64(1)<<i) == 0 {
+			continue
+		}
+		v := PathValue{Found: true, Kind: raw[0], Text: raw}
+		if v.Kind == '"' {
+			v.Text = raw[1 : len(raw)-1]
+		}
+		r.out[i] = v
+	}
+	return nil
 }

@@ -281,8 +281,14 @@ type Result struct {
 // record the schema or an expression cannot take (a poison record): a
 // *DecodeError, or an evaluation error naming the column.
 func (s *Select) Run(ctx *Ctx, value []byte, m *Meta, buf []byte) (Result, error) {
+	return s.run(ctx, value, m, buf, nil)
+}
+
+// run is Run reading value through ix (index.go), or an index of the
+// pool's when ix is nil.
+func (s *Select) run(ctx *Ctx, value []byte, m *Meta, buf []byte, ix *valueIndex) (Result, error) {
 	ctx.Reset()
-	if err := s.dec.decode(ctx, value, m); err != nil {
+	if err := s.dec.decode(ctx, value, m, ix); err != nil {
 		return Result{}, err
 	}
 	if s.where != nil {
