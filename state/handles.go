@@ -82,8 +82,8 @@ type Value[V any] struct {
 	s     *scope
 	codec Codec[V]
 	o     options
-	// In the heap: one map per local key group. With a Backend: nil.
-	groups []map[string]entry[V]
+	// In the heap: one table per local key group. With a Backend: nil.
+	groups []valueTable[V]
 	buf    []byte
 	chg    changes
 }
@@ -98,10 +98,7 @@ func NewValue[V any](s *Store, name string, opts ...Option) *Value[V] {
 func NewValueWithCodec[V any](s *Store, name string, c Codec[V], opts ...Option) *Value[V] {
 	v := &Value[V]{nm: name, s: s.sc, codec: c, o: buildOptions(s, opts)}
 	if s.sc.backend == nil {
-		v.groups = make([]map[string]entry[V], s.sc.groups())
-		for i := range v.groups {
-			v.groups[i] = map[string]entry[V]{}
-		}
+		v.groups = make([]valueTable[V], s.sc.groups())
 	}
 	s.sc.register(v)
 	return v
@@ -113,7 +110,7 @@ func (v *Value[V]) kg() int { return v.s.first + v.s.cur() }
 func (v *Value[V]) Get() (V, bool) {
 	var zero V
 	if v.groups != nil {
-		e, ok := v.groups[v.s.cur()][v.s.key]
+		e, ok := v.groups[v.s.cur()].get(v.s.key)
 		if !ok || expired(e.exp, v.s) {
 			return zero, false
 		}
@@ -144,7 +141,7 @@ func (v *Value[V]) Get() (V, bool) {
 func (v *Value[V]) Set(x V) {
 	if v.groups != nil {
 		g := v.s.cur()
-		v.groups[g][v.s.key] = entry[V]{v: x, exp: v.o.expiry(v.s)}
+		v.groups[g].set(v.s.key, entry[V]{v: x, exp: v.o.expiry(v.s)})
 		v.chg.note(g, v.s.key)
 		return
 	}
@@ -162,7 +159,7 @@ func (v *Value[V]) Set(x V) {
 func (v *Value[V]) Clear() {
 	if v.groups != nil {
 		g := v.s.cur()
-		delete(v.groups[g], v.s.key)
+		v.groups[g].del(v.s.key)
 		v.chg.note(g, v.s.key)
 		return
 	}
@@ -175,10 +172,16 @@ func (v *Value[V]) name() string { return v.nm }
 
 func (v *Value[V]) changeLog() *changes { return &v.chg }
 func (v *Value[V]) kind() byte          { return kindValue }
-func (v *Value[V]) liveKeys() int       { return liveKeys(v.groups) }
+func (v *Value[V]) liveKeys() int {
+	n := 0
+	for g := range v.groups {
+		n += v.groups[g].len()
+	}
+	return n
+}
 
 func (v *Value[V]) encodeKey(g int, k string, dst []byte, now int64) []byte {
-	e, ok := v.groups[g][k]
+	e, ok := v.groups[g].get(k)
 	if !ok || (e.exp != 0 && e.exp <= now) {
 		return dst
 	}
@@ -192,7 +195,7 @@ func (v *Value[V]) encodeKey(g int, k string, dst []byte, now int64) []byte {
 
 func (v *Value[V]) clearKey(g int, k []byte) error {
 	if v.groups != nil {
-		delete(v.groups[g], string(k))
+		v.groups[g].del(string(k))
 		return nil
 	}
 	return v.s.backend.Delete(v.s.first+g, v.nm, kvPrefixOf(k))
@@ -230,12 +233,15 @@ func (v *Value[V]) encode(g int, dst []byte, now int64) ([]byte, error) {
 		}
 		return dst, err
 	}
-	m := v.groups[g]
-	var tmp []byte
-	for k, e := range m {
+	t := &v.groups[g]
+	var (
+		tmp  []byte
+		dead []string
+	)
+	t.each(func(k string, e entry[V]) {
 		if e.exp != 0 && e.exp <= now {
-			delete(m, k)
-			continue
+			dead = append(dead, k)
+			return
 		}
 		dst = binary.AppendUvarint(dst, uint64(len(k)))
 		dst = append(dst, k...)
@@ -243,6 +249,9 @@ func (v *Value[V]) encode(g int, dst []byte, now int64) ([]byte, error) {
 		tmp = v.codec.Append(tmp[:0], e.v)
 		dst = binary.AppendUvarint(dst, uint64(len(tmp)))
 		dst = append(dst, tmp...)
+	})
+	for _, k := range dead {
+		t.del(k)
 	}
 	return dst, nil
 }
@@ -277,7 +286,7 @@ func (v *Value[V]) decode(g int, src []byte) error {
 		if err != nil {
 			return err
 		}
-		v.groups[g][string(k)] = entry[V]{v: x, exp: exp}
+		v.groups[g].set(string(k), entry[V]{v: x, exp: exp})
 	}
 	return nil
 }
