@@ -42,10 +42,13 @@ type tableKV[V any] struct {
 
 var tableSeed = maphash.MakeSeed()
 
-// tableHash is key's hash, never 0 (which marks an empty slot).
+// tableHash is key's hash, never 0 (which marks an empty slot). Its low
+// bits pick the first slot, so none is forced.
 func tableHash(key string) uint32 {
-	h := maphash.String(tableSeed, key)
-	return uint32(h>>32) | 1
+	if h := uint32(maphash.String(tableSeed, key) >> 32); h != 0 {
+		return h
+	}
+	return 1
 }
 
 // find looks key up and remembers where the lookup ended.

@@ -61,7 +61,9 @@ func TestValueTableAgreesWithMap(t *testing.T) {
 }
 
 // A remembered lookup is not used after the table changed under it: a
-// Get of a key, a delete of another that shifts it, then a Set.
+// key looked up then deleted is gone; a key whose lookup ended at an
+// empty slot, then another key of its cluster deleted (which may shift
+// slots into that one), goes where a new probe puts it.
 func TestValueTableLookupAfterChange(t *testing.T) {
 	var tab valueTable[int64]
 	keys := make([]string, 1000)
@@ -71,6 +73,16 @@ func TestValueTableLookupAfterChange(t *testing.T) {
 	}
 	for i, k := range keys {
 		if i%2 == 0 {
+			if _, ok := tab.get(k); !ok {
+				t.Fatalf("%s missing", k)
+			}
+			if !tab.del(k) {
+				t.Fatalf("del(%s) found nothing", k)
+			}
+			if e, ok := tab.get(k); ok {
+				t.Fatalf("%s = %d after its delete", k, e.v)
+			}
+			tab.set(k, entry[int64]{v: -1})
 			continue
 		}
 		tab.get(k)         // remembered
@@ -88,6 +100,30 @@ func TestValueTableLookupAfterChange(t *testing.T) {
 			t.Fatalf("%s = %d left", k, e.v)
 		}
 	})
+	// Absent keys whose lookups end at an empty slot, then a delete in
+	// their clusters, then their sets: each must be found once.
+	var tab2 valueTable[int64]
+	for i := range 900 {
+		tab2.set(strconv.Itoa(i), entry[int64]{v: 1})
+	}
+	for i := 900; i < 1200; i++ {
+		k := strconv.Itoa(i)
+		if _, ok := tab2.get(k); ok {
+			t.Fatalf("%s present", k)
+		}
+		tab2.del(strconv.Itoa(i - 900))
+		tab2.set(k, entry[int64]{v: 2})
+	}
+	n := 0
+	tab2.each(func(k string, e entry[int64]) {
+		n++
+		if got, ok := tab2.get(k); !ok || got != e {
+			t.Fatalf("%s: each gave %v, get %v %v", k, e, got, ok)
+		}
+	})
+	if n != 900 || tab2.len() != 900 {
+		t.Fatalf("%d keys by each, len %d; want 900", n, tab2.len())
+	}
 }
 
 // BenchmarkValueGetSet is a keyed count's state access over 1M new keys

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // indexReader is one read of a value through an index (index.go): a
@@ -72,6 +73,10 @@ var indexValues = []struct {
 	{`{}`, true},
 	{"  \t{\"a\" : 1 , \"x\":[{}]}\n ", true},
 	{`{"a\u0062": 1, "a": 2}`, true},
+	{`{"\u0061": 5, "x": 1}`, true}, // an escaped key that is a column's name: never indexed
+	{`{"a": 1, "x": [` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `]}`, true},  // 1,000 levels: the limit
+	{`{"a": 1, "x": [` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + `]}`, false}, // 1,001
+	{`{"a": 1, "s": "` + strings.Repeat("x", maxIndexed) + `"}`, true},                      // too large to index
 	{`{"s": "a\"b", "a": 1}`, true},
 	{`{"x": 1e400, "a": -0}`, true},
 	{`{"a": 1`, false},
@@ -103,6 +108,9 @@ func checkIndexedReads(t *testing.T, readers []indexReader, value []byte, valid,
 		if ix.built && !valid {
 			t.Fatalf("%q: %s indexed a value that is not a JSON object", value, b.name)
 		}
+		if ix.built && (len(value) > maxIndexed || strings.Contains(string(value), `"\u0061"`)) {
+			t.Fatalf("%.40q: %s indexed a value too large or with an escaped key", value, b.name)
+		}
 		if !ix.built && indexed {
 			t.Fatalf("%q: %s left no index", value, b.name)
 		}
@@ -112,7 +120,7 @@ func checkIndexedReads(t *testing.T, readers []indexReader, value []byte, valid,
 		for _, r := range readers {
 			want := r.read(value, new(valueIndex))
 			if got := r.read(value, ix); got != want {
-				t.Errorf("%q: %s through the index of %s:\n got %s\nwant %s", value, r.name, b.name, got, want)
+				t.Errorf("%.200q: %s through the index of %s:\n got %.200s\nwant %.200s", value, r.name, b.name, got, want)
 			}
 			if !ix.built {
 				t.Fatalf("%q: %s dropped the index of %s", value, r.name, b.name)
@@ -120,7 +128,7 @@ func checkIndexedReads(t *testing.T, readers []indexReader, value []byte, valid,
 			// The same length, other bytes: the index is not theirs.
 			other := []byte(strings.Replace(string(value), "{", "[", 1))
 			if o, w := r.read(other, ix), r.read(other, new(valueIndex)); o != w {
-				t.Errorf("%q: %s through the index of %q:\n got %s\nwant %s", other, r.name, value, o, w)
+				t.Errorf("%.200q: %s through the index of %.200q:\n got %.200s\nwant %.200s", other, r.name, value, o, w)
 			}
 			b.read(value, ix) // index value again for the next reader
 		}
@@ -170,4 +178,38 @@ func FuzzIndexedReads(f *testing.F) {
 			checkIndexedReads(t, readers, b, true, false)
 		}
 	})
+}
+
+// Strings read through an index point into the value read, never into
+// the index's copy of another value's bytes.
+func TestIndexedStringsAreTheCallers(t *testing.T) {
+	value := []byte(`{"a": 1, "p": {"id": 2, "q": "xy"}, "s": "text"}`)
+	ix := new(valueIndex)
+	paths := [][]string{{"s"}, {"p", "q"}}
+	out := make([]PathValue, len(paths))
+	readPathsWith(value, paths, out, ix) // builds
+	if !ix.built {
+		t.Fatal("no index")
+	}
+	other := append([]byte(nil), value...) // the same bytes elsewhere
+	if !readPathsWith(other, paths, out, ix) {
+		t.Fatal("declined")
+	}
+	inOther := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= uintptr(unsafe.Pointer(&other[0])) && p < uintptr(unsafe.Pointer(&other[0]))+uintptr(len(other))
+	}
+	for i, v := range out {
+		if !inOther(v.Text) {
+			t.Errorf("path %v: %q is not in the value read", paths[i], v.Text)
+		}
+	}
+	sel := mustSelect(t, mustSchema(t, [2]string{"s", "STRING"}), "", nil, [2]string{"s", "s"})
+	ctx := &Ctx{}
+	if err := sel.dec.decode(ctx, other, &Meta{}, ix); err != nil {
+		t.Fatal(err)
+	}
+	if s := ctx.Row[0].S; s != "text" || !inOther(s) {
+		t.Errorf("column s: %q, not in the value read", s)
+	}
 }

@@ -88,10 +88,14 @@ type DecodeError struct {
 }
 
 func (e *DecodeError) Error() string {
-	if e.Column == "" {
+	if e.Type == nil {
 		return e.Msg
 	}
-	return fmt.Sprintf("column %s: expected %s, got %s", e.Column, e.Type, e.Value)
+	col := e.Column
+	if col == "" {
+		col = `""` // a column named by the empty JSON key
+	}
+	return fmt.Sprintf("column %s: expected %s, got %s", col, e.Type, e.Value)
 }
 
 func newRowDecoder(s Schema, used func(int) bool, fields func(int) map[string]bool) (*rowDecoder, error) {
