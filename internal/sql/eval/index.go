@@ -24,7 +24,9 @@ import (
 // alone, so no reader can see another's half-built index, and the reads
 // of one record by one goroutine, one after the other, mostly find the
 // index the previous read left on their processor. A miss only costs the
-// scan the read would have made anyway.
+// scan the read would have made anyway, and the copy: where 64 indexes in
+// a row went unused (each value read once), only one value in 16 is
+// indexed until a read uses one again.
 
 // valueIndex is a JSON object value read whole and found valid: a copy of
 // its text and its top-level members in the order they come.
@@ -34,7 +36,17 @@ type valueIndex struct {
 	// built is false while members are not those of text (a read is
 	// filling them, or failed to).
 	built bool
+	// unused counts the indexes built in a row that no read used; past
+	// idleIndexes, only one value in indexEvery is indexed (skip counts
+	// down to it), so a job whose values are each read once stops paying
+	// for the copy and notices when that changes.
+	unused, skip int
 }
+
+const (
+	idleIndexes = 64
+	indexEvery  = 16
+)
 
 // memberSpan is where one top-level member is in the value: its key's
 // text (without the quotes; only keys without escapes are indexed) and
@@ -62,9 +74,14 @@ func getIndex(value []byte) *valueIndex {
 
 // check leaves ix built only when it indexes value's bytes.
 func (ix *valueIndex) check(value []byte) {
-	if ix.built && !bytes.Equal(ix.text, value) {
-		ix.built = false
+	if !ix.built {
+		return
 	}
+	if bytes.Equal(ix.text, value) {
+		ix.unused = 0
+		return
+	}
+	ix.built = false
 }
 
 func putIndex(ix *valueIndex) { valueIndexes.Put(ix) }
@@ -74,7 +91,17 @@ func putIndex(ix *valueIndex) { valueIndexes.Put(ix) }
 func (ix *valueIndex) start(value []byte) bool {
 	ix.built = false
 	ix.members = ix.members[:0]
-	return len(value) <= maxIndexed
+	if len(value) > maxIndexed {
+		return false
+	}
+	if ix.unused >= idleIndexes {
+		if ix.skip > 0 {
+			ix.skip--
+			return false
+		}
+		ix.skip = indexEvery - 1
+	}
+	return true
 }
 
 // add records a member: its key, read by p from keyAt on, and its value,
@@ -93,6 +120,7 @@ func (ix *valueIndex) add(p *scanner, key string, keyAt, at int) bool {
 func (ix *valueIndex) finish(value []byte) {
 	ix.text = append(ix.text[:0], value...)
 	ix.built = true
+	ix.unused++
 }
 
 // key is member m's key in s, the value ix indexes.

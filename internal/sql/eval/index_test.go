@@ -213,3 +213,33 @@ func TestIndexedStringsAreTheCallers(t *testing.T) {
 		t.Errorf("column s: %q, not in the value read", s)
 	}
 }
+
+// Values each read once: past idleIndexes unused indexes, only one value
+// in indexEvery is indexed; a read that uses an index brings indexing
+// back for every value.
+func TestIndexBacksOffWhenUnused(t *testing.T) {
+	r := indexReaders(t)[0]
+	ix := new(valueIndex)
+	value := func(i int) []byte { return []byte(fmt.Sprintf(`{"a": %d}`, i)) }
+	built := 0
+	for i := range idleIndexes + 10*indexEvery {
+		r.read(value(i), ix)
+		if ix.built {
+			built++
+		}
+	}
+	if want := idleIndexes + 10; built != want {
+		t.Fatalf("%d values indexed, want %d", built, want)
+	}
+	// Read until one is indexed, then read it again: the index is used.
+	i := 1000
+	for ; !ix.built; i++ {
+		r.read(value(i), ix)
+	}
+	r.read(value(i-1), ix)
+	for j := range 5 {
+		if r.read(value(2000+j), ix); !ix.built {
+			t.Fatalf("value %d after a used index: not indexed", j)
+		}
+	}
+}
