@@ -50,10 +50,10 @@ const (
 
 // memberSpan is where one top-level member is in the value: its key's
 // text (without the quotes; only keys without escapes are indexed) and
-// its value's, from the value's first byte to the byte after its last.
+// its value's first byte.
 type memberSpan struct {
 	keyAt, keyLen int32
-	at, end       int32
+	at            int32
 }
 
 // maxIndexed bounds the values indexed, so a pool entry does not keep a
@@ -104,14 +104,14 @@ func (ix *valueIndex) start(value []byte) bool {
 	return true
 }
 
-// add records a member: its key, read by p from keyAt on, and its value,
-// from at to p.i. False when the key had an escape (the index is then
+// add records a member: its key, read by p from keyAt on, and where its
+// value starts. False when the key had an escape (the index is then
 // abandoned: a hit reads its keys back from the value's text).
 func (ix *valueIndex) add(p *scanner, key string, keyAt, at int) bool {
 	if keyAt >= len(p.s) || len(key) > 0 && unsafe.StringData(key) != unsafe.StringData(p.s[keyAt:]) {
 		return false
 	}
-	ix.members = append(ix.members, memberSpan{keyAt: int32(keyAt), keyLen: int32(len(key)), at: int32(at), end: int32(p.i)})
+	ix.members = append(ix.members, memberSpan{keyAt: int32(keyAt), keyLen: int32(len(key)), at: int32(at)})
 	return true
 }
 
